@@ -1,0 +1,45 @@
+# Thin wrapper over CMake presets. The real build lives in CMakeLists.txt.
+#   make test    install what is missing, then build and run every test in the
+#                default, asan (ASan+UBSan) and tsan builds
+#   make bench   build and run the flavour comparison; results in build/bench/
+#   make build   the default build only
+
+JOBS      ?= $(shell nproc)
+PRESETS   ?= default asan tsan
+TEST_DEPS  = cmake make gcc g++ clang pkg-config liburcu-dev check
+BENCH_DEPS = libck-dev libboost-dev libtbb-dev libglib2.0-dev \
+             libconcurrentqueue-dev libreaderwriterqueue-dev gnuplot-nox
+BENCH_ARGS ?=
+
+.PHONY: all build test bench deps bench-deps clean $(addprefix test-,$(PRESETS))
+
+all: build
+
+deps:
+	@sh scripts/install-deps.sh $(TEST_DEPS)
+
+bench-deps: deps
+	@sh scripts/install-deps.sh $(BENCH_DEPS)
+
+build: deps
+	cmake --preset default >/dev/null
+	cmake --build --preset default -j $(JOBS)
+
+test: deps
+	@set -e; for p in $(PRESETS); do $(MAKE) --no-print-directory test-$$p; done
+
+test-%:
+	@echo "==== $* build ===="
+	cmake --preset $* >/dev/null
+	cmake --build --preset $* -j $(JOBS)
+	ctest --preset $*
+
+bench: bench-deps
+	cmake --preset default >/dev/null
+	cmake --build --preset default -j $(JOBS) --target sl-bench
+	@mkdir -p build/bench
+	./build/default/bench/sl-bench chan --csv build/bench/chan.csv \
+	    --plot build/bench/chan.png $(BENCH_ARGS) | tee build/bench/chan.txt
+
+clean:
+	rm -rf build

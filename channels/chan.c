@@ -1,0 +1,336 @@
+/*
+ * channels/chan.c — the channel façade: close, blocking, timeouts, batches and
+ * ownership over the raw flavours.
+ *
+ * Every operation is a non-blocking attempt on the flavour (try_send_once /
+ * try_recv_once) plus, for the blocking forms, the three phases of parking:
+ * bounded spinning with back-off, a few yields, then the eventcount. Receivers
+ * park on `not_empty`, senders on `not_full`; a successful send notifies one
+ * receiver and a successful receive one sender, and both notifies cost one
+ * load while nobody is parked.
+ *
+ * Close sets `closed` and wakes everyone. A send checks `closed` before it
+ * pushes; a receive that finds the queue empty checks `closed` and then looks
+ * once more, so every message whose send returned before the close is
+ * received before any receiver sees SL_CLOSED. A send that races with close
+ * may still return SL_OK: its message is then received, or dropped by
+ * sl_chan_free if every receiver had already left — never lost.
+ */
+#include "sluice/chan.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sluice/mpmc.h"
+#include "sluice/park.h"
+#include "sluice/spsc.h"
+#include "spin.h"
+#include "testing.h"
+
+struct sl_chan {
+    /* Read by every operation, written only by close: one line. The two
+     * eventcounts share it on purpose: in the steady state both are only read
+     * (the notify fast path), so the line stays shared in every cache. */
+    SL_ALIGNAS(SL_CACHELINE) sl_flavor flavor;
+    SL_ATOMIC(uint32_t) closed;
+    size_t elem_size;
+    size_t capacity;
+    sl_drop_fn drop;
+    void *drop_ctx;
+    sl_event not_empty; /* receivers park here */
+    sl_event not_full;  /* senders park here */
+    union {
+        sl_spsc spsc;
+        sl_mpmc mpmc;
+    } q;
+};
+
+typedef sl_status (*chan_op)(sl_chan *ch, void *buf);
+
+static bool flavor_supported(sl_flavor f) { return f == SL_SPSC || f == SL_MPMC; }
+
+sl_status sl__chan_new_at(sl_chan **out, const sl_chan_opts *opts, uint64_t start)
+{
+    if (!out || !opts || !flavor_supported(opts->flavor))
+        return SL_EINVAL;
+    sl_chan *ch = aligned_alloc(SL_CACHELINE, (sizeof *ch + SL_CACHELINE - 1) &
+                                                  ~(size_t)(SL_CACHELINE - 1));
+    if (!ch)
+        return SL_ENOMEM;
+    memset(ch, 0, sizeof *ch);
+    sl_status st = opts->flavor == SL_SPSC
+                       ? sl__spsc_init_at(&ch->q.spsc, opts->elem_size, opts->capacity, start)
+                       : sl__mpmc_init_at(&ch->q.mpmc, opts->elem_size, opts->capacity, start);
+    if (st != SL_OK) {
+        free(ch);
+        return st;
+    }
+    ch->flavor = opts->flavor;
+    atomic_init(&ch->closed, 0u);
+    ch->elem_size = opts->elem_size;
+    ch->capacity = opts->capacity;
+    ch->drop = opts->drop;
+    ch->drop_ctx = opts->drop_ctx;
+    sl_event_init(&ch->not_empty);
+    sl_event_init(&ch->not_full);
+    *out = ch;
+    return SL_OK;
+}
+
+SL_API sl_status sl_chan_new(sl_chan **out, const sl_chan_opts *opts)
+{
+    return sl__chan_new_at(out, opts, 0);
+}
+
+SL_API void sl_chan_free(sl_chan *ch)
+{
+    if (!ch)
+        return;
+    unsigned char stack_buf[256];
+    unsigned char *buf = ch->elem_size <= sizeof stack_buf ? stack_buf : malloc(ch->elem_size);
+    if (ch->flavor == SL_SPSC) {
+        /* The freeing thread becomes the consumer: nobody else may be using ch. */
+        while (buf && ch->drop && sl_spsc_try_pop(&ch->q.spsc, buf) == SL_OK)
+            ch->drop(buf, ch->drop_ctx);
+        sl_spsc_destroy(&ch->q.spsc);
+    } else {
+        while (buf && ch->drop && sl_mpmc_try_pop(&ch->q.mpmc, buf) == SL_OK)
+            ch->drop(buf, ch->drop_ctx);
+        sl_mpmc_destroy(&ch->q.mpmc);
+    }
+    if (buf != stack_buf)
+        free(buf);
+    free(ch);
+}
+
+static inline bool is_closed(const sl_chan *ch)
+{
+    /* Acquire: pairs with close's store; messages sent before the close are
+     * visible to the pop that follows. */
+    return atomic_load_explicit(&ch->closed, memory_order_acquire) != 0;
+}
+
+/* One non-blocking send: SL_OK, SL_FULL or SL_CLOSED. Notifies one receiver. */
+static sl_status try_send_once(sl_chan *ch, void *elem)
+{
+    if (is_closed(ch))
+        return SL_CLOSED;
+    if (ch->flavor == SL_SPSC) {
+        if (sl_spsc_try_push(&ch->q.spsc, elem) != SL_OK)
+            return SL_FULL;
+        /* The tail store before the waiter-count load (Dekker with prepare). */
+        atomic_thread_fence(memory_order_seq_cst);
+    } else if (sl_mpmc_try_push(&ch->q.mpmc, elem) != SL_OK) {
+        return SL_FULL; /* the push's publication is a seq_cst RMW: no fence */
+    }
+    sl_event_notify_one(&ch->not_empty);
+    return SL_OK;
+}
+
+static inline sl_status pop_once(sl_chan *ch, void *out)
+{
+    if (ch->flavor == SL_SPSC) {
+        if (sl_spsc_try_pop(&ch->q.spsc, out) != SL_OK)
+            return SL_EMPTY;
+        /* The head store before the waiter-count load (Dekker with prepare). */
+        atomic_thread_fence(memory_order_seq_cst);
+    } else if (sl_mpmc_try_pop(&ch->q.mpmc, out) != SL_OK) {
+        return SL_EMPTY;
+    }
+    sl_event_notify_one(&ch->not_full);
+    return SL_OK;
+}
+
+/* One non-blocking receive: SL_OK, SL_EMPTY, or SL_CLOSED once drained. */
+static sl_status try_recv_once(sl_chan *ch, void *out)
+{
+    if (pop_once(ch, out) == SL_OK)
+        return SL_OK;
+    if (!is_closed(ch))
+        return SL_EMPTY;
+    /* Closed: a message sent before the close may have landed after our first
+     * look; the acquire above makes it visible now. */
+    return pop_once(ch, out) == SL_OK ? SL_OK : SL_CLOSED;
+}
+
+static inline bool retry_status(sl_status st) { return st == SL_FULL || st == SL_EMPTY; }
+
+/* Phase 1: the operation itself, retried with growing pauses, then yields.
+ * Returns the first final status, or SL_FULL/SL_EMPTY if none came. */
+static sl_status spin_phase(sl_chan *ch, chan_op op, void *buf, uint64_t deadline)
+{
+    sl_status st = SL_EMPTY;
+    unsigned relax = 1;
+    for (unsigned i = 0; i < SL_SPIN_TRIES; i++) {
+        for (unsigned k = 0; k < relax; k++)
+            sl_cpu_relax();
+        if (relax < SL_SPIN_RELAX_MAX)
+            relax <<= 1;
+        st = op(ch, buf);
+        if (!retry_status(st))
+            return st;
+        if (deadline != SL_FOREVER && (i & 7) == 7 && sl_now_ns() >= deadline)
+            return st;
+    }
+    for (unsigned i = 0; i < SL_SPIN_YIELDS; i++) {
+        sched_yield();
+        st = op(ch, buf);
+        if (!retry_status(st))
+            return st;
+    }
+    return st;
+}
+
+/* The blocking and timed forms: try, spin, then park on ev until op succeeds,
+ * the channel closes, or the deadline passes. */
+static sl_status wait_for(sl_chan *ch, sl_event *ev, chan_op op, void *buf, uint64_t timeout_ns)
+{
+    sl_status st = op(ch, buf);
+    if (!retry_status(st))
+        return st;
+    if (timeout_ns == 0)
+        return SL_TIMEDOUT;
+    uint64_t deadline = sl_deadline_after(timeout_ns);
+    st = spin_phase(ch, op, buf, deadline);
+    if (!retry_status(st))
+        return st;
+    for (;;) {
+        uint32_t key = sl_event_prepare(ev);
+        st = op(ch, buf);
+        if (!retry_status(st)) {
+            sl_event_cancel(ev);
+            return st;
+        }
+        sl_status w = sl_event_wait(ev, key, deadline);
+        /* Always try once more after waking, also at the deadline: a notify
+         * that chose us must not be lost with us. */
+        st = op(ch, buf);
+        if (!retry_status(st))
+            return st;
+        if (w == SL_TIMEDOUT)
+            return SL_TIMEDOUT;
+    }
+}
+
+SL_API sl_status sl_chan_try_send(sl_chan *ch, const void *elem)
+{
+    if (!ch || !elem)
+        return SL_EINVAL;
+    return try_send_once(ch, (void *)(uintptr_t)elem);
+}
+
+SL_API sl_status sl_chan_send_for(sl_chan *ch, const void *elem, uint64_t timeout_ns)
+{
+    if (!ch || !elem)
+        return SL_EINVAL;
+    return wait_for(ch, &ch->not_full, try_send_once, (void *)(uintptr_t)elem, timeout_ns);
+}
+
+SL_API sl_status sl_chan_send(sl_chan *ch, const void *elem)
+{
+    return sl_chan_send_for(ch, elem, SL_FOREVER);
+}
+
+SL_API sl_status sl_chan_send_ptr(sl_chan *ch, void **pp)
+{
+    if (!ch || !pp || ch->elem_size != sizeof(void *))
+        return SL_EINVAL;
+    sl_status st = sl_chan_send(ch, pp);
+    if (st == SL_OK || st == SL_EVICTED)
+        *pp = NULL;
+    return st;
+}
+
+SL_API sl_status sl_chan_send_evict(sl_chan *ch, const void *elem, void *evicted)
+{
+    (void)elem, (void)evicted;
+    if (!ch || ch->flavor != SL_RING)
+        return SL_EINVAL;
+    return SL_EINVAL;
+}
+
+SL_API sl_status sl_chan_try_recv(sl_chan *ch, void *out)
+{
+    if (!ch || !out)
+        return SL_EINVAL;
+    return try_recv_once(ch, out);
+}
+
+SL_API sl_status sl_chan_recv_for(sl_chan *ch, void *out, uint64_t timeout_ns)
+{
+    if (!ch || !out)
+        return SL_EINVAL;
+    return wait_for(ch, &ch->not_empty, try_recv_once, out, timeout_ns);
+}
+
+SL_API sl_status sl_chan_recv(sl_chan *ch, void *out)
+{
+    return sl_chan_recv_for(ch, out, SL_FOREVER);
+}
+
+SL_API size_t sl_chan_try_send_n(sl_chan *ch, const void *elems, size_t n)
+{
+    if (!ch || !elems || n == 0 || is_closed(ch))
+        return 0;
+    size_t sent;
+    if (ch->flavor == SL_SPSC) {
+        sent = sl_spsc_push_n(&ch->q.spsc, elems, n);
+        atomic_thread_fence(memory_order_seq_cst); /* tail before waiter count */
+    } else {
+        sent = sl_mpmc_push_n(&ch->q.mpmc, elems, n);
+    }
+    if (sent)
+        sl_event_notify_n(&ch->not_empty, sent);
+    return sent;
+}
+
+static size_t pop_n_once(sl_chan *ch, void *out, size_t n)
+{
+    size_t got;
+    if (ch->flavor == SL_SPSC) {
+        got = sl_spsc_pop_n(&ch->q.spsc, out, n);
+        atomic_thread_fence(memory_order_seq_cst); /* head before waiter count */
+    } else {
+        got = sl_mpmc_pop_n(&ch->q.mpmc, out, n);
+    }
+    if (got)
+        sl_event_notify_n(&ch->not_full, got);
+    return got;
+}
+
+SL_API size_t sl_chan_try_recv_n(sl_chan *ch, void *out, size_t n)
+{
+    if (!ch || !out || n == 0)
+        return 0;
+    size_t got = pop_n_once(ch, out, n);
+    if (got < n && is_closed(ch)) /* see try_recv_once: look again once closed */
+        got += pop_n_once(ch, (unsigned char *)out + got * ch->elem_size, n - got);
+    return got;
+}
+
+SL_API void sl_chan_close(sl_chan *ch)
+{
+    if (!ch)
+        return;
+    /* seq_cst: the flag is the condition both eventcounts' waiters re-check. */
+    if (atomic_exchange_explicit(&ch->closed, 1u, memory_order_seq_cst) == 0) {
+        sl_event_notify_all(&ch->not_empty);
+        sl_event_notify_all(&ch->not_full);
+    }
+}
+
+SL_API bool sl_chan_is_closed(const sl_chan *ch) { return ch && is_closed(ch); }
+
+SL_API size_t sl_chan_len(const sl_chan *ch)
+{
+    if (!ch)
+        return 0;
+    return ch->flavor == SL_SPSC ? sl_spsc_len(&ch->q.spsc) : sl_mpmc_len(&ch->q.mpmc);
+}
+
+SL_API size_t sl_chan_cap(const sl_chan *ch) { return ch ? ch->capacity : 0; }
+
+SL_API sl_flavor sl_chan_flavor(const sl_chan *ch) { return ch ? ch->flavor : (sl_flavor)0; }
+
+SL_API size_t sl_chan_elem_size(const sl_chan *ch) { return ch ? ch->elem_size : 0; }

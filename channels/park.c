@@ -1,0 +1,130 @@
+/*
+ * channels/park.c — the eventcount: slow paths of sluice/park.h.
+ *
+ * State: `epoch`, the futex word, and `waiters`, the number of threads between
+ * sl_event_prepare and the end of their wait. The no-lost-wake-up argument
+ * (docs/guarantees.md, "Parking"):
+ *
+ *   waiter   W1 waiters += 1 (seq_cst) ; fence(seq_cst) ; W2 key = epoch
+ *            W3 re-check the condition ; W4 FUTEX_WAIT(epoch, key)
+ *   notifier N1 make the condition true (seq_cst RMW, or store + fence)
+ *            N2 read waiters (seq_cst) ; if 0: done
+ *            N3 epoch += 1 ; N4 FUTEX_WAKE(epoch)
+ *
+ * If N2 reads 0, W1 is later in the seq_cst order, so W3 sees N1 and the
+ * waiter does not sleep. Otherwise the notifier bumps the epoch: if W2 read the
+ * new epoch, N1 happens-before W3 (N3 releases, W2 acquires) and the waiter
+ * does not sleep; if W2 read the old epoch, FUTEX_WAIT either finds the word
+ * changed (EAGAIN) or is already queued when N4 wakes it, because the kernel
+ * compares and queues atomically with respect to FUTEX_WAKE.
+ */
+#define SL_NO_INLINE 1
+#include "sluice/park.h"
+
+#include <errno.h>
+
+#include "spin.h"
+#include "sysops.h"
+
+SL_API void sl_event_init(sl_event *ev)
+{
+    atomic_init(&ev->epoch, 0u);
+    atomic_init(&ev->waiters, 0u);
+}
+
+SL_API uint32_t sl_event_prepare(sl_event *ev)
+{
+    atomic_fetch_add_explicit(&ev->waiters, 1u, memory_order_seq_cst);
+    /* The registration above is ordered before the caller's re-check of its
+     * condition (the Dekker pair with the notifier's seq_cst condition change). */
+    atomic_thread_fence(memory_order_seq_cst);
+    /* Acquire: the re-check that follows cannot move above the key load. */
+    return atomic_load_explicit(&ev->epoch, memory_order_acquire);
+}
+
+SL_API void sl_event_cancel(sl_event *ev)
+{
+    atomic_fetch_sub_explicit(&ev->waiters, 1u, memory_order_relaxed);
+}
+
+static bool epoch_moved(sl_event *ev, uint32_t key)
+{
+    /* Acquire: pairs with the notifier's release bump of the epoch. */
+    return atomic_load_explicit(&ev->epoch, memory_order_acquire) != key;
+}
+
+/* Sleeps until the epoch moves or the deadline passes. A fault-injected or
+ * early ETIMEDOUT is checked against the clock, so SL_TIMEDOUT never comes
+ * before the deadline; spurious returns and EINTR just wait again. */
+static sl_status futex_sleep(sl_event *ev, uint32_t key, uint64_t deadline_ns)
+{
+    const sl_sys_ops *sys = sl__sys();
+    for (;;) {
+        if (epoch_moved(ev, key))
+            return SL_OK;
+        int r = sys->futex_wait(&ev->epoch, key, deadline_ns);
+        if (deadline_ns == SL_FOREVER || (r != -ETIMEDOUT && r != 0))
+            continue;
+        if (epoch_moved(ev, key))
+            return SL_OK;
+        if (sys->now_ns() >= deadline_ns)
+            return SL_TIMEDOUT;
+    }
+}
+
+SL_API sl_status sl_event_wait(sl_event *ev, uint32_t key, uint64_t deadline_ns)
+{
+    sl_status st = SL_OK;
+    unsigned i;
+    for (i = 0; i < SL_PARK_EPOCH_SPIN && !epoch_moved(ev, key); i++)
+        sl_cpu_relax();
+    if (i == SL_PARK_EPOCH_SPIN)
+        st = futex_sleep(ev, key, deadline_ns);
+    atomic_fetch_sub_explicit(&ev->waiters, 1u, memory_order_relaxed);
+    return st;
+}
+
+SL_API void sl_event_notify_one_slow(sl_event *ev)
+{
+    /* Release: what the notifier did before is visible to the waiter that
+     * acquires the new epoch. */
+    atomic_fetch_add_explicit(&ev->epoch, 1u, memory_order_release);
+    sl__sys()->futex_wake(&ev->epoch, 1);
+}
+
+SL_API void sl_event_notify_all_slow(sl_event *ev)
+{
+    atomic_fetch_add_explicit(&ev->epoch, 1u, memory_order_release);
+    sl__sys()->futex_wake(&ev->epoch, INT32_MAX);
+}
+
+SL_API void sl_event_notify_n_slow(sl_event *ev, size_t n)
+{
+    if (n == 0)
+        return;
+    atomic_fetch_add_explicit(&ev->epoch, 1u, memory_order_release);
+    sl__sys()->futex_wake(&ev->epoch, n > (size_t)INT32_MAX ? INT32_MAX : (int)n);
+}
+
+SL_API void sl_event_notify_one(sl_event *ev) { sl__event_notify_one_fast(ev); }
+
+SL_API void sl_event_notify_n(sl_event *ev, size_t n) { sl__event_notify_n_fast(ev, n); }
+
+SL_API void sl_event_notify_all(sl_event *ev) { sl__event_notify_all_fast(ev); }
+
+SL_API uint32_t sl_event_waiters(const sl_event *ev)
+{
+    return atomic_load_explicit(&ev->waiters, memory_order_relaxed);
+}
+
+SL_API uint64_t sl_now_ns(void) { return sl__sys()->now_ns(); }
+
+SL_API uint64_t sl_deadline_after(uint64_t timeout_ns)
+{
+    if (timeout_ns == SL_FOREVER)
+        return SL_FOREVER;
+    uint64_t now = sl__sys()->now_ns();
+    if (timeout_ns >= SL_FOREVER - now)
+        return SL_FOREVER;
+    return now + timeout_ns;
+}

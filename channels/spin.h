@@ -1,0 +1,33 @@
+/*
+ * channels/spin.h — the CPU's spin-wait hint and the spin budgets (internal).
+ */
+#ifndef SLUICE_CHANNELS_SPIN_H
+#define SLUICE_CHANNELS_SPIN_H
+
+/* Tells the core we are spin-waiting: frees pipeline resources for the sibling
+ * hyperthread and avoids the memory-order mis-speculation flush on exit. */
+static inline void sl_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#else
+    __asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+/* Phase 1 of parking, in the channel: retries of the operation itself, with
+ * pause hints growing 1, 2, 4 … up to SL_SPIN_RELAX_MAX between retries. A
+ * futex sleep and wake costs tens of microseconds; these budgets cover a
+ * cross-core hand-off (well under a microsecond) several times over before
+ * giving the CPU back. */
+#define SL_SPIN_TRIES 64
+#define SL_SPIN_RELAX_MAX 64
+/* Then a few sched_yield() calls: on an oversubscribed machine the peer we
+ * wait for may need our core. */
+#define SL_SPIN_YIELDS 4
+/* Phase 3 opens with a short spin on the eventcount's epoch. */
+#define SL_PARK_EPOCH_SPIN 32
+
+#endif /* SLUICE_CHANNELS_SPIN_H */

@@ -1,0 +1,167 @@
+/*
+ * channels/spsc.c — the SPSC ring's set-up, batches and out-of-line entry points.
+ *
+ * The single-message fast paths are static inline in sluice/spsc.h; this file
+ * holds what does not pay to inline: init/destroy, the batch forms (one index
+ * publication per batch), and the out-of-line copies of the fast paths for C++
+ * callers.
+ */
+#define SL_NO_INLINE 1
+#include "sluice/spsc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testing.h"
+
+static size_t round_up_pow2(size_t x)
+{
+    size_t p = 1;
+    while (p < x)
+        p <<= 1;
+    return p;
+}
+
+static void init_side(sl_spsc_side *side, unsigned char *slots, size_t mask, size_t capacity,
+                      size_t elem_size, uint64_t start)
+{
+    atomic_init(&side->index, (size_t)start);
+    side->peer_cache = (size_t)start;
+    side->slots = slots;
+    side->mask = mask;
+    side->capacity = capacity;
+    side->elem_size = elem_size;
+    atomic_init(&side->active, 0u);
+}
+
+sl_status sl__spsc_init_at(sl_spsc *q, size_t elem_size, size_t capacity, uint64_t start)
+{
+    if (!q || elem_size == 0 || elem_size > SL_ELEM_MAX || capacity == 0)
+        return SL_EINVAL;
+    /* The pow2 storage must fit a size_t, and so must storage * elem_size. */
+    if (capacity > (SIZE_MAX >> 1) / elem_size)
+        return SL_EINVAL;
+    size_t slots_n = round_up_pow2(capacity);
+    unsigned char *slots = aligned_alloc(SL_CACHELINE,
+                                         (slots_n * elem_size + SL_CACHELINE - 1) &
+                                             ~(size_t)(SL_CACHELINE - 1));
+    if (!slots)
+        return SL_ENOMEM;
+    init_side(&q->prod, slots, slots_n - 1, capacity, elem_size, start);
+    init_side(&q->cons, slots, slots_n - 1, capacity, elem_size, start);
+    return SL_OK;
+}
+
+SL_API sl_status sl_spsc_init(sl_spsc *q, size_t elem_size, size_t capacity)
+{
+    return sl__spsc_init_at(q, elem_size, capacity, 0);
+}
+
+SL_API void sl_spsc_destroy(sl_spsc *q)
+{
+    if (!q)
+        return;
+    free(q->prod.slots);
+    q->prod.slots = q->cons.slots = NULL;
+}
+
+/* Copies n messages between the ring, starting at position pos, and a flat
+ * array; at most two memcpy calls (before and after the wrap). */
+static void copy_run(const sl_spsc_side *s, size_t pos, unsigned char *flat, size_t n,
+                     bool into_ring)
+{
+    size_t first = (pos & s->mask);
+    size_t run = s->mask + 1 - first;
+    if (run > n)
+        run = n;
+    unsigned char *ring = s->slots + first * s->elem_size;
+    if (into_ring) {
+        memcpy(ring, flat, run * s->elem_size);
+        memcpy(s->slots, flat + run * s->elem_size, (n - run) * s->elem_size);
+    } else {
+        memcpy(flat, ring, run * s->elem_size);
+        memcpy(flat + run * s->elem_size, s->slots, (n - run) * s->elem_size);
+    }
+}
+
+SL_API size_t sl_spsc_push_n(sl_spsc *q, const void *elems, size_t n)
+{
+    if (!q || !elems || n == 0)
+        return 0;
+    sl_spsc_side *p = &q->prod;
+    sl__spsc_enter(q, p, "producer");
+    size_t tail = atomic_load_explicit(&p->index, memory_order_relaxed);
+    size_t room = p->capacity - (tail - p->peer_cache);
+    if (room < n) {
+        /* Acquire: the consumer finished reading the slots it released. */
+        p->peer_cache = atomic_load_explicit(&q->cons.index, memory_order_acquire);
+        room = p->capacity - (tail - p->peer_cache);
+    }
+    if (n > room)
+        n = room;
+    if (n) {
+        copy_run(p, tail, (unsigned char *)(uintptr_t)elems, n, true);
+        /* Release: all n messages are visible before the new tail. */
+        atomic_store_explicit(&p->index, tail + n, memory_order_release);
+    }
+    sl__spsc_leave(p);
+    return n;
+}
+
+SL_API size_t sl_spsc_pop_n(sl_spsc *q, void *out, size_t n)
+{
+    if (!q || !out || n == 0)
+        return 0;
+    sl_spsc_side *c = &q->cons;
+    sl__spsc_enter(q, c, "consumer");
+    size_t head = atomic_load_explicit(&c->index, memory_order_relaxed);
+    size_t avail = c->peer_cache - head;
+    if (avail < n) {
+        /* Acquire: pairs with the producer's release of the tail. */
+        c->peer_cache = atomic_load_explicit(&q->prod.index, memory_order_acquire);
+        avail = c->peer_cache - head;
+    }
+    if (n > avail)
+        n = avail;
+    if (n) {
+        copy_run(c, head, out, n, false);
+        /* Release: our reads of the n slots complete before the producer reuses them. */
+        atomic_store_explicit(&c->index, head + n, memory_order_release);
+    }
+    sl__spsc_leave(c);
+    return n;
+}
+
+SL_API size_t sl_spsc_len(const sl_spsc *q)
+{
+    if (!q)
+        return 0;
+    /* Head first: the tail read after it is at least as new, so the
+     * difference is never negative; clamp the other way. */
+    size_t head = atomic_load_explicit(&q->cons.index, memory_order_acquire);
+    size_t tail = atomic_load_explicit(&q->prod.index, memory_order_acquire);
+    size_t len = tail - head;
+    return len > q->prod.capacity ? q->prod.capacity : len;
+}
+
+SL_API size_t sl_spsc_cap(const sl_spsc *q) { return q ? q->prod.capacity : 0; }
+
+SL_API void sl__spsc_misuse(const sl_spsc *q, const char *side)
+{
+    fprintf(stderr,
+            "sluice: SPSC ring %p: a second %s entered while another was running; "
+            "an SL_SPSC ring allows one producer and one consumer thread at a time\n",
+            (const void *)q, side);
+    abort();
+}
+
+SL_API sl_status sl_spsc_try_push(sl_spsc *q, const void *elem)
+{
+    return sl__spsc_try_push_fast(q, elem);
+}
+
+SL_API sl_status sl_spsc_try_pop(sl_spsc *q, void *out)
+{
+    return sl__spsc_try_pop_fast(q, out);
+}

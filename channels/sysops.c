@@ -1,0 +1,62 @@
+/*
+ * channels/sysops.c — futex and clock behind a replaceable table.
+ *
+ * FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline, so a wait
+ * interrupted by a signal retries with the same deadline instead of
+ * recomputing a relative one. Futexes are process-private: sluice objects are
+ * never shared between processes.
+ */
+#include "sysops.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static int sys_futex_wait(SL_ATOMIC(uint32_t) *word, uint32_t expected, uint64_t deadline_ns)
+{
+    struct timespec ts, *tsp = NULL;
+    if (deadline_ns != SL_FOREVER) {
+        ts.tv_sec = (time_t)(deadline_ns / 1000000000u);
+        ts.tv_nsec = (long)(deadline_ns % 1000000000u);
+        tsp = &ts;
+    }
+    long r = syscall(SYS_futex, (void *)word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
+                     expected, tsp, NULL, FUTEX_BITSET_MATCH_ANY);
+    return r == 0 ? 0 : -errno;
+}
+
+static int sys_futex_wake(SL_ATOMIC(uint32_t) *word, int count)
+{
+    long r = syscall(SYS_futex, (void *)word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, count,
+                     NULL, NULL, 0);
+    return r < 0 ? 0 : (int)r;
+}
+
+static uint64_t sys_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+const sl_sys_ops sl__sys_default_ops = {
+    .futex_wait = sys_futex_wait,
+    .futex_wake = sys_futex_wake,
+    .now_ns = sys_now_ns,
+};
+
+static _Atomic(const sl_sys_ops *) current_ops = &sl__sys_default_ops;
+
+const sl_sys_ops *sl__sys(void)
+{
+    /* Acquire: a test's table, filled in before sl__sys_set_ops, is seen whole. */
+    return atomic_load_explicit(&current_ops, memory_order_acquire);
+}
+
+void sl__sys_set_ops(const sl_sys_ops *ops)
+{
+    atomic_store_explicit(&current_ops, ops ? ops : &sl__sys_default_ops,
+                          memory_order_release);
+}

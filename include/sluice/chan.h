@@ -1,0 +1,186 @@
+/*
+ * sluice/chan.h — the channel: one façade over every flavour.
+ *
+ * A channel moves fixed-size messages between threads. The flavour, chosen at
+ * creation, fixes how many threads may send and receive and what happens at
+ * the bound:
+ *
+ *   | flavour | senders/receivers | capacity  | try_send   | try_recv  | order            |
+ *   |---------|-------------------|-----------|------------|-----------|------------------|
+ *   | SL_SPSC | 1 / 1             | bounded   | wait-free  | wait-free | FIFO             |
+ *   | SL_MPMC | many / many       | bounded   | lock-free  | lock-free | linearizable FIFO|
+ *
+ * (SL_LIST and SL_RING are reserved names; sl_chan_new refuses them with
+ * SL_EINVAL until they land.)
+ *
+ * Which calls may overlap on one channel:
+ *
+ *   | call                          | SL_SPSC                        | SL_MPMC        |
+ *   |-------------------------------|--------------------------------|----------------|
+ *   | send forms                    | one sender thread at a time    | any threads    |
+ *   | receive forms                 | one receiver thread at a time  | any threads    |
+ *   | close, is_closed, len, cap    | any thread, any time           | same           |
+ *   | free                          | no other call, ever after      | same           |
+ *
+ * Ownership (move-only, docs/ownership.md): a send that returns SL_OK moved the
+ * message's bytes — and whatever they refer to — into the channel; any other
+ * status consumed nothing and the caller still owns the message. Every message
+ * sent is received exactly once or dropped exactly once by sl_chan_free.
+ *
+ * Close: after sl_chan_close, sends return SL_CLOSED (nothing consumed);
+ * receivers get what is still inside, then SL_CLOSED; every blocked sender and
+ * receiver wakes. Either side may close.
+ *
+ * Blocking: the blocking forms spin briefly, then park on an eventcount
+ * (sluice/park.h). A send makes no system call while no receiver sleeps (and a
+ * receive none while no sender sleeps); one message wakes at most one waiting
+ * receiver. Timeouts are relative nanoseconds on CLOCK_MONOTONIC: 0 tries once,
+ * SL_FOREVER never gives up; SL_TIMEDOUT consumed nothing and comes no earlier
+ * than asked.
+ *
+ * Ordering: a successful send acts as release and the receive that gets the
+ * message as acquire: what the sender wrote before sending is visible to the
+ * receiver after receiving.
+ */
+#ifndef SLUICE_CHAN_H
+#define SLUICE_CHAN_H
+
+#include "sluice/base.h"
+#include "sluice/status.h"
+
+SL_BEGIN_DECLS
+
+typedef struct sl_chan sl_chan;
+typedef enum sl_flavor { SL_SPSC = 1, SL_MPMC, SL_LIST, SL_RING } sl_flavor;
+typedef void (*sl_drop_fn)(void *elem, void *ctx);
+
+typedef struct sl_chan_opts {
+    sl_flavor  flavor;
+    size_t     elem_size;  /* bytes per message: 1 .. SL_ELEM_MAX */
+    size_t     capacity;   /* bounded flavours: exactly this many messages fit (>= 1) */
+    sl_drop_fn drop;       /* optional: disposes of messages the channel still owns */
+    void      *drop_ctx;
+} sl_chan_opts;
+
+/* Creates a channel. Returns SL_OK and sets *out; SL_EINVAL for NULL out or
+ * opts, an unknown flavour, elem_size 0 or above SL_ELEM_MAX, capacity 0 or so
+ * large the storage overflows; SL_ENOMEM. On failure *out is untouched. */
+SL_API sl_status sl_chan_new(sl_chan **out, const sl_chan_opts *opts);
+
+/* Hands every message still inside to the drop function (if any), in FIFO
+ * order, then frees the channel. NULL does nothing. No other thread may be
+ * using ch or use it afterwards (this includes threads blocked in it: close
+ * and let them return first). */
+SL_API void sl_chan_free(sl_chan *ch);
+
+/* Sends one message of elem_size bytes, waiting while the channel is full.
+ * Returns SL_OK; SL_CLOSED (closed before or while waiting; nothing consumed);
+ * SL_EINVAL for NULL ch or elem. Blocking; lock-free apart from the wait. */
+SL_API sl_status sl_chan_send(sl_chan *ch, const void *elem);
+
+/* Sends one message if there is room now. Returns SL_OK, SL_FULL, SL_CLOSED or
+ * SL_EINVAL; nothing consumed unless SL_OK. Never blocks; the flavour's
+ * progress guarantee (table above), plus a notify that makes a system call
+ * only when a receiver sleeps. */
+SL_API sl_status sl_chan_try_send(sl_chan *ch, const void *elem);
+
+/* Sends, waiting at most timeout_ns for room. Returns SL_OK, SL_TIMEDOUT
+ * (nothing consumed, no earlier than asked), SL_CLOSED or SL_EINVAL. */
+SL_API sl_status sl_chan_send_for(sl_chan *ch, const void *elem, uint64_t timeout_ns);
+
+/* The move for pointer channels (elem_size == sizeof(void *)): sends *pp,
+ * waiting while full, and on SL_OK sets *pp = NULL. Any other status leaves
+ * *pp as it was. SL_EINVAL for NULL ch or pp, or another elem_size. */
+SL_API sl_status sl_chan_send_ptr(sl_chan *ch, void **pp);
+
+/* Overwrite-ring send that hands the displaced message to the caller.
+ * SL_EINVAL on every flavour but SL_RING. */
+SL_API sl_status sl_chan_send_evict(sl_chan *ch, const void *elem, void *evicted);
+
+/* Receives the oldest message into out, waiting while the channel is empty.
+ * Returns SL_OK; SL_CLOSED once the channel is closed and drained; SL_EINVAL
+ * for NULL ch or out. Blocking. */
+SL_API sl_status sl_chan_recv(sl_chan *ch, void *out);
+
+/* Receives a message if one is there now. Returns SL_OK, SL_EMPTY (open and
+ * empty), SL_CLOSED (closed and drained) or SL_EINVAL. Never blocks. */
+SL_API sl_status sl_chan_try_recv(sl_chan *ch, void *out);
+
+/* Receives, waiting at most timeout_ns. Returns SL_OK, SL_TIMEDOUT (no earlier
+ * than asked), SL_CLOSED or SL_EINVAL. */
+SL_API sl_status sl_chan_recv_for(sl_chan *ch, void *out, uint64_t timeout_ns);
+
+/* Sends up to n messages from the array elems, in order, without waiting;
+ * returns how many were sent (0 if closed, full or on bad input). The ones
+ * not sent are still the caller's. One notify covers the batch. */
+SL_API size_t sl_chan_try_send_n(sl_chan *ch, const void *elems, size_t n);
+
+/* Receives up to n messages into the array out, in order, without waiting;
+ * returns how many. */
+SL_API size_t sl_chan_try_recv_n(sl_chan *ch, void *out, size_t n);
+
+/* Closes ch: idempotent, wakes every waiter. NULL does nothing. Acts as
+ * release; a receiver that sees SL_CLOSED sees every message sent before. */
+SL_API void sl_chan_close(sl_chan *ch);
+
+/* Whether ch has been closed. false for NULL. */
+SL_API bool sl_chan_is_closed(const sl_chan *ch);
+/* Messages inside now: a snapshot, never above sl_chan_cap. 0 for NULL. */
+SL_API size_t sl_chan_len(const sl_chan *ch);
+/* The capacity: exactly opts->capacity for bounded flavours; 0 for NULL. */
+SL_API size_t sl_chan_cap(const sl_chan *ch);
+/* The flavour ch was created with; 0 for NULL. */
+SL_API sl_flavor sl_chan_flavor(const sl_chan *ch);
+/* The message size ch was created with; 0 for NULL. */
+SL_API size_t sl_chan_elem_size(const sl_chan *ch);
+
+SL_END_DECLS
+
+/*
+ * SL_CHAN_TYPED(name, T) declares a typed channel `name` over sl_chan:
+ * name_new(name **out, const sl_chan_opts *opts) (elem_size = sizeof(T)),
+ * name_free, name_close, name_is_closed, name_len, name_cap, and name_X for every
+ * send and receive form sl_chan_X, taking T * / const T * instead of void *.
+ * Usable at file scope in C and C++.
+ */
+#define SL_CHAN_TYPED(name, T)                                                      \
+    typedef struct name name;                                                       \
+    static inline sl_status name##_new(name **out, const sl_chan_opts *opts)        \
+    {                                                                               \
+        sl_chan_opts o_;                                                            \
+        if (!opts) return SL_EINVAL;                                                \
+        o_ = *opts;                                                                 \
+        o_.elem_size = sizeof(T);                                                   \
+        return sl_chan_new((sl_chan **)(void *)out, &o_);                           \
+    }                                                                               \
+    static inline void name##_free(name *c) { sl_chan_free((sl_chan *)(void *)c); } \
+    static inline void name##_close(name *c) { sl_chan_close((sl_chan *)(void *)c); } \
+    static inline bool name##_is_closed(const name *c)                              \
+    { return sl_chan_is_closed((const sl_chan *)(const void *)c); }                 \
+    static inline size_t name##_len(const name *c)                                  \
+    { return sl_chan_len((const sl_chan *)(const void *)c); }                       \
+    static inline size_t name##_cap(const name *c)                                  \
+    { return sl_chan_cap((const sl_chan *)(const void *)c); }                       \
+    static inline sl_status name##_send(name *c, const T *e)                        \
+    { return sl_chan_send((sl_chan *)(void *)c, e); }                               \
+    static inline sl_status name##_try_send(name *c, const T *e)                    \
+    { return sl_chan_try_send((sl_chan *)(void *)c, e); }                           \
+    static inline sl_status name##_send_for(name *c, const T *e, uint64_t t)        \
+    { return sl_chan_send_for((sl_chan *)(void *)c, e, t); }                        \
+    static inline sl_status name##_send_ptr(name *c, T *pp)                         \
+    { return sl_chan_send_ptr((sl_chan *)(void *)c, (void **)(void *)pp); }         \
+    static inline sl_status name##_send_evict(name *c, const T *e, T *ev)           \
+    { return sl_chan_send_evict((sl_chan *)(void *)c, e, ev); }                     \
+    static inline sl_status name##_recv(name *c, T *o)                              \
+    { return sl_chan_recv((sl_chan *)(void *)c, o); }                               \
+    static inline sl_status name##_try_recv(name *c, T *o)                          \
+    { return sl_chan_try_recv((sl_chan *)(void *)c, o); }                           \
+    static inline sl_status name##_recv_for(name *c, T *o, uint64_t t)              \
+    { return sl_chan_recv_for((sl_chan *)(void *)c, o, t); }                        \
+    static inline size_t name##_try_send_n(name *c, const T *e, size_t n)           \
+    { return sl_chan_try_send_n((sl_chan *)(void *)c, e, n); }                      \
+    static inline size_t name##_try_recv_n(name *c, T *o, size_t n)                 \
+    { return sl_chan_try_recv_n((sl_chan *)(void *)c, o, n); }                      \
+    typedef int name##_sl_typed_end_ /* swallows the caller's semicolon */
+
+#endif /* SLUICE_CHAN_H */

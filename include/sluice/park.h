@@ -1,0 +1,123 @@
+/*
+ * sluice/park.h — an eventcount: the parking layer under every blocking call.
+ *
+ * An eventcount lets a thread sleep until some condition, expressed in the
+ * caller's own atomics, may have become true — without a lock and without a
+ * system call on the notify side while nobody sleeps. It is what sluice's
+ * blocking channels, the pool and the executor park on, and it is exported so
+ * that people building their own executors can park on sluice's terms.
+ *
+ * The waiter's protocol (three phases: spin, prepare/re-check, sleep):
+ *
+ *     for (;;) {
+ *         if (try_the_operation()) return;              // phase 1: the caller spins
+ *         uint32_t key = sl_event_prepare(&ev);          // phase 2: register
+ *         if (try_the_operation()) { sl_event_cancel(&ev); return; }
+ *         if (sl_event_wait(&ev, key, deadline) == SL_TIMEDOUT) { ...; }  // phase 3
+ *     }
+ *
+ * The notifier: make the condition true, then call sl_event_notify_one() or
+ * sl_event_notify_all(). The condition change must be ordered before the
+ * notify's read of the waiter count: either it is a seq_cst read-modify-write,
+ * or the notifier issues atomic_thread_fence(memory_order_seq_cst) between the
+ * two (a Dekker pair with the fence inside sl_event_prepare). Then no wake-up is
+ * lost: a waiter that registered before the notify read the count is either
+ * woken or sees the condition on its re-check.
+ *
+ * Concurrency:
+ *   | operation            | may run concurrently with            |
+ *   |----------------------|--------------------------------------|
+ *   | prepare/cancel/wait  | everything, on any number of threads |
+ *   | notify_one/all       | everything, on any number of threads |
+ *   | init                 | nothing (before first use)           |
+ *
+ * Time: deadlines are absolute nanoseconds on CLOCK_MONOTONIC, as returned by
+ * sl_deadline_after(); SL_FOREVER means no limit.
+ */
+#ifndef SLUICE_PARK_H
+#define SLUICE_PARK_H
+
+#include "sluice/base.h"
+#include "sluice/status.h"
+
+SL_BEGIN_DECLS
+
+typedef struct sl_event {
+    SL_ATOMIC(uint32_t) epoch;   /* the futex word: bumped by each notify that finds waiters */
+    SL_ATOMIC(uint32_t) waiters; /* threads between prepare and the end of wait or cancel */
+} sl_event;
+
+/* Initialises ev with no waiters. Not concurrent with any other use of ev. */
+SL_API void sl_event_init(sl_event *ev);
+
+/* Registers the caller as a waiter and returns the key to pass to
+ * sl_event_wait. Acts as a full (seq_cst) fence after the registration, so the
+ * caller's re-check of its condition cannot be reordered before it.
+ * Lock-free (one atomic increment). Must be followed by exactly one
+ * sl_event_cancel or sl_event_wait on the same thread. */
+SL_API uint32_t sl_event_prepare(sl_event *ev);
+
+/* Withdraws a registration made by sl_event_prepare (the condition turned out
+ * true on the re-check). Wait-free. */
+SL_API void sl_event_cancel(sl_event *ev);
+
+/* Sleeps until a notify after the matching prepare, or until the absolute
+ * monotonic deadline. Spins briefly on the epoch first, then sleeps in the
+ * kernel (FUTEX_WAIT), retrying on EINTR and spurious wake-ups. Ends the
+ * registration in every case.
+ * Returns SL_OK when notified (or when the epoch had already moved), or
+ * SL_TIMEDOUT, never before the deadline. Acts as acquire: what the notifier
+ * did before its notify is visible after SL_OK. Blocking. */
+SL_API sl_status sl_event_wait(sl_event *ev, uint32_t key, uint64_t deadline_ns);
+
+/* Wakes one waiter, if any is registered. With no waiter it makes no system
+ * call: one seq_cst load. Lock-free; see the header comment for the ordering
+ * the caller must provide before it. */
+SL_API void sl_event_notify_one_slow(sl_event *ev);
+/* Wakes every registered waiter; no system call when there is none. */
+SL_API void sl_event_notify_all_slow(sl_event *ev);
+/* Wakes up to n waiters (n messages made available at once). */
+SL_API void sl_event_notify_n_slow(sl_event *ev, size_t n);
+
+/* Number of registered waiters now (a snapshot). */
+SL_API uint32_t sl_event_waiters(const sl_event *ev);
+
+/* Now, in nanoseconds on CLOCK_MONOTONIC. */
+SL_API uint64_t sl_now_ns(void);
+/* The absolute deadline timeout_ns from now; SL_FOREVER for SL_FOREVER and on
+ * overflow. 0 gives "now" (a deadline that has already passed). */
+SL_API uint64_t sl_deadline_after(uint64_t timeout_ns);
+
+#if !defined(__cplusplus)
+/* The notify fast path: the waiter count is read with seq_cst so that it pairs
+ * with the caller's seq_cst condition change (or fence) — see above. */
+static inline void sl__event_notify_one_fast(sl_event *ev)
+{
+    if (atomic_load_explicit(&ev->waiters, memory_order_seq_cst) != 0)
+        sl_event_notify_one_slow(ev);
+}
+static inline void sl__event_notify_all_fast(sl_event *ev)
+{
+    if (atomic_load_explicit(&ev->waiters, memory_order_seq_cst) != 0)
+        sl_event_notify_all_slow(ev);
+}
+static inline void sl__event_notify_n_fast(sl_event *ev, size_t n)
+{
+    if (atomic_load_explicit(&ev->waiters, memory_order_seq_cst) != 0)
+        sl_event_notify_n_slow(ev, n);
+}
+#endif
+
+#if SL_INLINE_FAST_PATHS
+static inline void sl_event_notify_one(sl_event *ev) { sl__event_notify_one_fast(ev); }
+static inline void sl_event_notify_all(sl_event *ev) { sl__event_notify_all_fast(ev); }
+static inline void sl_event_notify_n(sl_event *ev, size_t n) { sl__event_notify_n_fast(ev, n); }
+#else
+SL_API void sl_event_notify_one(sl_event *ev);
+SL_API void sl_event_notify_all(sl_event *ev);
+SL_API void sl_event_notify_n(sl_event *ev, size_t n);
+#endif
+
+SL_END_DECLS
+
+#endif /* SLUICE_PARK_H */

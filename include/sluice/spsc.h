@@ -1,0 +1,187 @@
+/*
+ * sluice/spsc.h — the raw single-producer single-consumer ring (SL_SPSC).
+ *
+ * A bounded FIFO of fixed-size messages between exactly one producer thread
+ * and one consumer thread, with no blocking operations: the embeddable form
+ * under the SL_SPSC channel, for people building their own executors.
+ *
+ *   | operation               | may run concurrently with                        |
+ *   |-------------------------|--------------------------------------------------|
+ *   | try_push, push_n        | try_pop, pop_n, len (never another push)         |
+ *   | try_pop, pop_n          | try_push, push_n, len (never another pop)        |
+ *   | len, cap                | everything                                       |
+ *   | init, destroy           | nothing                                          |
+ *
+ * Progress: every operation is wait-free (a bounded number of steps, no loops
+ * that depend on the other side). Order: FIFO. Ownership: push moves the bytes
+ * of the message into the ring; pop moves them out (see docs/ownership.md).
+ *
+ * Layout: the producer's index and the consumer's index live on separate cache
+ * lines, each beside a private cache of the other side's index and a private
+ * copy of the read-only geometry, so that in the steady state each side touches
+ * its own line and the slot — the other side's line moves only when the cached
+ * view says full (producer) or empty (consumer).
+ *
+ * Capacity: exactly what was asked; storage is rounded up to a power of two so
+ * that the free-running 64-bit counters map to slots with a mask.
+ *
+ * Misuse: a second concurrent producer or consumer breaks the ring. Builds with
+ * SL_DEBUG_CHECKS (the default without NDEBUG) detect two overlapping pushes or
+ * pops and abort with a message naming the ring.
+ */
+#ifndef SLUICE_SPSC_H
+#define SLUICE_SPSC_H
+
+#include "sluice/base.h"
+#include "sluice/status.h"
+#ifndef __cplusplus
+#include <string.h>
+#endif
+
+SL_BEGIN_DECLS
+
+/* What one side of the ring keeps on its own cache line. */
+typedef struct sl_spsc_side {
+    SL_ATOMIC(size_t) index;   /* this side's position; written by this side only */
+    size_t peer_cache;         /* the other side's index as last read by this side */
+    unsigned char *slots;      /* geometry, copied per side: read-only after init */
+    size_t mask;
+    size_t capacity;
+    size_t elem_size;
+    SL_ATOMIC(unsigned) active; /* debug builds: 1 while an operation runs */
+} sl_spsc_side;
+
+typedef struct sl_spsc {
+    SL_ALIGNAS(SL_CACHELINE) sl_spsc_side prod; /* tail: next position to write */
+    SL_ALIGNAS(SL_CACHELINE) sl_spsc_side cons; /* head: next position to read */
+} sl_spsc;
+
+/* Initialises q for capacity messages of elem_size bytes each.
+ * Returns SL_OK; SL_EINVAL for NULL q, elem_size 0 or above SL_ELEM_MAX,
+ * capacity 0 or so large that the storage size overflows; SL_ENOMEM.
+ * On failure q is left unusable and needs no destroy. */
+SL_API sl_status sl_spsc_init(sl_spsc *q, size_t elem_size, size_t capacity);
+
+/* Frees the storage. Messages still inside are discarded without being looked
+ * at (the channel layer hands them to its drop function first). NULL is fine. */
+SL_API void sl_spsc_destroy(sl_spsc *q);
+
+/* Copies up to n messages from elems into the ring, in order; returns how many
+ * went (0 when full). Producer only. Wait-free; one release store publishes all
+ * of them. */
+SL_API size_t sl_spsc_push_n(sl_spsc *q, const void *elems, size_t n);
+
+/* Moves up to n messages out of the ring into out, in order; returns how many.
+ * Consumer only. Wait-free; one release store frees all their slots. */
+SL_API size_t sl_spsc_pop_n(sl_spsc *q, void *out, size_t n);
+
+/* Messages inside now: a snapshot, never above the capacity. Any thread. */
+SL_API size_t sl_spsc_len(const sl_spsc *q);
+/* The capacity given to init. */
+SL_API size_t sl_spsc_cap(const sl_spsc *q);
+
+/* Reports a second concurrent producer or consumer and aborts. */
+SL_API void sl__spsc_misuse(const sl_spsc *q, const char *side);
+
+#ifndef __cplusplus
+static inline void sl__spsc_copy(void *dst, const void *src, size_t size)
+{
+    /* Constant-size copies compile to plain moves for the common sizes. The
+     * empty asm hides the caller's object from gcc's size tracking, which
+     * would otherwise warn about the (unreachable) larger cases. */
+    __asm__("" : "+r"(dst), "+r"(src));
+    switch (size) {
+    case 8: memcpy(dst, src, 8); break;
+    case 16: memcpy(dst, src, 16); break;
+    case 4: memcpy(dst, src, 4); break;
+    case 64: memcpy(dst, src, 64); break;
+    default: memcpy(dst, src, size); break;
+    }
+}
+
+static inline void sl__spsc_enter(sl_spsc *q, sl_spsc_side *side, const char *name)
+{
+#if SL_DEBUG_CHECKS
+    if (atomic_exchange_explicit(&side->active, 1u, memory_order_acquire) != 0)
+        sl__spsc_misuse(q, name);
+#else
+    (void)q, (void)side, (void)name;
+#endif
+}
+
+static inline void sl__spsc_leave(sl_spsc_side *side)
+{
+#if SL_DEBUG_CHECKS
+    atomic_store_explicit(&side->active, 0u, memory_order_release);
+#else
+    (void)side;
+#endif
+}
+
+static inline sl_status sl__spsc_try_push_fast(sl_spsc *q, const void *elem)
+{
+    sl_spsc_side *p = &q->prod;
+    sl__spsc_enter(q, p, "producer");
+    /* Relaxed: only this thread writes the tail. */
+    size_t tail = atomic_load_explicit(&p->index, memory_order_relaxed);
+    if (tail - p->peer_cache >= p->capacity) {
+        /* Acquire: the consumer's reads of the slots it freed happen before
+         * our overwrite of them. */
+        p->peer_cache = atomic_load_explicit(&q->cons.index, memory_order_acquire);
+        if (tail - p->peer_cache >= p->capacity) {
+            sl__spsc_leave(p);
+            return SL_FULL;
+        }
+    }
+    sl__spsc_copy(p->slots + (tail & p->mask) * p->elem_size, elem, p->elem_size);
+    /* Release: the message bytes are visible before the consumer sees the new tail. */
+    atomic_store_explicit(&p->index, tail + 1, memory_order_release);
+    sl__spsc_leave(p);
+    return SL_OK;
+}
+
+static inline sl_status sl__spsc_try_pop_fast(sl_spsc *q, void *out)
+{
+    sl_spsc_side *c = &q->cons;
+    sl__spsc_enter(q, c, "consumer");
+    size_t head = atomic_load_explicit(&c->index, memory_order_relaxed);
+    if (head == c->peer_cache) {
+        /* Acquire: pairs with the producer's release of the tail, so the
+         * message bytes are visible before we read them. */
+        c->peer_cache = atomic_load_explicit(&q->prod.index, memory_order_acquire);
+        if (head == c->peer_cache) {
+            sl__spsc_leave(c);
+            return SL_EMPTY;
+        }
+    }
+    sl__spsc_copy(out, c->slots + (head & c->mask) * c->elem_size, c->elem_size);
+    /* Release: our read of the slot completes before the producer may reuse it. */
+    atomic_store_explicit(&c->index, head + 1, memory_order_release);
+    sl__spsc_leave(c);
+    return SL_OK;
+}
+#endif /* !__cplusplus */
+
+#if SL_INLINE_FAST_PATHS
+/* Copies one message of elem_size bytes into the ring. Producer only.
+ * Returns SL_OK, or SL_FULL (nothing consumed). Wait-free. Acts as release:
+ * the message (and what the producer wrote before) is visible to the consumer
+ * that pops it. No argument checks: q must be initialised. */
+static inline sl_status sl_spsc_try_push(sl_spsc *q, const void *elem)
+{
+    return sl__spsc_try_push_fast(q, elem);
+}
+/* Moves the oldest message into out. Consumer only. Returns SL_OK or
+ * SL_EMPTY. Wait-free. Acts as acquire (pairs with the push). */
+static inline sl_status sl_spsc_try_pop(sl_spsc *q, void *out)
+{
+    return sl__spsc_try_pop_fast(q, out);
+}
+#else
+SL_API sl_status sl_spsc_try_push(sl_spsc *q, const void *elem);
+SL_API sl_status sl_spsc_try_pop(sl_spsc *q, void *out);
+#endif
+
+SL_END_DECLS
+
+#endif /* SLUICE_SPSC_H */

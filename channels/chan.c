@@ -11,8 +11,9 @@
  *
  * Close sets `closed` and wakes everyone. A send checks `closed` before it
  * pushes; a receive that finds the queue empty checks `closed` and then looks
- * once more, so every message whose send returned before the close is
- * received before any receiver sees SL_CLOSED. A send that races with close
+ * once more, so every message whose send returned before the close is claimed
+ * by a receiver (for SL_MPMC: at its fetch-and-add on the head) before any
+ * receiver sees SL_CLOSED. A send that races with close
  * may still return SL_OK: its message is then received, or dropped by
  * sl_chan_free if every receiver had already left — never lost.
  */

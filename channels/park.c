@@ -12,16 +12,29 @@
  *            N3 epoch += 1 ; N4 FUTEX_WAKE(epoch)
  *
  * If N2 reads 0, W1 is later in the seq_cst order, so W3 sees N1 and the
- * waiter does not sleep. Otherwise the notifier bumps the epoch: if W2 read the
- * new epoch, N1 happens-before W3 (N3 releases, W2 acquires) and the waiter
- * does not sleep; if W2 read the old epoch, FUTEX_WAIT either finds the word
- * changed (EAGAIN) or is already queued when N4 wakes it, because the kernel
- * compares and queues atomically with respect to FUTEX_WAKE.
+ * waiter does not sleep. (All updates of `waiters` are seq_cst, so the load
+ * cannot read a decrement ordered before W1 either.) Otherwise the notifier
+ * bumps the epoch: if W2 read the new epoch, N1 happens-before W3 (N3
+ * releases, W2 acquires) and the waiter does not sleep; if W2 read the old
+ * epoch, FUTEX_WAIT either finds the word changed (EAGAIN) or is already
+ * queued when N4 wakes it, because the kernel compares and queues atomically
+ * with respect to FUTEX_WAKE.
+ *
+ * notify_one's FUTEX_WAKE(1) wakes *some* queued thread, possibly one that
+ * prepared after N3 and holds the new key. That thread's key load acquired
+ * N3, so its re-check saw N1: it was woken for a condition that was true, and
+ * if another thread consumed it first, no condition change is left without a
+ * wake. Every waiter retries its operation after every wake (chan.c), so the
+ * wake is never swallowed by a thread that leaves without looking.
+ *
+ * The epoch is 32 bits: a waiter descheduled between W2 and W4 while exactly
+ * 2^32 notifies happen would sleep on a stale key. We accept that window.
  */
 #define SL_NO_INLINE 1
 #include "sluice/park.h"
 
 #include <errno.h>
+#include <time.h>
 
 #include "spin.h"
 #include "sysops.h"
@@ -44,7 +57,9 @@ SL_API uint32_t sl_event_prepare(sl_event *ev)
 
 SL_API void sl_event_cancel(sl_event *ev)
 {
-    atomic_fetch_sub_explicit(&ev->waiters, 1u, memory_order_relaxed);
+    /* seq_cst: every update of `waiters` is in the total order the notify's
+     * load relies on (see the argument above). */
+    atomic_fetch_sub_explicit(&ev->waiters, 1u, memory_order_seq_cst);
 }
 
 static bool epoch_moved(sl_event *ev, uint32_t key)
@@ -53,9 +68,17 @@ static bool epoch_moved(sl_event *ev, uint32_t key)
     return atomic_load_explicit(&ev->epoch, memory_order_acquire) != key;
 }
 
+/* A futex error we do not expect (a seccomp filter's EPERM, ENOSYS): degrade
+ * to polling every 50 µs rather than spinning a core. */
+static void futex_failed(void)
+{
+    struct timespec pause = {0, 50000};
+    nanosleep(&pause, NULL);
+}
+
 /* Sleeps until the epoch moves or the deadline passes. A fault-injected or
  * early ETIMEDOUT is checked against the clock, so SL_TIMEDOUT never comes
- * before the deadline; spurious returns and EINTR just wait again. */
+ * before the deadline; spurious returns, EINTR and EAGAIN wait again. */
 static sl_status futex_sleep(sl_event *ev, uint32_t key, uint64_t deadline_ns)
 {
     const sl_sys_ops *sys = sl__sys();
@@ -63,7 +86,9 @@ static sl_status futex_sleep(sl_event *ev, uint32_t key, uint64_t deadline_ns)
         if (epoch_moved(ev, key))
             return SL_OK;
         int r = sys->futex_wait(&ev->epoch, key, deadline_ns);
-        if (deadline_ns == SL_FOREVER || (r != -ETIMEDOUT && r != 0))
+        if (r != 0 && r != -EINTR && r != -EAGAIN && r != -ETIMEDOUT)
+            futex_failed();
+        if (deadline_ns == SL_FOREVER || r == -EINTR || r == -EAGAIN)
             continue;
         if (epoch_moved(ev, key))
             return SL_OK;
@@ -80,7 +105,7 @@ SL_API sl_status sl_event_wait(sl_event *ev, uint32_t key, uint64_t deadline_ns)
         sl_cpu_relax();
     if (i == SL_PARK_EPOCH_SPIN)
         st = futex_sleep(ev, key, deadline_ns);
-    atomic_fetch_sub_explicit(&ev->waiters, 1u, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&ev->waiters, 1u, memory_order_seq_cst);
     return st;
 }
 

@@ -24,7 +24,8 @@
  * stopped at any instruction never prevents the others from completing their
  * operations (a stalled producer holds one slot that nobody else waits for; a
  * stalled consumer likewise). See docs/guarantees.md for the argument.
- * Order: linearizable FIFO, hence FIFO per producer.
+ * Order: linearizable FIFO for successful operations, hence FIFO per producer
+ * (a pop owns its message from its fetch-and-add on the used ring's head).
  * Capacity: exactly what was asked (the free ring is filled with that many
  * indices); index rings are rounded up to powers of two.
  * Full/empty: SL_FULL means no free slot could be taken at the linearization
@@ -90,8 +91,10 @@ SL_API size_t sl_mpmc_push_n(sl_mpmc *q, const void *elems, size_t n);
 /* Pops up to n messages in order into out; returns how many. Lock-free. */
 SL_API size_t sl_mpmc_pop_n(sl_mpmc *q, void *out, size_t n);
 
-/* Messages inside now: a snapshot, at most the capacity; exact when no
- * operation is in progress. */
+/* Messages inside now: a snapshot, at most the capacity. When no operation is
+ * in progress it is 0 exactly when the queue is empty; otherwise it may exceed
+ * the true count by positions an enqueuer skipped (counted, never filled)
+ * until consumers pass them. */
 SL_API size_t sl_mpmc_len(const sl_mpmc *q);
 /* The capacity given to init. */
 SL_API size_t sl_mpmc_cap(const sl_mpmc *q);

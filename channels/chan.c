@@ -26,6 +26,7 @@
 #include "sluice/mpmc.h"
 #include "sluice/park.h"
 #include "sluice/spsc.h"
+#include "rings.h"
 #include "spin.h"
 #include "testing.h"
 
@@ -88,20 +89,17 @@ SL_API void sl_chan_free(sl_chan *ch)
 {
     if (!ch)
         return;
-    unsigned char stack_buf[256];
-    unsigned char *buf = ch->elem_size <= sizeof stack_buf ? stack_buf : malloc(ch->elem_size);
+    /* The drop function sees each message in place, oldest first: no copy,
+     * so nothing can fail half-way and leave a message undropped. */
     if (ch->flavor == SL_SPSC) {
-        /* The freeing thread becomes the consumer: nobody else may be using ch. */
-        while (buf && ch->drop && sl_spsc_try_pop(&ch->q.spsc, buf) == SL_OK)
-            ch->drop(buf, ch->drop_ctx);
+        if (ch->drop)
+            sl__spsc_drain(&ch->q.spsc, ch->drop, ch->drop_ctx);
         sl_spsc_destroy(&ch->q.spsc);
     } else {
-        while (buf && ch->drop && sl_mpmc_try_pop(&ch->q.mpmc, buf) == SL_OK)
-            ch->drop(buf, ch->drop_ctx);
+        if (ch->drop)
+            sl__mpmc_drain(&ch->q.mpmc, ch->drop, ch->drop_ctx);
         sl_mpmc_destroy(&ch->q.mpmc);
     }
-    if (buf != stack_buf)
-        free(buf);
     free(ch);
 }
 

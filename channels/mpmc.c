@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "spin.h"
+#include "rings.h"
 #include "testing.h"
 
 /* Dequeuers that find their entry empty while an enqueuer has already claimed
@@ -320,6 +321,16 @@ SL_API sl_status sl_mpmc_try_pop(sl_mpmc *q, void *out)
      * that takes the index from the free ring writes it. */
     scq_enqueue(&fv, index);
     return SL_OK;
+}
+
+void sl__mpmc_drain(sl_mpmc *q, sl_visit_fn fn, void *ctx)
+{
+    scq_view fv = free_view(q), uv = used_view(q);
+    uint64_t index;
+    while (scq_dequeue(&uv, &index)) {
+        fn(slot_at(q, index), ctx);
+        scq_enqueue(&fv, index);
+    }
 }
 
 SL_API size_t sl_mpmc_push_n(sl_mpmc *q, const void *elems, size_t n)

@@ -76,9 +76,9 @@ static void futex_failed(void)
     nanosleep(&pause, NULL);
 }
 
-/* Sleeps until the epoch moves or the deadline passes. A fault-injected or
- * early ETIMEDOUT is checked against the clock, so SL_TIMEDOUT never comes
- * before the deadline; spurious returns, EINTR and EAGAIN wait again. */
+/* Sleeps until the epoch moves or the deadline passes. SL_TIMEDOUT comes only
+ * once the clock says the deadline has passed, never on the futex's word
+ * alone; spurious returns, EINTR and EAGAIN wait again. */
 static sl_status futex_sleep(sl_event *ev, uint32_t key, uint64_t deadline_ns)
 {
     const sl_sys_ops *sys = sl__sys();
@@ -88,8 +88,10 @@ static sl_status futex_sleep(sl_event *ev, uint32_t key, uint64_t deadline_ns)
         int r = sys->futex_wait(&ev->epoch, key, deadline_ns);
         if (r != 0 && r != -EINTR && r != -EAGAIN && r != -ETIMEDOUT)
             futex_failed();
-        if (deadline_ns == SL_FOREVER || r == -EINTR || r == -EAGAIN)
+        if (deadline_ns == SL_FOREVER)
             continue;
+        /* Every return is checked against the clock: the kernel ends an
+         * absolute wait with ETIMEDOUT, but a replaced sysops layer may not. */
         if (epoch_moved(ev, key))
             return SL_OK;
         if (sys->now_ns() >= deadline_ns)
@@ -111,6 +113,10 @@ SL_API sl_status sl_event_wait(sl_event *ev, uint32_t key, uint64_t deadline_ns)
 
 SL_API void sl_event_notify_one_slow(sl_event *ev)
 {
+    /* The inline fast path already looked; this look keeps the contract true
+     * for callers that come here directly. seq_cst: the Dekker load. */
+    if (atomic_load_explicit(&ev->waiters, memory_order_seq_cst) == 0)
+        return;
     /* Release: what the notifier did before is visible to the waiter that
      * acquires the new epoch. */
     atomic_fetch_add_explicit(&ev->epoch, 1u, memory_order_release);
@@ -119,13 +125,15 @@ SL_API void sl_event_notify_one_slow(sl_event *ev)
 
 SL_API void sl_event_notify_all_slow(sl_event *ev)
 {
+    if (atomic_load_explicit(&ev->waiters, memory_order_seq_cst) == 0)
+        return;
     atomic_fetch_add_explicit(&ev->epoch, 1u, memory_order_release);
     sl__sys()->futex_wake(&ev->epoch, INT32_MAX);
 }
 
 SL_API void sl_event_notify_n_slow(sl_event *ev, size_t n)
 {
-    if (n == 0)
+    if (n == 0 || atomic_load_explicit(&ev->waiters, memory_order_seq_cst) == 0)
         return;
     atomic_fetch_add_explicit(&ev->epoch, 1u, memory_order_release);
     sl__sys()->futex_wake(&ev->epoch, n > (size_t)INT32_MAX ? INT32_MAX : (int)n);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rings.h"
 #include "testing.h"
 
 static size_t round_up_pow2(size_t x)
@@ -146,6 +147,16 @@ SL_API size_t sl_spsc_len(const sl_spsc *q)
 }
 
 SL_API size_t sl_spsc_cap(const sl_spsc *q) { return q ? q->prod.capacity : 0; }
+
+void sl__spsc_drain(sl_spsc *q, sl_visit_fn fn, void *ctx)
+{
+    size_t head = atomic_load_explicit(&q->cons.index, memory_order_relaxed);
+    size_t tail = atomic_load_explicit(&q->prod.index, memory_order_acquire);
+    for (; head != tail; head++)
+        fn(q->cons.slots + (head & q->cons.mask) * q->cons.elem_size, ctx);
+    atomic_store_explicit(&q->cons.index, head, memory_order_release);
+    q->cons.peer_cache = tail;
+}
 
 SL_API void sl__spsc_misuse(const sl_spsc *q, const char *side)
 {

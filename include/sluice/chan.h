@@ -58,7 +58,8 @@ typedef struct sl_chan_opts {
     sl_flavor  flavor;
     size_t     elem_size;  /* bytes per message: 1 .. SL_ELEM_MAX */
     size_t     capacity;   /* bounded flavours: exactly this many messages fit (>= 1) */
-    sl_drop_fn drop;       /* optional: disposes of messages the channel still owns */
+    sl_drop_fn drop;       /* optional: disposes of messages the channel still owns;
+                              elem points into the channel and may be unaligned */
     void      *drop_ctx;
 } sl_chan_opts;
 
@@ -143,9 +144,16 @@ SL_END_DECLS
  * send and receive form sl_chan_X, taking T * / const T * instead of void *.
  * Usable at file scope in C and C++.
  */
+#if defined(__GNUC__)
+#define SL_TYPED_FN static inline __attribute__((unused))
+#else
+#define SL_TYPED_FN static inline
+#endif
+/* `T const *` rather than `const T *`, so that pointer element types
+ * (T = int *) give `int *const *`, which an `int **` converts to. */
 #define SL_CHAN_TYPED(name, T)                                                      \
     typedef struct name name;                                                       \
-    static inline sl_status name##_new(name **out, const sl_chan_opts *opts)        \
+    SL_TYPED_FN sl_status name##_new(name **out, const sl_chan_opts *opts)        \
     {                                                                               \
         sl_chan_opts o_;                                                            \
         if (!opts) return SL_EINVAL;                                                \
@@ -153,33 +161,33 @@ SL_END_DECLS
         o_.elem_size = sizeof(T);                                                   \
         return sl_chan_new((sl_chan **)(void *)out, &o_);                           \
     }                                                                               \
-    static inline void name##_free(name *c) { sl_chan_free((sl_chan *)(void *)c); } \
-    static inline void name##_close(name *c) { sl_chan_close((sl_chan *)(void *)c); } \
-    static inline bool name##_is_closed(const name *c)                              \
+    SL_TYPED_FN void name##_free(name *c) { sl_chan_free((sl_chan *)(void *)c); } \
+    SL_TYPED_FN void name##_close(name *c) { sl_chan_close((sl_chan *)(void *)c); } \
+    SL_TYPED_FN bool name##_is_closed(const name *c)                              \
     { return sl_chan_is_closed((const sl_chan *)(const void *)c); }                 \
-    static inline size_t name##_len(const name *c)                                  \
+    SL_TYPED_FN size_t name##_len(const name *c)                                  \
     { return sl_chan_len((const sl_chan *)(const void *)c); }                       \
-    static inline size_t name##_cap(const name *c)                                  \
+    SL_TYPED_FN size_t name##_cap(const name *c)                                  \
     { return sl_chan_cap((const sl_chan *)(const void *)c); }                       \
-    static inline sl_status name##_send(name *c, const T *e)                        \
+    SL_TYPED_FN sl_status name##_send(name *c, T const *e)                        \
     { return sl_chan_send((sl_chan *)(void *)c, e); }                               \
-    static inline sl_status name##_try_send(name *c, const T *e)                    \
+    SL_TYPED_FN sl_status name##_try_send(name *c, T const *e)                    \
     { return sl_chan_try_send((sl_chan *)(void *)c, e); }                           \
-    static inline sl_status name##_send_for(name *c, const T *e, uint64_t t)        \
+    SL_TYPED_FN sl_status name##_send_for(name *c, T const *e, uint64_t t)        \
     { return sl_chan_send_for((sl_chan *)(void *)c, e, t); }                        \
-    static inline sl_status name##_send_ptr(name *c, T *pp)                         \
+    SL_TYPED_FN sl_status name##_send_ptr(name *c, T *pp)                         \
     { return sl_chan_send_ptr((sl_chan *)(void *)c, (void **)(void *)pp); }         \
-    static inline sl_status name##_send_evict(name *c, const T *e, T *ev)           \
+    SL_TYPED_FN sl_status name##_send_evict(name *c, T const *e, T *ev)           \
     { return sl_chan_send_evict((sl_chan *)(void *)c, e, ev); }                     \
-    static inline sl_status name##_recv(name *c, T *o)                              \
+    SL_TYPED_FN sl_status name##_recv(name *c, T *o)                              \
     { return sl_chan_recv((sl_chan *)(void *)c, o); }                               \
-    static inline sl_status name##_try_recv(name *c, T *o)                          \
+    SL_TYPED_FN sl_status name##_try_recv(name *c, T *o)                          \
     { return sl_chan_try_recv((sl_chan *)(void *)c, o); }                           \
-    static inline sl_status name##_recv_for(name *c, T *o, uint64_t t)              \
+    SL_TYPED_FN sl_status name##_recv_for(name *c, T *o, uint64_t t)              \
     { return sl_chan_recv_for((sl_chan *)(void *)c, o, t); }                        \
-    static inline size_t name##_try_send_n(name *c, const T *e, size_t n)           \
+    SL_TYPED_FN size_t name##_try_send_n(name *c, T const *e, size_t n)           \
     { return sl_chan_try_send_n((sl_chan *)(void *)c, e, n); }                      \
-    static inline size_t name##_try_recv_n(name *c, T *o, size_t n)                 \
+    SL_TYPED_FN size_t name##_try_recv_n(name *c, T *o, size_t n)                 \
     { return sl_chan_try_recv_n((sl_chan *)(void *)c, o, n); }                      \
     typedef int name##_sl_typed_end_ /* swallows the caller's semicolon */
 

@@ -70,9 +70,10 @@ SL_API void sl_event_cancel(sl_event *ev);
  * did before its notify is visible after SL_OK. Blocking. */
 SL_API sl_status sl_event_wait(sl_event *ev, uint32_t key, uint64_t deadline_ns);
 
-/* Wakes one waiter, if any is registered. With no waiter it makes no system
- * call: one seq_cst load. Lock-free; see the header comment for the ordering
- * the caller must provide before it. */
+/* The out-of-line part of sl_event_notify_one (use that): wakes one waiter, if
+ * any is registered. With no waiter it makes no system call: one seq_cst load.
+ * Lock-free; see the header comment for the ordering the caller must provide
+ * before it. */
 SL_API void sl_event_notify_one_slow(sl_event *ev);
 /* Wakes every registered waiter; no system call when there is none. */
 SL_API void sl_event_notify_all_slow(sl_event *ev);

@@ -1,0 +1,180 @@
+// tests/cxx_headers.cpp — the public headers compile as C++17 and the C++
+// side (which gets the out-of-line versions of the inline fast paths) links
+// against the shared library and works. Exit status 0 means every check held.
+#include <sluice.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+
+struct msg {
+    int a;
+    double b;
+    char tag[6];
+};
+
+// A typed channel declared at file scope.
+SL_CHAN_TYPED(msg_chan, msg);
+
+static int failures = 0;
+
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            std::fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
+            ++failures;                                                              \
+        }                                                                            \
+    } while (0)
+
+static_assert(alignof(sl_spsc) >= SL_CACHELINE, "sl_spsc is cache-line aligned in C++ too");
+static_assert(alignof(sl_mpmc) >= SL_CACHELINE, "sl_mpmc is cache-line aligned in C++ too");
+
+static void check_chan(sl_flavor flavor)
+{
+    sl_chan_opts o{};
+    o.flavor = flavor;
+    o.elem_size = sizeof(int);
+    o.capacity = 4;
+    sl_chan *ch = nullptr;
+    CHECK(sl_chan_new(&ch, &o) == SL_OK);
+    if (!ch) return;
+    CHECK(sl_chan_flavor(ch) == flavor);
+    CHECK(sl_chan_cap(ch) == 4);
+    CHECK(sl_chan_elem_size(ch) == sizeof(int));
+    for (int i = 0; i < 4; i++) {
+        int v = 10 * i;
+        CHECK(i % 2 ? sl_chan_send(ch, &v) == SL_OK : sl_chan_try_send(ch, &v) == SL_OK);
+    }
+    int extra = -1;
+    CHECK(sl_chan_try_send(ch, &extra) == SL_FULL);
+    CHECK(sl_chan_send_for(ch, &extra, 1000000) == SL_TIMEDOUT);
+    CHECK(sl_chan_len(ch) == 4);
+    for (int i = 0; i < 4; i++) {
+        int v = -1;
+        CHECK((i % 2 ? sl_chan_recv(ch, &v) : sl_chan_try_recv(ch, &v)) == SL_OK);
+        CHECK(v == 10 * i);
+    }
+    int v = -1;
+    CHECK(sl_chan_try_recv(ch, &v) == SL_EMPTY);
+    CHECK(sl_chan_recv_for(ch, &v, 1000000) == SL_TIMEDOUT);
+    int batch[3] = { 7, 8, 9 }, out[3] = { 0, 0, 0 };
+    CHECK(sl_chan_try_send_n(ch, batch, 3) == 3);
+    CHECK(sl_chan_try_recv_n(ch, out, 3) == 3);
+    CHECK(out[0] == 7 && out[1] == 8 && out[2] == 9);
+    CHECK(!sl_chan_is_closed(ch));
+    sl_chan_close(ch);
+    CHECK(sl_chan_is_closed(ch));
+    CHECK(sl_chan_send(ch, &v) == SL_CLOSED);
+    CHECK(sl_chan_recv(ch, &v) == SL_CLOSED);
+    sl_chan_free(ch);
+}
+
+static void check_raw_spsc()
+{
+    sl_spsc q;
+    CHECK(sl_spsc_init(&q, sizeof(int), 3) == SL_OK);
+    CHECK(sl_spsc_cap(&q) == 3);
+    for (int i = 0; i < 3; i++) CHECK(sl_spsc_try_push(&q, &i) == SL_OK);
+    int v = 42;
+    CHECK(sl_spsc_try_push(&q, &v) == SL_FULL);
+    CHECK(sl_spsc_len(&q) == 3);
+    for (int i = 0; i < 3; i++) {
+        v = -1;
+        CHECK(sl_spsc_try_pop(&q, &v) == SL_OK);
+        CHECK(v == i);
+    }
+    CHECK(sl_spsc_try_pop(&q, &v) == SL_EMPTY);
+    int in[5] = { 1, 2, 3, 4, 5 }, out[5] = { 0, 0, 0, 0, 0 };
+    CHECK(sl_spsc_push_n(&q, in, 5) == 3);
+    CHECK(sl_spsc_pop_n(&q, out, 5) == 3);
+    CHECK(out[0] == 1 && out[1] == 2 && out[2] == 3);
+    sl_spsc_destroy(&q);
+    sl_spsc_destroy(nullptr);
+}
+
+static void check_raw_mpmc()
+{
+    sl_mpmc q;
+    CHECK(sl_mpmc_init(&q, sizeof(int), 2) == SL_OK);
+    int a = 5, b = 6, v = 0;
+    CHECK(sl_mpmc_try_push(&q, &a) == SL_OK);
+    CHECK(sl_mpmc_try_push(&q, &b) == SL_OK);
+    CHECK(sl_mpmc_try_push(&q, &a) == SL_FULL);
+    CHECK(sl_mpmc_len(&q) == 2);
+    CHECK(sl_mpmc_try_pop(&q, &v) == SL_OK && v == 5);
+    CHECK(sl_mpmc_try_pop(&q, &v) == SL_OK && v == 6);
+    CHECK(sl_mpmc_try_pop(&q, &v) == SL_EMPTY);
+    sl_mpmc_destroy(&q);
+}
+
+static void check_event()
+{
+    sl_event ev;
+    sl_event_init(&ev);
+    std::uint32_t key = sl_event_prepare(&ev);
+    CHECK(sl_event_waiters(&ev) == 1);
+    sl_event_notify_one(&ev); // out of line in C++
+    CHECK(sl_event_wait(&ev, key, sl_deadline_after(5000000000ull)) == SL_OK);
+    key = sl_event_prepare(&ev);
+    sl_event_notify_all(&ev);
+    CHECK(sl_event_wait(&ev, key, SL_FOREVER) == SL_OK);
+    key = sl_event_prepare(&ev);
+    sl_event_notify_n(&ev, 1);
+    CHECK(sl_event_wait(&ev, key, SL_FOREVER) == SL_OK);
+    key = sl_event_prepare(&ev);
+    CHECK(sl_event_wait(&ev, key, sl_deadline_after(0)) == SL_TIMEDOUT);
+    CHECK(sl_event_waiters(&ev) == 0);
+    CHECK(sl_now_ns() > 0);
+    CHECK(sl_deadline_after(SL_FOREVER) == SL_FOREVER);
+}
+
+static void check_typed()
+{
+    sl_chan_opts o{};
+    o.flavor = SL_MPMC;
+    o.capacity = 2;
+    msg_chan *mc = nullptr;
+    CHECK(msg_chan_new(&mc, &o) == SL_OK);
+    if (!mc) return;
+    CHECK(msg_chan_cap(mc) == 2);
+    msg m1{ 1, 1.5, "one" }, m2{ 2, 2.5, "two" }, got{};
+    CHECK(msg_chan_send(mc, &m1) == SL_OK);
+    CHECK(msg_chan_try_send(mc, &m2) == SL_OK);
+    CHECK(msg_chan_try_send(mc, &m2) == SL_FULL);
+    CHECK(msg_chan_len(mc) == 2);
+    CHECK(msg_chan_recv(mc, &got) == SL_OK);
+    CHECK(got.a == 1 && got.b == 1.5 && std::strcmp(got.tag, "one") == 0);
+    CHECK(msg_chan_try_recv(mc, &got) == SL_OK);
+    CHECK(got.a == 2 && got.b == 2.5 && std::strcmp(got.tag, "two") == 0);
+    CHECK(msg_chan_try_recv(mc, &got) == SL_EMPTY);
+    // Every wrapper is used: clang's -Wunused-function reports unused static
+    // inline functions defined in the main file, macro-generated ones too.
+    CHECK(msg_chan_send_for(mc, &m1, 1000000) == SL_OK);
+    CHECK(msg_chan_recv_for(mc, &got, 1000000) == SL_OK && got.a == 1);
+    CHECK(msg_chan_recv_for(mc, &got, 1000000) == SL_TIMEDOUT);
+    msg arr[3] = { m1, m2, m1 }, outs[3] = {};
+    CHECK(msg_chan_try_send_n(mc, arr, 3) == 2);
+    CHECK(msg_chan_try_recv_n(mc, outs, 3) == 2);
+    CHECK(outs[0].a == 1 && outs[1].a == 2);
+    CHECK(msg_chan_send_evict(mc, &m1, &got) == SL_EINVAL);
+    CHECK(msg_chan_send_ptr(mc, &m1) == SL_EINVAL); // elem_size is not sizeof(void *)
+    CHECK(msg_chan_len(mc) == 0);
+    msg_chan_close(mc);
+    CHECK(msg_chan_is_closed(mc));
+    CHECK(msg_chan_recv(mc, &got) == SL_CLOSED);
+    msg_chan_free(mc);
+}
+
+int main()
+{
+    const int statuses[] = { (int)SL_OK, (int)SL_EMPTY, (int)SL_FULL, (int)SL_CLOSED, (int)SL_ENOMEM, 999 };
+    for (int s : statuses) CHECK(sl_status_str(static_cast<sl_status>(s)) != nullptr);
+    check_chan(SL_MPMC);
+    check_chan(SL_SPSC);
+    check_raw_spsc();
+    check_raw_mpmc();
+    check_event();
+    check_typed();
+    if (failures) std::fprintf(stderr, "cxx_headers: %d check(s) failed\n", failures);
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,1442 @@
+/*
+ * tests/unit_chan.c — the channel façade (sluice/chan.h) over SL_SPSC and
+ * SL_MPMC.
+ *
+ * Most tests are Check loop tests run once per flavour (_i indexes
+ * `flavors`). Blocking behaviour is checked with a helper thread that runs
+ * one call; "it is blocked" is judged by the call not having returned after a
+ * short sleep, never by an upper bound on time.
+ */
+#include "harness.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sluice/chan.h>
+#include "testing.h"
+#include "sysops.h"
+
+#define MS (1000000ull)
+#define SEC (1000000000ull)
+
+static const sl_flavor flavors[] = { SL_SPSC, SL_MPMC };
+#define N_FLAVORS ((int)(sizeof flavors / sizeof flavors[0]))
+#define FLAVOR (flavors[_i])
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = { (time_t)(ns / SEC), (long)(ns % SEC) };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+static sl_chan *mk_full(sl_flavor f, size_t esz, size_t cap, sl_drop_fn drop, void *ctx)
+{
+    sl_chan_opts o = { .flavor = f, .elem_size = esz, .capacity = cap, .drop = drop, .drop_ctx = ctx };
+    sl_chan *ch = NULL;
+    sl_status st = sl_chan_new(&ch, &o);
+    ck_assert_msg(st == SL_OK, "sl_chan_new(flavor %d, esz %zu, cap %zu) = %d", (int)f, esz, cap, (int)st);
+    ck_assert_ptr_nonnull(ch);
+    return ch;
+}
+
+static sl_chan *mk(sl_flavor f, size_t cap)
+{
+    return mk_full(f, sizeof(uint64_t), cap, NULL, NULL);
+}
+
+static void send_u64(sl_chan *ch, uint64_t v)
+{
+    ck_assert_int_eq(sl_chan_try_send(ch, &v), SL_OK);
+}
+
+static uint64_t recv_u64(sl_chan *ch)
+{
+    uint64_t v = UINT64_MAX;
+    ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_OK);
+    return v;
+}
+
+/* ---- a thread that runs one channel call ----------------------------------- */
+
+enum op_kind { OP_SEND, OP_RECV, OP_SEND_FOR, OP_RECV_FOR, OP_SEND_PTR };
+
+typedef struct op_thread {
+    pthread_t thr;
+    sl_chan *ch;
+    enum op_kind kind;
+    uint64_t val;       /* message for the send forms */
+    void *ptr;          /* for OP_SEND_PTR: the pointer moved */
+    uint64_t timeout;   /* for the _for forms */
+    uint64_t out;       /* what a receive got */
+    sl_status st;
+    _Atomic int done;
+} op_thread;
+
+static void *op_main(void *arg)
+{
+    op_thread *o = arg;
+    switch (o->kind) {
+    case OP_SEND: o->st = sl_chan_send(o->ch, &o->val); break;
+    case OP_RECV: o->st = sl_chan_recv(o->ch, &o->out); break;
+    case OP_SEND_FOR: o->st = sl_chan_send_for(o->ch, &o->val, o->timeout); break;
+    case OP_RECV_FOR: o->st = sl_chan_recv_for(o->ch, &o->out, o->timeout); break;
+    case OP_SEND_PTR: o->st = sl_chan_send_ptr(o->ch, &o->ptr); break;
+    }
+    atomic_store(&o->done, 1);
+    return NULL;
+}
+
+static void op_start(op_thread *o, sl_chan *ch, enum op_kind kind, uint64_t val, uint64_t timeout)
+{
+    o->ch = ch;
+    o->kind = kind;
+    o->val = val;
+    o->ptr = NULL;
+    o->timeout = timeout;
+    o->out = UINT64_MAX;
+    o->st = (sl_status)-1;
+    atomic_store(&o->done, 0);
+    ck_assert_int_eq(pthread_create(&o->thr, NULL, op_main, o), 0);
+}
+
+static void op_start_ptr(op_thread *o, sl_chan *ch, void *p)
+{
+    o->ch = ch;
+    o->kind = OP_SEND_PTR;
+    o->ptr = p;
+    o->out = UINT64_MAX;
+    o->st = (sl_status)-1;
+    atomic_store(&o->done, 0);
+    ck_assert_int_eq(pthread_create(&o->thr, NULL, op_main, o), 0);
+}
+
+/* Gives the thread time to reach its wait, then checks it is still inside. */
+static void op_expect_blocked(op_thread *o, const char *what)
+{
+    sleep_ns(30 * MS);
+    ck_assert_msg(atomic_load(&o->done) == 0, "%s returned (status %d) instead of blocking", what,
+                  (int)o->st);
+}
+
+static sl_status op_join(op_thread *o)
+{
+    ck_assert_int_eq(pthread_join(o->thr, NULL), 0);
+    ck_assert_int_eq(atomic_load(&o->done), 1);
+    return o->st;
+}
+
+/* ---- creation -------------------------------------------------------------- */
+
+START_TEST(test_new_bad_input)
+{
+    const sl_flavor f = FLAVOR;
+    int sentinel;
+    sl_chan *const mark = (sl_chan *)(void *)&sentinel;
+    sl_chan *ch = mark;
+    sl_chan_opts o = { .flavor = f, .elem_size = 8, .capacity = 4 };
+
+    ck_assert_int_eq(sl_chan_new(NULL, &o), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_new(&ch, NULL), SL_EINVAL);
+    ck_assert_ptr_eq(ch, mark);
+
+    const size_t bad_sizes[] = { 0, SL_ELEM_MAX + 1, SIZE_MAX };
+    for (size_t i = 0; i < sizeof bad_sizes / sizeof bad_sizes[0]; i++) {
+        o = (sl_chan_opts){ .flavor = f, .elem_size = bad_sizes[i], .capacity = 4 };
+        ck_assert_msg(sl_chan_new(&ch, &o) == SL_EINVAL, "elem_size %zu accepted", bad_sizes[i]);
+        ck_assert_ptr_eq(ch, mark);
+    }
+    struct { size_t esz, cap; } bad_caps[] = {
+        { 8, 0 }, { 1, 0 }, { 8, SIZE_MAX }, { 1, SIZE_MAX }, { 16, SIZE_MAX / 8 },
+        { 1, SIZE_MAX / 2 + 2 }, { SL_ELEM_MAX, SIZE_MAX / SL_ELEM_MAX + 1 },
+    };
+    for (size_t i = 0; i < sizeof bad_caps / sizeof bad_caps[0]; i++) {
+        o = (sl_chan_opts){ .flavor = f, .elem_size = bad_caps[i].esz, .capacity = bad_caps[i].cap };
+        ck_assert_msg(sl_chan_new(&ch, &o) == SL_EINVAL, "esz %zu cap %zu accepted", bad_caps[i].esz,
+                      bad_caps[i].cap);
+        ck_assert_ptr_eq(ch, mark);
+    }
+}
+END_TEST
+
+START_TEST(test_new_bad_flavor)
+{
+    int sentinel;
+    sl_chan *const mark = (sl_chan *)(void *)&sentinel;
+    sl_chan *ch = mark;
+    const int bad[] = { 0, 99, -1, 5, 1000 };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        sl_chan_opts o = { .flavor = (sl_flavor)bad[i], .elem_size = 8, .capacity = 4 };
+        ck_assert_msg(sl_chan_new(&ch, &o) == SL_EINVAL, "flavor %d accepted", bad[i]);
+        ck_assert_ptr_eq(ch, mark);
+    }
+}
+END_TEST
+
+/* SL_LIST and SL_RING are reserved: refused until they land. Delete this test
+ * (and its registration) when they do. */
+START_TEST(test_new_reserved_flavors_refused)
+{
+    int sentinel;
+    sl_chan *const mark = (sl_chan *)(void *)&sentinel;
+    sl_chan *ch = mark;
+    const sl_flavor reserved[] = { SL_LIST, SL_RING };
+    for (size_t i = 0; i < 2; i++) {
+        sl_chan_opts o = { .flavor = reserved[i], .elem_size = 8, .capacity = 4 };
+        ck_assert_msg(sl_chan_new(&ch, &o) == SL_EINVAL, "reserved flavor %d accepted", (int)reserved[i]);
+        ck_assert_ptr_eq(ch, mark);
+    }
+}
+END_TEST
+
+START_TEST(test_new_reports_opts)
+{
+    const sl_flavor f = FLAVOR;
+    const size_t caps[] = { 1, 2, 3, 5, 7, 8, 100, 1000 };
+    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
+        sl_chan *ch = mk_full(f, 24, caps[i], NULL, NULL);
+        ck_assert_uint_eq(sl_chan_cap(ch), caps[i]);
+        ck_assert_int_eq(sl_chan_flavor(ch), f);
+        ck_assert_uint_eq(sl_chan_elem_size(ch), 24);
+        ck_assert_uint_eq(sl_chan_len(ch), 0);
+        ck_assert(!sl_chan_is_closed(ch));
+        sl_chan_free(ch);
+    }
+    sl_chan *ch = mk_full(f, SL_ELEM_MAX, 2, NULL, NULL);
+    ck_assert_uint_eq(sl_chan_elem_size(ch), SL_ELEM_MAX);
+    unsigned char *in = malloc(SL_ELEM_MAX), *out = calloc(1, SL_ELEM_MAX);
+    ck_assert_ptr_nonnull(in);
+    ck_assert_ptr_nonnull(out);
+    for (size_t k = 0; k < SL_ELEM_MAX; k++) in[k] = (unsigned char)(k * 7 + 3);
+    ck_assert_int_eq(sl_chan_send(ch, in), SL_OK);
+    ck_assert_int_eq(sl_chan_recv(ch, out), SL_OK);
+    ck_assert(memcmp(in, out, SL_ELEM_MAX) == 0);
+    free(in);
+    free(out);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* ---- bad arguments on calls -------------------------------------------------- */
+
+START_TEST(test_null_channel)
+{
+    uint64_t v = 1, out = 2, ev = 3;
+    void *p = &v;
+    ck_assert_int_eq(sl_chan_send(NULL, &v), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_try_send(NULL, &v), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_send_for(NULL, &v, 10 * MS), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_send_for(NULL, &v, SL_FOREVER), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_send_ptr(NULL, &p), SL_EINVAL);
+    ck_assert_ptr_eq(p, &v);
+    ck_assert_int_eq(sl_chan_send_evict(NULL, &v, &ev), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_recv(NULL, &out), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_try_recv(NULL, &out), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_recv_for(NULL, &out, 10 * MS), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_recv_for(NULL, &out, SL_FOREVER), SL_EINVAL);
+    ck_assert_uint_eq(sl_chan_try_send_n(NULL, &v, 1), 0);
+    ck_assert_uint_eq(sl_chan_try_recv_n(NULL, &out, 1), 0);
+    ck_assert(!sl_chan_is_closed(NULL));
+    ck_assert_uint_eq(sl_chan_len(NULL), 0);
+    ck_assert_uint_eq(sl_chan_cap(NULL), 0);
+    ck_assert_int_eq((int)sl_chan_flavor(NULL), 0);
+    ck_assert_uint_eq(sl_chan_elem_size(NULL), 0);
+    sl_chan_close(NULL);
+    sl_chan_free(NULL);
+    ck_assert_uint_eq(out, 2);
+}
+END_TEST
+
+START_TEST(test_null_elem_consumes_nothing)
+{
+    const sl_flavor f = FLAVOR;
+    sl_chan *ch = mk(f, 4);
+    send_u64(ch, 11);
+    send_u64(ch, 22);
+    ck_assert_int_eq(sl_chan_send(ch, NULL), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_try_send(ch, NULL), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_send_for(ch, NULL, 10 * MS), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_send_ptr(ch, NULL), SL_EINVAL);
+    ck_assert_uint_eq(sl_chan_try_send_n(ch, NULL, 2), 0);
+    ck_assert_uint_eq(sl_chan_len(ch), 2);
+    ck_assert_int_eq(sl_chan_recv(ch, NULL), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_try_recv(ch, NULL), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_recv_for(ch, NULL, 10 * MS), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_recv_for(ch, NULL, SL_FOREVER), SL_EINVAL);
+    ck_assert_uint_eq(sl_chan_try_recv_n(ch, NULL, 2), 0);
+    ck_assert_uint_eq(sl_chan_len(ch), 2);
+    ck_assert_uint_eq(recv_u64(ch), 11);
+    ck_assert_uint_eq(recv_u64(ch), 22);
+    sl_chan_free(ch);
+}
+END_TEST
+
+START_TEST(test_null_elem_never_blocks)
+{
+    /* Bad input is refused before any wait: a NULL buffer on an empty or full
+     * channel must not park (a hang trips the Check time-out). */
+    const sl_flavor f = FLAVOR;
+    sl_chan *ch = mk(f, 2);
+    ck_assert_int_eq(sl_chan_recv(ch, NULL), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_recv_for(ch, NULL, SL_FOREVER), SL_EINVAL);
+    send_u64(ch, 1);
+    send_u64(ch, 2);
+    ck_assert_int_eq(sl_chan_send(ch, NULL), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_send_for(ch, NULL, SL_FOREVER), SL_EINVAL);
+    ck_assert_uint_eq(sl_chan_len(ch), 2);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* ---- capacity, order, empty ------------------------------------------------- */
+
+START_TEST(test_exact_capacity)
+{
+    const sl_flavor f = FLAVOR;
+    const size_t caps[] = { 1, 2, 3, 5, 7, 8, 100, 1000 };
+    for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
+        const size_t cap = caps[c];
+        sl_chan *ch = mk(f, cap);
+        for (int round = 0; round < 3; round++) {
+            for (size_t i = 0; i < cap; i++) {
+                uint64_t v = round * 10000 + i;
+                ck_assert_msg(sl_chan_try_send(ch, &v) == SL_OK, "cap %zu: send %zu refused", cap, i);
+                ck_assert_uint_eq(sl_chan_len(ch), i + 1);
+            }
+            uint64_t extra = 999999;
+            ck_assert_msg(sl_chan_try_send(ch, &extra) == SL_FULL, "cap %zu: one too many accepted", cap);
+            ck_assert_uint_eq(sl_chan_len(ch), cap);
+            ck_assert_uint_eq(sl_chan_cap(ch), cap);
+            for (size_t i = 0; i < cap; i++) {
+                uint64_t v = recv_u64(ch);
+                ck_assert_uint_eq(v, round * 10000 + i);
+            }
+            uint64_t v = 5;
+            ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_EMPTY);
+            ck_assert_uint_eq(sl_chan_len(ch), 0);
+        }
+        sl_chan_free(ch);
+    }
+}
+END_TEST
+
+START_TEST(test_exact_capacity_near_wrap)
+{
+    const sl_flavor f = FLAVOR;
+    const size_t caps[] = { 1, 3, 8, 100 };
+    for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
+        const size_t cap = caps[c];
+        sl_chan_opts o = { .flavor = f, .elem_size = 8, .capacity = cap };
+        sl_chan *ch = NULL;
+        ck_assert_int_eq(sl__chan_new_at(&ch, &o, UINT64_MAX - 50), SL_OK);
+        uint64_t next_in = 0, next_out = 0;
+        for (int round = 0; round < 300; round++) {
+            while (sl_chan_try_send(ch, &next_in) == SL_OK) next_in++;
+            ck_assert_uint_eq(next_in - next_out, cap);
+            ck_assert_uint_eq(sl_chan_len(ch), cap);
+            size_t take = 1 + (size_t)round % cap;
+            for (size_t k = 0; k < take; k++) {
+                uint64_t v = UINT64_MAX;
+                ck_assert_int_eq(sl_chan_recv(ch, &v), SL_OK);
+                ck_assert_uint_eq(v, next_out);
+                next_out++;
+            }
+        }
+        sl_chan_free(ch);
+    }
+}
+END_TEST
+
+START_TEST(test_empty_try_recv)
+{
+    const sl_flavor f = FLAVOR;
+    sl_chan *ch = mk(f, 3);
+    uint64_t v = 77;
+    ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_EMPTY);
+    ck_assert_uint_eq(sl_chan_try_recv_n(ch, &v, 1), 0);
+    send_u64(ch, 1);
+    ck_assert_uint_eq(recv_u64(ch), 1);
+    ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_EMPTY);
+    sl_chan_free(ch);
+}
+END_TEST
+
+START_TEST(test_elem_sizes)
+{
+    const sl_flavor f = FLAVOR;
+    const size_t sizes[] = { 1, 3, 4, 8, 16, 17, 64, 256, 1000 };
+    const size_t guard = 16, cap = 4;
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        const size_t esz = sizes[s];
+        sl_chan *ch = mk_full(f, esz, cap, NULL, NULL);
+        unsigned char *in = malloc(esz * cap), *out = malloc(esz * cap + guard);
+        ck_assert_ptr_nonnull(in);
+        ck_assert_ptr_nonnull(out);
+        for (unsigned round = 0; round < 20; round++) {
+            for (size_t i = 0; i < esz * cap; i++) in[i] = (unsigned char)(round * 31 + i * 13 + 1);
+            /* One at a time, blocking forms. */
+            for (size_t m = 0; m < cap; m++) ck_assert_int_eq(sl_chan_send(ch, in + m * esz), SL_OK);
+            ck_assert_int_eq(sl_chan_try_send(ch, in), SL_FULL);
+            for (size_t m = 0; m < cap; m++) {
+                memset(out, 0xEE, esz + guard);
+                ck_assert_int_eq(sl_chan_recv(ch, out), SL_OK);
+                ck_assert_msg(memcmp(out, in + m * esz, esz) == 0, "esz %zu: message %zu corrupted", esz, m);
+                for (size_t g = 0; g < guard; g++)
+                    ck_assert_msg(out[esz + g] == 0xEE, "esz %zu: recv wrote past the message", esz);
+            }
+            /* Batches. */
+            ck_assert_uint_eq(sl_chan_try_send_n(ch, in, cap), cap);
+            memset(out, 0xEE, esz * cap + guard);
+            ck_assert_uint_eq(sl_chan_try_recv_n(ch, out, cap + 3), cap);
+            ck_assert(memcmp(out, in, esz * cap) == 0);
+            for (size_t g = 0; g < guard; g++)
+                ck_assert_msg(out[esz * cap + g] == 0xEE, "esz %zu: recv_n wrote past the batch", esz);
+        }
+        free(in);
+        free(out);
+        sl_chan_free(ch);
+    }
+}
+END_TEST
+
+START_TEST(test_batches)
+{
+    const sl_flavor f = FLAVOR;
+    sl_chan *ch = mk(f, 10);
+    uint64_t in[32], out[32];
+    for (int i = 0; i < 32; i++) in[i] = 500 + (uint64_t)i;
+    ck_assert_uint_eq(sl_chan_try_send_n(ch, in, 0), 0);
+    ck_assert_uint_eq(sl_chan_try_recv_n(ch, out, 0), 0);
+    ck_assert_uint_eq(sl_chan_try_send_n(ch, in, 7), 7);
+    ck_assert_uint_eq(sl_chan_try_send_n(ch, in + 7, 7), 3); /* partial */
+    ck_assert_uint_eq(sl_chan_len(ch), 10);
+    ck_assert_uint_eq(sl_chan_try_send_n(ch, in + 10, 5), 0); /* full */
+    ck_assert_uint_eq(sl_chan_len(ch), 10);
+    for (int i = 0; i < 32; i++) out[i] = 0;
+    ck_assert_uint_eq(sl_chan_try_recv_n(ch, out, 4), 4);
+    for (int i = 0; i < 4; i++) ck_assert_uint_eq(out[i], 500 + (uint64_t)i);
+    ck_assert_uint_eq(out[4], 0);
+    ck_assert_uint_eq(sl_chan_try_send_n(ch, in + 10, 6), 4); /* partial across the wrap */
+    ck_assert_uint_eq(sl_chan_try_recv_n(ch, out, 32), 10);
+    for (int i = 0; i < 10; i++) ck_assert_uint_eq(out[i], 504 + (uint64_t)i);
+    ck_assert_uint_eq(sl_chan_try_recv_n(ch, out, 32), 0);
+    ck_assert_uint_eq(sl_chan_len(ch), 0);
+    /* Closed: nothing goes in; what is inside still comes out. */
+    ck_assert_uint_eq(sl_chan_try_send_n(ch, in, 3), 3);
+    sl_chan_close(ch);
+    ck_assert_uint_eq(sl_chan_try_send_n(ch, in, 3), 0);
+    ck_assert_uint_eq(sl_chan_len(ch), 3);
+    ck_assert_uint_eq(sl_chan_try_recv_n(ch, out, 2), 2);
+    ck_assert_uint_eq(out[0], 500);
+    ck_assert_uint_eq(out[1], 501);
+    ck_assert_uint_eq(sl_chan_try_recv_n(ch, out, 5), 1);
+    ck_assert_uint_eq(out[0], 502);
+    ck_assert_uint_eq(sl_chan_try_recv_n(ch, out, 5), 0);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* ---- timeouts ------------------------------------------------------------------ */
+
+START_TEST(test_send_for_full_times_out)
+{
+    const sl_flavor f = FLAVOR;
+    sl_chan *ch = mk(f, 2);
+    send_u64(ch, 1);
+    send_u64(ch, 2);
+    const uint64_t timeouts[] = { 1 * MS, 20 * MS };
+    for (size_t i = 0; i < 2; i++) {
+        uint64_t v = 42, t0 = sl_test_now_ns();
+        sl_status st = sl_chan_send_for(ch, &v, timeouts[i]);
+        uint64_t el = sl_test_now_ns() - t0;
+        ck_assert_int_eq(st, SL_TIMEDOUT);
+        ck_assert_msg(el >= timeouts[i], "send_for timed out after %llu ns, asked %llu",
+                      (unsigned long long)el, (unsigned long long)timeouts[i]);
+        ck_assert_uint_eq(sl_chan_len(ch), 2);
+    }
+    ck_assert_uint_eq(recv_u64(ch), 1);
+    ck_assert_uint_eq(recv_u64(ch), 2);
+    uint64_t v;
+    ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_EMPTY); /* the timed-out 42 is not inside */
+    sl_chan_free(ch);
+}
+END_TEST
+
+START_TEST(test_recv_for_empty_times_out)
+{
+    const sl_flavor f = FLAVOR;
+    sl_chan *ch = mk(f, 2);
+    const uint64_t timeouts[] = { 1 * MS, 20 * MS };
+    for (size_t i = 0; i < 2; i++) {
+        uint64_t v = 0, t0 = sl_test_now_ns();
+        sl_status st = sl_chan_recv_for(ch, &v, timeouts[i]);
+        uint64_t el = sl_test_now_ns() - t0;
+        ck_assert_int_eq(st, SL_TIMEDOUT);
+        ck_assert_msg(el >= timeouts[i], "recv_for timed out after %llu ns, asked %llu",
+                      (unsigned long long)el, (unsigned long long)timeouts[i]);
+        ck_assert_uint_eq(sl_chan_len(ch), 0);
+    }
+    /* The channel still works after a time-out. */
+    send_u64(ch, 9);
+    uint64_t v = 0;
+    ck_assert_int_eq(sl_chan_recv_for(ch, &v, 20 * MS), SL_OK);
+    ck_assert_uint_eq(v, 9);
+    sl_chan_free(ch);
+}
+END_TEST
+
+START_TEST(test_timeout_zero_tries_once)
+{
+    const sl_flavor f = FLAVOR;
+    sl_chan *ch = mk(f, 1);
+    uint64_t v = 5, out = 0;
+    ck_assert_int_eq(sl_chan_recv_for(ch, &out, 0), SL_TIMEDOUT);
+    ck_assert_int_eq(sl_chan_send_for(ch, &v, 0), SL_OK);
+    ck_assert_uint_eq(sl_chan_len(ch), 1);
+    v = 6;
+    ck_assert_int_eq(sl_chan_send_for(ch, &v, 0), SL_TIMEDOUT);
+    ck_assert_uint_eq(sl_chan_len(ch), 1);
+    ck_assert_int_eq(sl_chan_recv_for(ch, &out, 0), SL_OK);
+    ck_assert_uint_eq(out, 5);
+    ck_assert_int_eq(sl_chan_recv_for(ch, &out, 0), SL_TIMEDOUT);
+    /* And SL_FOREVER on a ready channel just works. */
+    ck_assert_int_eq(sl_chan_send_for(ch, &v, SL_FOREVER), SL_OK);
+    ck_assert_int_eq(sl_chan_recv_for(ch, &out, SL_FOREVER), SL_OK);
+    ck_assert_uint_eq(out, 6);
+    /* Closed beats time-out. */
+    sl_chan_close(ch);
+    ck_assert_int_eq(sl_chan_recv_for(ch, &out, 0), SL_CLOSED);
+    ck_assert_int_eq(sl_chan_send_for(ch, &v, 0), SL_CLOSED);
+    ck_assert_int_eq(sl_chan_recv_for(ch, &out, 20 * MS), SL_CLOSED);
+    ck_assert_int_eq(sl_chan_send_for(ch, &v, 20 * MS), SL_CLOSED);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* ---- close ----------------------------------------------------------------------- */
+
+START_TEST(test_close_semantics)
+{
+    const sl_flavor f = FLAVOR;
+    sl_chan *ch = mk(f, 4);
+    ck_assert(!sl_chan_is_closed(ch));
+    send_u64(ch, 1);
+    send_u64(ch, 2);
+    send_u64(ch, 3);
+    sl_chan_close(ch);
+    ck_assert(sl_chan_is_closed(ch));
+    sl_chan_close(ch); /* idempotent */
+    ck_assert(sl_chan_is_closed(ch));
+    ck_assert_uint_eq(sl_chan_len(ch), 3);
+
+    uint64_t v = 100;
+    void *p = &v;
+    ck_assert_int_eq(sl_chan_send(ch, &v), SL_CLOSED);
+    ck_assert_int_eq(sl_chan_try_send(ch, &v), SL_CLOSED);
+    ck_assert_int_eq(sl_chan_send_for(ch, &v, 10 * MS), SL_CLOSED);
+    ck_assert_int_eq(sl_chan_send_for(ch, &v, SL_FOREVER), SL_CLOSED);
+    ck_assert_uint_eq(sl_chan_try_send_n(ch, &v, 1), 0);
+    ck_assert_int_eq(sl_chan_send_ptr(ch, &p), SL_CLOSED); /* elem_size is sizeof(void *) */
+    ck_assert_ptr_eq(p, &v);
+    ck_assert_uint_eq(sl_chan_len(ch), 3);
+
+    /* Receivers drain, then see SL_CLOSED from every form. */
+    ck_assert_int_eq(sl_chan_recv(ch, &v), SL_OK);
+    ck_assert_uint_eq(v, 1);
+    ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_OK);
+    ck_assert_uint_eq(v, 2);
+    ck_assert_int_eq(sl_chan_recv_for(ch, &v, 10 * MS), SL_OK);
+    ck_assert_uint_eq(v, 3);
+    ck_assert_uint_eq(sl_chan_len(ch), 0);
+    ck_assert_int_eq(sl_chan_recv(ch, &v), SL_CLOSED);
+    ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_CLOSED);
+    ck_assert_int_eq(sl_chan_recv_for(ch, &v, 10 * MS), SL_CLOSED);
+    ck_assert_int_eq(sl_chan_recv_for(ch, &v, SL_FOREVER), SL_CLOSED);
+    ck_assert_int_eq(sl_chan_recv_for(ch, &v, 0), SL_CLOSED);
+    ck_assert_uint_eq(sl_chan_try_recv_n(ch, &v, 4), 0);
+    sl_chan_close(ch);
+    ck_assert(sl_chan_is_closed(ch));
+    sl_chan_free(ch);
+}
+END_TEST
+
+START_TEST(test_close_full_channel)
+{
+    const sl_flavor f = FLAVOR;
+    sl_chan *ch = mk(f, 2);
+    send_u64(ch, 1);
+    send_u64(ch, 2);
+    sl_chan_close(ch);
+    uint64_t v = 3;
+    ck_assert_int_eq(sl_chan_try_send(ch, &v), SL_CLOSED); /* not SL_FULL */
+    ck_assert_int_eq(sl_chan_send(ch, &v), SL_CLOSED);     /* and no wait */
+    ck_assert_uint_eq(sl_chan_len(ch), 2);
+    ck_assert_uint_eq(recv_u64(ch), 1);
+    ck_assert_uint_eq(recv_u64(ch), 2);
+    ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_CLOSED);
+    sl_chan_free(ch);
+}
+END_TEST
+
+START_TEST(test_close_empty_then_recv)
+{
+    const sl_flavor f = FLAVOR;
+    sl_chan *ch = mk(f, 2);
+    sl_chan_close(ch);
+    uint64_t v;
+    ck_assert_int_eq(sl_chan_recv(ch, &v), SL_CLOSED); /* no wait */
+    ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_CLOSED);
+    ck_assert_uint_eq(sl_chan_len(ch), 0);
+    sl_chan_free(ch);
+}
+END_TEST
+
+START_TEST(test_close_wakes_blocked_receiver)
+{
+    const sl_flavor f = FLAVOR;
+    sl_chan *ch = mk(f, 4);
+    op_thread o;
+    op_start(&o, ch, OP_RECV, 0, 0);
+    op_expect_blocked(&o, "recv on an empty channel");
+    sl_chan_close(ch);
+    ck_assert_int_eq(op_join(&o), SL_CLOSED);
+    sl_chan_free(ch);
+
+    /* The timed form too (it would say SL_TIMEDOUT if close did not wake it). */
+    ch = mk(f, 4);
+    op_start(&o, ch, OP_RECV_FOR, 0, 60 * SEC);
+    op_expect_blocked(&o, "recv_for on an empty channel");
+    sl_chan_close(ch);
+    ck_assert_int_eq(op_join(&o), SL_CLOSED);
+    sl_chan_free(ch);
+}
+END_TEST
+
+START_TEST(test_close_wakes_blocked_sender)
+{
+    const sl_flavor f = FLAVOR;
+    const size_t cap = 3;
+    for (int timed = 0; timed < 2; timed++) {
+        sl_chan *ch = mk(f, cap);
+        for (uint64_t i = 0; i < cap; i++) send_u64(ch, i);
+        op_thread o;
+        op_start(&o, ch, timed ? OP_SEND_FOR : OP_SEND, 0xBAD, 60 * SEC);
+        op_expect_blocked(&o, timed ? "send_for on a full channel" : "send on a full channel");
+        ck_assert_uint_eq(sl_chan_len(ch), cap);
+        sl_chan_close(ch);
+        ck_assert_int_eq(op_join(&o), SL_CLOSED);
+        ck_assert_uint_eq(sl_chan_len(ch), cap);
+        /* The blocked message was not consumed: only the first cap come out. */
+        for (uint64_t i = 0; i < cap; i++) ck_assert_uint_eq(recv_u64(ch), i);
+        uint64_t v;
+        ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_CLOSED);
+        sl_chan_free(ch);
+    }
+}
+END_TEST
+
+START_TEST(test_close_wakes_many_mpmc)
+{
+    /* MPMC: several blocked receivers on one channel, several blocked senders
+     * on another; one close wakes them all. */
+    enum { N = 4 };
+    sl_chan *rx = mk(SL_MPMC, 2), *tx = mk(SL_MPMC, 2);
+    send_u64(tx, 1);
+    send_u64(tx, 2);
+    op_thread r[N], s[N];
+    for (int i = 0; i < N; i++) {
+        op_start(&r[i], rx, i % 2 ? OP_RECV_FOR : OP_RECV, 0, 60 * SEC);
+        op_start(&s[i], tx, i % 2 ? OP_SEND_FOR : OP_SEND, 1000 + (uint64_t)i, 60 * SEC);
+    }
+    sleep_ns(30 * MS);
+    for (int i = 0; i < N; i++) {
+        ck_assert_int_eq(atomic_load(&r[i].done), 0);
+        ck_assert_int_eq(atomic_load(&s[i].done), 0);
+    }
+    sl_chan_close(rx);
+    sl_chan_close(tx);
+    for (int i = 0; i < N; i++) {
+        ck_assert_int_eq(op_join(&r[i]), SL_CLOSED);
+        ck_assert_int_eq(op_join(&s[i]), SL_CLOSED);
+    }
+    ck_assert_uint_eq(sl_chan_len(tx), 2);
+    ck_assert_uint_eq(recv_u64(tx), 1);
+    ck_assert_uint_eq(recv_u64(tx), 2);
+    sl_chan_free(rx);
+    sl_chan_free(tx);
+}
+END_TEST
+
+/* ---- blocking hand-offs (Go's TestChan style) --------------------------------- */
+
+START_TEST(test_blocking_send_completes_after_recv)
+{
+    const sl_flavor f = FLAVOR;
+    for (size_t cap = 1; cap <= 4; cap++) {
+        for (int timed = 0; timed < 2; timed++) {
+            sl_chan *ch = mk(f, cap);
+            for (uint64_t i = 0; i < cap; i++) send_u64(ch, i);
+            op_thread o;
+            op_start(&o, ch, timed ? OP_SEND_FOR : OP_SEND, 777, 60 * SEC);
+            op_expect_blocked(&o, "send on a full channel");
+            ck_assert_uint_eq(sl_chan_len(ch), cap);
+            ck_assert_uint_eq(recv_u64(ch), 0);
+            ck_assert_int_eq(op_join(&o), SL_OK);
+            ck_assert_uint_eq(sl_chan_len(ch), cap);
+            for (uint64_t i = 1; i < cap; i++) ck_assert_uint_eq(recv_u64(ch), i);
+            ck_assert_uint_eq(recv_u64(ch), 777);
+            sl_chan_free(ch);
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_blocking_recv_completes_after_send)
+{
+    const sl_flavor f = FLAVOR;
+    for (size_t cap = 1; cap <= 4; cap++) {
+        for (int timed = 0; timed < 2; timed++) {
+            sl_chan *ch = mk(f, cap);
+            op_thread o;
+            op_start(&o, ch, timed ? OP_RECV_FOR : OP_RECV, 0, 60 * SEC);
+            op_expect_blocked(&o, "recv on an empty channel");
+            send_u64(ch, 4242 + cap);
+            ck_assert_int_eq(op_join(&o), SL_OK);
+            ck_assert_uint_eq(o.out, 4242 + cap);
+            ck_assert_uint_eq(sl_chan_len(ch), 0);
+            sl_chan_free(ch);
+        }
+    }
+}
+END_TEST
+
+typedef struct stream_ctx {
+    sl_chan *ch;
+    uint64_t n;
+    int mode;
+} stream_ctx;
+
+static void *stream_sender(void *arg)
+{
+    stream_ctx *s = arg;
+    for (uint64_t i = 0; i < s->n; i++) {
+        sl_status st;
+        switch ((i + (uint64_t)s->mode) % 3) {
+        case 0: st = sl_chan_send(s->ch, &i); break;
+        case 1: st = sl_chan_send_for(s->ch, &i, SL_FOREVER); break;
+        default:
+            do st = sl_chan_try_send(s->ch, &i);
+            while (st == SL_FULL);
+        }
+        if (st != SL_OK) return (void *)1;
+    }
+    return NULL;
+}
+
+START_TEST(test_stream_fifo)
+{
+    const sl_flavor f = FLAVOR;
+    const size_t caps[] = { 1, 2, 7, 64 };
+    for (size_t c = 0; c < 4; c++) {
+        stream_ctx s = { .ch = mk(f, caps[c]), .n = sl_test_scaled(20000, 1000), .mode = (int)c };
+        pthread_t t;
+        ck_assert_int_eq(pthread_create(&t, NULL, stream_sender, &s), 0);
+        for (uint64_t i = 0; i < s.n; i++) {
+            uint64_t v = UINT64_MAX;
+            sl_status st;
+            switch (i % 3) {
+            case 0: st = sl_chan_recv(s.ch, &v); break;
+            case 1: st = sl_chan_recv_for(s.ch, &v, 30 * SEC); break;
+            default:
+                do st = sl_chan_try_recv(s.ch, &v);
+                while (st == SL_EMPTY);
+            }
+            ck_assert_int_eq(st, SL_OK);
+            ck_assert_msg(v == i, "cap %zu: got %llu, expected %llu", caps[c], (unsigned long long)v,
+                          (unsigned long long)i);
+            ck_assert_uint_le(sl_chan_len(s.ch), caps[c]);
+        }
+        void *ret = (void *)2;
+        ck_assert_int_eq(pthread_join(t, &ret), 0);
+        ck_assert_ptr_null(ret);
+        sl_chan_close(s.ch);
+        uint64_t v;
+        ck_assert_int_eq(sl_chan_recv(s.ch, &v), SL_CLOSED);
+        sl_chan_free(s.ch);
+    }
+}
+END_TEST
+
+/* MPMC: blocking senders and receivers, every message exactly once, and a
+ * watcher that never sees len above cap. */
+typedef struct mpmc_ctx {
+    sl_chan *ch;
+    uint64_t per_sender;
+    unsigned senders;
+    _Atomic unsigned char *seen;
+    _Atomic int bad;
+    _Atomic int stop_watch;
+} mpmc_ctx;
+
+typedef struct mpmc_arg { mpmc_ctx *c; unsigned id; } mpmc_arg;
+
+static void *mpmc_sender(void *arg)
+{
+    mpmc_arg *a = arg;
+    for (uint64_t i = 0; i < a->c->per_sender; i++) {
+        uint64_t v = (uint64_t)a->id * a->c->per_sender + i;
+        if (sl_chan_send(a->c->ch, &v) != SL_OK) atomic_store(&a->c->bad, 1);
+    }
+    return NULL;
+}
+
+static void *mpmc_receiver(void *arg)
+{
+    mpmc_arg *a = arg;
+    uint64_t last[8];
+    for (int i = 0; i < 8; i++) last[i] = UINT64_MAX;
+    for (;;) {
+        uint64_t v;
+        sl_status st = sl_chan_recv(a->c->ch, &v);
+        if (st == SL_CLOSED) break;
+        if (st != SL_OK || v >= a->c->per_sender * a->c->senders) {
+            atomic_store(&a->c->bad, 2);
+            break;
+        }
+        uint64_t s = v / a->c->per_sender, i = v % a->c->per_sender;
+        if (last[s] != UINT64_MAX && i <= last[s]) atomic_store(&a->c->bad, 3); /* per-sender order */
+        last[s] = i;
+        if (atomic_exchange(&a->c->seen[v], 1)) atomic_store(&a->c->bad, 4);   /* duplicate */
+    }
+    return NULL;
+}
+
+static void *len_watcher(void *arg)
+{
+    mpmc_ctx *c = arg;
+    size_t cap = sl_chan_cap(c->ch);
+    while (!atomic_load(&c->stop_watch)) {
+        if (sl_chan_len(c->ch) > cap) atomic_store(&c->bad, 5);
+        sched_yield();
+    }
+    return NULL;
+}
+
+START_TEST(test_mpmc_blocking_exactly_once)
+{
+    enum { S = 3, R = 3 };
+    mpmc_ctx c = { .ch = mk(SL_MPMC, 4), .per_sender = sl_test_scaled(20000, 1000), .senders = S };
+    c.seen = calloc(c.per_sender * S, 1);
+    ck_assert_ptr_nonnull(c.seen);
+    atomic_store(&c.bad, 0);
+    atomic_store(&c.stop_watch, 0);
+    pthread_t ts[S], tr[R], tw;
+    mpmc_arg as[S], ar[R];
+    ck_assert_int_eq(pthread_create(&tw, NULL, len_watcher, &c), 0);
+    for (unsigned i = 0; i < R; i++) {
+        ar[i] = (mpmc_arg){ &c, i };
+        ck_assert_int_eq(pthread_create(&tr[i], NULL, mpmc_receiver, &ar[i]), 0);
+    }
+    for (unsigned i = 0; i < S; i++) {
+        as[i] = (mpmc_arg){ &c, i };
+        ck_assert_int_eq(pthread_create(&ts[i], NULL, mpmc_sender, &as[i]), 0);
+    }
+    for (unsigned i = 0; i < S; i++) pthread_join(ts[i], NULL);
+    sl_chan_close(c.ch); /* receivers drain, then leave */
+    for (unsigned i = 0; i < R; i++) pthread_join(tr[i], NULL);
+    atomic_store(&c.stop_watch, 1);
+    pthread_join(tw, NULL);
+    ck_assert_msg(atomic_load(&c.bad) == 0, "problem %d (1 send failed, 2 bad recv, 3 order, 4 duplicate, 5 len>cap)",
+                  atomic_load(&c.bad));
+    for (uint64_t v = 0; v < c.per_sender * S; v++)
+        ck_assert_msg(atomic_load(&c.seen[v]) == 1, "message %llu lost", (unsigned long long)v);
+    free((void *)c.seen);
+    sl_chan_free(c.ch);
+}
+END_TEST
+
+/* ---- send_ptr and send_evict ----------------------------------------------------- */
+
+START_TEST(test_send_ptr)
+{
+    const sl_flavor f = FLAVOR;
+    sl_chan *ch = mk_full(f, sizeof(void *), 2, NULL, NULL);
+    int a = 1, b = 2;
+    void *p = &a;
+    ck_assert_int_eq(sl_chan_send_ptr(ch, &p), SL_OK);
+    ck_assert_ptr_null(p);
+    p = &b;
+    ck_assert_int_eq(sl_chan_send_ptr(ch, &p), SL_OK);
+    ck_assert_ptr_null(p);
+    void *out = NULL;
+    ck_assert_int_eq(sl_chan_recv(ch, &out), SL_OK);
+    ck_assert_ptr_eq(out, &a);
+    ck_assert_int_eq(sl_chan_recv(ch, &out), SL_OK);
+    ck_assert_ptr_eq(out, &b);
+    /* NULL pp */
+    ck_assert_int_eq(sl_chan_send_ptr(ch, NULL), SL_EINVAL);
+    ck_assert_uint_eq(sl_chan_len(ch), 0);
+    /* Closed: *pp stays. */
+    sl_chan_close(ch);
+    p = &a;
+    ck_assert_int_eq(sl_chan_send_ptr(ch, &p), SL_CLOSED);
+    ck_assert_ptr_eq(p, &a);
+    ck_assert_uint_eq(sl_chan_len(ch), 0);
+    sl_chan_free(ch);
+}
+END_TEST
+
+START_TEST(test_send_ptr_blocked_then_closed)
+{
+    const sl_flavor f = FLAVOR;
+    sl_chan *ch = mk_full(f, sizeof(void *), 1, NULL, NULL);
+    int a = 1, b = 2;
+    void *p = &a;
+    ck_assert_int_eq(sl_chan_send_ptr(ch, &p), SL_OK);
+    op_thread o;
+    op_start_ptr(&o, ch, &b);
+    op_expect_blocked(&o, "send_ptr on a full channel");
+    sl_chan_close(ch);
+    ck_assert_int_eq(op_join(&o), SL_CLOSED);
+    ck_assert_ptr_eq(o.ptr, &b); /* not moved */
+    void *out = NULL;
+    ck_assert_int_eq(sl_chan_recv(ch, &out), SL_OK);
+    ck_assert_ptr_eq(out, &a);
+    ck_assert_int_eq(sl_chan_recv(ch, &out), SL_CLOSED);
+    sl_chan_free(ch);
+}
+END_TEST
+
+START_TEST(test_send_ptr_blocked_then_received)
+{
+    const sl_flavor f = FLAVOR;
+    sl_chan *ch = mk_full(f, sizeof(void *), 1, NULL, NULL);
+    int a = 1, b = 2;
+    void *p = &a;
+    ck_assert_int_eq(sl_chan_send_ptr(ch, &p), SL_OK);
+    op_thread o;
+    op_start_ptr(&o, ch, &b);
+    op_expect_blocked(&o, "send_ptr on a full channel");
+    void *out = NULL;
+    ck_assert_int_eq(sl_chan_recv(ch, &out), SL_OK);
+    ck_assert_ptr_eq(out, &a);
+    ck_assert_int_eq(op_join(&o), SL_OK);
+    ck_assert_ptr_null(o.ptr); /* moved */
+    ck_assert_int_eq(sl_chan_recv(ch, &out), SL_OK);
+    ck_assert_ptr_eq(out, &b);
+    sl_chan_free(ch);
+}
+END_TEST
+
+START_TEST(test_send_ptr_wrong_size)
+{
+    const sl_flavor f = FLAVOR;
+    const size_t sizes[] = { 1, 4, sizeof(void *) * 2, 64 };
+    for (size_t i = 0; i < 4; i++) {
+        sl_chan *ch = mk_full(f, sizes[i], 2, NULL, NULL);
+        int a = 1;
+        void *p = &a;
+        ck_assert_msg(sl_chan_send_ptr(ch, &p) == SL_EINVAL, "send_ptr on esz %zu accepted", sizes[i]);
+        ck_assert_ptr_eq(p, &a);
+        ck_assert_uint_eq(sl_chan_len(ch), 0);
+        sl_chan_free(ch);
+    }
+}
+END_TEST
+
+START_TEST(test_send_evict_refused)
+{
+    const sl_flavor f = FLAVOR;
+    sl_chan *ch = mk(f, 2);
+    uint64_t v = 1, ev = 12345;
+    ck_assert_int_eq(sl_chan_send_evict(ch, &v, &ev), SL_EINVAL);
+    ck_assert_uint_eq(sl_chan_len(ch), 0);
+    send_u64(ch, 7);
+    send_u64(ch, 8);
+    ck_assert_int_eq(sl_chan_send_evict(ch, &v, &ev), SL_EINVAL); /* full: still no eviction */
+    ck_assert_uint_eq(ev, 12345);
+    ck_assert_uint_eq(sl_chan_len(ch), 2);
+    ck_assert_uint_eq(recv_u64(ch), 7);
+    ck_assert_uint_eq(recv_u64(ch), 8);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* ---- drop function ---------------------------------------------------------------- */
+
+typedef struct drop_rec {
+    uint64_t magic;
+    size_t n;
+    uint64_t vals[2048];
+} drop_rec;
+
+#define DROP_MAGIC 0x0D50D50D50ull
+
+static void rec_drop(void *elem, void *ctx)
+{
+    drop_rec *r = ctx;
+    ck_assert_ptr_nonnull(r);
+    ck_assert_uint_eq(r->magic, DROP_MAGIC);
+    ck_assert_ptr_nonnull(elem);
+    uint64_t v;
+    memcpy(&v, elem, sizeof v);
+    if (r->n < sizeof r->vals / sizeof r->vals[0]) r->vals[r->n] = v;
+    r->n++;
+}
+
+START_TEST(test_drop_leftovers_in_order)
+{
+    const sl_flavor f = FLAVOR;
+    static drop_rec r;
+    r = (drop_rec){ .magic = DROP_MAGIC };
+    sl_chan *ch = mk_full(f, 8, 8, rec_drop, &r);
+    for (uint64_t i = 10; i < 15; i++) send_u64(ch, i);
+    ck_assert_uint_eq(recv_u64(ch), 10);
+    ck_assert_uint_eq(recv_u64(ch), 11);
+    ck_assert_uint_eq(r.n, 0); /* never for received messages, never before free */
+    sl_chan_close(ch);
+    ck_assert_uint_eq(r.n, 0); /* close drops nothing */
+    sl_chan_free(ch);
+    ck_assert_uint_eq(r.n, 3);
+    ck_assert_uint_eq(r.vals[0], 12);
+    ck_assert_uint_eq(r.vals[1], 13);
+    ck_assert_uint_eq(r.vals[2], 14);
+}
+END_TEST
+
+START_TEST(test_drop_full_across_wrap)
+{
+    const sl_flavor f = FLAVOR;
+    static drop_rec r;
+    const size_t cap = 5;
+    r = (drop_rec){ .magic = DROP_MAGIC };
+    sl_chan_opts o = { .flavor = f, .elem_size = 8, .capacity = cap, .drop = rec_drop, .drop_ctx = &r };
+    sl_chan *ch = NULL;
+    ck_assert_int_eq(sl__chan_new_at(&ch, &o, UINT64_MAX - 2), SL_OK);
+    uint64_t next = 0;
+    for (int round = 0; round < 7; round++) {
+        while (sl_chan_try_send(ch, &next) == SL_OK) next++;
+        ck_assert_uint_eq(recv_u64(ch), next - cap);
+        ck_assert_uint_eq(recv_u64(ch), next - cap + 1);
+    }
+    while (sl_chan_try_send(ch, &next) == SL_OK) next++;
+    ck_assert_uint_eq(r.n, 0);
+    sl_chan_free(ch);
+    ck_assert_uint_eq(r.n, cap);
+    for (size_t i = 0; i < cap; i++) ck_assert_uint_eq(r.vals[i], next - cap + i);
+}
+END_TEST
+
+/* Messages bigger than any stack buffer the channel may use for dropping. */
+START_TEST(test_drop_large_elems)
+{
+    const sl_flavor f = FLAVOR;
+    static drop_rec r;
+    const size_t esz = 1000;
+    r = (drop_rec){ .magic = DROP_MAGIC };
+    sl_chan *ch = mk_full(f, esz, 4, rec_drop, &r);
+    unsigned char *m = calloc(1, esz);
+    ck_assert_ptr_nonnull(m);
+    for (uint64_t i = 0; i < 4; i++) {
+        memcpy(m, &i, sizeof i);
+        m[esz - 1] = (unsigned char)i;
+        ck_assert_int_eq(sl_chan_try_send(ch, m), SL_OK);
+    }
+    ck_assert_int_eq(sl_chan_try_recv(ch, m), SL_OK);
+    free(m);
+    sl_chan_free(ch);
+    ck_assert_uint_eq(r.n, 3);
+    for (size_t i = 0; i < 3; i++) ck_assert_uint_eq(r.vals[i], i + 1);
+}
+END_TEST
+
+START_TEST(test_drop_none_left)
+{
+    const sl_flavor f = FLAVOR;
+    static drop_rec r;
+    r = (drop_rec){ .magic = DROP_MAGIC };
+    sl_chan *ch = mk_full(f, 8, 4, rec_drop, &r);
+    for (uint64_t i = 0; i < 20; i++) {
+        send_u64(ch, i);
+        ck_assert_uint_eq(recv_u64(ch), i);
+    }
+    sl_chan_free(ch);
+    ck_assert_uint_eq(r.n, 0);
+
+    /* An empty, never-used channel drops nothing either. */
+    ch = mk_full(f, 8, 4, rec_drop, &r);
+    sl_chan_free(ch);
+    ck_assert_uint_eq(r.n, 0);
+}
+END_TEST
+
+START_TEST(test_no_drop_fn_with_leftovers)
+{
+    const sl_flavor f = FLAVOR;
+    sl_chan *ch = mk(f, 4);
+    send_u64(ch, 1);
+    send_u64(ch, 2);
+    sl_chan_free(ch); /* discards unseen; ASan checks the channel is freed */
+}
+END_TEST
+
+static void free_drop(void *elem, void *ctx)
+{
+    void *p;
+    memcpy(&p, elem, sizeof p);
+    free(p);
+    atomic_fetch_add((_Atomic int *)ctx, 1);
+}
+
+START_TEST(test_drop_owns_pointers)
+{
+    /* Ownership end to end: heap objects moved in with send_ptr; those not
+     * received are freed by the drop function (ASan reports any leak). */
+    const sl_flavor f = FLAVOR;
+    static _Atomic int freed;
+    atomic_store(&freed, 0);
+    sl_chan *ch = mk_full(f, sizeof(void *), 6, free_drop, (void *)&freed);
+    for (int i = 0; i < 6; i++) {
+        int *obj = malloc(sizeof *obj);
+        ck_assert_ptr_nonnull(obj);
+        *obj = i;
+        void *p = obj;
+        ck_assert_int_eq(sl_chan_send_ptr(ch, &p), SL_OK);
+        ck_assert_ptr_null(p);
+    }
+    for (int i = 0; i < 2; i++) {
+        int *obj = NULL;
+        ck_assert_int_eq(sl_chan_recv(ch, &obj), SL_OK);
+        ck_assert_int_eq(*obj, i);
+        free(obj);
+    }
+    sl_chan_free(ch);
+    ck_assert_int_eq(atomic_load(&freed), 4);
+}
+END_TEST
+
+/* ---- system calls only when someone sleeps ---------------------------------------- */
+
+static _Atomic unsigned long n_futex_wait, n_futex_wake;
+
+static int cnt_wait(SL_ATOMIC(uint32_t) *w, uint32_t e, uint64_t d)
+{
+    atomic_fetch_add(&n_futex_wait, 1);
+    return sl__sys_default_ops.futex_wait(w, e, d);
+}
+
+static int cnt_wake(SL_ATOMIC(uint32_t) *w, int n)
+{
+    atomic_fetch_add(&n_futex_wake, 1);
+    return sl__sys_default_ops.futex_wake(w, n);
+}
+
+static uint64_t cnt_now(void)
+{
+    return sl__sys_default_ops.now_ns();
+}
+
+static const sl_sys_ops cnt_ops = { .futex_wait = cnt_wait, .futex_wake = cnt_wake, .now_ns = cnt_now };
+
+START_TEST(test_no_syscalls_without_waiters)
+{
+    const sl_flavor f = FLAVOR;
+    sl_chan *ch = mk(f, 8);
+    atomic_store(&n_futex_wait, 0);
+    atomic_store(&n_futex_wake, 0);
+    sl__sys_set_ops(&cnt_ops);
+    uint64_t buf[8];
+    for (uint64_t i = 0; i < 2000; i++) {
+        uint64_t v = i;
+        ck_assert_int_eq(sl_chan_send(ch, &v), SL_OK);
+        ck_assert_int_eq(sl_chan_try_send(ch, &v), SL_OK);
+        ck_assert_int_eq(sl_chan_send_for(ch, &v, 10 * MS), SL_OK);
+        ck_assert_int_eq(sl_chan_recv(ch, &v), SL_OK);
+        ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_OK);
+        ck_assert_int_eq(sl_chan_recv_for(ch, &v, 10 * MS), SL_OK);
+        for (int k = 0; k < 8; k++) buf[k] = i;
+        ck_assert_uint_eq(sl_chan_try_send_n(ch, buf, 3), 3);
+        ck_assert_uint_eq(sl_chan_try_recv_n(ch, buf, 3), 3);
+        ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_EMPTY);
+    }
+    sl__sys_set_ops(NULL);
+    ck_assert_uint_eq(atomic_load(&n_futex_wake), 0);
+    ck_assert_uint_eq(atomic_load(&n_futex_wait), 0);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* ---- against a model --------------------------------------------------------------- */
+
+static void chan_model(sl_flavor f, size_t cap, uint64_t start, uint64_t seed)
+{
+    sl_chan_opts o = { .flavor = f, .elem_size = 8, .capacity = cap };
+    sl_chan *ch = NULL;
+    ck_assert_int_eq(sl__chan_new_at(&ch, &o, start), SL_OK);
+    uint64_t *m = calloc(cap, sizeof *m);
+    ck_assert_ptr_nonnull(m);
+    size_t head = 0, n = 0;
+    uint64_t next = 0;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, seed);
+    uint64_t buf[80];
+    for (unsigned step = 0; step < 3000; step++) {
+        uint64_t r = sl_test_rng_next(&rng);
+        bool fill = (step / 50) % 2 == 0;
+        unsigned op = (unsigned)(r % 6);
+        if (op == 1 && !fill) op = 2;
+        switch (op) {
+        case 0: case 1: {
+            sl_status st = sl_chan_try_send(ch, &next);
+            ck_assert_int_eq(st, n < cap ? SL_OK : SL_FULL);
+            if (st == SL_OK) { m[(head + n) % cap] = next++; n++; }
+            break;
+        }
+        case 2: {
+            uint64_t v = UINT64_MAX;
+            sl_status st = sl_chan_try_recv(ch, &v);
+            ck_assert_int_eq(st, n ? SL_OK : SL_EMPTY);
+            if (st == SL_OK) {
+                ck_assert_uint_eq(v, m[head]);
+                head = (head + 1) % cap;
+                n--;
+            }
+            break;
+        }
+        case 3: {
+            size_t k = (size_t)(r >> 8) % (cap + 3 < 80 ? cap + 3 : 80);
+            for (size_t i = 0; i < k; i++) buf[i] = next + i;
+            size_t got = sl_chan_try_send_n(ch, buf, k);
+            ck_assert_uint_eq(got, k < cap - n ? k : cap - n);
+            for (size_t i = 0; i < got; i++) { m[(head + n) % cap] = next++; n++; }
+            break;
+        }
+        case 4: {
+            size_t k = (size_t)(r >> 8) % (cap + 3 < 80 ? cap + 3 : 80);
+            size_t got = sl_chan_try_recv_n(ch, buf, k);
+            ck_assert_uint_eq(got, k < n ? k : n);
+            for (size_t i = 0; i < got; i++) {
+                ck_assert_uint_eq(buf[i], m[head]);
+                head = (head + 1) % cap;
+                n--;
+            }
+            break;
+        }
+        default:
+            break;
+        }
+        ck_assert_uint_eq(sl_chan_len(ch), n);
+    }
+    free(m);
+    sl_chan_free(ch);
+}
+
+START_TEST(test_model_random)
+{
+    const sl_flavor f = FLAVOR;
+    const size_t caps[] = { 1, 2, 3, 5, 8, 61 };
+    const uint64_t starts[] = { 0, UINT64_MAX - 50, UINT64_MAX };
+    for (size_t c = 0; c < 6; c++)
+        for (size_t s = 0; s < 3; s++) chan_model(f, caps[c], starts[s], 1 + c * 7 + s);
+}
+END_TEST
+
+/* ---- the typed wrapper --------------------------------------------------------------- */
+
+typedef struct point {
+    int32_t x, y;
+    double w;
+    char tag[5];
+} point;
+
+SL_CHAN_TYPED(point_chan, point);
+/* A pointer element type goes through a typedef: spelled `int *` directly,
+ * the macro's `const T *` would read `const int **` instead of `int *const *`. */
+typedef int *int_ptr;
+SL_CHAN_TYPED(iptr_chan, int_ptr);
+
+START_TEST(test_typed)
+{
+    const sl_flavor f = FLAVOR;
+    point_chan *pc = NULL;
+    ck_assert_int_eq(point_chan_new(&pc, NULL), SL_EINVAL);
+    ck_assert_ptr_null(pc);
+    sl_chan_opts o = { .flavor = f, .elem_size = 1 /* overridden */, .capacity = 3 };
+    ck_assert_int_eq(point_chan_new(&pc, &o), SL_OK);
+    ck_assert_ptr_nonnull(pc);
+    ck_assert_uint_eq(sl_chan_elem_size((const sl_chan *)(const void *)pc), sizeof(point));
+    ck_assert_uint_eq(point_chan_cap(pc), 3);
+    ck_assert_uint_eq(point_chan_len(pc), 0);
+    ck_assert(!point_chan_is_closed(pc));
+
+    point a = { 1, -2, 0.5, "abcd" }, b = { 3, 4, -1.25, "wxyz" }, c = { 5, 6, 7.0, "q" }, got;
+    ck_assert_int_eq(point_chan_send(pc, &a), SL_OK);
+    ck_assert_int_eq(point_chan_try_send(pc, &b), SL_OK);
+    ck_assert_int_eq(point_chan_send_for(pc, &c, 10 * MS), SL_OK);
+    ck_assert_int_eq(point_chan_try_send(pc, &c), SL_FULL);
+    ck_assert_int_eq(point_chan_send_for(pc, &c, 1 * MS), SL_TIMEDOUT);
+    ck_assert_uint_eq(point_chan_len(pc), 3);
+    ck_assert_int_eq(point_chan_send_evict(pc, &c, &got), SL_EINVAL);
+    ck_assert_int_eq(point_chan_send_ptr(pc, &c), SL_EINVAL); /* not a pointer channel */
+    ck_assert_uint_eq(point_chan_len(pc), 3);
+
+    memset(&got, 0, sizeof got);
+    ck_assert_int_eq(point_chan_recv(pc, &got), SL_OK);
+    ck_assert(got.x == 1 && got.y == -2 && got.w == 0.5 && strcmp(got.tag, "abcd") == 0);
+    ck_assert_int_eq(point_chan_try_recv(pc, &got), SL_OK);
+    ck_assert(got.x == 3 && got.y == 4 && got.w == -1.25 && strcmp(got.tag, "wxyz") == 0);
+    ck_assert_int_eq(point_chan_recv_for(pc, &got, 10 * MS), SL_OK);
+    ck_assert(got.x == 5 && got.y == 6 && got.w == 7.0 && strcmp(got.tag, "q") == 0);
+    ck_assert_int_eq(point_chan_try_recv(pc, &got), SL_EMPTY);
+    ck_assert_int_eq(point_chan_recv_for(pc, &got, 1 * MS), SL_TIMEDOUT);
+
+    point arr[4] = { a, b, c, a }, out[4];
+    ck_assert_uint_eq(point_chan_try_send_n(pc, arr, 4), 3);
+    ck_assert_uint_eq(point_chan_try_recv_n(pc, out, 4), 3);
+    ck_assert(out[0].x == 1 && out[1].x == 3 && out[2].x == 5);
+
+    point_chan_close(pc);
+    ck_assert(point_chan_is_closed(pc));
+    ck_assert_int_eq(point_chan_send(pc, &a), SL_CLOSED);
+    ck_assert_int_eq(point_chan_recv(pc, &got), SL_CLOSED);
+    point_chan_free(pc);
+    point_chan_free(NULL);
+    point_chan_close(NULL);
+
+    /* A typed pointer channel and its move; every wrapper is used (clang's
+     * -Wunused-function flags unused static inline functions in a .c file). */
+    iptr_chan *ic = NULL;
+    ck_assert_int_eq(iptr_chan_new(&ic, &o), SL_OK);
+    ck_assert_uint_eq(iptr_chan_cap(ic), 3);
+    ck_assert_uint_eq(sl_chan_elem_size((const sl_chan *)(const void *)ic), sizeof(int *));
+    int x = 9, y = 10, z = 11;
+    int *px = &x;
+    ck_assert_int_eq(iptr_chan_send_ptr(ic, &px), SL_OK);
+    ck_assert_ptr_null(px);
+    int *const py = &y, *const pz = &z;
+    ck_assert_int_eq(iptr_chan_send(ic, &py), SL_OK);
+    ck_assert_int_eq(iptr_chan_try_send(ic, &pz), SL_OK);
+    ck_assert_int_eq(iptr_chan_send_for(ic, &pz, 1 * MS), SL_TIMEDOUT);
+    int *ev = NULL;
+    ck_assert_int_eq(iptr_chan_send_evict(ic, &pz, &ev), SL_EINVAL);
+    ck_assert_ptr_null(ev);
+    ck_assert_uint_eq(iptr_chan_len(ic), 3);
+    int *rx = NULL;
+    ck_assert_int_eq(iptr_chan_recv(ic, &rx), SL_OK);
+    ck_assert_ptr_eq(rx, &x);
+    ck_assert_int_eq(iptr_chan_try_recv(ic, &rx), SL_OK);
+    ck_assert_ptr_eq(rx, &y);
+    ck_assert_int_eq(iptr_chan_recv_for(ic, &rx, 10 * MS), SL_OK);
+    ck_assert_ptr_eq(rx, &z);
+    int *ptrs[3] = { &x, &y, &z }, *rptrs[3] = { NULL, NULL, NULL };
+    ck_assert_uint_eq(iptr_chan_try_send_n(ic, ptrs, 3), 3);
+    ck_assert_uint_eq(iptr_chan_try_recv_n(ic, rptrs, 3), 3);
+    ck_assert(rptrs[0] == &x && rptrs[1] == &y && rptrs[2] == &z);
+    ck_assert(!iptr_chan_is_closed(ic));
+    iptr_chan_close(ic);
+    ck_assert(iptr_chan_is_closed(ic));
+    px = &x;
+    ck_assert_int_eq(iptr_chan_send_ptr(ic, &px), SL_CLOSED);
+    ck_assert_ptr_eq(px, &x);
+    iptr_chan_free(ic);
+}
+END_TEST
+
+/* ---- suite ------------------------------------------------------------------------------ */
+
+static void teardown_ops(void)
+{
+    sl__sys_set_ops(NULL);
+}
+
+static Suite *chan_suite(void)
+{
+    Suite *s = suite_create("chan");
+
+    TCase *tc = tcase_create("new");
+    tcase_set_timeout(tc, 30);
+    tcase_add_loop_test(tc, test_new_bad_input, 0, N_FLAVORS);
+    tcase_add_test(tc, test_new_bad_flavor);
+    tcase_add_test(tc, test_new_reserved_flavors_refused);
+    tcase_add_loop_test(tc, test_new_reports_opts, 0, N_FLAVORS);
+    tcase_add_test(tc, test_null_channel);
+    tcase_add_loop_test(tc, test_null_elem_consumes_nothing, 0, N_FLAVORS);
+    tcase_add_loop_test(tc, test_null_elem_never_blocks, 0, N_FLAVORS);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("nonblocking");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_exact_capacity, 0, N_FLAVORS);
+    tcase_add_loop_test(tc, test_exact_capacity_near_wrap, 0, N_FLAVORS);
+    tcase_add_loop_test(tc, test_empty_try_recv, 0, N_FLAVORS);
+    tcase_add_loop_test(tc, test_elem_sizes, 0, N_FLAVORS);
+    tcase_add_loop_test(tc, test_batches, 0, N_FLAVORS);
+    tcase_add_loop_test(tc, test_model_random, 0, N_FLAVORS);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("timeouts");
+    tcase_set_timeout(tc, 30);
+    tcase_add_loop_test(tc, test_send_for_full_times_out, 0, N_FLAVORS);
+    tcase_add_loop_test(tc, test_recv_for_empty_times_out, 0, N_FLAVORS);
+    tcase_add_loop_test(tc, test_timeout_zero_tries_once, 0, N_FLAVORS);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("close");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_close_semantics, 0, N_FLAVORS);
+    tcase_add_loop_test(tc, test_close_full_channel, 0, N_FLAVORS);
+    tcase_add_loop_test(tc, test_close_empty_then_recv, 0, N_FLAVORS);
+    tcase_add_loop_test(tc, test_close_wakes_blocked_receiver, 0, N_FLAVORS);
+    tcase_add_loop_test(tc, test_close_wakes_blocked_sender, 0, N_FLAVORS);
+    tcase_add_test(tc, test_close_wakes_many_mpmc);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("blocking");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, test_blocking_send_completes_after_recv, 0, N_FLAVORS);
+    tcase_add_loop_test(tc, test_blocking_recv_completes_after_send, 0, N_FLAVORS);
+    tcase_add_loop_test(tc, test_stream_fifo, 0, N_FLAVORS);
+    tcase_add_test(tc, test_mpmc_blocking_exactly_once);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("ptr");
+    tcase_set_timeout(tc, 30);
+    tcase_add_loop_test(tc, test_send_ptr, 0, N_FLAVORS);
+    tcase_add_loop_test(tc, test_send_ptr_blocked_then_closed, 0, N_FLAVORS);
+    tcase_add_loop_test(tc, test_send_ptr_blocked_then_received, 0, N_FLAVORS);
+    tcase_add_loop_test(tc, test_send_ptr_wrong_size, 0, N_FLAVORS);
+    tcase_add_loop_test(tc, test_send_evict_refused, 0, N_FLAVORS);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("drop");
+    tcase_set_timeout(tc, 30);
+    tcase_add_loop_test(tc, test_drop_leftovers_in_order, 0, N_FLAVORS);
+    tcase_add_loop_test(tc, test_drop_full_across_wrap, 0, N_FLAVORS);
+    tcase_add_loop_test(tc, test_drop_large_elems, 0, N_FLAVORS);
+    tcase_add_loop_test(tc, test_drop_none_left, 0, N_FLAVORS);
+    tcase_add_loop_test(tc, test_no_drop_fn_with_leftovers, 0, N_FLAVORS);
+    tcase_add_loop_test(tc, test_drop_owns_pointers, 0, N_FLAVORS);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("syscalls");
+    tcase_set_timeout(tc, 30);
+    tcase_add_checked_fixture(tc, NULL, teardown_ops);
+    tcase_add_loop_test(tc, test_no_syscalls_without_waiters, 0, N_FLAVORS);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("typed");
+    tcase_set_timeout(tc, 30);
+    tcase_add_loop_test(tc, test_typed, 0, N_FLAVORS);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return sl_test_run(chan_suite());
+}

@@ -1,0 +1,246 @@
+/*
+ * tests/unit_mpmc.c — the raw bounded MPMC queue (sluice/mpmc.h).
+ *
+ * Sequential behaviour is checked against a plain array FIFO (the model),
+ * including with the counters started just below the 64-bit wrap
+ * (sl__mpmc_init_at); a small multi-threaded run checks exactly-once delivery
+ * and per-producer order.
+ */
+#include "harness.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sluice/mpmc.h>
+#include "testing.h"
+
+#define Q_T sl_mpmc
+#define Q_NAME "mpmc"
+#define q_init sl_mpmc_init
+#define q_init_at sl__mpmc_init_at
+#define q_destroy sl_mpmc_destroy
+#define q_push sl_mpmc_try_push
+#define q_pop sl_mpmc_try_pop
+#define q_push_n sl_mpmc_push_n
+#define q_pop_n sl_mpmc_pop_n
+#define q_len sl_mpmc_len
+#define q_cap sl_mpmc_cap
+#include "raw_ring_cases.h"
+
+/* ---- many producers, many consumers ---------------------------------------- */
+
+enum { MP_PRODUCERS = 3, MP_CONSUMERS = 3 };
+
+typedef struct mp_ctx {
+    sl_mpmc q;
+    size_t cap;
+    uint64_t per_producer;
+    _Atomic uint64_t received;
+    _Atomic unsigned char *seen[MP_PRODUCERS];
+    _Atomic int bad;           /* first problem found, as a code */
+    _Atomic uint64_t bad_value;
+    sl_test_barrier start;
+} mp_ctx;
+
+typedef struct mp_arg {
+    mp_ctx *c;
+    unsigned id;
+} mp_arg;
+
+#define MP_VALUE(p, i) (((uint64_t)(p) << 40) | (uint64_t)(i))
+
+static void mp_flag(mp_ctx *c, int code, uint64_t v)
+{
+    int zero = 0;
+    if (atomic_compare_exchange_strong(&c->bad, &zero, code)) atomic_store(&c->bad_value, v);
+}
+
+static void *mp_producer(void *arg)
+{
+    mp_arg *a = arg;
+    mp_ctx *c = a->c;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, 0xC0FFEE + a->id);
+    sl_test_barrier_wait(&c->start);
+    uint64_t batch[8];
+    for (uint64_t i = 0; i < c->per_producer && !atomic_load(&c->bad);) {
+        if (sl_test_rng_next(&rng) % 4 == 0) {
+            size_t k = 0;
+            for (; k < 8 && i + k < c->per_producer; k++) batch[k] = MP_VALUE(a->id, i + k);
+            size_t got = sl_mpmc_push_n(&c->q, batch, k);
+            if (got > k) mp_flag(c, 1, got);
+            i += got;
+            if (!got) sched_yield();
+        } else {
+            uint64_t v = MP_VALUE(a->id, i);
+            sl_status st = sl_mpmc_try_push(&c->q, &v);
+            if (st == SL_OK) {
+                i++;
+            } else {
+                if (st != SL_FULL) mp_flag(c, 2, (uint64_t)st);
+                sched_yield();
+            }
+        }
+        if (sl_mpmc_len(&c->q) > c->cap) mp_flag(c, 3, sl_mpmc_len(&c->q));
+        sl_test_maybe_stall(&rng, 2000);
+    }
+    return NULL;
+}
+
+static void mp_take(mp_ctx *c, uint64_t v, uint64_t *last)
+{
+    uint64_t p = v >> 40, i = v & (((uint64_t)1 << 40) - 1);
+    if (p >= MP_PRODUCERS || i >= c->per_producer) {
+        mp_flag(c, 4, v);
+        return;
+    }
+    /* Per-producer order as seen by one consumer. */
+    if (last[p] != UINT64_MAX && i <= last[p]) mp_flag(c, 5, v);
+    last[p] = i;
+    if (atomic_exchange(&c->seen[p][i], 1) != 0) mp_flag(c, 6, v);
+    atomic_fetch_add(&c->received, 1);
+}
+
+static void *mp_consumer(void *arg)
+{
+    mp_arg *a = arg;
+    mp_ctx *c = a->c;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, 0xBEEF + a->id);
+    uint64_t last[MP_PRODUCERS];
+    for (int p = 0; p < MP_PRODUCERS; p++) last[p] = UINT64_MAX;
+    const uint64_t total = c->per_producer * MP_PRODUCERS;
+    sl_test_barrier_wait(&c->start);
+    uint64_t batch[8];
+    const uint64_t give_up = sl_test_now_ns() + 50 * 1000000000ull;
+    while (atomic_load(&c->received) < total && !atomic_load(&c->bad)) {
+        if (sl_test_now_ns() > give_up) {
+            mp_flag(c, 9, atomic_load(&c->received));
+            break;
+        }
+        if (sl_test_rng_next(&rng) % 4 == 0) {
+            size_t got = sl_mpmc_pop_n(&c->q, batch, 8);
+            if (got > 8) {
+                mp_flag(c, 7, got);
+                break;
+            }
+            for (size_t k = 0; k < got; k++) mp_take(c, batch[k], last);
+            if (!got) sched_yield();
+        } else {
+            uint64_t v;
+            sl_status st = sl_mpmc_try_pop(&c->q, &v);
+            if (st == SL_OK) mp_take(c, v, last);
+            else {
+                if (st != SL_EMPTY) mp_flag(c, 8, (uint64_t)st);
+                sched_yield();
+            }
+        }
+        sl_test_maybe_stall(&rng, 2000);
+    }
+    return NULL;
+}
+
+static void run_many(size_t cap, uint64_t start)
+{
+    static mp_ctx c;
+    c.cap = cap;
+    c.per_producer = sl_test_scaled(30000, 2000);
+    atomic_store(&c.received, 0);
+    atomic_store(&c.bad, 0);
+    for (int p = 0; p < MP_PRODUCERS; p++) {
+        c.seen[p] = calloc(c.per_producer, 1);
+        ck_assert_ptr_nonnull(c.seen[p]);
+    }
+    ck_assert_int_eq(sl__mpmc_init_at(&c.q, sizeof(uint64_t), cap, start), SL_OK);
+    sl_test_barrier_init(&c.start, MP_PRODUCERS + MP_CONSUMERS);
+    pthread_t t[MP_PRODUCERS + MP_CONSUMERS];
+    mp_arg args[MP_PRODUCERS + MP_CONSUMERS];
+    for (unsigned k = 0; k < MP_PRODUCERS + MP_CONSUMERS; k++) {
+        args[k].c = &c;
+        args[k].id = k < MP_PRODUCERS ? k : k - MP_PRODUCERS;
+        ck_assert_int_eq(pthread_create(&t[k], NULL, k < MP_PRODUCERS ? mp_producer : mp_consumer,
+                                        &args[k]), 0);
+    }
+    for (unsigned k = 0; k < MP_PRODUCERS + MP_CONSUMERS; k++) pthread_join(t[k], NULL);
+    sl_test_barrier_destroy(&c.start);
+    int bad = atomic_load(&c.bad);
+    ck_assert_msg(bad == 0, "cap %zu start %llu: problem %d with value %#llx "
+                  "(1/7 batch count, 2/8 status, 3 len>cap, 4 foreign, 5 order, 6 duplicate, 9 stuck: value = received)",
+                  cap, (unsigned long long)start, bad, (unsigned long long)atomic_load(&c.bad_value));
+    ck_assert_uint_eq(atomic_load(&c.received), c.per_producer * MP_PRODUCERS);
+    for (int p = 0; p < MP_PRODUCERS; p++) {
+        for (uint64_t i = 0; i < c.per_producer; i++)
+            ck_assert_msg(atomic_load(&c.seen[p][i]) == 1, "message %d/%llu lost", p,
+                          (unsigned long long)i);
+        free((void *)c.seen[p]);
+    }
+    ck_assert_uint_eq(sl_mpmc_len(&c.q), 0);
+    uint64_t v;
+    ck_assert_int_eq(sl_mpmc_try_pop(&c.q, &v), SL_EMPTY);
+    /* Still exact after the concurrent phase. */
+    for (size_t i = 0; i < cap; i++) ck_assert_int_eq(sl_mpmc_try_push(&c.q, &i), SL_OK);
+    ck_assert_int_eq(sl_mpmc_try_push(&c.q, &v), SL_FULL);
+    ck_assert_uint_eq(sl_mpmc_len(&c.q), cap);
+    sl_mpmc_destroy(&c.q);
+}
+
+START_TEST(test_many_threads)
+{
+    run_many(16, 0);
+}
+END_TEST
+
+START_TEST(test_many_threads_tiny)
+{
+    run_many(1, 0);
+}
+END_TEST
+
+START_TEST(test_many_threads_near_wrap)
+{
+    run_many(4, UINT64_MAX - 3000);
+}
+END_TEST
+
+static Suite *mpmc_suite(void)
+{
+    Suite *s = suite_create(Q_NAME);
+
+    TCase *tc = tcase_create("init");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_init_bad_input);
+    tcase_add_test(tc, test_init_limits_ok);
+    tcase_add_test(tc, test_destroy_null);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("sequential");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_exact_capacity);
+    tcase_add_test(tc, test_exact_capacity_near_wrap);
+    tcase_add_test(tc, test_fifo_interleaved);
+    tcase_add_test(tc, test_batch_partial);
+    tcase_add_test(tc, test_elem_sizes);
+    tcase_add_test(tc, test_wrap_sequential);
+    tcase_add_test(tc, test_model_random);
+    tcase_add_test(tc, test_model_random_near_wrap);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("threads");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_two_threads_fifo);
+    tcase_add_test(tc, test_two_threads_fifo_near_wrap);
+    tcase_add_test(tc, test_many_threads);
+    tcase_add_test(tc, test_many_threads_tiny);
+    tcase_add_test(tc, test_many_threads_near_wrap);
+    suite_add_tcase(s, tc);
+
+    return s;
+}
+
+int main(void)
+{
+    return sl_test_run(mpmc_suite());
+}

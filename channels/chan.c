@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sluice/list.h"
 #include "sluice/mpmc.h"
 #include "sluice/park.h"
 #include "sluice/spsc.h"
@@ -45,12 +46,115 @@ struct sl_chan {
     union {
         sl_spsc spsc;
         sl_mpmc mpmc;
+        sl_list list;
     } q;
 };
 
 typedef sl_status (*chan_op)(sl_chan *ch, void *buf);
 
-static bool flavor_supported(sl_flavor f) { return f == SL_SPSC || f == SL_MPMC; }
+static bool flavor_supported(sl_flavor f)
+{
+    return f == SL_SPSC || f == SL_MPMC || f == SL_LIST;
+}
+
+/* ---- the flavours' raw operations, one switch each ---------------------- */
+
+static sl_status raw_init(sl_chan *ch, const sl_chan_opts *o, uint64_t start)
+{
+    switch (o->flavor) {
+    case SL_SPSC: return sl__spsc_init_at(&ch->q.spsc, o->elem_size, o->capacity, start);
+    case SL_MPMC: return sl__mpmc_init_at(&ch->q.mpmc, o->elem_size, o->capacity, start);
+    case SL_LIST: return sl_list_init(&ch->q.list, o->elem_size);
+    default: return SL_EINVAL;
+    }
+}
+
+/* Hands what is left to fn (if any) in place, oldest first, then frees. */
+static void raw_drain_destroy(sl_chan *ch, sl_visit_fn fn, void *ctx)
+{
+    switch (ch->flavor) {
+    case SL_SPSC:
+        if (fn)
+            sl__spsc_drain(&ch->q.spsc, fn, ctx);
+        sl_spsc_destroy(&ch->q.spsc);
+        break;
+    case SL_MPMC:
+        if (fn)
+            sl__mpmc_drain(&ch->q.mpmc, fn, ctx);
+        sl_mpmc_destroy(&ch->q.mpmc);
+        break;
+    case SL_LIST:
+        sl__list_drain(&ch->q.list, fn, ctx);
+        sl_list_destroy(&ch->q.list);
+        break;
+    default: break;
+    }
+}
+
+/* One push: SL_OK, SL_FULL or SL_ENOMEM. On SL_OK the publication is ordered
+ * before a following seq_cst load (SPSC needs a fence for that: its publish
+ * is a release store; the others publish with a seq_cst RMW). */
+static inline sl_status raw_push(sl_chan *ch, const void *elem)
+{
+    switch (ch->flavor) {
+    case SL_SPSC:
+        if (sl_spsc_try_push(&ch->q.spsc, elem) != SL_OK)
+            return SL_FULL;
+        atomic_thread_fence(memory_order_seq_cst); /* tail store before waiter load */
+        return SL_OK;
+    case SL_MPMC: return sl_mpmc_try_push(&ch->q.mpmc, elem);
+    default: return sl_list_try_push(&ch->q.list, elem);
+    }
+}
+
+/* One pop: SL_OK or SL_EMPTY, ordered like raw_push. */
+static inline sl_status raw_pop(sl_chan *ch, void *out)
+{
+    switch (ch->flavor) {
+    case SL_SPSC:
+        if (sl_spsc_try_pop(&ch->q.spsc, out) != SL_OK)
+            return SL_EMPTY;
+        atomic_thread_fence(memory_order_seq_cst); /* head store before waiter load */
+        return SL_OK;
+    case SL_MPMC: return sl_mpmc_try_pop(&ch->q.mpmc, out);
+    default: return sl_list_try_pop(&ch->q.list, out);
+    }
+}
+
+static size_t raw_push_n(sl_chan *ch, const void *elems, size_t n)
+{
+    size_t k;
+    switch (ch->flavor) {
+    case SL_SPSC:
+        k = sl_spsc_push_n(&ch->q.spsc, elems, n);
+        atomic_thread_fence(memory_order_seq_cst); /* tail store before waiter load */
+        return k;
+    case SL_MPMC: return sl_mpmc_push_n(&ch->q.mpmc, elems, n);
+    default: return sl_list_push_n(&ch->q.list, elems, n);
+    }
+}
+
+static size_t raw_pop_n(sl_chan *ch, void *out, size_t n)
+{
+    size_t k;
+    switch (ch->flavor) {
+    case SL_SPSC:
+        k = sl_spsc_pop_n(&ch->q.spsc, out, n);
+        atomic_thread_fence(memory_order_seq_cst); /* head store before waiter load */
+        return k;
+    case SL_MPMC: return sl_mpmc_pop_n(&ch->q.mpmc, out, n);
+    default: return sl_list_pop_n(&ch->q.list, out, n);
+    }
+}
+
+static size_t raw_len(const sl_chan *ch)
+{
+    switch (ch->flavor) {
+    case SL_SPSC: return sl_spsc_len(&ch->q.spsc);
+    case SL_MPMC: return sl_mpmc_len(&ch->q.mpmc);
+    default: return sl_list_len(&ch->q.list);
+    }
+}
 
 sl_status sl__chan_new_at(sl_chan **out, const sl_chan_opts *opts, uint64_t start)
 {
@@ -61,9 +165,7 @@ sl_status sl__chan_new_at(sl_chan **out, const sl_chan_opts *opts, uint64_t star
     if (!ch)
         return SL_ENOMEM;
     memset(ch, 0, sizeof *ch);
-    sl_status st = opts->flavor == SL_SPSC
-                       ? sl__spsc_init_at(&ch->q.spsc, opts->elem_size, opts->capacity, start)
-                       : sl__mpmc_init_at(&ch->q.mpmc, opts->elem_size, opts->capacity, start);
+    sl_status st = raw_init(ch, opts, start);
     if (st != SL_OK) {
         free(ch);
         return st;
@@ -71,7 +173,7 @@ sl_status sl__chan_new_at(sl_chan **out, const sl_chan_opts *opts, uint64_t star
     ch->flavor = opts->flavor;
     atomic_init(&ch->closed, 0u);
     ch->elem_size = opts->elem_size;
-    ch->capacity = opts->capacity;
+    ch->capacity = opts->flavor == SL_LIST ? SIZE_MAX : opts->capacity;
     ch->drop = opts->drop;
     ch->drop_ctx = opts->drop_ctx;
     sl_event_init(&ch->not_empty);
@@ -91,15 +193,7 @@ SL_API void sl_chan_free(sl_chan *ch)
         return;
     /* The drop function sees each message in place, oldest first: no copy,
      * so nothing can fail half-way and leave a message undropped. */
-    if (ch->flavor == SL_SPSC) {
-        if (ch->drop)
-            sl__spsc_drain(&ch->q.spsc, ch->drop, ch->drop_ctx);
-        sl_spsc_destroy(&ch->q.spsc);
-    } else {
-        if (ch->drop)
-            sl__mpmc_drain(&ch->q.mpmc, ch->drop, ch->drop_ctx);
-        sl_mpmc_destroy(&ch->q.mpmc);
-    }
+    raw_drain_destroy(ch, ch->drop, ch->drop_ctx);
     free(ch);
 }
 
@@ -110,35 +204,24 @@ static inline bool is_closed(const sl_chan *ch)
     return atomic_load_explicit(&ch->closed, memory_order_acquire) != 0;
 }
 
-/* One non-blocking send: SL_OK, SL_FULL or SL_CLOSED. Notifies one receiver. */
+/* One non-blocking send: SL_OK, SL_FULL, SL_ENOMEM or SL_CLOSED. Notifies one
+ * receiver. */
 static sl_status try_send_once(sl_chan *ch, void *elem)
 {
     if (is_closed(ch))
         return SL_CLOSED;
-    if (ch->flavor == SL_SPSC) {
-        if (sl_spsc_try_push(&ch->q.spsc, elem) != SL_OK)
-            return SL_FULL;
-        /* The tail store before the waiter-count load (Dekker with prepare). */
-        atomic_thread_fence(memory_order_seq_cst);
-    } else if (sl_mpmc_try_push(&ch->q.mpmc, elem) != SL_OK) {
-        return SL_FULL; /* the push's publication is a seq_cst RMW: no fence */
-    }
-    sl_event_notify_one(&ch->not_empty);
-    return SL_OK;
+    sl_status st = raw_push(ch, elem);
+    if (st == SL_OK)
+        sl_event_notify_one(&ch->not_empty);
+    return st;
 }
 
 static inline sl_status pop_once(sl_chan *ch, void *out)
 {
-    if (ch->flavor == SL_SPSC) {
-        if (sl_spsc_try_pop(&ch->q.spsc, out) != SL_OK)
-            return SL_EMPTY;
-        /* The head store before the waiter-count load (Dekker with prepare). */
-        atomic_thread_fence(memory_order_seq_cst);
-    } else if (sl_mpmc_try_pop(&ch->q.mpmc, out) != SL_OK) {
-        return SL_EMPTY;
-    }
-    sl_event_notify_one(&ch->not_full);
-    return SL_OK;
+    sl_status st = raw_pop(ch, out);
+    if (st == SL_OK)
+        sl_event_notify_one(&ch->not_full);
+    return st;
 }
 
 /* One non-blocking receive: SL_OK, SL_EMPTY, or SL_CLOSED once drained. */
@@ -272,13 +355,7 @@ SL_API size_t sl_chan_try_send_n(sl_chan *ch, const void *elems, size_t n)
 {
     if (!ch || !elems || n == 0 || is_closed(ch))
         return 0;
-    size_t sent;
-    if (ch->flavor == SL_SPSC) {
-        sent = sl_spsc_push_n(&ch->q.spsc, elems, n);
-        atomic_thread_fence(memory_order_seq_cst); /* tail before waiter count */
-    } else {
-        sent = sl_mpmc_push_n(&ch->q.mpmc, elems, n);
-    }
+    size_t sent = raw_push_n(ch, elems, n);
     if (sent)
         sl_event_notify_n(&ch->not_empty, sent);
     return sent;
@@ -286,13 +363,7 @@ SL_API size_t sl_chan_try_send_n(sl_chan *ch, const void *elems, size_t n)
 
 static size_t pop_n_once(sl_chan *ch, void *out, size_t n)
 {
-    size_t got;
-    if (ch->flavor == SL_SPSC) {
-        got = sl_spsc_pop_n(&ch->q.spsc, out, n);
-        atomic_thread_fence(memory_order_seq_cst); /* head before waiter count */
-    } else {
-        got = sl_mpmc_pop_n(&ch->q.mpmc, out, n);
-    }
+    size_t got = raw_pop_n(ch, out, n);
     if (got)
         sl_event_notify_n(&ch->not_full, got);
     return got;
@@ -325,7 +396,7 @@ SL_API size_t sl_chan_len(const sl_chan *ch)
 {
     if (!ch)
         return 0;
-    return ch->flavor == SL_SPSC ? sl_spsc_len(&ch->q.spsc) : sl_mpmc_len(&ch->q.mpmc);
+    return raw_len(ch);
 }
 
 SL_API size_t sl_chan_cap(const sl_chan *ch) { return ch ? ch->capacity : 0; }

@@ -13,6 +13,7 @@
 #include "sluice/park.h"
 #include "sluice/spsc.h"
 #include "sluice/mpmc.h"
+#include "sluice/list.h"
 #include "sluice/chan.h"
 
 #endif /* SLUICE_H */

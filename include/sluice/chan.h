@@ -9,16 +9,18 @@
  *   |---------|-------------------|-----------|------------|-----------|------------------|
  *   | SL_SPSC | 1 / 1             | bounded   | wait-free  | wait-free | FIFO             |
  *   | SL_MPMC | many / many       | bounded   | lock-free  | lock-free | linearizable FIFO|
+ *   | SL_LIST | many / many       | unbounded | lock-free  | lock-free | linearizable FIFO|
  *
- * (SL_LIST and SL_RING are reserved names; sl_chan_new refuses them with
- * SL_EINVAL until they land.)
+ * SL_LIST's sends never wait: only SL_ENOMEM or SL_CLOSED refuse them, and its
+ * capacity is SIZE_MAX. (SL_RING is a reserved name; sl_chan_new refuses it
+ * with SL_EINVAL until it lands.)
  *
  * Which calls may overlap on one channel:
  *
- *   | call                          | SL_SPSC                        | SL_MPMC        |
- *   |-------------------------------|--------------------------------|----------------|
- *   | send forms                    | one sender thread at a time    | any threads    |
- *   | receive forms                 | one receiver thread at a time  | any threads    |
+ *   | call                          | SL_SPSC                        | SL_MPMC, SL_LIST |
+ *   |-------------------------------|--------------------------------|------------------|
+ *   | send forms                    | one sender thread at a time    | any threads      |
+ *   | receive forms                 | one receiver thread at a time  | any threads      |
  *   | close, is_closed, len, cap    | any thread, any time           | same           |
  *   | free                          | no other call, ever after      | same           |
  *
@@ -65,7 +67,8 @@ typedef struct sl_chan_opts {
 
 /* Creates a channel. Returns SL_OK and sets *out; SL_EINVAL for NULL out or
  * opts, an unknown flavour, elem_size 0 or above SL_ELEM_MAX, capacity 0 or so
- * large the storage overflows; SL_ENOMEM. On failure *out is untouched. */
+ * large the storage overflows (bounded flavours); SL_ENOMEM. On failure *out
+ * is untouched. */
 SL_API sl_status sl_chan_new(sl_chan **out, const sl_chan_opts *opts);
 
 /* Hands every message still inside to the drop function (if any), in FIFO
@@ -76,11 +79,12 @@ SL_API void sl_chan_free(sl_chan *ch);
 
 /* Sends one message of elem_size bytes, waiting while the channel is full.
  * Returns SL_OK; SL_CLOSED (closed before or while waiting; nothing consumed);
- * SL_EINVAL for NULL ch or elem. Blocking; lock-free apart from the wait. */
+ * SL_ENOMEM (SL_LIST could not grow; nothing consumed); SL_EINVAL for NULL ch
+ * or elem. Blocking; lock-free apart from the wait. */
 SL_API sl_status sl_chan_send(sl_chan *ch, const void *elem);
 
-/* Sends one message if there is room now. Returns SL_OK, SL_FULL, SL_CLOSED or
- * SL_EINVAL; nothing consumed unless SL_OK. Never blocks; the flavour's
+/* Sends one message if there is room now. Returns SL_OK, SL_FULL, SL_CLOSED,
+ * SL_ENOMEM (SL_LIST) or SL_EINVAL; nothing consumed unless SL_OK. Never blocks; the flavour's
  * progress guarantee (table above), plus a notify that makes a system call
  * only when a receiver sleeps. */
 SL_API sl_status sl_chan_try_send(sl_chan *ch, const void *elem);
@@ -128,7 +132,8 @@ SL_API void sl_chan_close(sl_chan *ch);
 SL_API bool sl_chan_is_closed(const sl_chan *ch);
 /* Messages inside now: a snapshot, never above sl_chan_cap. 0 for NULL. */
 SL_API size_t sl_chan_len(const sl_chan *ch);
-/* The capacity: exactly opts->capacity for bounded flavours; 0 for NULL. */
+/* The capacity: exactly opts->capacity for bounded flavours, SIZE_MAX for
+ * SL_LIST; 0 for NULL. */
 SL_API size_t sl_chan_cap(const sl_chan *ch);
 /* The flavour ch was created with; 0 for NULL. */
 SL_API sl_flavor sl_chan_flavor(const sl_chan *ch);

@@ -17,44 +17,21 @@
  * may still return SL_OK: its message is then received, or dropped by
  * sl_chan_free if every receiver had already left — never lost.
  */
-#include "sluice/chan.h"
+#include "chan_impl.h"
 
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sluice/list.h"
-#include "sluice/mpmc.h"
-#include "sluice/park.h"
-#include "sluice/spsc.h"
 #include "rings.h"
 #include "spin.h"
 #include "testing.h"
-
-struct sl_chan {
-    /* Read by every operation, written only by close: one line. The two
-     * eventcounts share it on purpose: in the steady state both are only read
-     * (the notify fast path), so the line stays shared in every cache. */
-    SL_ALIGNAS(SL_CACHELINE) sl_flavor flavor;
-    SL_ATOMIC(uint32_t) closed;
-    size_t elem_size;
-    size_t capacity;
-    sl_drop_fn drop;
-    void *drop_ctx;
-    sl_event not_empty; /* receivers park here */
-    sl_event not_full;  /* senders park here */
-    union {
-        sl_spsc spsc;
-        sl_mpmc mpmc;
-        sl_list list;
-    } q;
-};
 
 typedef sl_status (*chan_op)(sl_chan *ch, void *buf);
 
 static bool flavor_supported(sl_flavor f)
 {
-    return f == SL_SPSC || f == SL_MPMC || f == SL_LIST;
+    return f == SL_SPSC || f == SL_MPMC || f == SL_LIST || f == SL_RING;
 }
 
 /* ---- the flavours' raw operations, one switch each ---------------------- */
@@ -65,6 +42,7 @@ static sl_status raw_init(sl_chan *ch, const sl_chan_opts *o, uint64_t start)
     case SL_SPSC: return sl__spsc_init_at(&ch->q.spsc, o->elem_size, o->capacity, start);
     case SL_MPMC: return sl__mpmc_init_at(&ch->q.mpmc, o->elem_size, o->capacity, start);
     case SL_LIST: return sl_list_init(&ch->q.list, o->elem_size);
+    case SL_RING: return sl_ring_init(&ch->q.ring, o->elem_size, o->capacity);
     default: return SL_EINVAL;
     }
 }
@@ -87,11 +65,16 @@ static void raw_drain_destroy(sl_chan *ch, sl_visit_fn fn, void *ctx)
         sl__list_drain(&ch->q.list, fn, ctx);
         sl_list_destroy(&ch->q.list);
         break;
+    case SL_RING:
+        sl__ring_drain(&ch->q.ring, fn, ctx);
+        sl_ring_destroy(&ch->q.ring);
+        break;
     default: break;
     }
 }
 
-/* One push: SL_OK, SL_FULL or SL_ENOMEM. On SL_OK the publication is ordered
+/* One push: SL_OK, SL_EVICTED (SL_RING: the displaced message went to the drop
+ * function), SL_FULL or SL_ENOMEM. On success the publication is ordered
  * before a following seq_cst load (SPSC needs a fence for that: its publish
  * is a release store; the others publish with a seq_cst RMW). */
 static inline sl_status raw_push(sl_chan *ch, const void *elem)
@@ -103,6 +86,7 @@ static inline sl_status raw_push(sl_chan *ch, const void *elem)
         atomic_thread_fence(memory_order_seq_cst); /* tail store before waiter load */
         return SL_OK;
     case SL_MPMC: return sl_mpmc_try_push(&ch->q.mpmc, elem);
+    case SL_RING: return sl__ring_push_visit(&ch->q.ring, elem, ch->drop, ch->drop_ctx);
     default: return sl_list_try_push(&ch->q.list, elem);
     }
 }
@@ -117,8 +101,18 @@ static inline sl_status raw_pop(sl_chan *ch, void *out)
         atomic_thread_fence(memory_order_seq_cst); /* head store before waiter load */
         return SL_OK;
     case SL_MPMC: return sl_mpmc_try_pop(&ch->q.mpmc, out);
+    case SL_RING: return sl_ring_try_pop(&ch->q.ring, out);
     default: return sl_list_try_pop(&ch->q.list, out);
     }
+}
+
+/* Every send into a ring succeeds: evicting ones count as sent. */
+static size_t ring_push_n(sl_chan *ch, const void *elems, size_t n)
+{
+    const unsigned char *p = elems;
+    for (size_t i = 0; i < n; i++)
+        sl__ring_push_visit(&ch->q.ring, p + i * ch->elem_size, ch->drop, ch->drop_ctx);
+    return n;
 }
 
 static size_t raw_push_n(sl_chan *ch, const void *elems, size_t n)
@@ -130,6 +124,7 @@ static size_t raw_push_n(sl_chan *ch, const void *elems, size_t n)
         atomic_thread_fence(memory_order_seq_cst); /* tail store before waiter load */
         return k;
     case SL_MPMC: return sl_mpmc_push_n(&ch->q.mpmc, elems, n);
+    case SL_RING: return ring_push_n(ch, elems, n);
     default: return sl_list_push_n(&ch->q.list, elems, n);
     }
 }
@@ -143,6 +138,7 @@ static size_t raw_pop_n(sl_chan *ch, void *out, size_t n)
         atomic_thread_fence(memory_order_seq_cst); /* head store before waiter load */
         return k;
     case SL_MPMC: return sl_mpmc_pop_n(&ch->q.mpmc, out, n);
+    case SL_RING: return sl_ring_pop_n(&ch->q.ring, out, n);
     default: return sl_list_pop_n(&ch->q.list, out, n);
     }
 }
@@ -152,6 +148,7 @@ static size_t raw_len(const sl_chan *ch)
     switch (ch->flavor) {
     case SL_SPSC: return sl_spsc_len(&ch->q.spsc);
     case SL_MPMC: return sl_mpmc_len(&ch->q.mpmc);
+    case SL_RING: return sl_ring_len(&ch->q.ring);
     default: return sl_list_len(&ch->q.list);
     }
 }
@@ -172,6 +169,7 @@ sl_status sl__chan_new_at(sl_chan **out, const sl_chan_opts *opts, uint64_t star
     }
     ch->flavor = opts->flavor;
     atomic_init(&ch->closed, 0u);
+    atomic_init(&ch->selectors, 0u);
     ch->elem_size = opts->elem_size;
     ch->capacity = opts->flavor == SL_LIST ? SIZE_MAX : opts->capacity;
     ch->drop = opts->drop;
@@ -204,24 +202,44 @@ static inline bool is_closed(const sl_chan *ch)
     return atomic_load_explicit(&ch->closed, memory_order_acquire) != 0;
 }
 
-/* One non-blocking send: SL_OK, SL_FULL, SL_ENOMEM or SL_CLOSED. Notifies one
- * receiver. */
+sl_event sl__select_bell;
+
+/* A selecting thread may wait for this channel: ring the bell. The caller's
+ * state change was a seq_cst RMW or fenced (the Dekker pair with sl_select's
+ * registration), so this seq_cst load cannot miss a registered selector. */
+static inline void ring_selectors(sl_chan *ch)
+{
+    if (atomic_load_explicit(&ch->selectors, memory_order_seq_cst) != 0)
+        sl_event_notify_all(&sl__select_bell);
+}
+
+/* One non-blocking send: SL_OK, SL_EVICTED, SL_FULL, SL_ENOMEM or SL_CLOSED.
+ * Notifies one receiver and any selector. */
 static sl_status try_send_once(sl_chan *ch, void *elem)
 {
     if (is_closed(ch))
         return SL_CLOSED;
     sl_status st = raw_push(ch, elem);
-    if (st == SL_OK)
+    if (st == SL_OK || st == SL_EVICTED) {
         sl_event_notify_one(&ch->not_empty);
+        ring_selectors(ch);
+    }
     return st;
 }
 
 static inline sl_status pop_once(sl_chan *ch, void *out)
 {
     sl_status st = raw_pop(ch, out);
-    if (st == SL_OK)
+    if (st == SL_OK) {
         sl_event_notify_one(&ch->not_full);
+        ring_selectors(ch);
+    }
     return st;
+}
+
+sl_status sl__chan_try_send(sl_chan *ch, const void *elem)
+{
+    return try_send_once(ch, (void *)(uintptr_t)elem);
 }
 
 /* One non-blocking receive: SL_OK, SL_EMPTY, or SL_CLOSED once drained. */
@@ -235,6 +253,8 @@ static sl_status try_recv_once(sl_chan *ch, void *out)
      * look; the acquire above makes it visible now. */
     return pop_once(ch, out) == SL_OK ? SL_OK : SL_CLOSED;
 }
+
+sl_status sl__chan_try_recv(sl_chan *ch, void *out) { return try_recv_once(ch, out); }
 
 static inline bool retry_status(sl_status st) { return st == SL_FULL || st == SL_EMPTY; }
 
@@ -324,12 +344,23 @@ SL_API sl_status sl_chan_send_ptr(sl_chan *ch, void **pp)
     return st;
 }
 
+static void copy_displaced(void *elem, void *ctx)
+{
+    void **c = ctx;
+    memcpy(c[1], elem, ((sl_chan *)c[0])->elem_size);
+}
+
 SL_API sl_status sl_chan_send_evict(sl_chan *ch, const void *elem, void *evicted)
 {
-    (void)elem, (void)evicted;
-    if (!ch || ch->flavor != SL_RING)
+    if (!ch || !elem || !evicted || ch->flavor != SL_RING)
         return SL_EINVAL;
-    return SL_EINVAL;
+    if (is_closed(ch))
+        return SL_CLOSED;
+    void *ctx[2] = {ch, evicted};
+    sl_status st = sl__ring_push_visit(&ch->q.ring, elem, copy_displaced, ctx);
+    sl_event_notify_one(&ch->not_empty);
+    ring_selectors(ch);
+    return st;
 }
 
 SL_API sl_status sl_chan_try_recv(sl_chan *ch, void *out)
@@ -356,16 +387,20 @@ SL_API size_t sl_chan_try_send_n(sl_chan *ch, const void *elems, size_t n)
     if (!ch || !elems || n == 0 || is_closed(ch))
         return 0;
     size_t sent = raw_push_n(ch, elems, n);
-    if (sent)
+    if (sent) {
         sl_event_notify_n(&ch->not_empty, sent);
+        ring_selectors(ch);
+    }
     return sent;
 }
 
 static size_t pop_n_once(sl_chan *ch, void *out, size_t n)
 {
     size_t got = raw_pop_n(ch, out, n);
-    if (got)
+    if (got) {
         sl_event_notify_n(&ch->not_full, got);
+        ring_selectors(ch);
+    }
     return got;
 }
 
@@ -387,6 +422,7 @@ SL_API void sl_chan_close(sl_chan *ch)
     if (atomic_exchange_explicit(&ch->closed, 1u, memory_order_seq_cst) == 0) {
         sl_event_notify_all(&ch->not_empty);
         sl_event_notify_all(&ch->not_full);
+        ring_selectors(ch);
     }
 }
 

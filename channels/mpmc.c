@@ -297,29 +297,55 @@ static inline unsigned char *slot_at(const sl_mpmc *q, uint64_t index)
     return q->slots + (size_t)index * q->elem_size;
 }
 
-SL_API sl_status sl_mpmc_try_push(sl_mpmc *q, const void *elem)
+/* ---- the four steps, shared with the overwrite ring (channels/rings.h) --- */
+
+bool sl__mpmc_take_free(sl_mpmc *q, uint64_t *index)
 {
-    scq_view fv = free_view(q), uv = used_view(q);
-    uint64_t index;
-    if (!scq_dequeue(&fv, &index))
-        return SL_FULL;
-    memcpy(slot_at(q, index), elem, q->elem_size);
+    scq_view fv = free_view(q);
+    return scq_dequeue(&fv, index);
+}
+
+void sl__mpmc_publish(sl_mpmc *q, uint64_t index)
+{
     /* The used ring's seq_cst CAS publishes the bytes (release) and is the
      * condition change a blocked receiver's eventcount pairs with. */
+    scq_view uv = used_view(q);
     scq_enqueue(&uv, index);
+}
+
+bool sl__mpmc_take_used(sl_mpmc *q, uint64_t *index)
+{
+    scq_view uv = used_view(q);
+    return scq_dequeue(&uv, index);
+}
+
+void sl__mpmc_release(sl_mpmc *q, uint64_t index)
+{
+    /* Release (seq_cst): our read of the slot completes before a producer
+     * that takes the index from the free ring writes it. */
+    scq_view fv = free_view(q);
+    scq_enqueue(&fv, index);
+}
+
+unsigned char *sl__mpmc_slot(sl_mpmc *q, uint64_t index) { return slot_at(q, index); }
+
+SL_API sl_status sl_mpmc_try_push(sl_mpmc *q, const void *elem)
+{
+    uint64_t index;
+    if (!sl__mpmc_take_free(q, &index))
+        return SL_FULL;
+    memcpy(slot_at(q, index), elem, q->elem_size);
+    sl__mpmc_publish(q, index);
     return SL_OK;
 }
 
 SL_API sl_status sl_mpmc_try_pop(sl_mpmc *q, void *out)
 {
-    scq_view fv = free_view(q), uv = used_view(q);
     uint64_t index;
-    if (!scq_dequeue(&uv, &index))
+    if (!sl__mpmc_take_used(q, &index))
         return SL_EMPTY;
     memcpy(out, slot_at(q, index), q->elem_size);
-    /* Release (seq_cst): our read of the slot completes before a producer
-     * that takes the index from the free ring writes it. */
-    scq_enqueue(&fv, index);
+    sl__mpmc_release(q, index);
     return SL_OK;
 }
 

@@ -7,7 +7,17 @@
 
 #include "sluice/list.h"
 #include "sluice/mpmc.h"
+#include "sluice/ring.h"
 #include "sluice/spsc.h"
+
+/* The MPMC queue's four steps, for the overwrite ring built on its slots:
+ * take a free slot index, publish a filled slot, take the oldest filled slot,
+ * return a slot to the free ring. Lock-free, ordered as in sl_mpmc_try_*. */
+bool sl__mpmc_take_free(sl_mpmc *q, uint64_t *index);
+void sl__mpmc_publish(sl_mpmc *q, uint64_t index);
+bool sl__mpmc_take_used(sl_mpmc *q, uint64_t *index);
+void sl__mpmc_release(sl_mpmc *q, uint64_t index);
+unsigned char *sl__mpmc_slot(sl_mpmc *q, uint64_t index);
 
 /* Called with a pointer to each message's bytes inside the ring. */
 typedef void (*sl_visit_fn)(void *elem, void *ctx);
@@ -18,5 +28,10 @@ void sl__spsc_drain(sl_spsc *q, sl_visit_fn fn, void *ctx);
 void sl__mpmc_drain(sl_mpmc *q, sl_visit_fn fn, void *ctx);
 /* fn may be NULL: the messages are only marked taken. */
 void sl__list_drain(sl_list *q, sl_visit_fn fn, void *ctx);
+void sl__ring_drain(sl_ring *r, sl_visit_fn fn, void *ctx);
+
+/* The overwrite ring's push with the displaced message handed to `displaced`
+ * in place (NULL: discarded). Returns SL_OK or SL_EVICTED. */
+sl_status sl__ring_push_visit(sl_ring *r, const void *elem, sl_visit_fn displaced, void *ctx);
 
 #endif /* SLUICE_CHANNELS_RINGS_H */

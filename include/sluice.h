@@ -14,6 +14,8 @@
 #include "sluice/spsc.h"
 #include "sluice/mpmc.h"
 #include "sluice/list.h"
+#include "sluice/ring.h"
 #include "sluice/chan.h"
+#include "sluice/select.h"
 
 #endif /* SLUICE_H */

@@ -178,22 +178,6 @@ START_TEST(test_new_bad_flavor)
 }
 END_TEST
 
-/* SL_RING is reserved: refused until it lands. Delete this test (and its
- * registration) when it does. */
-START_TEST(test_new_reserved_flavors_refused)
-{
-    int sentinel;
-    sl_chan *const mark = (sl_chan *)(void *)&sentinel;
-    sl_chan *ch = mark;
-    const sl_flavor reserved[] = { SL_RING };
-    for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++) {
-        sl_chan_opts o = { .flavor = reserved[i], .elem_size = 8, .capacity = 4 };
-        ck_assert_msg(sl_chan_new(&ch, &o) == SL_EINVAL, "reserved flavor %d accepted", (int)reserved[i]);
-        ck_assert_ptr_eq(ch, mark);
-    }
-}
-END_TEST
-
 START_TEST(test_new_reports_opts)
 {
     const sl_flavor f = FLAVOR;
@@ -1362,7 +1346,6 @@ static Suite *chan_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_loop_test(tc, test_new_bad_input, 0, N_FLAVORS);
     tcase_add_test(tc, test_new_bad_flavor);
-    tcase_add_test(tc, test_new_reserved_flavors_refused);
     tcase_add_loop_test(tc, test_new_reports_opts, 0, N_FLAVORS);
     tcase_add_test(tc, test_null_channel);
     tcase_add_loop_test(tc, test_null_elem_consumes_nothing, 0, N_FLAVORS);

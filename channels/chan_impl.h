@@ -1,0 +1,48 @@
+/*
+ * channels/chan_impl.h — the channel's layout and the non-blocking steps that
+ * select shares with the façade (internal).
+ */
+#ifndef SLUICE_CHANNELS_CHAN_IMPL_H
+#define SLUICE_CHANNELS_CHAN_IMPL_H
+
+#include "sluice/chan.h"
+#include "sluice/list.h"
+#include "sluice/mpmc.h"
+#include "sluice/park.h"
+#include "sluice/ring.h"
+#include "sluice/spsc.h"
+
+struct sl_chan {
+    /* Read by every operation, written only by close: one line. The two
+     * eventcounts share it on purpose: in the steady state both are only read
+     * (the notify fast path), so the line stays shared in every cache. */
+    SL_ALIGNAS(SL_CACHELINE) sl_flavor flavor;
+    SL_ATOMIC(uint32_t) closed;
+    size_t elem_size;
+    size_t capacity;
+    sl_drop_fn drop;
+    void *drop_ctx;
+    sl_event not_empty; /* receivers park here */
+    sl_event not_full;  /* senders park here */
+    SL_ATOMIC(uint32_t) selectors; /* threads in sl_select on this channel */
+    union {
+        sl_spsc spsc;
+        sl_mpmc mpmc;
+        sl_list list;
+        sl_ring ring;
+    } q;
+};
+
+/* One non-blocking send: SL_OK, SL_EVICTED (SL_RING, displaced message to the
+ * drop function), SL_FULL, SL_ENOMEM or SL_CLOSED. Wakes one receiver and any
+ * selecting thread. */
+sl_status sl__chan_try_send(sl_chan *ch, const void *elem);
+
+/* One non-blocking receive: SL_OK, SL_EMPTY, or SL_CLOSED once drained. */
+sl_status sl__chan_try_recv(sl_chan *ch, void *out);
+
+/* Threads blocked in sl_select park on this process-wide eventcount; a
+ * channel with selectors rings it on every state change. */
+extern sl_event sl__select_bell;
+
+#endif /* SLUICE_CHANNELS_CHAN_IMPL_H */

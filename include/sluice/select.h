@@ -1,0 +1,55 @@
+/*
+ * sluice/select.h — wait on several channel operations, perform exactly one.
+ *
+ * Go's select over sluice channels of any mix of flavours: send and receive
+ * cases, poll (timeout 0), a timeout, or wait forever. Exactly one ready
+ * operation happens, chosen uniformly at random among the ready ones (a random
+ * permutation of the cases is tried in order). A closed channel counts as
+ * ready: its case returns SL_CLOSED.
+ *
+ * Blocking: a selecting thread tries every case, then spins briefly, then
+ * sleeps until one of its channels changes state — no busy waiting. It is
+ * woken through a process-wide eventcount that a channel rings only while some
+ * thread is selecting on it, so a channel nobody selects on keeps its fast
+ * path (one extra load of a counter on a line it already reads).
+ *
+ * Any number of threads may select on any channels at once, together with
+ * ordinary sends and receives (within each flavour's rules: an SL_SPSC
+ * channel still has one sender and one receiver thread at a time).
+ */
+#ifndef SLUICE_SELECT_H
+#define SLUICE_SELECT_H
+
+#include "sluice/base.h"
+#include "sluice/chan.h"
+#include "sluice/status.h"
+
+SL_BEGIN_DECLS
+
+typedef enum sl_select_op { SL_SEL_SEND, SL_SEL_RECV } sl_select_op;
+
+typedef struct sl_select_case {
+    sl_chan     *ch;  /* NULL: the case is never ready (Go's nil channel) */
+    sl_select_op op;
+    void        *buf; /* message to send, or where to receive */
+} sl_select_case;
+
+/* Performs exactly one ready operation among cases[0..n), chosen fairly among
+ * the ready ones, and sets *index to its case. Returns
+ *   SL_OK       case *index's operation happened;
+ *   SL_EVICTED  case *index was a send into a full SL_RING: it happened and
+ *               displaced the oldest message, which went to the drop function;
+ *   SL_ENOMEM   case *index was a send into SL_LIST that could not allocate;
+ *               nothing happened;
+ *   SL_CLOSED   case *index's channel is closed (for a receive: closed and
+ *               drained);
+ *   SL_TIMEDOUT nothing was ready within timeout_ns (0: nothing ready now);
+ *   SL_EINVAL   NULL cases or index, a NULL buf on a case with a channel, an
+ *               op that is neither send nor receive, or no case with a
+ *               channel at all; nothing happened.
+ * timeout_ns: 0 polls, SL_FOREVER waits without limit. Blocking unless 0. */
+SL_API sl_status sl_select(sl_select_case *cases, size_t n, uint64_t timeout_ns, size_t *index);
+
+SL_END_DECLS
+
+#endif /* SLUICE_SELECT_H */

@@ -75,15 +75,15 @@ static void raw_drain_destroy(sl_chan *ch, sl_visit_fn fn, void *ctx)
 
 /* One push: SL_OK, SL_EVICTED (SL_RING: the displaced message went to the drop
  * function), SL_FULL or SL_ENOMEM. On success the publication is ordered
- * before a following seq_cst load (SPSC needs a fence for that: its publish
- * is a release store; the others publish with a seq_cst RMW). */
+ * before a following seq_cst load (SPSC publishes with a release store and
+ * needs sl_event_fence for that; the others publish with a seq_cst RMW). */
 static inline sl_status raw_push(sl_chan *ch, const void *elem)
 {
     switch (ch->flavor) {
     case SL_SPSC:
         if (sl_spsc_try_push(&ch->q.spsc, elem) != SL_OK)
             return SL_FULL;
-        atomic_thread_fence(memory_order_seq_cst); /* tail store before waiter load */
+        sl_event_fence(); /* tail store before waiter load (asymmetric: see park.h) */
         return SL_OK;
     case SL_MPMC: return sl_mpmc_try_push(&ch->q.mpmc, elem);
     case SL_RING: return sl__ring_push_visit(&ch->q.ring, elem, ch->drop, ch->drop_ctx);
@@ -98,7 +98,7 @@ static inline sl_status raw_pop(sl_chan *ch, void *out)
     case SL_SPSC:
         if (sl_spsc_try_pop(&ch->q.spsc, out) != SL_OK)
             return SL_EMPTY;
-        atomic_thread_fence(memory_order_seq_cst); /* head store before waiter load */
+        sl_event_fence(); /* head store before waiter load (asymmetric: see park.h) */
         return SL_OK;
     case SL_MPMC: return sl_mpmc_try_pop(&ch->q.mpmc, out);
     case SL_RING: return sl_ring_try_pop(&ch->q.ring, out);
@@ -121,7 +121,7 @@ static size_t raw_push_n(sl_chan *ch, const void *elems, size_t n)
     switch (ch->flavor) {
     case SL_SPSC:
         k = sl_spsc_push_n(&ch->q.spsc, elems, n);
-        atomic_thread_fence(memory_order_seq_cst); /* tail store before waiter load */
+        sl_event_fence(); /* tail store before waiter load (asymmetric: see park.h) */
         return k;
     case SL_MPMC: return sl_mpmc_push_n(&ch->q.mpmc, elems, n);
     case SL_RING: return ring_push_n(ch, elems, n);
@@ -135,7 +135,7 @@ static size_t raw_pop_n(sl_chan *ch, void *out, size_t n)
     switch (ch->flavor) {
     case SL_SPSC:
         k = sl_spsc_pop_n(&ch->q.spsc, out, n);
-        atomic_thread_fence(memory_order_seq_cst); /* head store before waiter load */
+        sl_event_fence(); /* head store before waiter load (asymmetric: see park.h) */
         return k;
     case SL_MPMC: return sl_mpmc_pop_n(&ch->q.mpmc, out, n);
     case SL_RING: return sl_ring_pop_n(&ch->q.ring, out, n);

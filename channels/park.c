@@ -34,23 +34,58 @@
 #include "sluice/park.h"
 
 #include <errno.h>
+#include <linux/membarrier.h>
+#include <pthread.h>
 #include <time.h>
 
 #include "spin.h"
 #include "sysops.h"
 
+SL_API SL_ATOMIC(int) sl__event_asymmetric;
+
+/* Decides the barrier mode once, before the first eventcount exists, so that
+ * no waiter and notifier ever disagree: registering for expedited private
+ * membarrier either works (asymmetric mode from now on) or not (fences). */
+static int do_membarrier(int cmd)
+{
+    /* A test's replacement table may leave membarrier out: use the real one. */
+    const sl_sys_ops *sys = sl__sys();
+    return (sys->membarrier ? sys->membarrier : sl__sys_default_ops.membarrier)(cmd);
+}
+
+static void choose_barrier(void)
+{
+    if (do_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0)
+        atomic_store_explicit(&sl__event_asymmetric, 1, memory_order_relaxed);
+}
+
+static pthread_once_t barrier_once = PTHREAD_ONCE_INIT;
+
 SL_API void sl_event_init(sl_event *ev)
 {
+    pthread_once(&barrier_once, choose_barrier);
     atomic_init(&ev->epoch, 0u);
     atomic_init(&ev->waiters, 0u);
 }
+
+SL_API void sl_event_heavy_fence(void)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    /* In asymmetric mode the notifiers only have a compiler barrier between
+     * their store and their waiter-count load: force a real one on every
+     * running thread. Registration succeeded, so this cannot fail. */
+    if (atomic_load_explicit(&sl__event_asymmetric, memory_order_relaxed))
+        do_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+}
+
+SL_API void sl_event_fence(void) { sl__event_fence_fast(); }
 
 SL_API uint32_t sl_event_prepare(sl_event *ev)
 {
     atomic_fetch_add_explicit(&ev->waiters, 1u, memory_order_seq_cst);
     /* The registration above is ordered before the caller's re-check of its
-     * condition (the Dekker pair with the notifier's seq_cst condition change). */
-    atomic_thread_fence(memory_order_seq_cst);
+     * condition (the Dekker pair with the notifier's condition change). */
+    sl_event_heavy_fence();
     /* Acquire: the re-check that follows cannot move above the key load. */
     return atomic_load_explicit(&ev->epoch, memory_order_acquire);
 }

@@ -89,8 +89,8 @@ static void set_registered(sl_select_case *cases, size_t n, bool on)
             atomic_fetch_sub_explicit(&cases[i].ch->selectors, 1u, memory_order_seq_cst);
     }
     /* The registrations above before the re-check that follows (Dekker with
-     * the channels' seq_cst state change and selectors load). */
-    atomic_thread_fence(memory_order_seq_cst);
+     * the channels' state change and selectors load; see sluice/park.h). */
+    sl_event_heavy_fence();
 }
 
 static sl_status select_wait(sl_select_case *cases, size_t n, size_t *order, uint64_t deadline,

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,10 +42,22 @@ static uint64_t sys_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static int sys_membarrier(int cmd)
+{
+#ifdef SYS_membarrier
+    long r = syscall(SYS_membarrier, cmd, 0, 0);
+    return r < 0 ? -errno : 0;
+#else
+    (void)cmd;
+    return -ENOSYS;
+#endif
+}
+
 const sl_sys_ops sl__sys_default_ops = {
     .futex_wait = sys_futex_wait,
     .futex_wake = sys_futex_wake,
     .now_ns = sys_now_ns,
+    .membarrier = sys_membarrier,
 };
 
 static _Atomic(const sl_sys_ops *) current_ops = &sl__sys_default_ops;

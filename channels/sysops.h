@@ -20,6 +20,8 @@ typedef struct sl_sys_ops {
     int (*futex_wake)(SL_ATOMIC(uint32_t) *word, int count);
     /* CLOCK_MONOTONIC in nanoseconds. */
     uint64_t (*now_ns)(void);
+    /* membarrier(2) with `cmd` and no flags; 0 on success, -errno otherwise. */
+    int (*membarrier)(int cmd);
 } sl_sys_ops;
 
 /* The real system calls. */

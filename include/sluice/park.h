@@ -19,10 +19,16 @@
  * The notifier: make the condition true, then call sl_event_notify_one() or
  * sl_event_notify_all(). The condition change must be ordered before the
  * notify's read of the waiter count: either it is a seq_cst read-modify-write,
- * or the notifier issues atomic_thread_fence(memory_order_seq_cst) between the
- * two (a Dekker pair with the fence inside sl_event_prepare). Then no wake-up is
- * lost: a waiter that registered before the notify read the count is either
- * woken or sees the condition on its re-check.
+ * or the notifier calls sl_event_fence() between the two (a Dekker pair with
+ * the barrier inside sl_event_prepare). Then no wake-up is lost: a waiter that
+ * registered before the notify read the count is either woken or sees the
+ * condition on its re-check.
+ *
+ * The barrier is asymmetric where the kernel allows it: sl_event_prepare, the
+ * rare side that is about to sleep anyway, issues membarrier(2)
+ * (MEMBARRIER_CMD_PRIVATE_EXPEDITED), which forces a full barrier on every
+ * running thread of the process, and sl_event_fence() is then only a compiler
+ * barrier. Where membarrier is unavailable, both sides use a seq_cst fence.
  *
  * Concurrency:
  *   | operation            | may run concurrently with            |
@@ -80,6 +86,15 @@ SL_API void sl_event_notify_all_slow(sl_event *ev);
 /* Wakes up to n waiters (n messages made available at once). */
 SL_API void sl_event_notify_n_slow(sl_event *ev, size_t n);
 
+/* 1 once the asymmetric barrier is in use (decided once, before the first
+ * eventcount exists, and never changed after); read by sl_event_fence. */
+SL_API extern SL_ATOMIC(int) sl__event_asymmetric;
+
+/* Issues the full barrier a waiter's registration needs: membarrier(2) in
+ * asymmetric mode, a seq_cst fence otherwise. sl_event_prepare calls it; so
+ * does anything that registers interest by other means (select). */
+SL_API void sl_event_heavy_fence(void);
+
 /* Number of registered waiters now (a snapshot). */
 SL_API uint32_t sl_event_waiters(const sl_event *ev);
 
@@ -90,6 +105,17 @@ SL_API uint64_t sl_now_ns(void);
 SL_API uint64_t sl_deadline_after(uint64_t timeout_ns);
 
 #if !defined(__cplusplus)
+/* Orders the caller's preceding store (its condition change) before the
+ * notify's load of the waiter count. A compiler barrier when the waiters use
+ * membarrier, otherwise a seq_cst fence. */
+static inline void sl__event_fence_fast(void)
+{
+    if (atomic_load_explicit(&sl__event_asymmetric, memory_order_relaxed))
+        atomic_signal_fence(memory_order_seq_cst);
+    else
+        atomic_thread_fence(memory_order_seq_cst);
+}
+
 /* The notify fast path: the waiter count is read with seq_cst so that it pairs
  * with the caller's seq_cst condition change (or fence) — see above. */
 static inline void sl__event_notify_one_fast(sl_event *ev)
@@ -110,10 +136,12 @@ static inline void sl__event_notify_n_fast(sl_event *ev, size_t n)
 #endif
 
 #if SL_INLINE_FAST_PATHS
+static inline void sl_event_fence(void) { sl__event_fence_fast(); }
 static inline void sl_event_notify_one(sl_event *ev) { sl__event_notify_one_fast(ev); }
 static inline void sl_event_notify_all(sl_event *ev) { sl__event_notify_all_fast(ev); }
 static inline void sl_event_notify_n(sl_event *ev, size_t n) { sl__event_notify_n_fast(ev, n); }
 #else
+SL_API void sl_event_fence(void);
 SL_API void sl_event_notify_one(sl_event *ev);
 SL_API void sl_event_notify_all(sl_event *ev);
 SL_API void sl_event_notify_n(sl_event *ev, size_t n);

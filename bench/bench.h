@@ -1,0 +1,135 @@
+/*
+ * bench.h — sl-bench's driver: options, workloads, results, and the helpers
+ * shared by its files. Contenders themselves are in contender.h.
+ */
+#ifndef SLB_BENCH_H
+#define SLB_BENCH_H
+
+#include <stdio.h>
+
+#include "contender.h"
+
+#define SLB_MAX_ELEM 256u   /* largest message size the driver builds */
+#define SLB_BATCH 32u       /* messages per push_n / pop_n in the batch workloads */
+#define SLB_MAX_CONFIGS 16
+#define SLB_MAX_SIZES 8
+#define SLB_MAX_THREADS 256 /* producers + consumers in one run */
+
+typedef enum slb_test {
+    SLB_TPUT,     /* throughput, P producers / C consumers, one message per call */
+    SLB_BATCHED,  /* the same with batches of SLB_BATCH */
+    SLB_PINGPONG, /* round trip between two threads over two queues */
+    SLB_STREAM,   /* one-way latency of timestamped messages at a set rate */
+    SLB_TESTS
+} slb_test;
+
+typedef struct slb_config {
+    unsigned producers, consumers;
+} slb_config;
+
+typedef struct slb_opts {
+    unsigned flavors;           /* bit 0: SL_SPSC, bit 1: SL_MPMC */
+    const char *peers;          /* comma list of peer ids, "all" or "none" */
+    slb_config configs[SLB_MAX_CONFIGS];
+    size_t n_configs;
+    size_t sizes[SLB_MAX_SIZES];
+    size_t n_sizes;
+    unsigned tests;             /* bit per slb_test */
+    uint64_t msgs;              /* messages per throughput run, all producers;
+                                   0 = sized per contender to last run_ns */
+    uint64_t run_ns;            /* target length of an auto-sized run */
+    unsigned rounds;
+    uint64_t trips;             /* ping-pong round trips per run (at most) */
+    uint64_t trip_cap_ns;       /* ...or until this much time has passed */
+    uint64_t stream_msgs;
+    uint64_t stream_gap_ns;     /* time between two stream messages */
+    size_t capacity;
+    uint64_t seed;
+    bool pin;                   /* pin every configuration, not only 1x1 */
+    unsigned timeout_s;         /* a run taking longer is a hang: abort */
+    const char *csv, *plot;
+    bool list_only;             /* --list: show the contenders, run nothing */
+} slb_opts;
+
+/* One contender in one workload, with its per-round figures. */
+typedef struct slb_entry {
+    const slb_ops *ops;
+    const char *skip;           /* why there are no figures (n/a), or NULL */
+    double *value;              /* per round: Mmsg/s, or p50 ns for latency */
+    double *p99, *p999;         /* per round, latency workloads only */
+    unsigned *order;            /* per round: position in the shuffled order */
+    uint64_t *moved;            /* per round: messages moved (ping-pong: trips) */
+    unsigned done;              /* rounds run */
+    uint64_t msgs;              /* messages asked for per run (all rounds) */
+    /* Filled by slb_summarize: */
+    double med, min, max, p99_med, p999_med;
+    double ratio;               /* vs the best peer of its kind, >1 = better; 0 = no peer */
+    const struct slb_entry *best; /* that peer */
+} slb_entry;
+
+typedef struct slb_workload {
+    slb_test test;
+    unsigned producers, consumers;
+    size_t elem;
+    bool pinned;
+    char label[40];             /* "tput 2x2 64B" — CSV and summary key */
+    slb_entry *entries;
+    size_t n;
+} slb_workload;
+
+/* One run's input. */
+typedef struct slb_run {
+    const slb_ops *ops;
+    slb_test test;
+    unsigned producers, consumers;
+    size_t elem, capacity;
+    uint64_t msgs;              /* tput/batch: total; stream: count */
+    uint64_t trips, trip_cap_ns, gap_ns;
+    uint64_t cap_ns;            /* tput/batch: producers stop after this; 0 = never */
+    bool pin;
+    unsigned timeout_s;         /* the watchdog: a longer run is a hang */
+    const char *label;
+} slb_run;
+
+typedef struct slb_result {
+    double value;               /* Mmsg/s (tput, batch) or p50 ns (latency) */
+    double p99, p999;
+    uint64_t msgs;              /* messages moved (ping-pong: trips made) */
+} slb_result;
+
+/* The runs: false when the contender cannot run this size (n/a). Any
+ * verification failure exits the process with a message naming it. */
+bool slb_run_tput(const slb_run *r, slb_result *out);     /* tput.c: tput, batch */
+bool slb_run_pingpong(const slb_run *r, slb_result *out); /* latency.c */
+bool slb_run_stream(const slb_run *r, slb_result *out);   /* latency.c */
+
+/* stats.c */
+uint64_t slb_now_ns(void);
+uint64_t slb_rand(uint64_t *state);
+void slb_shuffle(unsigned *v, size_t n, uint64_t *state);
+double slb_median(const double *v, size_t n);
+double slb_min(const double *v, size_t n);
+double slb_max(const double *v, size_t n);
+void slb_sort_u64(uint64_t *v, size_t n);
+uint64_t slb_percentile(const uint64_t *sorted, size_t n, double p);
+unsigned slb_ncpu(void);
+void slb_pin_self(int cpu);
+void slb_cpu_model(char *buf, size_t len);
+
+/* report.c */
+const char *slb_kind_name(slb_kind k);
+const char *slb_test_name(slb_test t);
+bool slb_is_latency(slb_test t);
+void slb_summarize(slb_workload *w);
+void slb_print_contenders(FILE *f, const slb_ops *const *list, size_t n);
+void slb_print_workload(FILE *f, const slb_workload *w, unsigned rounds);
+void slb_print_verdicts(FILE *f, const slb_workload *w, size_t n);
+bool slb_write_csv(const char *path, const slb_workload *w, size_t n);
+
+/* plot.c — prints a line and returns false when it cannot plot. */
+bool slb_plot(const char *png, const slb_workload *w, size_t n);
+
+/* chan_bench.c */
+int slb_chan_main(const slb_opts *o);
+
+#endif /* SLB_BENCH_H */

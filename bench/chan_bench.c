@@ -1,0 +1,441 @@
+/*
+ * chan_bench.c — `sl-bench chan`: which contenders run which workloads, in
+ * what order, and what gets printed.
+ *
+ * Method. A workload is (test, configuration, message size). Its figures are
+ * medians over R rounds; in every round each contender of the workload runs
+ * once, in an order shuffled afresh (Fisher–Yates, seed printed), so that
+ * slow drifts of the machine (frequency, a neighbour's load) spread over all
+ * contenders instead of favouring whoever runs first. A workload's table is
+ * printed as soon as its rounds are done.
+ *
+ * A run that does not finish within --timeout seconds is a hang (a lost
+ * message leaves a consumer waiting forever); the watchdog then names the
+ * contender and exits rather than letting `make bench` sit.
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "peers/peers.h"
+
+#ifndef SLB_VERSION
+#define SLB_VERSION "?"
+#endif
+
+/* ---- what is installed -------------------------------------------------- */
+
+typedef struct peer_set {
+    const char *id;      /* for --peers */
+    const char *what;
+    const char *package; /* Debian package to install when missing */
+    slb_peer_fn get;     /* NULL: not built (not installed at configure time) */
+} peer_set;
+
+#if SLB_HAVE_CK
+#define CK_FN slb_peers_ck
+#else
+#define CK_FN NULL
+#endif
+#if SLB_HAVE_BOOST
+#define BOOST_FN slb_peers_boost
+#else
+#define BOOST_FN NULL
+#endif
+#if SLB_HAVE_RWQ
+#define RWQ_FN slb_peers_moodycamel_rwq
+#else
+#define RWQ_FN NULL
+#endif
+#if SLB_HAVE_CQ
+#define CQ_FN slb_peers_moodycamel_cq
+#else
+#define CQ_FN NULL
+#endif
+#if SLB_HAVE_TBB
+#define TBB_FN slb_peers_tbb
+#else
+#define TBB_FN NULL
+#endif
+#if SLB_HAVE_URCU
+#define URCU_FN slb_peers_urcu
+#else
+#define URCU_FN NULL
+#endif
+#if SLB_HAVE_GLIB
+#define GLIB_FN slb_peers_glib
+#else
+#define GLIB_FN NULL
+#endif
+
+static const peer_set peer_sets[] = {
+    { "sluice", "sluice", NULL, slb_peers_sluice },
+    { "ck", "Concurrency Kit ck_ring", "libck-dev", CK_FN },
+    { "boost", "Boost.Lockfree", "libboost-dev", BOOST_FN },
+    { "moodycamel", "moodycamel ReaderWriterQueue", "libreaderwriterqueue-dev", RWQ_FN },
+    { "moodycamel", "moodycamel ConcurrentQueue", "libconcurrentqueue-dev", CQ_FN },
+    { "tbb", "oneTBB concurrent_queue", "libtbb-dev", TBB_FN },
+    { "urcu", "liburcu cds_wfcq", "liburcu-dev", URCU_FN },
+    { "glib", "GLib GAsyncQueue", "libglib2.0-dev", GLIB_FN },
+    { "mutex", "mutex/condvar queue (baseline)", NULL, slb_peers_mutex },
+};
+#define N_SETS (sizeof(peer_sets) / sizeof(peer_sets[0]))
+
+static bool in_list(const char *list, const char *id)
+{
+    if (!list || strcmp(list, "all") == 0)
+        return true;
+    size_t len = strlen(id);
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n == len && strncmp(p, id, len) == 0)
+            return true;
+        p += n + (p[n] == ',');
+    }
+    return false;
+}
+
+static bool wanted(const slb_opts *o, const slb_ops *c)
+{
+    if (c->flags & SLB_OURS) {
+        unsigned flavor = (c->flags & SLB_SINGLE) ? 1u : 2u; /* SL_SPSC : SL_MPMC */
+        return (o->flavors & flavor) != 0;
+    }
+    return in_list(o->peers, c->peer);
+}
+
+/* Collects the selected contenders; tells about peers that are missing. */
+static size_t collect(const slb_opts *o, const slb_ops **out, size_t max, FILE *f)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < N_SETS; i++) {
+        const peer_set *s = &peer_sets[i];
+        if (!s->get) {
+            if (in_list(o->peers, s->id))
+                fprintf(f, "peer %s: not installed when sl-bench was configured; skipped "
+                           "(Debian: %s, then reconfigure)\n", s->what, s->package);
+            continue;
+        }
+        for (const slb_ops *const *c = s->get(); *c && n < max; c++)
+            if (wanted(o, *c))
+                out[n++] = *c;
+    }
+    return n;
+}
+
+/* ---- workloads ---------------------------------------------------------- */
+
+static bool eligible(const slb_ops *c, slb_test t, unsigned producers, unsigned consumers)
+{
+    bool single = (c->flags & SLB_SINGLE) || c->kind == SLB_SPSC;
+    if (single && (producers != 1 || consumers != 1))
+        return false;
+    if (c->kind == SLB_BLOCKING && (!c->push || !c->pop))
+        return false;
+    if (t == SLB_BATCHED)
+        return c->kind != SLB_BLOCKING && c->push_n && c->pop_n;
+    return true;
+}
+
+static bool add_workload(slb_workload *w, slb_test t, slb_config cfg, size_t elem,
+                         const slb_opts *o, const slb_ops **list, size_t n)
+{
+    memset(w, 0, sizeof(*w));
+    w->test = t;
+    w->producers = cfg.producers;
+    w->consumers = cfg.consumers;
+    w->elem = elem;
+    bool one = cfg.producers == 1 && cfg.consumers == 1;
+    w->pinned = slb_ncpu() >= 2 && (one || o->pin);
+    if (slb_is_latency(t))
+        snprintf(w->label, sizeof(w->label), "%s %zuB", slb_test_name(t), elem);
+    else
+        snprintf(w->label, sizeof(w->label), "%s %ux%u %zuB", slb_test_name(t),
+                 cfg.producers, cfg.consumers, elem);
+    w->entries = calloc(n, sizeof(slb_entry));
+    for (size_t i = 0; w->entries && i < n; i++) {
+        if (!eligible(list[i], t, cfg.producers, cfg.consumers))
+            continue;
+        slb_entry *e = &w->entries[w->n++];
+        e->ops = list[i];
+        e->value = calloc(o->rounds, sizeof(double));
+        e->p99 = calloc(o->rounds, sizeof(double));
+        e->p999 = calloc(o->rounds, sizeof(double));
+        e->order = calloc(o->rounds, sizeof(unsigned));
+        e->moved = calloc(o->rounds, sizeof(uint64_t));
+        if (!e->value || !e->p99 || !e->p999 || !e->order || !e->moved)
+            slb_die("sl-bench", "out of memory");
+    }
+    return w->n > 0;
+}
+
+static size_t build_workloads(const slb_opts *o, const slb_ops **list, size_t n,
+                              slb_workload *ws, size_t max)
+{
+    size_t count = 0;
+    for (unsigned t = 0; t < SLB_TESTS; t++) {
+        if (!(o->tests & (1u << t)))
+            continue;
+        for (size_t s = 0; s < o->n_sizes; s++) {
+            size_t nc = slb_is_latency((slb_test)t) ? 1 : o->n_configs;
+            for (size_t c = 0; c < nc && count < max; c++) {
+                /* Latency is always one thread on each side. */
+                slb_config cfg = slb_is_latency((slb_test)t) ? (slb_config){ 1, 1 }
+                                                              : o->configs[c];
+                if (add_workload(&ws[count], (slb_test)t, cfg, o->sizes[s], o, list, n))
+                    count++;
+                else
+                    free(ws[count].entries);
+            }
+        }
+    }
+    return count;
+}
+
+/* ---- one run, under the watchdog ---------------------------------------- */
+
+static char watchdog_msg[512];
+static size_t watchdog_len;
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    /* Only async-signal-safe calls here; the message was formatted before. */
+    ssize_t ignored = write(STDERR_FILENO, watchdog_msg, watchdog_len);
+    (void)ignored;
+    _exit(3);
+}
+
+static bool run_one(const slb_run *r, slb_result *res)
+{
+    snprintf(watchdog_msg, sizeof(watchdog_msg),
+             "\nsl-bench: FAILED — contender '%s' did not finish %s within %u s: "
+             "a lost message or a deadlock\n", r->ops->name, r->label, r->timeout_s);
+    watchdog_len = strlen(watchdog_msg);
+    alarm(r->timeout_s);
+    bool ok;
+    if (r->test == SLB_PINGPONG)
+        ok = slb_run_pingpong(r, res);
+    else if (r->test == SLB_STREAM)
+        ok = slb_run_stream(r, res);
+    else
+        ok = slb_run_tput(r, res);
+    alarm(0);
+    return ok;
+}
+
+static slb_run make_run(const slb_opts *o, const slb_workload *w, const slb_entry *e)
+{
+    const slb_ops *c = e->ops;
+    slb_run r = {
+        .ops = c, .test = w->test, .producers = w->producers, .consumers = w->consumers,
+        .elem = w->elem, .capacity = o->capacity, .msgs = e->msgs, .trips = o->trips,
+        .trip_cap_ns = o->trip_cap_ns, .gap_ns = o->stream_gap_ns, .pin = w->pinned,
+        .timeout_s = o->timeout_s, .label = w->label,
+    };
+    if (w->test == SLB_STREAM)
+        r.msgs = o->stream_msgs;
+    /* Sized runs stop after 4x their target: a collapse shows as a low rate
+     * instead of a run that takes minutes. */
+    if (!o->msgs)
+        r.cap_ns = 4 * o->run_ns;
+    return r;
+}
+
+/* ---- rounds ------------------------------------------------------------- */
+
+typedef struct progress {
+    bool tty;
+    size_t done, total;
+    uint64_t t0;
+} progress;
+
+static void show(progress *p, const slb_workload *w, unsigned round, unsigned rounds,
+                 const char *name)
+{
+    if (!p->tty)
+        return;
+    char what[32] = "sizing";
+    if (rounds)
+        snprintf(what, sizeof(what), "round %u/%u", round + 1, rounds);
+    fprintf(stderr, "\r\033[K[%3zu%% %4.0fs] %s · %s · %s", p->done * 100 / p->total,
+            (double)(slb_now_ns() - p->t0) / 1e9, w->label, what, name);
+    fflush(stderr);
+}
+
+
+#define PROBE_MSGS 50000u
+#define MIN_MSGS 20000u
+#define MAX_MSGS 50000000u
+
+/*
+ * Throughput contenders span three orders of magnitude, so one message count
+ * cannot make every run last ~0.1-0.3 s: the fast ones would be timed over a
+ * few milliseconds and the slow ones would take seconds each. Unless --msgs
+ * fixes the count, each contender first makes one probe run (verified, not
+ * recorded) and then runs every round with the count that should last
+ * o->run_ns at the probe's rate. The count is in the CSV.
+ */
+static void size_runs(const slb_opts *o, slb_workload *w, progress *p)
+{
+    for (size_t i = 0; i < w->n; i++) {
+        slb_entry *e = &w->entries[i];
+        e->msgs = w->test == SLB_STREAM ? o->stream_msgs
+                : w->test == SLB_PINGPONG ? o->trips : o->msgs;
+        if (slb_is_latency(w->test) || o->msgs)
+            continue;
+        show(p, w, 0, 0, e->ops->name);
+        e->msgs = PROBE_MSGS;
+        slb_run run = make_run(o, w, e);
+        slb_result res;
+        if (!run_one(&run, &res)) {
+            e->skip = "this message size is not supported (or no memory)";
+            continue;
+        }
+        double want = res.value * 1e6 * ((double)o->run_ns / 1e9);
+        want = want < MIN_MSGS ? MIN_MSGS : want > MAX_MSGS ? MAX_MSGS : want;
+        /* Whole batches for every producer keep the split even. */
+        uint64_t unit = (uint64_t)w->producers * SLB_BATCH;
+        e->msgs = ((uint64_t)want + unit - 1) / unit * unit;
+    }
+}
+
+static void run_workload(const slb_opts *o, slb_workload *w, uint64_t *rng, progress *p)
+{
+    unsigned *order = malloc(w->n * sizeof(unsigned));
+    if (!order)
+        slb_die("sl-bench", "out of memory");
+    size_runs(o, w, p);
+    for (unsigned r = 0; r < o->rounds; r++) {
+        for (size_t i = 0; i < w->n; i++)
+            order[i] = (unsigned)i;
+        slb_shuffle(order, w->n, rng);
+        for (size_t k = 0; k < w->n; k++) {
+            slb_entry *e = &w->entries[order[k]];
+            p->done++;
+            if (e->skip)
+                continue;
+            show(p, w, r, o->rounds, e->ops->name);
+            slb_run run = make_run(o, w, e);
+            slb_result res;
+            if (!run_one(&run, &res)) {
+                e->skip = "this message size is not supported (or no memory)";
+                continue;
+            }
+            e->value[e->done] = res.value;
+            e->p99[e->done] = res.p99;
+            e->p999[e->done] = res.p999;
+            e->order[e->done] = (unsigned)k;
+            e->moved[e->done] = res.msgs;
+            e->done++;
+        }
+    }
+    free(order);
+    if (p->tty)
+        fprintf(stderr, "\r\033[K");
+    slb_summarize(w);
+}
+
+/* ---- the command -------------------------------------------------------- */
+
+/* Other work on the machine skews every figure; the reader should know. */
+static const char *load_average(void)
+{
+    static char buf[64] = "unknown";
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fgets(buf, sizeof(buf), f)) {
+            char *third = buf;
+            for (int i = 0; i < 3 && third; i++)
+                third = strchr(third + 1, ' ');
+            if (third)
+                *third = '\0';
+        }
+        fclose(f);
+    }
+    return buf;
+}
+
+static void print_preamble(const slb_opts *o, FILE *f)
+{
+    char cpu[256];
+    slb_cpu_model(cpu, sizeof(cpu));
+    fprintf(f, "sl-bench chan — sluice %s\n", SLB_VERSION);
+    fprintf(f, "machine: %s, %u CPUs available, load average %s\n", cpu, slb_ncpu(),
+            load_average());
+    fprintf(f, "method: each figure is the median of %u rounds; every round runs the "
+               "workload's contenders once in shuffled order (seed %llu)\n",
+            o->rounds, (unsigned long long)o->seed);
+    if (o->msgs)
+        fprintf(f, "throughput: %llu messages per run", (unsigned long long)o->msgs);
+    else
+        fprintf(f, "throughput: messages per run sized for ~%.0f ms per contender by a "
+                   "probe run (stopped at %.0f ms)", (double)o->run_ns / 1e6,
+                4 * (double)o->run_ns / 1e6);
+    fprintf(f, "; capacity %zu for bounded queues; 1x1 pinned to CPUs 0,1; %s\n",
+            o->capacity,
+            o->pin ? "all configurations pinned (--pin)" : "larger configurations unpinned");
+    fprintf(f, "latency: ping-pong up to %llu trips or %.0f ms per run; stream of %llu "
+               "messages, one per %llu ns; both pinned to CPUs 0,1\n",
+            (unsigned long long)o->trips, (double)o->trip_cap_ns / 1e6,
+            (unsigned long long)o->stream_msgs, (unsigned long long)o->stream_gap_ns);
+    fprintf(f, "every message is verified (producer, sequence, payload, per-producer order, "
+               "totals, checksum)\n\n");
+}
+
+static void install_watchdog(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_alarm;
+    sigaction(SIGALRM, &sa, NULL);
+}
+
+int slb_chan_main(const slb_opts *o)
+{
+    uint64_t t0 = slb_now_ns();
+    const slb_ops *list[128];
+    if (!o->list_only)
+        print_preamble(o, stdout);
+    size_t n = collect(o, list, 128, stdout);
+    if (n == 0) {
+        fprintf(stderr, "sl-bench: no contender selected\n");
+        return 2;
+    }
+    slb_print_contenders(stdout, list, n);
+    fflush(stdout);
+    if (o->list_only)
+        return 0;
+
+    slb_workload ws[SLB_TESTS * SLB_MAX_SIZES * SLB_MAX_CONFIGS];
+    size_t nw = build_workloads(o, list, n, ws, sizeof(ws) / sizeof(ws[0]));
+    progress p = { .tty = isatty(STDERR_FILENO) != 0, .t0 = t0 };
+    for (size_t i = 0; i < nw; i++)
+        p.total += ws[i].n * o->rounds;
+    install_watchdog();
+    uint64_t rng = o->seed;
+    for (size_t i = 0; i < nw; i++) {
+        run_workload(o, &ws[i], &rng, &p);
+        slb_print_workload(stdout, &ws[i], o->rounds);
+    }
+    slb_print_verdicts(stdout, ws, nw);
+    bool ok = true;
+    if (o->csv && (ok = slb_write_csv(o->csv, ws, nw)))
+        printf("csv: %s (one row per workload, contender and round)\n", o->csv);
+    if (o->plot)
+        slb_plot(o->plot, ws, nw);
+    printf("total time: %.1f s\n", (double)(slb_now_ns() - t0) / 1e9);
+    for (size_t i = 0; i < nw; i++) {
+        for (size_t j = 0; j < ws[i].n; j++) {
+            free(ws[i].entries[j].value);
+            free(ws[i].entries[j].p99);
+            free(ws[i].entries[j].p999);
+            free(ws[i].entries[j].order);
+            free(ws[i].entries[j].moved);
+        }
+        free(ws[i].entries);
+    }
+    return ok ? 0 : 1;
+}

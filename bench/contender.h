@@ -1,0 +1,98 @@
+/*
+ * contender.h — the one interface every queue in sl-bench sits behind.
+ *
+ * sluice's own flavours and every peer library are reached through the same
+ * table of function pointers, so that the driver's loops, the verification
+ * and the per-operation overhead (one indirect call) are identical for all of
+ * them: a difference in the table is a difference in the queues.
+ *
+ * Peers written in C++ implement this table in an `extern "C"` adapter; the
+ * header is therefore plain C that also compiles as C++.
+ */
+#ifndef SLB_CONTENDER_H
+#define SLB_CONTENDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The kind decides which loop drives a contender and which peers it is
+ * compared with: SPSC contenders against SPSC peers, and so on. */
+typedef enum slb_kind {
+    SLB_SPSC = 0,     /* one producer, one consumer; try operations, spinning */
+    SLB_MPMC = 1,     /* any producers and consumers; try operations, spinning */
+    SLB_BLOCKING = 2, /* blocking push/pop: the thread sleeps while it waits */
+    SLB_KINDS
+} slb_kind;
+
+enum {
+    /* Promises FIFO order per producer: consumers then check that each
+     * producer's sequence numbers only go up. Without it only the count and
+     * the checksum are checked. */
+    SLB_FIFO = 1u << 0,
+    /* Ignores the capacity and grows with the backlog (noted in the table). */
+    SLB_UNBOUNDED = 1u << 1,
+    /* One of sluice's own contenders rather than a peer. */
+    SLB_OURS = 1u << 2,
+    /* Safe with one producer and one consumer only (kind blocking may be). */
+    SLB_SINGLE = 1u << 3,
+};
+
+/*
+ * One contender. `q` is what create returned; `h` is what attach returned for
+ * the calling thread (NULL when the contender has no attach, and also NULL
+ * when the driver drains a queue from its own thread after a run — adapters
+ * must accept that). Every message is elem_size bytes, copied in and out.
+ */
+typedef struct slb_ops {
+    const char *name;  /* shown in the table and the CSV */
+    const char *peer;  /* "sluice", or the peer's id for --peers ("ck", "boost", …) */
+    slb_kind kind;
+    unsigned flags;    /* SLB_FIFO | SLB_UNBOUNDED | SLB_OURS | SLB_SINGLE */
+    const char *note;  /* how the capacity is honoured, printed under the table */
+
+    /* NULL when the size is not supported (or out of memory): the driver
+     * then shows the row as n/a instead of failing. */
+    void *(*create)(size_t capacity, size_t elem_size);
+    void (*destroy)(void *q);
+    /* Optional per-thread state (moodycamel's tokens); NULL if not needed. */
+    void *(*attach)(void *q, bool producer);
+    void (*detach)(void *q, void *h);
+
+    /* Non-blocking: false means full (push) or empty (pop). Required. */
+    bool (*try_push)(void *q, void *h, const void *msg);
+    bool (*try_pop)(void *q, void *h, void *out);
+    /* Blocking: wait for room or a message. Required for SLB_BLOCKING.
+     * false means the queue failed (the driver aborts). */
+    bool (*push)(void *q, void *h, const void *msg);
+    bool (*pop)(void *q, void *h, void *out);
+    /* Batches of up to n messages, contiguous; return how many moved.
+     * Optional: only contenders that have them run the batch workloads. */
+    size_t (*push_n)(void *q, void *h, const void *msgs, size_t n);
+    size_t (*pop_n)(void *q, void *h, void *out, size_t n);
+} slb_ops;
+
+/* Each peer adapter exposes one constructor returning its contenders as a
+ * NULL-terminated list of static tables. */
+typedef const slb_ops *const *(*slb_peer_fn)(void);
+
+/* Adapters call this when the library under test reports something that can
+ * only be a bug (an unexpected status): it prints the contender's name and
+ * exits with status 2. */
+#ifdef __cplusplus
+[[noreturn]]
+#else
+_Noreturn
+#endif
+void slb_die(const char *who, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SLB_CONTENDER_H */

@@ -1,0 +1,40 @@
+/*
+ * peers.h — the constructors of the peer adapters.
+ *
+ * Each returns a NULL-terminated list of contender tables (see contender.h).
+ * CMake compiles an adapter only when its library is installed and then
+ * defines SLB_HAVE_<PEER>=1; the driver lists the others as skipped.
+ */
+#ifndef SLB_PEERS_H
+#define SLB_PEERS_H
+
+#include "contender.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+const slb_ops *const *slb_peers_sluice(void);     /* ours: bench/contenders.c */
+const slb_ops *const *slb_peers_mutex(void);      /* always built: the baseline */
+const slb_ops *const *slb_peers_ck(void);         /* Concurrency Kit ck_ring */
+const slb_ops *const *slb_peers_boost(void);      /* Boost.Lockfree */
+const slb_ops *const *slb_peers_moodycamel_rwq(void); /* moodycamel SPSC queues */
+const slb_ops *const *slb_peers_moodycamel_cq(void);  /* moodycamel ConcurrentQueue */
+const slb_ops *const *slb_peers_tbb(void);        /* oneTBB */
+const slb_ops *const *slb_peers_urcu(void);       /* liburcu cds_wfcq */
+const slb_ops *const *slb_peers_glib(void);       /* GLib GAsyncQueue */
+
+/* Smallest power of two >= n (n >= 1); ring-based peers need one. */
+static inline size_t slb_pow2(size_t n)
+{
+    size_t p = 1;
+    while (p < n)
+        p <<= 1;
+    return p;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SLB_PEERS_H */

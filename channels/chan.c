@@ -170,6 +170,10 @@ sl_status sl__chan_new_at(sl_chan **out, const sl_chan_opts *opts, uint64_t star
     ch->flavor = opts->flavor;
     atomic_init(&ch->closed, 0u);
     atomic_init(&ch->selectors, 0u);
+    atomic_init(&ch->close_done, 0u);
+    atomic_init(&ch->drained, 0u);
+    for (unsigned i = 0; i < SL_SEND_SLOTS; i++)
+        atomic_init(&ch->in_flight[i].n, 0u);
     ch->elem_size = opts->elem_size;
     ch->capacity = opts->flavor == SL_LIST ? SIZE_MAX : opts->capacity;
     ch->drop = opts->drop;
@@ -213,13 +217,70 @@ static inline void ring_selectors(sl_chan *ch)
         sl_event_notify_all(&sl__select_bell);
 }
 
+/* ---- senders in flight ---------------------------------------------------
+ * A sender marks itself before it checks `closed` and unmarks after its push.
+ * The closer sets `closed`, issues the heavy barrier, then sets `close_done`.
+ * Either a sender's check saw `closed` (it refuses), or its mark is visible to
+ * anyone who saw `close_done` (the Dekker pair of sluice/park.h, asymmetric
+ * where membarrier is available). Receivers report SL_CLOSED only after
+ * `close_done` with no sender marked: every send that saw the channel open
+ * has landed by then. */
+
+static _Thread_local unsigned send_slot_of_thread = UINT32_MAX;
+static SL_ATOMIC(unsigned) send_slot_next;
+
+static inline SL_ATOMIC(uint32_t) *send_begin(sl_chan *ch)
+{
+    if (ch->flavor == SL_SPSC) {
+        SL_ATOMIC(uint32_t) *flag = &ch->in_flight[0].n;
+        atomic_store_explicit(flag, 1u, memory_order_relaxed);
+        sl_event_fence(); /* the mark before the closed-check */
+        return flag;
+    }
+    if (send_slot_of_thread == UINT32_MAX)
+        send_slot_of_thread = atomic_fetch_add_explicit(&send_slot_next, 1u,
+                                                        memory_order_relaxed) % SL_SEND_SLOTS;
+    SL_ATOMIC(uint32_t) *n = &ch->in_flight[send_slot_of_thread].n;
+    /* seq_cst: the mark before the closed-check, in the total order. */
+    atomic_fetch_add_explicit(n, 1u, memory_order_seq_cst);
+    return n;
+}
+
+static inline void send_end(sl_chan *ch, SL_ATOMIC(uint32_t) *mark)
+{
+    if (ch->flavor == SL_SPSC) {
+        /* Release: the push is visible to whoever sees the flag down. */
+        atomic_store_explicit(mark, 0u, memory_order_release);
+        sl_event_fence(); /* the unmark before the closed load below */
+    } else {
+        atomic_fetch_sub_explicit(mark, 1u, memory_order_seq_cst);
+    }
+    /* A receiver may be waiting for the last sender in flight to decide
+     * SL_CLOSED: after a close, every unmark wakes them to look again. */
+    if (atomic_load_explicit(&ch->closed, memory_order_seq_cst))
+        sl_event_notify_all(&ch->not_empty);
+}
+
+static bool senders_in_flight(const sl_chan *ch)
+{
+    unsigned slots = ch->flavor == SL_SPSC ? 1 : SL_SEND_SLOTS;
+    for (unsigned i = 0; i < slots; i++)
+        /* Acquire: pairs with send_end's release, so a push that landed
+         * before the unmark is visible to the final look. */
+        if (atomic_load_explicit(&ch->in_flight[i].n, memory_order_acquire) != 0)
+            return true;
+    return false;
+}
+
 /* One non-blocking send: SL_OK, SL_EVICTED, SL_FULL, SL_ENOMEM or SL_CLOSED.
  * Notifies one receiver and any selector. */
 static sl_status try_send_once(sl_chan *ch, void *elem)
 {
-    if (is_closed(ch))
-        return SL_CLOSED;
-    sl_status st = raw_push(ch, elem);
+    SL_ATOMIC(uint32_t) *mark = send_begin(ch);
+    sl_status st = SL_CLOSED;
+    if (!atomic_load_explicit(&ch->closed, memory_order_seq_cst))
+        st = raw_push(ch, elem);
+    send_end(ch, mark);
     if (st == SL_OK || st == SL_EVICTED) {
         sl_event_notify_one(&ch->not_empty);
         ring_selectors(ch);
@@ -249,9 +310,20 @@ static sl_status try_recv_once(sl_chan *ch, void *out)
         return SL_OK;
     if (!is_closed(ch))
         return SL_EMPTY;
-    /* Closed: a message sent before the close may have landed after our first
-     * look; the acquire above makes it visible now. */
-    return pop_once(ch, out) == SL_OK ? SL_OK : SL_CLOSED;
+    /* Once established, "closed and drained" is final: a sender that starts
+     * after it sees `closed` and refuses (its brief in-flight mark must not
+     * turn a later answer back into SL_EMPTY). */
+    if (atomic_load_explicit(&ch->drained, memory_order_acquire))
+        return SL_CLOSED;
+    /* Closed, but a send that saw it open may still be landing: until the
+     * close has fenced and no sender is marked, the answer is "not yet". */
+    if (!atomic_load_explicit(&ch->close_done, memory_order_acquire) || senders_in_flight(ch))
+        return SL_EMPTY;
+    /* Every such send has landed and is visible now: one last look. */
+    if (pop_once(ch, out) == SL_OK)
+        return SL_OK;
+    atomic_store_explicit(&ch->drained, 1u, memory_order_release);
+    return SL_CLOSED;
 }
 
 sl_status sl__chan_try_recv(sl_chan *ch, void *out) { return try_recv_once(ch, out); }
@@ -354,10 +426,14 @@ SL_API sl_status sl_chan_send_evict(sl_chan *ch, const void *elem, void *evicted
 {
     if (!ch || !elem || !evicted || ch->flavor != SL_RING)
         return SL_EINVAL;
-    if (is_closed(ch))
+    SL_ATOMIC(uint32_t) *mark = send_begin(ch);
+    if (atomic_load_explicit(&ch->closed, memory_order_seq_cst)) {
+        send_end(ch, mark);
         return SL_CLOSED;
+    }
     void *ctx[2] = {ch, evicted};
     sl_status st = sl__ring_push_visit(&ch->q.ring, elem, copy_displaced, ctx);
+    send_end(ch, mark);
     sl_event_notify_one(&ch->not_empty);
     ring_selectors(ch);
     return st;
@@ -384,9 +460,13 @@ SL_API sl_status sl_chan_recv(sl_chan *ch, void *out)
 
 SL_API size_t sl_chan_try_send_n(sl_chan *ch, const void *elems, size_t n)
 {
-    if (!ch || !elems || n == 0 || is_closed(ch))
+    if (!ch || !elems || n == 0)
         return 0;
-    size_t sent = raw_push_n(ch, elems, n);
+    SL_ATOMIC(uint32_t) *mark = send_begin(ch);
+    size_t sent = 0;
+    if (!atomic_load_explicit(&ch->closed, memory_order_seq_cst))
+        sent = raw_push_n(ch, elems, n);
+    send_end(ch, mark);
     if (sent) {
         sl_event_notify_n(&ch->not_empty, sent);
         ring_selectors(ch);
@@ -409,7 +489,10 @@ SL_API size_t sl_chan_try_recv_n(sl_chan *ch, void *out, size_t n)
     if (!ch || !out || n == 0)
         return 0;
     size_t got = pop_n_once(ch, out, n);
-    if (got < n && is_closed(ch)) /* see try_recv_once: look again once closed */
+    /* As try_recv_once: once closed, fenced and no sender in flight, every
+     * send has landed; look again. */
+    if (got < n && is_closed(ch) && atomic_load_explicit(&ch->close_done, memory_order_acquire) &&
+        !senders_in_flight(ch))
         got += pop_n_once(ch, (unsigned char *)out + got * ch->elem_size, n - got);
     return got;
 }
@@ -420,6 +503,11 @@ SL_API void sl_chan_close(sl_chan *ch)
         return;
     /* seq_cst: the flag is the condition both eventcounts' waiters re-check. */
     if (atomic_exchange_explicit(&ch->closed, 1u, memory_order_seq_cst) == 0) {
+        /* Every sender either saw `closed` or is visibly marked in flight. */
+        sl_event_heavy_fence();
+        /* seq_cst: before the notifies' waiter loads (receivers parked on
+         * "close not done yet" must not miss it). */
+        atomic_store_explicit(&ch->close_done, 1u, memory_order_seq_cst);
         sl_event_notify_all(&ch->not_empty);
         sl_event_notify_all(&ch->not_full);
         ring_selectors(ch);

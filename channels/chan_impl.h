@@ -12,6 +12,9 @@
 #include "sluice/ring.h"
 #include "sluice/spsc.h"
 
+/* Slots for counting senders in flight (a power of two). */
+#define SL_SEND_SLOTS 16
+
 struct sl_chan {
     /* Read by every operation, written only by close: one line. The two
      * eventcounts share it on purpose: in the steady state both are only read
@@ -25,6 +28,17 @@ struct sl_chan {
     sl_event not_empty; /* receivers park here */
     sl_event not_full;  /* senders park here */
     SL_ATOMIC(uint32_t) selectors; /* threads in sl_select on this channel */
+    SL_ATOMIC(uint32_t) close_done; /* close has fenced: in-flight counts are final */
+    SL_ATOMIC(uint32_t) drained;    /* a receiver established "closed and empty":
+                                       it stays so (later senders all see closed) */
+    /* Senders between their closed-check and the end of their push, so that
+     * no receiver reports SL_CLOSED while a send that saw the channel open is
+     * still landing. SL_SPSC uses slot 0 as its single sender's flag (plain
+     * stores); the others count in slots picked per thread, a line each, so
+     * senders on different threads do not share a counter line. */
+    struct {
+        SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint32_t) n;
+    } in_flight[SL_SEND_SLOTS];
     union {
         sl_spsc spsc;
         sl_mpmc mpmc;

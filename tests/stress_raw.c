@@ -1,0 +1,1250 @@
+/*
+ * tests/stress_raw.c — the raw rings (sl_mpmc_*, sl_spsc_*) without the façade.
+ *
+ *   mpmc_exactly_once  P producers try_push (or push_n) seq 0..N-1, spinning
+ *                      with sched_yield on SL_FULL; C consumers try_pop (or
+ *                      pop_n) until all arrived: every (producer, seq) exactly
+ *                      once, per-producer FIFO per consumer, len <= capacity.
+ *   mpmc_stalled       lock-freedom evidence: one producer (then one consumer)
+ *                      is stopped at an arbitrary instruction by a signal whose
+ *                      handler sleeps, while the others must keep completing
+ *                      thousands of successful pushes and pops. A ring where a
+ *                      claimed-but-unpublished slot blocks its successors (a
+ *                      Vyukov-style sequence ring) fails this.
+ *                      (The "sleeper" case: a producer that simply sleeps
+ *                      200 ms between two pushes in the middle of its run.)
+ *   mpmc_len_quiescent sl_mpmc_len with no operation in progress equals what
+ *                      a drain finds, after contended rounds with threads
+ *                      stopped inside their operations.
+ *   spsc_batches       1/1 with random mixes of try_push / push_n and try_pop
+ *                      / pop_n of random sizes: exact sequence, len <= cap
+ *                      seen from a third thread.
+ *
+ * Counters near wrap-around come from sl__mpmc_init_at / sl__spsc_init_at.
+ * SL_STRESS_SCALE, SL_STRESS_PRODUCERS / SL_STRESS_CONSUMERS and
+ * SL_STRESS_SEED as in stress_chan.c.
+ */
+#include "harness.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sluice/mpmc.h"
+#include "sluice/spsc.h"
+#include "testing.h"
+
+#define TC_TIMEOUT 120
+#define ESZ_MAX 64
+#define BATCH_MAX 32
+#define NONE UINT64_MAX
+#define GOLDEN 0x9E3779B97F4A7C15ull
+#define WATCHDOG_NS (30ull * 1000000000ull)
+#define ULL(x) ((unsigned long long)(x))
+#define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+#define W64 (UINT64_MAX - 1000)
+
+/* ---- failures seen by worker threads ------------------------------------ */
+
+static atomic_int g_failed;
+static atomic_uint g_fail_count;
+static char g_failmsg[1024];
+static uint64_t g_seed;
+static char g_test[160];
+
+static void rec_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void rec_fail(const char *fmt, ...)
+{
+    atomic_fetch_add(&g_fail_count, 1);
+    if (atomic_exchange(&g_failed, 1) != 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_failmsg, sizeof g_failmsg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "[%s] FAIL (seed %llu): %s\n", g_test, ULL(g_seed), g_failmsg);
+    fflush(stderr);
+}
+
+#define ASSERT_CLEAN()                                                                      \
+    ck_assert_msg(atomic_load(&g_failed) == 0,                                              \
+                  "%s: %s (%u failure(s) in all; seed %llu: rerun with SL_STRESS_SEED=%llu)", \
+                  g_test, g_failmsg, atomic_load(&g_fail_count), ULL(g_seed), ULL(g_seed))
+
+static char g_fmt[512];
+static const char *fmt_buf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static const char *fmt_buf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_fmt, sizeof g_fmt, fmt, ap);
+    va_end(ap);
+    return g_fmt;
+}
+
+/* Calls into Check only on failure: a passing ck_assert_msg writes a mark to
+ * the parent process, far too slow for per-message verification loops. */
+#define CHECK_MSG(cond, ...)                                                                \
+    do {                                                                                    \
+        if (!(cond))                                                                        \
+            ck_abort_msg("%s [seed %llu]: %s", g_test, ULL(g_seed), fmt_buf(__VA_ARGS__));  \
+    } while (0)
+
+static uint64_t begin_test(const char *name)
+{
+    const char *v = getenv("SL_STRESS_SEED");
+    uint64_t s = (v && *v) ? strtoull(v, NULL, 0)
+                           : (sl_test_now_ns() * GOLDEN) ^ ((uint64_t)getpid() << 17);
+    if (s == 0)
+        s = 1;
+    g_seed = s;
+    atomic_store(&g_failed, 0);
+    atomic_store(&g_fail_count, 0);
+    g_failmsg[0] = '\0';
+    snprintf(g_test, sizeof g_test, "stress_raw %s", name);
+    fprintf(stderr, "[%s] seed %llu\n", g_test, ULL(s));
+    return s;
+}
+
+static void *xaligned(size_t bytes)
+{
+    size_t rounded = (bytes + 63) & ~(size_t)63;
+    void *p = aligned_alloc(64, rounded ? rounded : 64);
+    ck_assert_ptr_nonnull(p);
+    memset(p, 0, rounded ? rounded : 64);
+    return p;
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    ck_assert_ptr_nonnull(p);
+    return p;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+static void spawn(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+    int e = pthread_create(t, NULL, fn, arg);
+    ck_assert_int_eq(e, 0);
+}
+
+typedef struct pad_counter {
+    _Alignas(64) atomic_uint_fast64_t v;
+} pad_counter;
+
+static uint64_t sum_counters(pad_counter *c, size_t n)
+{
+    uint64_t s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += atomic_load_explicit(&c[i].v, memory_order_relaxed);
+    return s;
+}
+
+typedef struct bitmap {
+    atomic_uint_fast64_t *w;
+    uint64_t nbits;
+} bitmap;
+
+static void bm_init(bitmap *b, uint64_t nbits)
+{
+    b->nbits = nbits;
+    b->w = xcalloc((size_t)((nbits + 63) / 64), sizeof *b->w);
+}
+
+static void bm_free(bitmap *b) { free(b->w); }
+
+static bool bm_set(bitmap *b, uint64_t i)
+{
+    uint64_t m = 1ull << (i & 63);
+    return (atomic_fetch_or_explicit(&b->w[i >> 6], m, memory_order_relaxed) & m) != 0;
+}
+
+static bool bm_get(bitmap *b, uint64_t i)
+{
+    return (atomic_load_explicit(&b->w[i >> 6], memory_order_relaxed) >> (i & 63)) & 1u;
+}
+
+/* ---- messages: (producer, check, seq) + a derived pad --------------------- */
+
+typedef struct msg_hdr {
+    uint32_t producer;
+    uint32_t check;
+    uint64_t seq;
+} msg_hdr;
+_Static_assert(sizeof(msg_hdr) == 16, "the message header is 16 bytes");
+
+static uint32_t msg_check(uint32_t p, uint64_t s)
+{
+    uint64_t x = (s + 1) * GOLDEN ^ ((uint64_t)p + 1) * 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 31;
+    return (uint32_t)x ^ (uint32_t)(x >> 32);
+}
+
+static unsigned char pad_byte(uint32_t check, size_t i)
+{
+    return (unsigned char)((check >> (8 * (i & 3))) ^ (uint32_t)i);
+}
+
+static void msg_make(unsigned char *b, size_t esz, uint32_t p, uint64_t s)
+{
+    msg_hdr h = {p, msg_check(p, s), s};
+    memcpy(b, &h, sizeof h);
+    for (size_t i = sizeof h; i < esz; i++)
+        b[i] = pad_byte(h.check, i);
+}
+
+static bool msg_read(const unsigned char *b, size_t esz, unsigned np, uint64_t n, uint32_t *p,
+                     uint64_t *s, const char *who)
+{
+    msg_hdr h;
+    memcpy(&h, b, sizeof h);
+    if (h.producer >= np || h.seq >= n || h.check != msg_check(h.producer, h.seq)) {
+        rec_fail("%s: corrupt message (producer %u, seq %llu, check %08x)", who, h.producer,
+                 ULL(h.seq), h.check);
+        return false;
+    }
+    for (size_t i = sizeof h; i < esz; i++) {
+        if (b[i] != pad_byte(h.check, i)) {
+            rec_fail("%s: torn message: producer %u seq %llu, byte %zu of %zu differs", who,
+                     h.producer, ULL(h.seq), i, esz);
+            return false;
+        }
+    }
+    *p = h.producer;
+    *s = h.seq;
+    return true;
+}
+
+/* ---- the watchdog --------------------------------------------------------- */
+
+typedef struct watchdog {
+    pthread_t thr;
+    atomic_bool stop;
+    uint64_t (*progress)(void *arg);
+    void (*diag)(void *arg);
+    void *arg;
+} watchdog;
+
+static bool fork_mode(void)
+{
+    const char *v = getenv("CK_FORK");
+    return !(v && strcmp(v, "no") == 0);
+}
+
+static void *watchdog_main(void *p)
+{
+    watchdog *w = p;
+    uint64_t last = w->progress(w->arg), since = sl_test_now_ns();
+    bool reported = false;
+    while (!atomic_load(&w->stop)) {
+        sleep_ns(5000000);
+        uint64_t cur = w->progress(w->arg), now = sl_test_now_ns();
+        if (cur != last) {
+            last = cur;
+            since = now;
+            reported = false;
+            continue;
+        }
+        if (!reported && now - since > WATCHDOG_NS) {
+            reported = true;
+            fprintf(stderr, "[%s] no progress for 30 s at %llu operations (seed %llu)\n", g_test,
+                    ULL(cur), ULL(g_seed));
+            if (w->diag)
+                w->diag(w->arg);
+            fflush(stderr);
+            if (fork_mode())
+                ck_abort_msg("%s: no progress for 30 s (seed %llu); state on stderr", g_test,
+                             ULL(g_seed));
+        }
+    }
+    return NULL;
+}
+
+static void watchdog_start(watchdog *w, uint64_t (*progress)(void *), void (*diag)(void *),
+                           void *arg)
+{
+    atomic_init(&w->stop, false);
+    w->progress = progress;
+    w->diag = diag;
+    w->arg = arg;
+    spawn(&w->thr, watchdog_main, w);
+}
+
+static void watchdog_stop(watchdog *w)
+{
+    atomic_store(&w->stop, true);
+    pthread_join(w->thr, NULL);
+}
+
+typedef struct worker {
+    void *run;
+    unsigned idx;
+    pthread_t thr;
+} worker;
+
+/* =========================================================================
+ * Raw MPMC: exactly once and per-producer FIFO with try_push/try_pop/batches
+ * ========================================================================= */
+
+typedef struct rm_cfg {
+    const char *name;
+    unsigned producers, consumers;
+    size_t cap, esz;
+    uint64_t msgs, floor;
+    bool batches; /* mix push_n / pop_n in */
+    bool at;
+    uint64_t start;
+} rm_cfg;
+
+typedef struct rm_run {
+    const rm_cfg *cfg;
+    sl_mpmc q;
+    unsigned np, nc;
+    uint64_t n, total;
+    size_t esz, cap;
+    uint64_t seed;
+    bitmap seen;
+    sl_test_barrier start;
+    atomic_uint_fast64_t popped;
+    pad_counter *progress;
+} rm_run;
+
+static void *rm_producer(void *arg)
+{
+    worker *w = arg;
+    rm_run *r = w->run;
+    unsigned p = w->idx;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, r->seed ^ (w->idx + 1) * GOLDEN);
+    unsigned char batch[BATCH_MAX * ESZ_MAX];
+    uint64_t s = 0;
+    sl_test_barrier_wait(&r->start);
+    while (s < r->n) {
+        if (r->cfg->batches && (sl_test_rng_next(&rng) & 1)) {
+            size_t k = 1 + (size_t)(sl_test_rng_next(&rng) % BATCH_MAX);
+            if (k > r->n - s)
+                k = (size_t)(r->n - s);
+            for (size_t i = 0; i < k; i++)
+                msg_make(batch + i * r->esz, r->esz, p, s + i);
+            size_t got = sl_mpmc_push_n(&r->q, batch, k);
+            if (got > k) {
+                rec_fail("producer %u: sl_mpmc_push_n(%zu) returned %zu", p, k, got);
+                got = k;
+            }
+            s += got;
+            if (got < k)
+                sched_yield();
+        } else {
+            msg_make(batch, r->esz, p, s);
+            sl_status st = sl_mpmc_try_push(&r->q, batch);
+            if (st == SL_OK)
+                s++;
+            else if (st == SL_FULL)
+                sched_yield();
+            else {
+                rec_fail("producer %u: sl_mpmc_try_push returned %s", p, sl_status_str(st));
+                break;
+            }
+        }
+        atomic_store_explicit(&r->progress[p].v, s, memory_order_relaxed);
+        sl_test_maybe_stall(&rng, 4096);
+    }
+    return NULL;
+}
+
+static void rm_take(rm_run *r, uint64_t *last, const unsigned char *b, const char *who)
+{
+    uint32_t p;
+    uint64_t s;
+    if (!msg_read(b, r->esz, r->np, r->n, &p, &s, who))
+        return;
+    if (last[p] != NONE && s <= last[p])
+        rec_fail("%s: per-producer FIFO broken: producer %u seq %llu after seq %llu", who, p,
+                 ULL(s), ULL(last[p]));
+    last[p] = s;
+    if (bm_set(&r->seen, (uint64_t)p * r->n + s))
+        rec_fail("%s: duplicate: producer %u seq %llu popped twice", who, p, ULL(s));
+}
+
+static void *rm_consumer(void *arg)
+{
+    worker *w = arg;
+    rm_run *r = w->run;
+    unsigned c = w->idx - r->np;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, r->seed ^ (w->idx + 1) * GOLDEN);
+    unsigned char batch[BATCH_MAX * ESZ_MAX];
+    char who[64];
+    snprintf(who, sizeof who, "consumer %u", c);
+    uint64_t *last = xcalloc(r->np, sizeof *last);
+    for (unsigned p = 0; p < r->np; p++)
+        last[p] = NONE;
+    uint64_t got = 0;
+    sl_test_barrier_wait(&r->start);
+    while (atomic_load_explicit(&r->popped, memory_order_relaxed) < r->total) {
+        size_t n = 0;
+        if (r->cfg->batches && (sl_test_rng_next(&rng) & 1)) {
+            size_t k = 1 + (size_t)(sl_test_rng_next(&rng) % BATCH_MAX);
+            n = sl_mpmc_pop_n(&r->q, batch, k);
+            if (n > k) {
+                rec_fail("%s: sl_mpmc_pop_n(%zu) returned %zu", who, k, n);
+                n = k;
+            }
+        } else {
+            sl_status st = sl_mpmc_try_pop(&r->q, batch);
+            if (st == SL_OK)
+                n = 1;
+            else if (st != SL_EMPTY)
+                rec_fail("%s: sl_mpmc_try_pop returned %s", who, sl_status_str(st));
+        }
+        if (n == 0) {
+            sched_yield();
+            continue;
+        }
+        for (size_t i = 0; i < n; i++)
+            rm_take(r, last, batch + i * r->esz, who);
+        got += n;
+        atomic_fetch_add_explicit(&r->popped, n, memory_order_relaxed);
+        atomic_store_explicit(&r->progress[w->idx].v, got, memory_order_relaxed);
+        if ((got & 255) < n) {
+            size_t len = sl_mpmc_len(&r->q);
+            if (len > r->cap)
+                rec_fail("sl_mpmc_len = %zu above the capacity %zu", len, r->cap);
+        }
+        sl_test_maybe_stall(&rng, 4096);
+    }
+    free(last);
+    return NULL;
+}
+
+static uint64_t rm_progress(void *arg)
+{
+    rm_run *r = arg;
+    return sum_counters(r->progress, r->np + r->nc);
+}
+
+static void rm_diag(void *arg)
+{
+    rm_run *r = arg;
+    fprintf(stderr, "  raw mpmc %u/%u cap %zu: len %zu, popped %llu of %llu\n", r->np, r->nc,
+            r->cap, sl_mpmc_len(&r->q), ULL(atomic_load(&r->popped)), ULL(r->total));
+    for (unsigned i = 0; i < r->np + r->nc; i++)
+        fprintf(stderr, "  %s %u: %llu\n", i < r->np ? "producer" : "consumer",
+                i < r->np ? i : i - r->np,
+                ULL(atomic_load_explicit(&r->progress[i].v, memory_order_relaxed)));
+}
+
+static void rm_execute(const rm_cfg *cfg)
+{
+    char name[160];
+    snprintf(name, sizeof name, "mpmc_exactly_once[%s]", cfg->name);
+    rm_run *r = xaligned(sizeof *r);
+    r->cfg = cfg;
+    r->seed = begin_test(name);
+    r->np = sl_test_env_uint("SL_STRESS_PRODUCERS", cfg->producers);
+    r->nc = sl_test_env_uint("SL_STRESS_CONSUMERS", cfg->consumers);
+    uint64_t total = sl_test_scaled(cfg->msgs, cfg->floor);
+    r->n = total / r->np ? total / r->np : 1;
+    r->total = r->n * r->np;
+    r->esz = cfg->esz;
+    r->cap = cfg->cap;
+    bm_init(&r->seen, r->total);
+    sl_test_barrier_init(&r->start, r->np + r->nc);
+    atomic_init(&r->popped, 0);
+    r->progress = xaligned((r->np + r->nc) * sizeof *r->progress);
+    sl_status st = cfg->at ? sl__mpmc_init_at(&r->q, cfg->esz, cfg->cap, cfg->start)
+                           : sl_mpmc_init(&r->q, cfg->esz, cfg->cap);
+    CHECK_MSG(st == SL_OK, "init returned %s", sl_status_str(st));
+    CHECK_MSG(sl_mpmc_cap(&r->q) == cfg->cap, "cap %zu, asked %zu", sl_mpmc_cap(&r->q), cfg->cap);
+
+    worker *w = xcalloc(r->np + r->nc, sizeof *w);
+    watchdog wd;
+    watchdog_start(&wd, rm_progress, rm_diag, r);
+    uint64_t t0 = sl_test_now_ns();
+    for (unsigned i = 0; i < r->np + r->nc; i++) {
+        w[i].run = r;
+        w[i].idx = i;
+        spawn(&w[i].thr, i < r->np ? rm_producer : rm_consumer, &w[i]);
+    }
+    for (unsigned i = 0; i < r->np + r->nc; i++)
+        pthread_join(w[i].thr, NULL);
+    uint64_t t1 = sl_test_now_ns();
+    watchdog_stop(&wd);
+    ASSERT_CLEAN();
+    CHECK_MSG(atomic_load(&r->popped) == r->total, "popped %llu of %llu",
+              ULL(atomic_load(&r->popped)), ULL(r->total));
+    for (uint64_t i = 0; i < r->total; i++)
+        CHECK_MSG(bm_get(&r->seen, i), "lost: producer %llu seq %llu", ULL(i / r->n),
+                  ULL(i % r->n));
+    CHECK_MSG(sl_mpmc_len(&r->q) == 0, "len %zu after everything was popped",
+              sl_mpmc_len(&r->q));
+    unsigned char buf[ESZ_MAX];
+    CHECK_MSG(sl_mpmc_try_pop(&r->q, buf) == SL_EMPTY, "a pop after the end found a message");
+    /* Quiescent: exactly the capacity fits again, not one more. */
+    for (size_t i = 0; i < r->cap; i++) {
+        msg_make(buf, r->esz, 0, i);
+        CHECK_MSG(sl_mpmc_try_push(&r->q, buf) == SL_OK, "refill: push %zu of %zu failed", i,
+                  r->cap);
+    }
+    CHECK_MSG(sl_mpmc_try_push(&r->q, buf) == SL_FULL, "refill: push beyond the capacity %zu",
+              r->cap);
+    CHECK_MSG(sl_mpmc_len(&r->q) == r->cap, "refill: len %zu, cap %zu", sl_mpmc_len(&r->q),
+              r->cap);
+    sl_mpmc_destroy(&r->q);
+    fprintf(stderr, "[%s] %u/%u, %llu messages in %.3f s\n", g_test, r->np, r->nc,
+            ULL(r->total), (double)(t1 - t0) / 1e9);
+    sl_test_barrier_destroy(&r->start);
+    bm_free(&r->seen);
+    free(r->progress);
+    free(w);
+    free(r);
+}
+
+static const rm_cfg rm_cfgs[] = {
+    {"4/4 cap 64", 4, 4, 64, 16, 2000000, 50000, false, false, 0},
+    {"4/4 cap 3 40B", 4, 4, 3, 40, 600000, 20000, false, false, 0},
+    {"8/8 cap 8", 8, 8, 8, 16, 1000000, 40000, false, false, 0},
+    {"8/8 cap 1 64B", 8, 8, 1, 64, 300000, 10000, false, false, 0},
+    {"2/2 cap 2", 2, 2, 2, 16, 600000, 20000, false, false, 0},
+    {"4/4 cap 16 batches", 4, 4, 16, 16, 1000000, 40000, true, false, 0},
+    {"8/8 cap 64 64B batches", 8, 8, 64, 64, 1000000, 40000, true, false, 0},
+    {"4/4 cap 7 @2^64-1000", 4, 4, 7, 16, 600000, 20000, false, true, W64},
+    {"8/8 cap 1024 @2^64-1000 batches", 8, 8, 1024, 16, 1000000, 40000, true, true, W64},
+    {"2/2 cap 1 @2^64-100", 2, 2, 1, 16, 200000, 10000, false, true, UINT64_MAX - 100},
+    {"3/3 cap 5 @2^32-300", 3, 3, 5, 16, 300000, 10000, true, true, (uint64_t)UINT32_MAX - 300},
+};
+
+START_TEST(mpmc_exactly_once) { rm_execute(&rm_cfgs[_i]); }
+END_TEST
+
+/* =========================================================================
+ * Raw MPMC: a thread stopped anywhere must not stop the others
+ * ========================================================================= */
+
+/* The victim's signal handler parks it until the controller releases it. */
+static atomic_int g_in_stall;
+static atomic_int g_release;
+
+static void stall_handler(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    atomic_store(&g_in_stall, 1);
+    while (!atomic_load(&g_release)) {
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+    }
+    atomic_store(&g_in_stall, 0);
+    errno = saved;
+}
+
+typedef struct st_run {
+    sl_mpmc q;
+    unsigned np, nc;
+    size_t esz, cap;
+    uint64_t seed;
+    sl_test_barrier start;
+    atomic_bool stop, producers_done;
+    atomic_int sleeper; /* mpmc_sleeper: index of the producer that naps, or -1 */
+    atomic_uint_fast64_t sleep_at;
+    pad_counter *ops;   /* successful operations per thread */
+    uint64_t *pushed;   /* [np] */
+    /* [nc][np] per consumer: count, sum of seqs, sum of squares (mod 2^64) */
+    uint64_t *cnt, *sum, *sq;
+} st_run;
+
+static void *st_producer(void *arg)
+{
+    worker *w = arg;
+    st_run *r = w->run;
+    unsigned p = w->idx;
+    unsigned char buf[ESZ_MAX];
+    uint64_t s = 0;
+    bool napped = false;
+    sl_test_barrier_wait(&r->start);
+    while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
+        if (!napped && atomic_load(&r->sleeper) == (int)p &&
+            s >= atomic_load(&r->sleep_at)) {
+            napped = true;
+            sleep_ns(200000000); /* a stall between two operations */
+        }
+        msg_make(buf, r->esz, p, s);
+        sl_status st = sl_mpmc_try_push(&r->q, buf);
+        if (st == SL_OK) {
+            s++;
+            atomic_store_explicit(&r->ops[w->idx].v, s, memory_order_relaxed);
+        } else if (st == SL_FULL) {
+            sched_yield();
+        } else {
+            rec_fail("producer %u: sl_mpmc_try_push returned %s", p, sl_status_str(st));
+            break;
+        }
+    }
+    r->pushed[p] = s;
+    return NULL;
+}
+
+static void *st_consumer(void *arg)
+{
+    worker *w = arg;
+    st_run *r = w->run;
+    unsigned c = w->idx - r->np;
+    unsigned char buf[ESZ_MAX];
+    char who[64];
+    snprintf(who, sizeof who, "consumer %u", c);
+    uint64_t *last = xcalloc(r->np, sizeof *last);
+    for (unsigned p = 0; p < r->np; p++)
+        last[p] = NONE;
+    uint64_t got = 0;
+    sl_test_barrier_wait(&r->start);
+    for (;;) {
+        /* Once no producer runs, EMPTY means drained for good. */
+        bool producers_done = atomic_load(&r->producers_done);
+        sl_status st = sl_mpmc_try_pop(&r->q, buf);
+        if (st == SL_EMPTY) {
+            if (producers_done)
+                break;
+            sched_yield();
+            continue;
+        }
+        if (st != SL_OK) {
+            rec_fail("%s: sl_mpmc_try_pop returned %s", who, sl_status_str(st));
+            break;
+        }
+        uint32_t p;
+        uint64_t s;
+        if (!msg_read(buf, r->esz, r->np, NONE, &p, &s, who))
+            continue;
+        if (last[p] != NONE && s <= last[p])
+            rec_fail("%s: per-producer FIFO broken: producer %u seq %llu after seq %llu", who,
+                     p, ULL(s), ULL(last[p]));
+        last[p] = s;
+        size_t k = (size_t)c * r->np + p;
+        r->cnt[k]++;
+        r->sum[k] += s;
+        r->sq[k] += s * s;
+        got++;
+        atomic_store_explicit(&r->ops[w->idx].v, got, memory_order_relaxed);
+    }
+    free(last);
+    return NULL;
+}
+
+static uint64_t st_progress(void *arg)
+{
+    st_run *r = arg;
+    return sum_counters(r->ops, r->np + r->nc);
+}
+
+/* Successful operations by every thread but `skip`, producers or consumers. */
+static uint64_t st_ops(st_run *r, bool producers, unsigned skip)
+{
+    uint64_t s = 0;
+    unsigned lo = producers ? 0 : r->np, hi = producers ? r->np : r->np + r->nc;
+    for (unsigned i = lo; i < hi; i++)
+        if (i != skip)
+            s += atomic_load_explicit(&r->ops[i].v, memory_order_relaxed);
+    return s;
+}
+
+/* The books: for each producer, the consumers together saw 0 .. pushed-1. */
+static void st_verify(st_run *r)
+{
+    for (unsigned p = 0; p < r->np; p++) {
+        uint64_t cnt = 0, sum = 0, sq = 0, n = r->pushed[p];
+        for (unsigned c = 0; c < r->nc; c++) {
+            size_t k = (size_t)c * r->np + p;
+            cnt += r->cnt[k];
+            sum += r->sum[k];
+            sq += r->sq[k];
+        }
+        /* The sum of 0..n-1 and of their squares, mod 2^64. */
+        uint64_t want_sum = 0, want_sq = 0;
+        for (uint64_t s = 0; s < n; s++) {
+            want_sum += s;
+            want_sq += s * s;
+        }
+        CHECK_MSG(cnt == n, "producer %u pushed %llu, consumers popped %llu", p, ULL(n), ULL(cnt));
+        CHECK_MSG(sum == want_sum && sq == want_sq,
+                  "producer %u: the popped seqs are not exactly 0..%llu (a duplicate and a loss)",
+                  p, ULL(n - 1));
+    }
+}
+
+typedef struct st_cfg {
+    const char *name;
+    unsigned producers, consumers;
+    size_t cap, esz;
+    bool signals; /* true: stop a thread at an arbitrary point; false: a napping producer */
+    bool at;
+    uint64_t start;
+} st_cfg;
+
+static const st_cfg st_cfgs[] = {
+    {"signals 4/4 cap 64", 4, 4, 64, 16, true, false, 0},
+    {"signals 3/3 cap 8 @2^64-1000", 3, 3, 8, 16, true, true, W64},
+    {"sleeper 4/4 cap 64", 4, 4, 64, 16, false, false, 0},
+};
+
+static void st_execute(const st_cfg *cfg)
+{
+    char name[160];
+    snprintf(name, sizeof name, "mpmc_stalled[%s]", cfg->name);
+    st_run *r = xaligned(sizeof *r);
+    r->seed = begin_test(name);
+    r->np = sl_test_env_uint("SL_STRESS_PRODUCERS", cfg->producers);
+    r->nc = sl_test_env_uint("SL_STRESS_CONSUMERS", cfg->consumers);
+    if (r->np < 2)
+        r->np = 2;
+    if (r->nc < 2)
+        r->nc = 2;
+    r->esz = cfg->esz;
+    r->cap = cfg->cap;
+    sl_test_barrier_init(&r->start, r->np + r->nc + 1);
+    atomic_init(&r->stop, false);
+    atomic_init(&r->producers_done, false);
+    atomic_init(&r->sleeper, -1);
+    atomic_init(&r->sleep_at, NONE);
+    r->ops = xaligned((r->np + r->nc) * sizeof *r->ops);
+    r->pushed = xcalloc(r->np, sizeof(uint64_t));
+    r->cnt = xcalloc((size_t)r->nc * r->np, sizeof(uint64_t));
+    r->sum = xcalloc((size_t)r->nc * r->np, sizeof(uint64_t));
+    r->sq = xcalloc((size_t)r->nc * r->np, sizeof(uint64_t));
+    sl_status st = cfg->at ? sl__mpmc_init_at(&r->q, cfg->esz, cfg->cap, cfg->start)
+                           : sl_mpmc_init(&r->q, cfg->esz, cfg->cap);
+    CHECK_MSG(st == SL_OK, "init returned %s", sl_status_str(st));
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = stall_handler;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+    atomic_store(&g_in_stall, 0);
+    atomic_store(&g_release, 1);
+
+    worker *w = xcalloc(r->np + r->nc, sizeof *w);
+    watchdog wd;
+    watchdog_start(&wd, st_progress, NULL, r);
+    for (unsigned i = 0; i < r->np + r->nc; i++) {
+        w[i].run = r;
+        w[i].idx = i;
+        spawn(&w[i].thr, i < r->np ? st_producer : st_consumer, &w[i]);
+    }
+    sl_test_barrier_wait(&r->start);
+    sleep_ns(20000000);
+
+    /* During each stall, the others must complete this many successful pushes
+     * and as many pops; a held slot in a Vyukov ring stops them within about a
+     * capacity's worth. */
+    const uint64_t need = 2000 > 20 * r->cap ? 2000 : 20 * r->cap;
+    const uint64_t min_window = 50000000, max_window = 3000000000ull;
+    unsigned stalls = (unsigned)sl_test_scaled(12, 4), delivered = 0;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, r->seed);
+    for (unsigned k = 0; k < (cfg->signals ? stalls : 1); k++) {
+        unsigned victim = (k & 1) ? r->np : 0; /* producer 0, then consumer 0 */
+        const char *vname = victim < r->np ? "producer 0" : "consumer 0";
+        uint64_t p0, c0, t0;
+        if (cfg->signals) {
+            sleep_ns(1000000 + sl_test_rng_next(&rng) % 10000000);
+            atomic_store(&g_release, 0);
+            pthread_kill(w[victim].thr, SIGUSR1);
+            uint64_t ts = sl_test_now_ns();
+            while (!atomic_load(&g_in_stall) && sl_test_now_ns() - ts < 2000000000ull)
+                sleep_ns(50000);
+            if (!atomic_load(&g_in_stall)) {
+                /* Not delivered in time (some sanitizers defer signals): skip. */
+                atomic_store(&g_release, 1);
+                continue;
+            }
+            delivered++;
+        } else {
+            victim = 0;
+            vname = "producer 0 (sleeping 200 ms)";
+            atomic_store(&r->sleep_at, atomic_load(&r->ops[0].v) + 100);
+            atomic_store(&r->sleeper, 0);
+            /* Wait until it naps: its count stops moving. */
+            uint64_t prev = NONE, ts = sl_test_now_ns();
+            while (sl_test_now_ns() - ts < 2000000000ull) {
+                uint64_t now_ops = atomic_load(&r->ops[0].v);
+                if (now_ops == prev && now_ops >= atomic_load(&r->sleep_at))
+                    break;
+                prev = now_ops;
+                sleep_ns(2000000);
+            }
+        }
+        p0 = st_ops(r, true, victim);
+        c0 = st_ops(r, false, victim);
+        t0 = sl_test_now_ns();
+        uint64_t dp = 0, dc = 0, el = 0;
+        uint64_t window_max = cfg->signals ? max_window : 190000000;
+        do {
+            sleep_ns(1000000);
+            dp = st_ops(r, true, victim) - p0;
+            dc = st_ops(r, false, victim) - c0;
+            el = sl_test_now_ns() - t0;
+        } while (el < window_max && (el < min_window || dp < need || dc < need));
+        uint64_t victim_ops = atomic_load(&r->ops[victim].v);
+        if (cfg->signals) {
+            atomic_store(&g_release, 1);
+            while (atomic_load(&g_in_stall))
+                sleep_ns(50000);
+        }
+        fprintf(stderr, "[%s] stall %u of %s: others did %llu pushes, %llu pops in %.0f ms\n",
+                g_test, k, vname, ULL(dp), ULL(dc), (double)el / 1e6);
+        if (dp < need || dc < need) {
+            atomic_store(&r->stop, true);
+            rec_fail("while %s was stalled (at an arbitrary instruction: victim count %llu), the "
+                     "other threads completed only %llu successful pushes and %llu pops in %.0f "
+                     "ms (need %llu each): one stalled thread blocks the rest",
+                     vname, ULL(victim_ops), ULL(dp), ULL(dc), (double)el / 1e6, ULL(need));
+            break;
+        }
+    }
+    sleep_ns(10000000);
+    atomic_store(&r->stop, true);
+    for (unsigned i = 0; i < r->np; i++)
+        pthread_join(w[i].thr, NULL);
+    atomic_store(&r->producers_done, true);
+    for (unsigned i = r->np; i < r->np + r->nc; i++)
+        pthread_join(w[i].thr, NULL);
+    watchdog_stop(&wd);
+    signal(SIGUSR1, SIG_DFL);
+    if (cfg->signals) {
+        fprintf(stderr, "[%s] %u of %u stall signals delivered\n", g_test, delivered, stalls);
+        CHECK_MSG(delivered > 0, "no stall signal was delivered");
+    }
+    ASSERT_CLEAN();
+    st_verify(r);
+    CHECK_MSG(sl_mpmc_len(&r->q) == 0, "len %zu after the drain", sl_mpmc_len(&r->q));
+    sl_mpmc_destroy(&r->q);
+    sl_test_barrier_destroy(&r->start);
+    free(r->ops);
+    free(r->pushed);
+    free(r->cnt);
+    free(r->sum);
+    free(r->sq);
+    free(w);
+    free(r);
+}
+
+START_TEST(mpmc_stalled) { st_execute(&st_cfgs[_i]); }
+END_TEST
+
+/* =========================================================================
+ * Raw MPMC: len when nothing runs
+ *
+ * sl_mpmc_len promises an exact count when no operation is in progress. Many
+ * short rounds of contended try_push / try_pop attempts (a preemptor stops
+ * threads inside their operations, so rings wrap past a stalled one and
+ * positions get skipped), then a barrier; with everyone parked at the
+ * barrier, len must equal what a drain finds, and pushed - popped too.
+ * ========================================================================= */
+
+static _Thread_local uint64_t t_preempt_rng;
+static atomic_uint_fast64_t g_preempt_hits;
+
+static void preempt_handler(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    uint64_t x = t_preempt_rng ? t_preempt_rng : ((uint64_t)(uintptr_t)&x | 1u);
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    t_preempt_rng = x;
+    atomic_fetch_add_explicit(&g_preempt_hits, 1, memory_order_relaxed);
+    struct timespec ts = {0, (long)(5000 + (x >> 8) % 200000)};
+    nanosleep(&ts, NULL);
+    errno = saved;
+}
+
+typedef struct lq_run {
+    sl_mpmc q;
+    unsigned np, nc, rounds;
+    sl_test_barrier go, done;
+    atomic_bool stop_preempt, round_stop;
+    atomic_uint finished;
+    atomic_uint_fast64_t pushed, popped, round;
+    pthread_t *targets;
+    unsigned ntargets;
+    uint64_t seed;
+} lq_run;
+
+typedef struct lq_arg {
+    lq_run *r;
+    unsigned idx;
+} lq_arg;
+
+static void *lq_worker(void *arg)
+{
+    lq_arg *a = arg;
+    lq_run *r = a->r;
+    bool producer = a->idx < r->np;
+    uint64_t v[2] = {a->idx, 0};
+    for (unsigned round = 0; round < r->rounds; round++) {
+        sl_test_barrier_wait(&r->go);
+        while (!atomic_load_explicit(&r->round_stop, memory_order_relaxed)) {
+            if (producer) {
+                if (sl_mpmc_try_push(&r->q, v) == SL_OK)
+                    atomic_fetch_add_explicit(&r->pushed, 1, memory_order_relaxed);
+            } else if (sl_mpmc_try_pop(&r->q, v) == SL_OK) {
+                atomic_fetch_add_explicit(&r->popped, 1, memory_order_relaxed);
+            }
+        }
+        sl_test_barrier_wait(&r->done);
+    }
+    atomic_fetch_add(&r->finished, 1);
+    return NULL;
+}
+
+static void *lq_preemptor(void *arg)
+{
+    lq_run *r = arg;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, r->seed ^ 0x9EE3Bull);
+    while (!atomic_load(&r->stop_preempt)) {
+        sleep_ns(10000 + sl_test_rng_next(&rng) % 100000);
+        pthread_kill(r->targets[sl_test_rng_next(&rng) % r->ntargets], SIGUSR2);
+    }
+    return NULL;
+}
+
+static uint64_t lq_progress(void *arg)
+{
+    lq_run *r = arg;
+    return atomic_load(&r->round);
+}
+
+START_TEST(mpmc_len_quiescent)
+{
+    static const size_t caps[] = {7, 64};
+    size_t cap = caps[_i];
+    char name[64];
+    snprintf(name, sizeof name, "mpmc_len_quiescent[3/5 cap %zu]", cap);
+    lq_run *r = xaligned(sizeof *r);
+    r->seed = begin_test(name);
+    r->np = 3;
+    r->nc = 5;
+    r->rounds = (unsigned)sl_test_scaled(250, 60);
+    CHECK_MSG(sl_mpmc_init(&r->q, 16, cap) == SL_OK, "init");
+    sl_test_barrier_init(&r->go, r->np + r->nc + 1);
+    sl_test_barrier_init(&r->done, r->np + r->nc + 1);
+    atomic_init(&r->stop_preempt, false);
+    atomic_init(&r->round_stop, false);
+    atomic_init(&r->finished, 0);
+    atomic_init(&r->pushed, 0);
+    atomic_init(&r->popped, 0);
+    atomic_init(&r->round, 0);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = preempt_handler;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    ck_assert_int_eq(sigaction(SIGUSR2, &sa, NULL), 0);
+    unsigned n = r->np + r->nc;
+    pthread_t *t = xcalloc(n, sizeof *t), pre;
+    lq_arg *a = xcalloc(n, sizeof *a);
+    for (unsigned i = 0; i < n; i++) {
+        a[i].r = r;
+        a[i].idx = i;
+        spawn(&t[i], lq_worker, &a[i]);
+    }
+    r->targets = t;
+    r->ntargets = n;
+    spawn(&pre, lq_preemptor, r);
+    watchdog wd;
+    watchdog_start(&wd, lq_progress, NULL, r);
+    unsigned bad = 0, first_round = 0;
+    size_t first_len = 0;
+    uint64_t first_inside = 0;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, r->seed);
+    for (unsigned round = 0; round < r->rounds; round++) {
+        atomic_store(&r->round_stop, false);
+        sl_test_barrier_wait(&r->go);
+        sleep_ns(100000 + sl_test_rng_next(&rng) % 1000000);
+        atomic_store(&r->round_stop, true);
+        sl_test_barrier_wait(&r->done);
+        /* Every worker is at the barrier: no operation is in progress. */
+        size_t len = sl_mpmc_len(&r->q);
+        uint64_t v[2], drained = 0;
+        while (sl_mpmc_try_pop(&r->q, v) == SL_OK)
+            drained++;
+        atomic_fetch_add(&r->popped, drained);
+        uint64_t pushed = atomic_load(&r->pushed), popped = atomic_load(&r->popped);
+        CHECK_MSG(pushed == popped,
+                  "round %u: pushed %llu, popped %llu after a drain (lost or duplicated)",
+                  round, ULL(pushed), ULL(popped));
+        /* sl_mpmc_len at rest is an upper bound that is 0 exactly when the
+         * queue is empty (sluice/mpmc.h): positions an enqueuer skipped are
+         * counted until consumers pass them. */
+        if ((len < drained || (len == 0) != (drained == 0)) && bad++ == 0) {
+            first_round = round;
+            first_len = len;
+            first_inside = drained;
+        }
+        CHECK_MSG(sl_mpmc_len(&r->q) == 0, "round %u: len %zu after a drain", round,
+                  sl_mpmc_len(&r->q));
+        atomic_store(&r->round, round + 1);
+    }
+    while (atomic_load(&r->finished) < n)
+        sleep_ns(100000);
+    atomic_store(&r->stop_preempt, true);
+    pthread_join(pre, NULL);
+    for (unsigned i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
+    watchdog_stop(&wd);
+    signal(SIGUSR2, SIG_DFL);
+    fprintf(stderr, "[%s] %u rounds, %llu preemptions, len wrong in %u\n", g_test, r->rounds,
+            ULL(atomic_load(&g_preempt_hits)), bad);
+    CHECK_MSG(bad == 0,
+              "sl_mpmc_len was not exact with no operation in progress in %u of %u rounds; "
+              "first: round %u, len %zu, but %llu messages inside (capacity %zu)",
+              bad, r->rounds, first_round, first_len, ULL(first_inside), cap);
+    sl_mpmc_destroy(&r->q);
+    sl_test_barrier_destroy(&r->go);
+    sl_test_barrier_destroy(&r->done);
+    free(t);
+    free(a);
+    free(r);
+}
+END_TEST
+
+/* =========================================================================
+ * Raw SPSC: batches of random sizes, exact sequence, len from a third thread
+ * ========================================================================= */
+
+typedef struct rs_cfg {
+    const char *name;
+    size_t cap, esz;
+    uint64_t msgs, floor;
+    bool at;
+    uint64_t start;
+} rs_cfg;
+
+typedef struct rs_run {
+    const rs_cfg *cfg;
+    sl_spsc q;
+    uint64_t n;
+    size_t esz, cap, bmax;
+    uint64_t seed;
+    sl_test_barrier start;
+    atomic_bool done;
+    pad_counter *progress; /* 2 */
+} rs_run;
+
+static void *rs_producer(void *arg)
+{
+    rs_run *r = arg;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, r->seed ^ GOLDEN);
+    unsigned char *batch = xcalloc(r->bmax, r->esz);
+    uint64_t s = 0;
+    sl_test_barrier_wait(&r->start);
+    while (s < r->n) {
+        size_t got;
+        if (sl_test_rng_next(&rng) % 3 == 0) {
+            msg_make(batch, r->esz, 0, s);
+            got = sl_spsc_try_push(&r->q, batch) == SL_OK;
+        } else {
+            size_t k = 1 + (size_t)(sl_test_rng_next(&rng) % r->bmax);
+            if (k > r->n - s)
+                k = (size_t)(r->n - s);
+            for (size_t i = 0; i < k; i++)
+                msg_make(batch + i * r->esz, r->esz, 0, s + i);
+            got = sl_spsc_push_n(&r->q, batch, k);
+            if (got > k) {
+                rec_fail("producer: sl_spsc_push_n(%zu) returned %zu", k, got);
+                got = k;
+            }
+        }
+        s += got;
+        atomic_store_explicit(&r->progress[0].v, s, memory_order_relaxed);
+        if (got == 0)
+            sched_yield();
+        sl_test_maybe_stall(&rng, 4096);
+    }
+    free(batch);
+    return NULL;
+}
+
+static void *rs_consumer(void *arg)
+{
+    rs_run *r = arg;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, r->seed ^ (2 * GOLDEN));
+    unsigned char *batch = xcalloc(r->bmax, r->esz);
+    uint64_t expect = 0;
+    sl_test_barrier_wait(&r->start);
+    while (expect < r->n) {
+        size_t got;
+        if (sl_test_rng_next(&rng) % 3 == 0) {
+            got = sl_spsc_try_pop(&r->q, batch) == SL_OK;
+        } else {
+            size_t k = 1 + (size_t)(sl_test_rng_next(&rng) % r->bmax);
+            got = sl_spsc_pop_n(&r->q, batch, k);
+            if (got > k) {
+                rec_fail("consumer: sl_spsc_pop_n(%zu) returned %zu", k, got);
+                got = k;
+            }
+        }
+        for (size_t i = 0; i < got; i++) {
+            uint32_t p;
+            uint64_t s;
+            if (!msg_read(batch + i * r->esz, r->esz, 1, r->n, &p, &s, "consumer"))
+                continue;
+            if (s != expect)
+                rec_fail("consumer: expected seq %llu, got %llu (FIFO broken, lost or "
+                         "duplicated)",
+                         ULL(expect), ULL(s));
+            expect = s + 1;
+        }
+        atomic_store_explicit(&r->progress[1].v, expect, memory_order_relaxed);
+        if (got == 0)
+            sched_yield();
+        sl_test_maybe_stall(&rng, 4096);
+    }
+    free(batch);
+    atomic_store(&r->done, true);
+    return NULL;
+}
+
+static void *rs_observer(void *arg)
+{
+    rs_run *r = arg;
+    uint64_t looks = 0;
+    sl_test_barrier_wait(&r->start);
+    while (!atomic_load(&r->done)) {
+        size_t len = sl_spsc_len(&r->q);
+        if (len > r->cap)
+            rec_fail("observer: sl_spsc_len = %zu above the capacity %zu", len, r->cap);
+        if (sl_spsc_cap(&r->q) != r->cap)
+            rec_fail("observer: sl_spsc_cap changed");
+        if ((++looks & 63) == 0)
+            sched_yield();
+    }
+    return NULL;
+}
+
+static uint64_t rs_progress(void *arg)
+{
+    rs_run *r = arg;
+    return sum_counters(r->progress, 2);
+}
+
+static void rs_execute(const rs_cfg *cfg)
+{
+    char name[160];
+    snprintf(name, sizeof name, "spsc_batches[%s]", cfg->name);
+    rs_run *r = xaligned(sizeof *r);
+    r->cfg = cfg;
+    r->seed = begin_test(name);
+    r->n = sl_test_scaled(cfg->msgs, cfg->floor);
+    r->esz = cfg->esz;
+    r->cap = cfg->cap;
+    r->bmax = cfg->cap * 2 + 3 < 64 ? cfg->cap * 2 + 3 : 64;
+    sl_test_barrier_init(&r->start, 3);
+    atomic_init(&r->done, false);
+    r->progress = xaligned(2 * sizeof *r->progress);
+    sl_status st = cfg->at ? sl__spsc_init_at(&r->q, cfg->esz, cfg->cap, cfg->start)
+                           : sl_spsc_init(&r->q, cfg->esz, cfg->cap);
+    CHECK_MSG(st == SL_OK, "init returned %s", sl_status_str(st));
+    CHECK_MSG(sl_spsc_cap(&r->q) == cfg->cap, "cap %zu, asked %zu", sl_spsc_cap(&r->q), cfg->cap);
+    pthread_t t[3];
+    watchdog wd;
+    watchdog_start(&wd, rs_progress, NULL, r);
+    uint64_t t0 = sl_test_now_ns();
+    spawn(&t[0], rs_producer, r);
+    spawn(&t[1], rs_consumer, r);
+    spawn(&t[2], rs_observer, r);
+    for (int i = 0; i < 3; i++)
+        pthread_join(t[i], NULL);
+    uint64_t t1 = sl_test_now_ns();
+    watchdog_stop(&wd);
+    ASSERT_CLEAN();
+    CHECK_MSG(sl_spsc_len(&r->q) == 0, "len %zu at the end", sl_spsc_len(&r->q));
+    /* Quiescent: exactly the capacity fits, in one batch. */
+    unsigned char *all = xcalloc(cfg->cap + 1, cfg->esz);
+    for (size_t i = 0; i <= cfg->cap; i++)
+        msg_make(all + i * cfg->esz, cfg->esz, 0, i);
+    size_t in = sl_spsc_push_n(&r->q, all, cfg->cap + 1);
+    CHECK_MSG(in == cfg->cap, "push_n(cap + 1) into an empty ring took %zu, cap %zu", in,
+              cfg->cap);
+    CHECK_MSG(sl_spsc_len(&r->q) == cfg->cap, "len %zu when full, cap %zu", sl_spsc_len(&r->q),
+              cfg->cap);
+    memset(all, 0, (cfg->cap + 1) * cfg->esz);
+    size_t out = sl_spsc_pop_n(&r->q, all, cfg->cap + 1);
+    CHECK_MSG(out == cfg->cap, "pop_n took %zu, cap %zu", out, cfg->cap);
+    for (size_t i = 0; i < out; i++) {
+        msg_hdr h;
+        memcpy(&h, all + i * cfg->esz, sizeof h);
+        CHECK_MSG(h.seq == i && h.check == msg_check(0, i), "refill: slot %zu holds seq %llu", i,
+                  ULL(h.seq));
+    }
+    free(all);
+    sl_spsc_destroy(&r->q);
+    fprintf(stderr, "[%s] %llu messages in %.3f s\n", g_test, ULL(r->n),
+            (double)(t1 - t0) / 1e9);
+    sl_test_barrier_destroy(&r->start);
+    free(r->progress);
+    free(r);
+}
+
+static const rs_cfg rs_cfgs[] = {
+    {"cap 1", 1, 16, 500000, 20000, false, 0},
+    {"cap 2 64B", 2, 64, 1000000, 20000, false, 0},
+    {"cap 3 40B", 3, 40, 1000000, 20000, false, 0},
+    {"cap 1000", 1000, 16, 4000000, 100000, false, 0},
+    {"cap 3 @2^64-1000", 3, 16, 1000000, 20000, true, W64},
+    {"cap 1000 @2^64-1000", 1000, 64, 2000000, 50000, true, W64},
+    {"cap 1 @2^64-1", 1, 16, 300000, 10000, true, UINT64_MAX - 1},
+};
+
+START_TEST(spsc_batches) { rs_execute(&rs_cfgs[_i]); }
+END_TEST
+
+static Suite *stress_raw_suite(void)
+{
+    Suite *s = suite_create("stress_raw");
+    TCase *tc;
+
+    tc = tcase_create("mpmc_exactly_once");
+    tcase_set_timeout(tc, TC_TIMEOUT);
+    tcase_add_loop_test(tc, mpmc_exactly_once, 0, N_OF(rm_cfgs));
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("mpmc_stalled");
+    tcase_set_timeout(tc, TC_TIMEOUT);
+    tcase_add_loop_test(tc, mpmc_stalled, 0, N_OF(st_cfgs));
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("mpmc_len_quiescent");
+    tcase_set_timeout(tc, TC_TIMEOUT);
+    tcase_add_loop_test(tc, mpmc_len_quiescent, 0, 2);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("spsc_batches");
+    tcase_set_timeout(tc, TC_TIMEOUT);
+    tcase_add_loop_test(tc, spsc_batches, 0, N_OF(rs_cfgs));
+    suite_add_tcase(s, tc);
+
+    return s;
+}
+
+int main(void) { return sl_test_run(stress_raw_suite()); }

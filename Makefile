@@ -11,7 +11,9 @@ BENCH_DEPS = libck-dev libboost-dev libtbb-dev libglib2.0-dev \
              libconcurrentqueue-dev libreaderwriterqueue-dev gnuplot-nox
 BENCH_ARGS ?=
 
-.PHONY: all build test bench deps bench-deps clean $(addprefix test-,$(PRESETS))
+.PHONY: all build test bench deps bench-deps clean
+# test-default, test-asan, test-tsan: one build each. Not .PHONY on purpose:
+# make skips pattern rules for phony targets.
 
 all: build
 
@@ -26,9 +28,14 @@ build: deps
 	cmake --build --preset default -j $(JOBS)
 
 test: deps
-	@set -e; for p in $(PRESETS); do $(MAKE) --no-print-directory test-$$p; done
+	@set -e; for p in $(PRESETS); do \
+	    echo "==== $$p build ===="; \
+	    cmake --preset $$p >/dev/null; \
+	    cmake --build --preset $$p -j $(JOBS); \
+	    ctest --preset $$p; \
+	done
 
-test-%:
+test-%: deps
 	@echo "==== $* build ===="
 	cmake --preset $* >/dev/null
 	cmake --build --preset $* -j $(JOBS)

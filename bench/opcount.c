@@ -1,0 +1,101 @@
+/*
+ * bench/opcount.c — one flavour's send+receive pair, single-threaded, for
+ * instruction counting under callgrind (repeatable on a noisy machine):
+ *
+ *   valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+ *       build/default/bench/sl-opcount mpmc 1000000
+ *
+ * divides callgrind's total by the count to get instructions per pair (minus
+ * the start-up, which the `0` run measures). No threads, so no contention:
+ * this is the floor each flavour starts from.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sluice.h"
+
+typedef struct { uint64_t w[8]; } msg64;
+
+static int run_raw(const char *what, long n)
+{
+    uint64_t v = 1, out = 0;
+    if (strcmp(what, "spsc") == 0) {
+        sl_spsc q;
+        sl_spsc_init(&q, 8, 1024);
+        for (long i = 0; i < n; i++) {
+            sl_spsc_try_push(&q, &v);
+            sl_spsc_try_pop(&q, &out);
+        }
+        sl_spsc_destroy(&q);
+    } else if (strcmp(what, "mpmc") == 0) {
+        sl_mpmc q;
+        sl_mpmc_init(&q, 8, 1024);
+        for (long i = 0; i < n; i++) {
+            sl_mpmc_try_push(&q, &v);
+            sl_mpmc_try_pop(&q, &out);
+        }
+        sl_mpmc_destroy(&q);
+    } else if (strcmp(what, "list") == 0) {
+        sl_list q;
+        sl_list_init(&q, 8);
+        for (long i = 0; i < n; i++) {
+            sl_list_try_push(&q, &v);
+            sl_list_try_pop(&q, &out);
+        }
+        sl_list_destroy(&q);
+    } else if (strcmp(what, "ring") == 0) {
+        sl_ring q;
+        sl_ring_init(&q, 8, 1024);
+        for (long i = 0; i < n; i++) {
+            sl_ring_try_push(&q, &v, NULL);
+            sl_ring_try_pop(&q, &out);
+        }
+        sl_ring_destroy(&q);
+    } else {
+        return -1;
+    }
+    return (int)(out != v);
+}
+
+static int run_chan(sl_flavor f, long n)
+{
+    sl_chan *ch;
+    sl_chan_opts o = {.flavor = f, .elem_size = 8, .capacity = 1024};
+    if (sl_chan_new(&ch, &o) != SL_OK)
+        return 1;
+    uint64_t v = 1, out = 0;
+    for (long i = 0; i < n; i++) {
+        sl_chan_try_send(ch, &v);
+        sl_chan_try_recv(ch, &out);
+    }
+    sl_chan_free(ch);
+    return (int)(out != v);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: sl-opcount spsc|mpmc|list|ring|chan-spsc|chan-mpmc|"
+                        "chan-list|chan-ring COUNT\n");
+        return 2;
+    }
+    long n = atol(argv[2]);
+    const char *w = argv[1];
+    int r;
+    if (strcmp(w, "chan-spsc") == 0)
+        r = run_chan(SL_SPSC, n);
+    else if (strcmp(w, "chan-mpmc") == 0)
+        r = run_chan(SL_MPMC, n);
+    else if (strcmp(w, "chan-list") == 0)
+        r = run_chan(SL_LIST, n);
+    else if (strcmp(w, "chan-ring") == 0)
+        r = run_chan(SL_RING, n);
+    else
+        r = run_raw(w, n);
+    if (r < 0) {
+        fprintf(stderr, "sl-opcount: unknown flavour %s\n", w);
+        return 2;
+    }
+    return r;
+}

@@ -196,6 +196,8 @@ static sl_status push_locked(sl_list *q, const void *elem)
 
 SL_API sl_status sl_list_try_push(sl_list *q, const void *elem)
 {
+    if (!q || !elem)
+        return SL_EINVAL;
     urcu_bp_read_lock();
     sl_status st = push_locked(q, elem);
     urcu_bp_read_unlock();
@@ -262,6 +264,8 @@ static sl_status pop_locked(sl_list *q, void *out)
 
 SL_API sl_status sl_list_try_pop(sl_list *q, void *out)
 {
+    if (!q || !out)
+        return SL_EINVAL;
     urcu_bp_read_lock();
     sl_status st = pop_locked(q, out);
     urcu_bp_read_unlock();

@@ -331,6 +331,8 @@ unsigned char *sl__mpmc_slot(sl_mpmc *q, uint64_t index) { return slot_at(q, ind
 
 SL_API sl_status sl_mpmc_try_push(sl_mpmc *q, const void *elem)
 {
+    if (!q || !elem)
+        return SL_EINVAL;
     uint64_t index;
     if (!sl__mpmc_take_free(q, &index))
         return SL_FULL;
@@ -341,6 +343,8 @@ SL_API sl_status sl_mpmc_try_push(sl_mpmc *q, const void *elem)
 
 SL_API sl_status sl_mpmc_try_pop(sl_mpmc *q, void *out)
 {
+    if (!q || !out)
+        return SL_EINVAL;
     uint64_t index;
     if (!sl__mpmc_take_used(q, &index))
         return SL_EMPTY;

@@ -88,12 +88,16 @@ static void copy_out(void *elem, void *ctx)
 
 SL_API sl_status sl_ring_try_push(sl_ring *r, const void *elem, void *evicted)
 {
+    if (!r || !elem)
+        return SL_EINVAL;
     void *ctx[2] = {r, evicted};
     return sl__ring_push_visit(r, elem, evicted ? copy_out : NULL, ctx);
 }
 
 SL_API sl_status sl_ring_try_pop(sl_ring *r, void *out)
 {
+    if (!r || !out)
+        return SL_EINVAL;
     if (!claim_one(r))
         return SL_EMPTY;
     uint64_t index = take_claimed(r);

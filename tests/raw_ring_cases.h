@@ -558,3 +558,23 @@ START_TEST(test_two_threads_fifo_near_wrap)
     run_pc(UINT64_MAX - 1000);
 }
 END_TEST
+
+/* Bad input never crashes (SPEC §2): NULL ring, message or output buffer is
+ * SL_EINVAL and consumes nothing. */
+START_TEST(test_try_null_args)
+{
+    Q_T q;
+    uint64_t v = 7, out = 0;
+    ck_assert_int_eq(q_init(&q, sizeof v, 4), SL_OK);
+    ck_assert_int_eq(q_push(NULL, &v), SL_EINVAL);
+    ck_assert_int_eq(q_push(&q, NULL), SL_EINVAL);
+    ck_assert_int_eq(q_pop(NULL, &out), SL_EINVAL);
+    ck_assert_int_eq(q_pop(&q, &out), SL_EMPTY);
+    ck_assert_int_eq(q_push(&q, &v), SL_OK);
+    ck_assert_int_eq(q_pop(&q, NULL), SL_EINVAL);
+    ck_assert_uint_eq(q_len(&q), 1); /* the failed pop took nothing */
+    ck_assert_int_eq(q_pop(&q, &out), SL_OK);
+    ck_assert_uint_eq(out, 7);
+    q_destroy(&q);
+}
+END_TEST

@@ -108,6 +108,7 @@ static Suite *spsc_suite(void)
     tcase_add_test(tc, test_init_bad_input);
     tcase_add_test(tc, test_init_limits_ok);
     tcase_add_test(tc, test_destroy_null);
+    tcase_add_test(tc, test_try_null_args);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("sequential");

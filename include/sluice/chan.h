@@ -10,28 +10,35 @@
  *   | SL_SPSC | 1 / 1             | bounded   | wait-free  | wait-free | FIFO             |
  *   | SL_MPMC | many / many       | bounded   | lock-free  | lock-free | linearizable FIFO|
  *   | SL_LIST | many / many       | unbounded | lock-free  | lock-free | linearizable FIFO|
+ *   | SL_RING | many / many       | overwrites| lock-free* | lock-free | FIFO per sender  |
  *
  * SL_LIST's sends never wait: only SL_ENOMEM or SL_CLOSED refuse them, and its
- * capacity is SIZE_MAX. (SL_RING is a reserved name; sl_chan_new refuses it
- * with SL_EINVAL until it lands.)
+ * capacity is SIZE_MAX. SL_RING's sends never wait and never fail while open:
+ * into a full ring they displace the oldest message (SL_EVICTED) — to the drop
+ * function, or to the caller with sl_chan_send_evict. (*) lock-free while
+ * fewer than SL_RING_SPARE operations are in progress (sluice/ring.h).
  *
  * Which calls may overlap on one channel:
  *
- *   | call                          | SL_SPSC                        | SL_MPMC, SL_LIST |
- *   |-------------------------------|--------------------------------|------------------|
- *   | send forms                    | one sender thread at a time    | any threads      |
- *   | receive forms                 | one receiver thread at a time  | any threads      |
+ *   | call                          | SL_SPSC                        | SL_MPMC, SL_LIST, SL_RING |
+ *   |-------------------------------|--------------------------------|---------------------------|
+ *   | send forms                    | one sender thread at a time    | any threads               |
+ *   | receive forms                 | one receiver thread at a time  | any threads               |
  *   | close, is_closed, len, cap    | any thread, any time           | same           |
  *   | free                          | no other call, ever after      | same           |
  *
- * Ownership (move-only, docs/ownership.md): a send that returns SL_OK moved the
- * message's bytes — and whatever they refer to — into the channel; any other
- * status consumed nothing and the caller still owns the message. Every message
- * sent is received exactly once or dropped exactly once by sl_chan_free.
+ * Ownership (move-only, docs/ownership.md): a send that returns SL_OK (or
+ * SL_EVICTED) moved the message's bytes — and whatever they refer to — into
+ * the channel; any other status consumed nothing and the caller still owns the
+ * message. Every message sent is, exactly once, received, or evicted
+ * (SL_RING: handed to the displacing sender or the drop function), or dropped
+ * by sl_chan_free.
  *
- * Close: after sl_chan_close, sends return SL_CLOSED (nothing consumed);
- * receivers get what is still inside, then SL_CLOSED; every blocked sender and
- * receiver wakes. Either side may close.
+ * Close (as in Go): after sl_chan_close, sends return SL_CLOSED (nothing
+ * consumed); receivers get what is still inside, then SL_CLOSED; every blocked
+ * sender and receiver wakes. A send concurrent with the close either returns
+ * SL_CLOSED or its message is received before any receiver sees SL_CLOSED.
+ * Either side may close.
  *
  * Blocking: the blocking forms spin briefly, then park on an eventcount
  * (sluice/park.h). A send makes no system call while no receiver sleeps (and a
@@ -78,28 +85,35 @@ SL_API sl_status sl_chan_new(sl_chan **out, const sl_chan_opts *opts);
 SL_API void sl_chan_free(sl_chan *ch);
 
 /* Sends one message of elem_size bytes, waiting while the channel is full.
- * Returns SL_OK; SL_CLOSED (closed before or while waiting; nothing consumed);
+ * Returns SL_OK; SL_EVICTED (SL_RING was full: sent, and the oldest message
+ * went to the drop function); SL_CLOSED (closed before or while waiting;
+ * nothing consumed);
  * SL_ENOMEM (SL_LIST could not grow; nothing consumed); SL_EINVAL for NULL ch
  * or elem. Blocking; lock-free apart from the wait. */
 SL_API sl_status sl_chan_send(sl_chan *ch, const void *elem);
 
-/* Sends one message if there is room now. Returns SL_OK, SL_FULL, SL_CLOSED,
- * SL_ENOMEM (SL_LIST) or SL_EINVAL; nothing consumed unless SL_OK. Never blocks; the flavour's
+/* Sends one message if there is room now. Returns SL_OK, SL_EVICTED (SL_RING),
+ * SL_FULL, SL_CLOSED, SL_ENOMEM (SL_LIST) or SL_EINVAL; nothing consumed unless
+ * SL_OK or SL_EVICTED. Never blocks; the flavour's
  * progress guarantee (table above), plus a notify that makes a system call
  * only when a receiver sleeps. */
 SL_API sl_status sl_chan_try_send(sl_chan *ch, const void *elem);
 
-/* Sends, waiting at most timeout_ns for room. Returns SL_OK, SL_TIMEDOUT
- * (nothing consumed, no earlier than asked), SL_CLOSED or SL_EINVAL. */
+/* Sends, waiting at most timeout_ns for room. Returns SL_OK, SL_EVICTED
+ * (SL_RING), SL_TIMEDOUT (nothing consumed, no earlier than asked), SL_CLOSED,
+ * SL_ENOMEM (SL_LIST) or SL_EINVAL. */
 SL_API sl_status sl_chan_send_for(sl_chan *ch, const void *elem, uint64_t timeout_ns);
 
 /* The move for pointer channels (elem_size == sizeof(void *)): sends *pp,
- * waiting while full, and on SL_OK sets *pp = NULL. Any other status leaves
- * *pp as it was. SL_EINVAL for NULL ch or pp, or another elem_size. */
+ * waiting while full, and on SL_OK or SL_EVICTED sets *pp = NULL. Any other
+ * status leaves *pp as it was. SL_EINVAL for NULL ch or pp, or another
+ * elem_size. */
 SL_API sl_status sl_chan_send_ptr(sl_chan *ch, void **pp);
 
-/* Overwrite-ring send that hands the displaced message to the caller.
- * SL_EINVAL on every flavour but SL_RING. */
+/* Overwrite-ring send that hands the displaced message to the caller: returns
+ * SL_OK, or SL_EVICTED with the oldest message copied to *evicted (which the
+ * caller now owns); SL_CLOSED (nothing consumed); SL_EINVAL for NULL ch, elem
+ * or evicted, and on every flavour but SL_RING. Never waits. */
 SL_API sl_status sl_chan_send_evict(sl_chan *ch, const void *elem, void *evicted);
 
 /* Receives the oldest message into out, waiting while the channel is empty.
@@ -117,7 +131,9 @@ SL_API sl_status sl_chan_recv_for(sl_chan *ch, void *out, uint64_t timeout_ns);
 
 /* Sends up to n messages from the array elems, in order, without waiting;
  * returns how many were sent (0 if closed, full or on bad input). The ones
- * not sent are still the caller's. One notify covers the batch. */
+ * not sent are still the caller's. SL_RING counts displacing sends as sent
+ * (the displaced messages go to the drop function). One notify covers the
+ * batch. */
 SL_API size_t sl_chan_try_send_n(sl_chan *ch, const void *elems, size_t n);
 
 /* Receives up to n messages into the array out, in order, without waiting;

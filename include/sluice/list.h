@@ -60,11 +60,13 @@ SL_API sl_status sl_list_init(sl_list *q, size_t elem_size);
  * inside are discarded unseen. NULL is fine. No other thread may use q. */
 SL_API void sl_list_destroy(sl_list *q);
 
-/* Appends one message. Returns SL_OK, or SL_ENOMEM (nothing consumed).
+/* Appends one message. Returns SL_OK, SL_ENOMEM (nothing consumed), or
+ * SL_EINVAL for NULL q or elem.
  * Lock-free; acts as release, and the publishing step is a seq_cst RMW. */
 SL_API sl_status sl_list_try_push(sl_list *q, const void *elem);
 
-/* Moves the oldest message into out. Returns SL_OK or SL_EMPTY. Lock-free;
+/* Moves the oldest message into out. Returns SL_OK, SL_EMPTY, or SL_EINVAL
+ * for NULL q or out. Lock-free;
  * acts as acquire (pairs with the push). */
 SL_API sl_status sl_list_try_pop(sl_list *q, void *out);
 

@@ -76,12 +76,13 @@ SL_API sl_status sl_mpmc_init(sl_mpmc *q, size_t elem_size, size_t capacity);
 /* Frees the storage; messages inside are discarded unseen. NULL is fine. */
 SL_API void sl_mpmc_destroy(sl_mpmc *q);
 
-/* Copies one message into the queue. Returns SL_OK or SL_FULL (nothing
- * consumed). Lock-free. Acts as release; the publishing step is a seq_cst
+/* Copies one message into the queue. Returns SL_OK, SL_FULL (nothing
+ * consumed) or SL_EINVAL (NULL q or elem). Lock-free. Acts as release; the publishing step is a seq_cst
  * read-modify-write, so it may directly precede an eventcount notify. */
 SL_API sl_status sl_mpmc_try_push(sl_mpmc *q, const void *elem);
 
-/* Moves the oldest message into out. Returns SL_OK or SL_EMPTY. Lock-free.
+/* Moves the oldest message into out. Returns SL_OK, SL_EMPTY or SL_EINVAL
+ * (NULL q or out). Lock-free.
  * Acts as acquire (pairs with the push); freeing the slot is a seq_cst
  * read-modify-write, like the push's publication. */
 SL_API sl_status sl_mpmc_try_pop(sl_mpmc *q, void *out);

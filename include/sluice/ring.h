@@ -54,14 +54,15 @@ SL_API sl_status sl_ring_init(sl_ring *r, size_t elem_size, size_t capacity);
 /* Frees the storage; messages inside are discarded unseen. NULL is fine. */
 SL_API void sl_ring_destroy(sl_ring *r);
 
-/* Copies one message in. Returns SL_OK, or SL_EVICTED when the ring was full:
+/* Copies one message in. Returns SL_EINVAL for NULL r or elem; SL_OK; or
+ * SL_EVICTED when the ring was full:
  * the oldest message was displaced and copied to `evicted` (elem_size bytes;
  * NULL discards it). Lock-free (see above); acts as release, publishing with a
  * seq_cst RMW. */
 SL_API sl_status sl_ring_try_push(sl_ring *r, const void *elem, void *evicted);
 
-/* Moves the oldest message into out. Returns SL_OK or SL_EMPTY. Lock-free;
- * acts as acquire. */
+/* Moves the oldest message into out. Returns SL_OK, SL_EMPTY, or SL_EINVAL
+ * for NULL r or out. Lock-free; acts as acquire. */
 SL_API sl_status sl_ring_try_pop(sl_ring *r, void *out);
 
 /* Pops up to n messages in order; returns how many. */

@@ -120,6 +120,8 @@ static inline void sl__spsc_leave(sl_spsc_side *side)
 
 static inline sl_status sl__spsc_try_push_fast(sl_spsc *q, const void *elem)
 {
+    if (!q || !elem)
+        return SL_EINVAL;
     sl_spsc_side *p = &q->prod;
     sl__spsc_enter(q, p, "producer");
     /* Relaxed: only this thread writes the tail. */
@@ -142,6 +144,8 @@ static inline sl_status sl__spsc_try_push_fast(sl_spsc *q, const void *elem)
 
 static inline sl_status sl__spsc_try_pop_fast(sl_spsc *q, void *out)
 {
+    if (!q || !out)
+        return SL_EINVAL;
     sl_spsc_side *c = &q->cons;
     sl__spsc_enter(q, c, "consumer");
     size_t head = atomic_load_explicit(&c->index, memory_order_relaxed);
@@ -164,15 +168,16 @@ static inline sl_status sl__spsc_try_pop_fast(sl_spsc *q, void *out)
 
 #if SL_INLINE_FAST_PATHS
 /* Copies one message of elem_size bytes into the ring. Producer only.
- * Returns SL_OK, or SL_FULL (nothing consumed). Wait-free. Acts as release:
- * the message (and what the producer wrote before) is visible to the consumer
- * that pops it. No argument checks: q must be initialised. */
+ * Returns SL_OK, SL_FULL (nothing consumed), or SL_EINVAL for NULL q or elem.
+ * Wait-free. Acts as release: the message (and what the producer wrote
+ * before) is visible to the consumer that pops it. q must be initialised. */
 static inline sl_status sl_spsc_try_push(sl_spsc *q, const void *elem)
 {
     return sl__spsc_try_push_fast(q, elem);
 }
-/* Moves the oldest message into out. Consumer only. Returns SL_OK or
- * SL_EMPTY. Wait-free. Acts as acquire (pairs with the push). */
+/* Moves the oldest message into out. Consumer only. Returns SL_OK, SL_EMPTY,
+ * or SL_EINVAL for NULL q or out. Wait-free. Acts as acquire (pairs with the
+ * push). */
 static inline sl_status sl_spsc_try_pop(sl_spsc *q, void *out)
 {
     return sl__spsc_try_pop_fast(q, out);

@@ -1,0 +1,1798 @@
+/*
+ * tests/stress_flavors.c — stress accounting for SL_LIST, SL_RING and
+ * sl_select.
+ *
+ * Every message carries (producer, seq, check) and, above 16 bytes, a pad
+ * derived from them, so that torn copies show. What is checked:
+ *
+ *   list_exactly_once  P producers send seq 0..N-1 into an SL_LIST channel
+ *                      (the sends never wait), C consumers receive with
+ *                      blocking receives until SL_CLOSED: every (producer,
+ *                      seq) arrives exactly once, each consumer sees each
+ *                      producer's seqs increasing, and no send form ever
+ *                      returns SL_FULL or SL_TIMEDOUT.
+ *   list_mixed_close   random mixes of every send and receive form with a
+ *                      close from a third thread at a random point, and
+ *                      consumers that sometimes leave early: per producer,
+ *                      sent_ok == received + dropped; no message twice; a
+ *                      refused send never shows up; drops at sl_chan_free are
+ *                      in FIFO order and newer than anything received; close
+ *                      is linearizable with sends: once a receiver has seen
+ *                      SL_CLOSED nothing more arrives and nothing successfully
+ *                      sent is left for sl_chan_free.
+ *   ring_flood         senders (plain sends and send_evict) flood an SL_RING
+ *                      of capacity 1, 2, 4 or 64 while receivers race them:
+ *                      every message is, exactly once, received, or handed
+ *                      back to an evicting sender, or dropped (by a plain
+ *                      send's displacement, or at free) — never two, never
+ *                      none; a plain send returns SL_EVICTED exactly when its
+ *                      call handed one message to the drop function; each
+ *                      observer (receiver, evictor, dropping thread) sees
+ *                      every producer's seqs increasing; len <= capacity.
+ *   select_stress      producers each on their own channel (any flavour;
+ *                      some send through sl_select), consumers selecting over
+ *                      all channels with random time-outs, plus a consumer
+ *                      with plain receives on one shared channel; producers
+ *                      close their channels at the end: every message exactly
+ *                      once (received, or dropped/evicted for SL_RING), FIFO
+ *                      per producer per consumer, and everyone finishes.
+ *
+ * Sizes scale with SL_STRESS_SCALE; SL_STRESS_PRODUCERS / SL_STRESS_CONSUMERS
+ * override the SL_LIST thread counts; SL_STRESS_SEED replays the random
+ * choices (the seed is printed at the start of every test and in every
+ * failure). A watchdog reports a test that makes no progress for 30 s (a lost
+ * wake-up) with the state of its channels; Check's time-out is the backstop.
+ */
+#include "harness.h"
+
+#include <inttypes.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sluice/chan.h"
+#include "sluice/select.h"
+
+#define TC_TIMEOUT 180
+#define ESZ_MAX 64
+#define BATCH_MAX 16
+#define NONE UINT64_MAX
+#define GOLDEN 0x9E3779B97F4A7C15ull
+#define WATCHDOG_NS (30ull * 1000000000ull)
+#define ULL(x) ((unsigned long long)(x))
+#define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* ---- failures seen by worker threads ------------------------------------ */
+
+static atomic_int g_failed;
+static atomic_uint g_fail_count;
+static char g_failmsg[1024];
+static uint64_t g_seed;
+static char g_test[160];
+
+static void rec_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void rec_fail(const char *fmt, ...)
+{
+    atomic_fetch_add(&g_fail_count, 1);
+    if (atomic_exchange(&g_failed, 1) != 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_failmsg, sizeof g_failmsg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "[%s] FAIL (seed %llu): %s\n", g_test, ULL(g_seed), g_failmsg);
+    fflush(stderr);
+}
+
+static bool failed(void) { return atomic_load_explicit(&g_failed, memory_order_relaxed) != 0; }
+
+#define ASSERT_CLEAN()                                                                      \
+    ck_assert_msg(atomic_load(&g_failed) == 0,                                              \
+                  "%s: %s (%u failure(s) in all; seed %llu: rerun with SL_STRESS_SEED=%llu)", \
+                  g_test, g_failmsg, atomic_load(&g_fail_count), ULL(g_seed), ULL(g_seed))
+
+static char g_fmt[512];
+static const char *fmt_buf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static const char *fmt_buf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g_fmt, sizeof g_fmt, fmt, ap);
+    va_end(ap);
+    return g_fmt;
+}
+
+/* Calls into Check only on failure (a passing ck_assert writes to the parent). */
+#define CHECK_MSG(cond, ...)                                                                \
+    do {                                                                                    \
+        if (!(cond))                                                                        \
+            ck_abort_msg("%s [seed %llu]: %s", g_test, ULL(g_seed), fmt_buf(__VA_ARGS__));  \
+    } while (0)
+
+static uint64_t begin_test(const char *name)
+{
+    const char *v = getenv("SL_STRESS_SEED");
+    uint64_t s = (v && *v) ? strtoull(v, NULL, 0)
+                           : (sl_test_now_ns() * GOLDEN) ^ ((uint64_t)getpid() << 17);
+    if (s == 0)
+        s = 1;
+    g_seed = s;
+    atomic_store(&g_failed, 0);
+    atomic_store(&g_fail_count, 0);
+    g_failmsg[0] = '\0';
+    snprintf(g_test, sizeof g_test, "stress_flavors %s", name);
+    fprintf(stderr, "[%s] seed %llu\n", g_test, ULL(s));
+    return s;
+}
+
+static void *xaligned(size_t bytes)
+{
+    size_t rounded = (bytes + 63) & ~(size_t)63;
+    void *p = aligned_alloc(64, rounded ? rounded : 64);
+    ck_assert_ptr_nonnull(p);
+    memset(p, 0, rounded ? rounded : 64);
+    return p;
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    ck_assert_ptr_nonnull(p);
+    return p;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+    nanosleep(&ts, NULL);
+}
+
+static void spawn(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+    int e = pthread_create(t, NULL, fn, arg);
+    ck_assert_int_eq(e, 0);
+}
+
+typedef struct pad_counter {
+    _Alignas(64) atomic_uint_fast64_t v;
+} pad_counter;
+
+static uint64_t sum_counters(pad_counter *c, size_t n)
+{
+    uint64_t s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += atomic_load_explicit(&c[i].v, memory_order_relaxed);
+    return s;
+}
+
+
+static const char *flavor_name(sl_flavor f)
+{
+    switch (f) {
+    case SL_SPSC: return "SPSC";
+    case SL_MPMC: return "MPMC";
+    case SL_LIST: return "LIST";
+    case SL_RING: return "RING";
+    default: return "?";
+    }
+}
+
+/* ---- a set of (producer, seq) pairs --------------------------------------- */
+
+typedef struct bitmap {
+    atomic_uint_fast64_t *w;
+    uint64_t nbits;
+} bitmap;
+
+static void bm_init(bitmap *b, uint64_t nbits)
+{
+    b->nbits = nbits;
+    b->w = xcalloc((size_t)((nbits + 63) / 64), sizeof *b->w);
+}
+
+static void bm_free(bitmap *b) { free(b->w); }
+
+static bool bm_set(bitmap *b, uint64_t i)
+{
+    uint64_t m = 1ull << (i & 63);
+    return (atomic_fetch_or_explicit(&b->w[i >> 6], m, memory_order_relaxed) & m) != 0;
+}
+
+static bool bm_get(bitmap *b, uint64_t i)
+{
+    return (atomic_load_explicit(&b->w[i >> 6], memory_order_relaxed) >> (i & 63)) & 1u;
+}
+
+/* ---- messages ------------------------------------------------------------ */
+
+typedef struct msg_hdr {
+    uint32_t producer;
+    uint32_t check;
+    uint64_t seq;
+} msg_hdr;
+_Static_assert(sizeof(msg_hdr) == 16, "the message header is 16 bytes");
+
+static uint32_t msg_check(uint32_t p, uint64_t s)
+{
+    uint64_t x = (s + 1) * GOLDEN ^ ((uint64_t)p + 1) * 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 31;
+    return (uint32_t)x ^ (uint32_t)(x >> 32);
+}
+
+static unsigned char pad_byte(uint32_t check, size_t i)
+{
+    return (unsigned char)((check >> (8 * (i & 3))) ^ (uint32_t)i);
+}
+
+static void msg_make(unsigned char *b, size_t esz, uint32_t p, uint64_t s)
+{
+    msg_hdr h = {p, msg_check(p, s), s};
+    memcpy(b, &h, sizeof h);
+    for (size_t i = sizeof h; i < esz; i++)
+        b[i] = pad_byte(h.check, i);
+}
+
+static bool msg_read(const unsigned char *b, size_t esz, unsigned np, uint64_t n, uint32_t *p,
+                     uint64_t *s, const char *who)
+{
+    msg_hdr h;
+    memcpy(&h, b, sizeof h);
+    if (h.producer >= np || h.seq >= n || h.check != msg_check(h.producer, h.seq)) {
+        rec_fail("%s: corrupt message (producer %u, seq %llu, check %08x)", who, h.producer,
+                 ULL(h.seq), h.check);
+        return false;
+    }
+    for (size_t i = sizeof h; i < esz; i++) {
+        if (b[i] != pad_byte(h.check, i)) {
+            rec_fail("%s: torn message: producer %u seq %llu, byte %zu of %zu differs", who,
+                     h.producer, ULL(h.seq), i, esz);
+            return false;
+        }
+    }
+    *p = h.producer;
+    *s = h.seq;
+    return true;
+}
+
+/* ---- per-thread observers: FIFO per producer as one thread sees it ------ */
+
+typedef struct observer {
+    char who[48];
+    uint64_t *last; /* [np]: newest seq seen per producer, or NONE */
+    unsigned np;
+    uint64_t count;
+} observer;
+
+static void obs_init(observer *o, unsigned np, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void obs_init(observer *o, unsigned np, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(o->who, sizeof o->who, fmt, ap);
+    va_end(ap);
+    o->np = np;
+    o->count = 0;
+    o->last = malloc(np * sizeof *o->last);
+    if (!o->last)
+        abort();
+    for (unsigned p = 0; p < np; p++)
+        o->last[p] = NONE;
+}
+
+static void obs_free(observer *o) { free(o->last); }
+
+/* Records that this observer saw (p, s); returns false on a FIFO violation. */
+static bool obs_see(observer *o, uint32_t p, uint64_t s, const char *what)
+{
+    o->count++;
+    if (o->last[p] != NONE && s <= o->last[p]) {
+        rec_fail("%s: per-producer FIFO broken (%s): producer %u seq %llu after seq %llu", o->who,
+                 what, p, ULL(s), ULL(o->last[p]));
+        return false;
+    }
+    o->last[p] = s;
+    return true;
+}
+
+/* The thread's observer for messages the drop function gets on it. */
+static _Thread_local observer *tl_drop_obs;
+
+/* ---- the watchdog --------------------------------------------------------- */
+
+typedef struct watchdog {
+    pthread_t thr;
+    atomic_bool stop;
+    uint64_t (*progress)(void *arg);
+    void (*diag)(void *arg);
+    void *arg;
+} watchdog;
+
+static bool fork_mode(void)
+{
+    const char *v = getenv("CK_FORK");
+    return !(v && strcmp(v, "no") == 0);
+}
+
+static void *watchdog_main(void *p)
+{
+    watchdog *w = p;
+    uint64_t last = w->progress(w->arg), since = sl_test_now_ns();
+    bool reported = false;
+    while (!atomic_load(&w->stop)) {
+        sleep_ns(5000000);
+        uint64_t cur = w->progress(w->arg), now = sl_test_now_ns();
+        if (cur != last) {
+            last = cur;
+            since = now;
+            reported = false;
+            continue;
+        }
+        if (!reported && now - since > WATCHDOG_NS) {
+            reported = true;
+            fprintf(stderr,
+                    "[%s] no progress for %llu s at %llu operations (seed %llu): a lost "
+                    "wake-up, a missed close or a livelock\n",
+                    g_test, ULL(WATCHDOG_NS / 1000000000u), ULL(cur), ULL(g_seed));
+            if (w->diag)
+                w->diag(w->arg);
+            fflush(stderr);
+            if (fork_mode())
+                ck_abort_msg("%s: no progress for 30 s (seed %llu); state on stderr", g_test,
+                             ULL(g_seed));
+        }
+    }
+    return NULL;
+}
+
+static void watchdog_start(watchdog *w, uint64_t (*progress)(void *), void (*diag)(void *),
+                           void *arg)
+{
+    atomic_init(&w->stop, false);
+    w->progress = progress;
+    w->diag = diag;
+    w->arg = arg;
+    spawn(&w->thr, watchdog_main, w);
+}
+
+static void watchdog_stop(watchdog *w)
+{
+    atomic_store(&w->stop, true);
+    pthread_join(w->thr, NULL);
+}
+
+typedef struct worker {
+    void *run;
+    unsigned idx;
+    pthread_t thr;
+} worker;
+
+static const uint64_t k_timeouts[] = {0, 1000, 20000, 200000, 2000000};
+#define N_TIMEOUTS (sizeof k_timeouts / sizeof k_timeouts[0])
+
+static sl_status new_chan(sl_chan **ch, sl_flavor fl, size_t esz, size_t cap, sl_drop_fn drop,
+                          void *ctx)
+{
+    sl_chan_opts o = {.flavor = fl, .elem_size = esz, .capacity = cap, .drop = drop,
+                      .drop_ctx = ctx};
+    return sl_chan_new(ch, &o);
+}
+
+/* =========================================================================
+ * (a1) SL_LIST: exactly once, per-producer FIFO, close at the end
+ * ========================================================================= */
+
+typedef struct leo_cfg {
+    const char *name;
+    unsigned producers, consumers;
+    size_t esz;
+    uint64_t msgs, floor;
+} leo_cfg;
+
+typedef struct leo_run {
+    const leo_cfg *cfg;
+    sl_chan *ch;
+    unsigned np, nc;
+    uint64_t n;
+    size_t esz;
+    uint64_t seed;
+    bitmap seen;
+    sl_test_barrier start;
+    atomic_uint producers_left;
+    atomic_uint_fast64_t received, dropped;
+    pad_counter *progress;
+} leo_run;
+
+static void *leo_producer(void *arg)
+{
+    worker *w = arg;
+    leo_run *r = w->run;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, r->seed ^ (w->idx + 1) * GOLDEN);
+    unsigned char buf[ESZ_MAX * BATCH_MAX > 1024 ? ESZ_MAX * BATCH_MAX : 1024];
+    sl_test_barrier_wait(&r->start);
+    for (uint64_t s = 0; s < r->n && !failed();) {
+        unsigned op = (unsigned)(sl_test_rng_next(&rng) % 8);
+        sl_status st = SL_OK;
+        if (op == 7 && r->esz <= ESZ_MAX) {
+            size_t k = 1 + (size_t)(sl_test_rng_next(&rng) % BATCH_MAX);
+            if (k > r->n - s)
+                k = (size_t)(r->n - s);
+            for (size_t i = 0; i < k; i++)
+                msg_make(buf + i * r->esz, r->esz, w->idx, s + i);
+            size_t got = sl_chan_try_send_n(r->ch, buf, k);
+            if (got != k)
+                rec_fail("producer %u: sl_chan_try_send_n(%zu) on SL_LIST sent %zu", w->idx, k,
+                         got);
+            s += k;
+        } else {
+            msg_make(buf, r->esz, w->idx, s);
+            const char *what;
+            if (op <= 3) {
+                what = "sl_chan_send";
+                st = sl_chan_send(r->ch, buf);
+            } else if (op <= 5) {
+                what = "sl_chan_try_send";
+                st = sl_chan_try_send(r->ch, buf);
+            } else {
+                what = "sl_chan_send_for";
+                st = sl_chan_send_for(r->ch, buf, k_timeouts[sl_test_rng_next(&rng) % N_TIMEOUTS]);
+            }
+            if (st != SL_OK) {
+                rec_fail("producer %u: %s(seq %llu) on an open SL_LIST returned %s", w->idx, what,
+                         ULL(s), sl_status_str(st));
+                break;
+            }
+            s++;
+        }
+        if ((s & 127) == 0)
+            atomic_store_explicit(&r->progress[w->idx].v, s, memory_order_relaxed);
+        sl_test_maybe_stall(&rng, 4096);
+    }
+    atomic_store_explicit(&r->progress[w->idx].v, r->n, memory_order_relaxed);
+    if (atomic_fetch_sub(&r->producers_left, 1) == 1)
+        sl_chan_close(r->ch); /* the last producer closes, racing the receivers */
+    return NULL;
+}
+
+static void *leo_consumer(void *arg)
+{
+    worker *w = arg;
+    leo_run *r = w->run;
+    unsigned c = w->idx - r->np;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, r->seed ^ (w->idx + 1) * GOLDEN);
+    unsigned char buf[1024];
+    observer o;
+    obs_init(&o, r->np, "consumer %u", c);
+    sl_test_barrier_wait(&r->start);
+    for (;;) {
+        sl_status st = sl_chan_recv(r->ch, buf);
+        if (st == SL_CLOSED)
+            break;
+        if (st != SL_OK) {
+            rec_fail("%s: sl_chan_recv returned %s", o.who, sl_status_str(st));
+            break;
+        }
+        uint32_t p;
+        uint64_t s;
+        if (!msg_read(buf, r->esz, r->np, r->n, &p, &s, o.who))
+            continue;
+        obs_see(&o, p, s, "received");
+        if (bm_set(&r->seen, (uint64_t)p * r->n + s))
+            rec_fail("%s: duplicate: producer %u seq %llu received twice", o.who, p, ULL(s));
+        if ((o.count & 127) == 0)
+            atomic_store_explicit(&r->progress[w->idx].v, o.count, memory_order_relaxed);
+        sl_test_maybe_stall(&rng, 4096);
+    }
+    sl_status st = sl_chan_try_recv(r->ch, buf);
+    if (st != SL_CLOSED)
+        rec_fail("%s: sl_chan_try_recv after SL_CLOSED returned %s", o.who, sl_status_str(st));
+    atomic_store_explicit(&r->progress[w->idx].v, o.count, memory_order_relaxed);
+    atomic_fetch_add(&r->received, o.count);
+    obs_free(&o);
+    return NULL;
+}
+
+static void leo_drop(void *elem, void *ctx)
+{
+    (void)elem;
+    leo_run *r = ctx;
+    atomic_fetch_add(&r->dropped, 1);
+}
+
+static uint64_t leo_progress(void *arg)
+{
+    leo_run *r = arg;
+    return sum_counters(r->progress, r->np + r->nc);
+}
+
+static void leo_diag(void *arg)
+{
+    leo_run *r = arg;
+    fprintf(stderr, "  LIST %u/%u: len %zu, closed %d, producers left %u\n", r->np, r->nc,
+            sl_chan_len(r->ch), (int)sl_chan_is_closed(r->ch), atomic_load(&r->producers_left));
+    for (unsigned i = 0; i < r->np + r->nc; i++)
+        fprintf(stderr, "  %s %u: %llu\n", i < r->np ? "producer" : "consumer",
+                i < r->np ? i : i - r->np,
+                ULL(atomic_load_explicit(&r->progress[i].v, memory_order_relaxed)));
+}
+
+static void leo_execute(const leo_cfg *cfg)
+{
+    char name[160];
+    snprintf(name, sizeof name, "list_exactly_once[%s]", cfg->name);
+    leo_run *r = xaligned(sizeof *r);
+    r->cfg = cfg;
+    r->seed = begin_test(name);
+    r->np = sl_test_env_uint("SL_STRESS_PRODUCERS", cfg->producers);
+    r->nc = sl_test_env_uint("SL_STRESS_CONSUMERS", cfg->consumers);
+    uint64_t total = sl_test_scaled(cfg->msgs, cfg->floor);
+    r->n = total / r->np ? total / r->np : 1;
+    r->esz = cfg->esz;
+    bm_init(&r->seen, (uint64_t)r->np * r->n);
+    sl_test_barrier_init(&r->start, r->np + r->nc);
+    atomic_init(&r->producers_left, r->np);
+    atomic_init(&r->received, 0);
+    atomic_init(&r->dropped, 0);
+    r->progress = xaligned((r->np + r->nc) * sizeof *r->progress);
+    sl_status st = new_chan(&r->ch, SL_LIST, cfg->esz, 0, leo_drop, r);
+    CHECK_MSG(st == SL_OK, "channel creation returned %s", sl_status_str(st));
+
+    worker *w = xcalloc(r->np + r->nc, sizeof *w);
+    watchdog wd;
+    watchdog_start(&wd, leo_progress, leo_diag, r);
+    uint64_t t0 = sl_test_now_ns();
+    for (unsigned i = 0; i < r->np + r->nc; i++) {
+        w[i].run = r;
+        w[i].idx = i;
+        spawn(&w[i].thr, i < r->np ? leo_producer : leo_consumer, &w[i]);
+    }
+    for (unsigned i = 0; i < r->np + r->nc; i++)
+        pthread_join(w[i].thr, NULL);
+    uint64_t t1 = sl_test_now_ns();
+    watchdog_stop(&wd);
+
+    ASSERT_CLEAN();
+    uint64_t want = (uint64_t)r->np * r->n, got = atomic_load(&r->received);
+    if (got != want) {
+        for (unsigned p = 0; p < r->np; p++)
+            for (uint64_t s = 0; s < r->n; s++)
+                CHECK_MSG(bm_get(&r->seen, (uint64_t)p * r->n + s),
+                          "lost: producer %u seq %llu never received (%llu of %llu arrived)", p,
+                          ULL(s), ULL(got), ULL(want));
+    }
+    CHECK_MSG(got == want, "received %llu of %llu", ULL(got), ULL(want));
+    CHECK_MSG(sl_chan_len(r->ch) == 0, "len %zu after everything was received",
+              sl_chan_len(r->ch));
+    sl_chan_free(r->ch);
+    CHECK_MSG(atomic_load(&r->dropped) == 0, "sl_chan_free dropped %llu from a drained channel",
+              ULL(atomic_load(&r->dropped)));
+    fprintf(stderr, "[%s] %u/%u, %llu messages of %zu B in %.3f s\n", g_test, r->np, r->nc,
+            ULL(want), r->esz, (double)(t1 - t0) / 1e9);
+    sl_test_barrier_destroy(&r->start);
+    bm_free(&r->seen);
+    free(r->progress);
+    free(w);
+    free(r);
+}
+
+static const leo_cfg leo_cfgs[] = {
+    {"8/8 16B", 8, 8, 16, 2000000, 50000},
+    {"8/8 1024B (32-slot segments)", 8, 8, 1024, 300000, 10000},
+    {"8/1 64B", 8, 1, 64, 600000, 20000},
+    {"1/8 16B", 1, 8, 16, 600000, 20000},
+    {"2/2 40B", 2, 2, 40, 600000, 20000},
+};
+
+START_TEST(list_exactly_once) { leo_execute(&leo_cfgs[_i]); }
+END_TEST
+
+/* =========================================================================
+ * (a2) SL_LIST: mixed calls, a close in the middle, drops at free
+ * ========================================================================= */
+
+typedef struct lmx_cfg {
+    const char *name;
+    unsigned producers, consumers;
+    size_t esz;
+    uint64_t msgs, floor; /* per round, in all */
+    unsigned rounds, rounds_floor;
+} lmx_cfg;
+
+enum { MODE_DRAIN, MODE_PARTIAL, MODE_ABANDON, MODE_COUNT };
+static const char *const k_mode_names[] = {"drain", "partial", "abandon"};
+
+typedef struct lmx_run {
+    const lmx_cfg *cfg;
+    sl_chan *ch;
+    unsigned np, nc, round;
+    uint64_t n;
+    size_t esz;
+    uint64_t seed;
+    int mode;
+    bitmap sent, recv, drop, preclose;
+    sl_test_barrier start;
+    atomic_int close_started;
+    atomic_uint producers_done;
+    uint64_t close_target;
+    pad_counter *progress; /* np + nc */
+    uint64_t *sent_ok;     /* [np] */
+    uint64_t *recv_cnt;    /* [nc][np] */
+    uint64_t *recv_last;   /* [nc][np] */
+    uint64_t *max_recv;    /* [np] */
+    uint64_t *drop_cnt;    /* [np] */
+    uint64_t *drop_last;   /* [np] */
+    uint64_t drops_pre, drops_late;
+    atomic_uint_fast64_t late_after_closed;
+    atomic_uint closed_seen; /* consumers that got SL_CLOSED from a receive */
+    bool *quit_early;      /* [nc] */
+} lmx_run;
+
+static void lmx_mark_sent(lmx_run *r, unsigned p, uint64_t s)
+{
+    uint64_t i = (uint64_t)p * r->n + s;
+    if (bm_set(&r->sent, i))
+        rec_fail("producer %u: seq %llu reported sent twice (test bug)", p, ULL(s));
+    if (atomic_load(&r->close_started) == 0) /* seq_cst, against the closer's store */
+        bm_set(&r->preclose, i);
+}
+
+static void *lmx_producer(void *arg)
+{
+    worker *w = arg;
+    lmx_run *r = w->run;
+    unsigned p = w->idx;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, r->seed ^ (w->idx + 1) * GOLDEN ^ r->round);
+    unsigned char buf[ESZ_MAX], batch[BATCH_MAX * ESZ_MAX];
+    uint64_t s = 0, ok = 0;
+    bool closed = false;
+    sl_test_barrier_wait(&r->start);
+    while (s < r->n && !closed && !failed()) {
+        unsigned op = (unsigned)(sl_test_rng_next(&rng) % 8);
+        if (op <= 5) {
+            msg_make(buf, r->esz, p, s);
+            sl_status st;
+            const char *what;
+            if (op <= 2) {
+                what = "sl_chan_send";
+                st = sl_chan_send(r->ch, buf);
+            } else if (op <= 4) {
+                what = "sl_chan_try_send";
+                st = sl_chan_try_send(r->ch, buf);
+            } else {
+                what = "sl_chan_send_for";
+                st = sl_chan_send_for(r->ch, buf, k_timeouts[sl_test_rng_next(&rng) % N_TIMEOUTS]);
+            }
+            if (st == SL_OK) {
+                lmx_mark_sent(r, p, s);
+                s++;
+                ok++;
+            } else if (st == SL_CLOSED) {
+                closed = true;
+            } else {
+                /* SL_LIST never refuses for room or time. */
+                rec_fail("producer %u: %s on SL_LIST returned %s", p, what, sl_status_str(st));
+                closed = true;
+            }
+        } else {
+            size_t k = 1 + (size_t)(sl_test_rng_next(&rng) % BATCH_MAX);
+            if (k > r->n - s)
+                k = (size_t)(r->n - s);
+            for (size_t i = 0; i < k; i++)
+                msg_make(batch + i * r->esz, r->esz, p, s + i);
+            size_t got = sl_chan_try_send_n(r->ch, batch, k);
+            if (got > k) {
+                rec_fail("producer %u: sl_chan_try_send_n(%zu) returned %zu", p, k, got);
+                got = k;
+            }
+            for (size_t i = 0; i < got; i++)
+                lmx_mark_sent(r, p, s + i);
+            s += got;
+            ok += got;
+            if (got < k) {
+                if (got != 0)
+                    rec_fail("producer %u: sl_chan_try_send_n(%zu) on SL_LIST sent only %zu", p, k,
+                             got);
+                if (!sl_chan_is_closed(r->ch))
+                    rec_fail("producer %u: sl_chan_try_send_n(%zu) on an open SL_LIST sent %zu",
+                             p, k, got);
+                closed = true;
+            }
+        }
+        atomic_store_explicit(&r->progress[p].v, s, memory_order_relaxed);
+        sl_test_maybe_stall(&rng, 1024);
+    }
+    if (closed && s < r->n) {
+        msg_make(buf, r->esz, p, s);
+        sl_status st = sl_chan_send(r->ch, buf);
+        if (st == SL_OK) {
+            rec_fail("producer %u: sl_chan_send after SL_CLOSED returned SL_OK", p);
+            lmx_mark_sent(r, p, s);
+            ok++;
+        } else if (st != SL_CLOSED) {
+            rec_fail("producer %u: sl_chan_send after the close returned %s", p,
+                     sl_status_str(st));
+        }
+    }
+    r->sent_ok[p] = ok;
+    atomic_store_explicit(&r->progress[p].v, r->n, memory_order_relaxed);
+    atomic_fetch_add(&r->producers_done, 1);
+    return NULL;
+}
+
+static void lmx_take(lmx_run *r, unsigned c, const unsigned char *buf, const char *who,
+                     bool after_closed)
+{
+    uint32_t p;
+    uint64_t s;
+    if (!msg_read(buf, r->esz, r->np, r->n, &p, &s, who))
+        return;
+    uint64_t *last = &r->recv_last[(size_t)c * r->np + p];
+    if (*last != NONE && s <= *last)
+        rec_fail("%s: per-producer FIFO broken: producer %u seq %llu after seq %llu", who, p,
+                 ULL(s), ULL(*last));
+    *last = s;
+    uint64_t i = (uint64_t)p * r->n + s;
+    if (bm_set(&r->recv, i))
+        rec_fail("%s: duplicate: producer %u seq %llu received twice", who, p, ULL(s));
+    r->recv_cnt[(size_t)c * r->np + p]++;
+    if (after_closed)
+        atomic_fetch_add(&r->late_after_closed, 1);
+}
+
+static void *lmx_consumer(void *arg)
+{
+    worker *w = arg;
+    lmx_run *r = w->run;
+    unsigned c = w->idx - r->np;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, r->seed ^ (w->idx + 1) * GOLDEN ^ r->round);
+    unsigned char buf[ESZ_MAX], batch[BATCH_MAX * ESZ_MAX];
+    char who[64];
+    snprintf(who, sizeof who, "consumer %u", c);
+    bool done = false, saw_closed = false;
+    uint64_t got = 0;
+    /* A consumer that quits early leaves after a random number of messages
+     * once the channel is closed (the rest is for sl_chan_free). */
+    uint64_t quit_after = r->quit_early[c] ? sl_test_rng_next(&rng) % (r->n + 1) : NONE;
+    sl_test_barrier_wait(&r->start);
+    while (!done && !failed()) {
+        if (got >= quit_after && sl_chan_is_closed(r->ch))
+            break;
+        unsigned op = (unsigned)(sl_test_rng_next(&rng) % 8);
+        sl_status st;
+        if (op <= 2) {
+            st = sl_chan_recv(r->ch, buf);
+        } else if (op <= 4) {
+            st = sl_chan_try_recv(r->ch, buf);
+        } else if (op == 5) {
+            uint64_t timeout = k_timeouts[sl_test_rng_next(&rng) % N_TIMEOUTS];
+            uint64_t t0 = sl_test_now_ns();
+            st = sl_chan_recv_for(r->ch, buf, timeout);
+            if (st == SL_TIMEDOUT && sl_test_now_ns() - t0 < timeout)
+                rec_fail("%s: sl_chan_recv_for(%llu ns) timed out early", who, ULL(timeout));
+        } else {
+            size_t k = 1 + (size_t)(sl_test_rng_next(&rng) % BATCH_MAX);
+            size_t n = sl_chan_try_recv_n(r->ch, batch, k);
+            if (n > k) {
+                rec_fail("%s: sl_chan_try_recv_n(%zu) returned %zu", who, k, n);
+                n = k;
+            }
+            for (size_t i = 0; i < n; i++)
+                lmx_take(r, c, batch + i * r->esz, who, false);
+            got += n;
+            st = n ? SL_EMPTY : sl_chan_try_recv(r->ch, buf);
+            if (n)
+                goto next; /* nothing more to look at */
+        }
+        if (st == SL_OK) {
+            lmx_take(r, c, buf, who, false);
+            got++;
+        } else if (st == SL_CLOSED) {
+            done = saw_closed = true;
+        } else if (st == SL_EMPTY || st == SL_TIMEDOUT) {
+            if (st == SL_EMPTY)
+                sched_yield();
+        } else {
+            rec_fail("%s: a receive returned %s", who, sl_status_str(st));
+            done = true;
+        }
+    next:
+        atomic_store_explicit(&r->progress[w->idx].v, got, memory_order_relaxed);
+        sl_test_maybe_stall(&rng, 1024);
+    }
+    if (saw_closed) {
+        atomic_fetch_add(&r->closed_seen, 1);
+        /* Closed and drained is final: a message now would come from a send
+         * that returned SL_OK after this receiver was told SL_CLOSED (close is
+         * linearizable with sends, docs/guarantees.md). */
+        for (int k = 0; k < 3; k++) {
+            sl_status st = k == 0 ? sl_chan_try_recv(r->ch, buf)
+                         : k == 1 ? sl_chan_recv_for(r->ch, buf, 0)
+                                  : sl_chan_recv(r->ch, buf);
+            if (st == SL_OK) {
+                rec_fail("%s: a receive after SL_CLOSED returned a message", who);
+                lmx_take(r, c, buf, who, true);
+                got++;
+                k--;
+            } else if (st != SL_CLOSED) {
+                rec_fail("%s: receive form %d after SL_CLOSED returned %s", who, k,
+                         sl_status_str(st));
+            }
+        }
+    }
+    atomic_store_explicit(&r->progress[w->idx].v, got, memory_order_relaxed);
+    return NULL;
+}
+
+static void *lmx_closer(void *arg)
+{
+    worker *w = arg;
+    lmx_run *r = w->run;
+    sl_test_barrier_wait(&r->start);
+    while (sum_counters(r->progress, r->np) < r->close_target &&
+           atomic_load(&r->producers_done) < r->np && !failed())
+        sleep_ns(10000);
+    atomic_store(&r->close_started, 1);
+    sl_chan_close(r->ch);
+    sl_chan_close(r->ch);
+    if (!sl_chan_is_closed(r->ch))
+        rec_fail("sl_chan_is_closed is false after sl_chan_close");
+    return NULL;
+}
+
+static void lmx_drop(void *elem, void *ctx)
+{
+    lmx_run *r = ctx;
+    uint32_t p;
+    uint64_t s;
+    if (!msg_read(elem, r->esz, r->np, r->n, &p, &s, "drop function"))
+        return;
+    uint64_t i = (uint64_t)p * r->n + s;
+    if (bm_set(&r->drop, i))
+        rec_fail("drop function: producer %u seq %llu dropped twice", p, ULL(s));
+    if (bm_get(&r->recv, i))
+        rec_fail("drop function: producer %u seq %llu dropped and also received", p, ULL(s));
+    if (!bm_get(&r->sent, i))
+        rec_fail("drop function: producer %u seq %llu dropped, but its send failed", p, ULL(s));
+    if (r->drop_last[p] != NONE && s <= r->drop_last[p])
+        rec_fail("drop function: not FIFO: producer %u seq %llu dropped after seq %llu", p,
+                 ULL(s), ULL(r->drop_last[p]));
+    if (r->max_recv[p] != NONE && s < r->max_recv[p])
+        rec_fail("FIFO broken: producer %u seq %llu left in the channel, but seq %llu was "
+                 "received",
+                 p, ULL(s), ULL(r->max_recv[p]));
+    r->drop_last[p] = s;
+    r->drop_cnt[p]++;
+    if (bm_get(&r->preclose, i))
+        r->drops_pre++;
+    else
+        r->drops_late++;
+}
+
+static uint64_t lmx_progress(void *arg)
+{
+    lmx_run *r = arg;
+    return sum_counters(r->progress, r->np + r->nc);
+}
+
+static void lmx_diag(void *arg)
+{
+    lmx_run *r = arg;
+    fprintf(stderr, "  round %u, mode %s, LIST %u/%u: len %zu, closed %d (close_started %d), "
+            "producers done %u\n",
+            r->round, k_mode_names[r->mode], r->np, r->nc, sl_chan_len(r->ch),
+            (int)sl_chan_is_closed(r->ch), atomic_load(&r->close_started),
+            atomic_load(&r->producers_done));
+    for (unsigned i = 0; i < r->np + r->nc; i++)
+        fprintf(stderr, "  %s %u: %llu\n", i < r->np ? "producer (next seq)" : "consumer (got)",
+                i < r->np ? i : i - r->np,
+                ULL(atomic_load_explicit(&r->progress[i].v, memory_order_relaxed)));
+}
+
+static void lmx_round(const lmx_cfg *cfg, uint64_t seed, unsigned round, unsigned np, unsigned nc,
+                      uint64_t n, uint64_t *late_total, uint64_t *drops_total)
+{
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, seed ^ (round + 1) * 0xD1B54A32D192ED03ull);
+    lmx_run *r = xaligned(sizeof *r);
+    r->cfg = cfg;
+    r->np = np;
+    r->nc = nc;
+    r->round = round;
+    r->n = n;
+    r->esz = cfg->esz;
+    r->seed = seed;
+    r->mode = (int)(sl_test_rng_next(&rng) % MODE_COUNT);
+    uint64_t total = (uint64_t)np * n;
+    bm_init(&r->sent, total);
+    bm_init(&r->recv, total);
+    bm_init(&r->drop, total);
+    bm_init(&r->preclose, total);
+    sl_test_barrier_init(&r->start, np + nc + 1);
+    atomic_init(&r->close_started, 0);
+    atomic_init(&r->producers_done, 0);
+    atomic_init(&r->late_after_closed, 0);
+    atomic_init(&r->closed_seen, 0);
+    uint64_t pick = sl_test_rng_next(&rng) % 8;
+    r->close_target = pick == 0 ? 0 : pick == 1 ? total + 1 : sl_test_rng_next(&rng) % (total + 1);
+    r->progress = xaligned((np + nc) * sizeof *r->progress);
+    r->sent_ok = xcalloc(np, sizeof(uint64_t));
+    r->recv_cnt = xcalloc((size_t)nc * np, sizeof(uint64_t));
+    r->recv_last = xcalloc((size_t)nc * np, sizeof(uint64_t));
+    for (size_t i = 0; i < (size_t)nc * np; i++)
+        r->recv_last[i] = NONE;
+    r->max_recv = xcalloc(np, sizeof(uint64_t));
+    r->drop_cnt = xcalloc(np, sizeof(uint64_t));
+    r->drop_last = xcalloc(np, sizeof(uint64_t));
+    for (unsigned p = 0; p < np; p++)
+        r->max_recv[p] = r->drop_last[p] = NONE;
+    r->quit_early = xcalloc(nc, sizeof(bool));
+    for (unsigned c = 0; c < nc; c++)
+        r->quit_early[c] = r->mode == MODE_ABANDON ||
+                           (r->mode == MODE_PARTIAL && (sl_test_rng_next(&rng) & 1));
+
+    sl_status st = new_chan(&r->ch, SL_LIST, cfg->esz, 0, lmx_drop, r);
+    CHECK_MSG(st == SL_OK, "channel creation returned %s", sl_status_str(st));
+
+    worker *w = xcalloc(np + nc + 1, sizeof *w);
+    watchdog wd;
+    watchdog_start(&wd, lmx_progress, lmx_diag, r);
+    for (unsigned i = 0; i < np + nc + 1; i++) {
+        w[i].run = r;
+        w[i].idx = i;
+        spawn(&w[i].thr, i < np ? lmx_producer : i < np + nc ? lmx_consumer : lmx_closer, &w[i]);
+    }
+    for (unsigned i = 0; i < np + nc + 1; i++)
+        pthread_join(w[i].thr, NULL);
+    watchdog_stop(&wd);
+    ASSERT_CLEAN();
+
+    /* The newest seq received per producer, for the drop function's check. */
+    for (unsigned c = 0; c < nc; c++)
+        for (unsigned p = 0; p < np; p++) {
+            uint64_t l = r->recv_last[(size_t)c * np + p];
+            if (l != NONE && (r->max_recv[p] == NONE || l > r->max_recv[p]))
+                r->max_recv[p] = l;
+        }
+    size_t left = sl_chan_len(r->ch);
+    sl_chan_free(r->ch); /* drops what is left, on this thread */
+    ASSERT_CLEAN();
+
+    uint64_t recv_all = 0, drop_all = 0;
+    for (unsigned p = 0; p < np; p++) {
+        uint64_t rc = 0;
+        for (unsigned c = 0; c < nc; c++)
+            rc += r->recv_cnt[(size_t)c * np + p];
+        CHECK_MSG(r->sent_ok[p] == rc + r->drop_cnt[p],
+                  "round %u (%s): producer %u: %llu sent, %llu received + %llu dropped", round,
+                  k_mode_names[r->mode], p, ULL(r->sent_ok[p]), ULL(rc), ULL(r->drop_cnt[p]));
+        recv_all += rc;
+        drop_all += r->drop_cnt[p];
+    }
+    for (uint64_t i = 0; i < total; i++) {
+        bool se = bm_get(&r->sent, i), rv = bm_get(&r->recv, i), dr = bm_get(&r->drop, i);
+        CHECK_MSG(se == (rv || dr) && !(rv && dr),
+                  "round %u: producer %llu seq %llu: sent %d received %d dropped %d", round,
+                  ULL(i / n), ULL(i % n), se, rv, dr);
+    }
+    CHECK_MSG(left == drop_all, "round %u: len %zu before free, %llu dropped", round, left,
+              ULL(drop_all));
+    /* Close is linearizable with sends: once any receiver has been told
+     * SL_CLOSED, every message of every send that returned SL_OK has been
+     * received — none is left for sl_chan_free. */
+    unsigned closed_seen = atomic_load(&r->closed_seen);
+    CHECK_MSG(closed_seen == 0 || drop_all == 0,
+              "round %u (%s): %u consumer(s) saw SL_CLOSED, yet %llu successfully sent messages "
+              "were left in the channel (%llu of them sent before the close began)",
+              round, k_mode_names[r->mode], closed_seen, ULL(drop_all), ULL(r->drops_pre));
+    if (r->mode == MODE_DRAIN)
+        CHECK_MSG(closed_seen == nc, "round %u: %u of %u draining consumers saw SL_CLOSED", round,
+                  closed_seen, nc);
+    *late_total += atomic_load(&r->late_after_closed);
+    *drops_total += drop_all;
+    (void)recv_all;
+
+    sl_test_barrier_destroy(&r->start);
+    bm_free(&r->sent);
+    bm_free(&r->recv);
+    bm_free(&r->drop);
+    bm_free(&r->preclose);
+    free(r->progress);
+    free(r->sent_ok);
+    free(r->recv_cnt);
+    free(r->recv_last);
+    free(r->max_recv);
+    free(r->drop_cnt);
+    free(r->drop_last);
+    free(r->quit_early);
+    free(w);
+    free(r);
+}
+
+static void lmx_execute(const lmx_cfg *cfg)
+{
+    char name[160];
+    snprintf(name, sizeof name, "list_mixed_close[%s]", cfg->name);
+    uint64_t seed = begin_test(name);
+    unsigned np = sl_test_env_uint("SL_STRESS_PRODUCERS", cfg->producers);
+    unsigned nc = sl_test_env_uint("SL_STRESS_CONSUMERS", cfg->consumers);
+    uint64_t total = sl_test_scaled(cfg->msgs, cfg->floor);
+    uint64_t n = total / np ? total / np : 1;
+    unsigned rounds = (unsigned)sl_test_scaled(cfg->rounds, cfg->rounds_floor);
+    uint64_t late = 0, drops = 0;
+    uint64_t t0 = sl_test_now_ns();
+    for (unsigned round = 0; round < rounds; round++)
+        lmx_round(cfg, seed, round, np, nc, n, &late, &drops);
+    fprintf(stderr, "[%s] %u rounds of %u/%u x %llu in %.3f s; %llu dropped at free, %llu "
+            "received after a consumer saw SL_CLOSED\n",
+            g_test, rounds, np, nc, ULL(n), (double)(sl_test_now_ns() - t0) / 1e9, ULL(drops),
+            ULL(late));
+}
+
+static const lmx_cfg lmx_cfgs[] = {
+    {"8/8 16B", 8, 8, 16, 200000, 4000, 16, 3},
+    {"4/4 64B", 4, 4, 64, 200000, 4000, 16, 3},
+    {"3/1 24B", 3, 1, 24, 100000, 3000, 12, 3},
+};
+
+START_TEST(list_mixed_close) { lmx_execute(&lmx_cfgs[_i]); }
+END_TEST
+
+/* =========================================================================
+ * (b) SL_RING flood: received, evicted or dropped — exactly one of them
+ * ========================================================================= */
+
+typedef struct ring_cfg {
+    const char *name;
+    size_t cap, esz;
+    unsigned plain, evictors, receivers;
+    uint64_t msgs, floor; /* all senders together */
+    unsigned yield_one_in; /* senders yield with probability 1/this (0: never),
+                              so that receivers win a fair share of messages */
+    bool abandon;          /* receivers leave once the channel is closed, without
+                              draining: sl_chan_free drops the rest */
+} ring_cfg;
+
+typedef struct ring_run {
+    const ring_cfg *cfg;
+    sl_chan *ch;
+    unsigned np, nc; /* senders (plain first, then evictors), receivers */
+    uint64_t n;      /* per sender */
+    size_t esz, cap;
+    uint64_t seed;
+    bitmap recv, evicted, dropped, at_free;
+    sl_test_barrier start;
+    atomic_uint senders_left;
+    atomic_uint_fast64_t n_recv, n_evicted, n_dropped_send, n_dropped_free;
+    atomic_uint_fast64_t evicted_returns; /* SL_EVICTED returned to any sender */
+    bool freeing;
+    pad_counter *progress;
+} ring_run;
+
+/* Exactly one of received / evicted / dropped: check the other two. */
+static void ring_account(ring_run *r, bitmap *mine, bitmap *o1, bitmap *o2, uint32_t p,
+                         uint64_t s, const char *how, const char *who)
+{
+    uint64_t i = (uint64_t)p * r->n + s;
+    if (bm_set(mine, i))
+        rec_fail("%s: producer %u seq %llu %s twice", who, p, ULL(s), how);
+    if (bm_get(o1, i) || bm_get(o2, i))
+        rec_fail("%s: producer %u seq %llu %s, but it was already received/evicted/dropped "
+                 "(received %d evicted %d dropped %d)",
+                 who, p, ULL(s), how, bm_get(&r->recv, i), bm_get(&r->evicted, i),
+                 bm_get(&r->dropped, i));
+}
+
+static void ring_drop(void *elem, void *ctx)
+{
+    ring_run *r = ctx;
+    observer *o = tl_drop_obs;
+    const char *who = o ? o->who : "drop function";
+    uint32_t p;
+    uint64_t s;
+    if (!o) {
+        rec_fail("the drop function ran on a thread that neither sends nor frees");
+        return;
+    }
+    if (!msg_read(elem, r->esz, r->np, r->n, &p, &s, who))
+        return;
+    obs_see(o, p, s, "dropped");
+    ring_account(r, &r->dropped, &r->recv, &r->evicted, p, s, "dropped", who);
+    if (r->freeing)
+        bm_set(&r->at_free, (uint64_t)p * r->n + s);
+    atomic_fetch_add_explicit(r->freeing ? &r->n_dropped_free : &r->n_dropped_send, 1,
+                              memory_order_relaxed);
+}
+
+static void *ring_sender(void *arg)
+{
+    worker *w = arg;
+    ring_run *r = w->run;
+    unsigned p = w->idx;
+    bool evictor = p >= r->cfg->plain;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, r->seed ^ (w->idx + 1) * GOLDEN);
+    unsigned char buf[ESZ_MAX], ev[ESZ_MAX], batch[BATCH_MAX * ESZ_MAX];
+    observer drops, evs;
+    obs_init(&drops, r->np, "sender %u (drop function)", p);
+    obs_init(&evs, r->np, "sender %u (send_evict)", p);
+    tl_drop_obs = &drops;
+    sl_test_barrier_wait(&r->start);
+    for (uint64_t s = 0; s < r->n && !failed();) {
+        unsigned op = (unsigned)(sl_test_rng_next(&rng) % 8);
+        uint64_t d0 = drops.count;
+        if (evictor && op <= 5) {
+            msg_make(buf, r->esz, p, s);
+            sl_status st = sl_chan_send_evict(r->ch, buf, ev);
+            if (st == SL_EVICTED) {
+                uint32_t q;
+                uint64_t t;
+                if (msg_read(ev, r->esz, r->np, r->n, &q, &t, evs.who)) {
+                    obs_see(&evs, q, t, "evicted");
+                    ring_account(r, &r->evicted, &r->recv, &r->dropped, q, t, "evicted", evs.who);
+                }
+                atomic_fetch_add_explicit(&r->n_evicted, 1, memory_order_relaxed);
+            } else if (st != SL_OK) {
+                rec_fail("sender %u: sl_chan_send_evict returned %s", p, sl_status_str(st));
+            }
+            if (drops.count != d0)
+                rec_fail("sender %u: sl_chan_send_evict called the drop function", p);
+            s++;
+        } else if (op == 7) {
+            size_t k = 1 + (size_t)(sl_test_rng_next(&rng) % BATCH_MAX);
+            if (k > r->n - s)
+                k = (size_t)(r->n - s);
+            for (size_t i = 0; i < k; i++)
+                msg_make(batch + i * r->esz, r->esz, p, s + i);
+            size_t got = sl_chan_try_send_n(r->ch, batch, k);
+            if (got != k)
+                rec_fail("sender %u: sl_chan_try_send_n(%zu) on SL_RING sent %zu", p, k, got);
+            if (drops.count - d0 > k)
+                rec_fail("sender %u: sl_chan_try_send_n(%zu) dropped %llu", p, k,
+                         ULL(drops.count - d0));
+            s += k;
+        } else {
+            msg_make(buf, r->esz, p, s);
+            sl_status st;
+            const char *what;
+            if (op <= 2) {
+                what = "sl_chan_send";
+                st = sl_chan_send(r->ch, buf);
+            } else if (op <= 4) {
+                what = "sl_chan_try_send";
+                st = sl_chan_try_send(r->ch, buf);
+            } else {
+                what = "sl_chan_send_for";
+                st = sl_chan_send_for(r->ch, buf, k_timeouts[sl_test_rng_next(&rng) % N_TIMEOUTS]);
+            }
+            uint64_t dd = drops.count - d0;
+            if (st == SL_EVICTED) {
+                atomic_fetch_add_explicit(&r->evicted_returns, 1, memory_order_relaxed);
+                if (dd != 1)
+                    rec_fail("sender %u: %s returned SL_EVICTED, the drop function ran %llu times "
+                             "in the call",
+                             p, what, ULL(dd));
+            } else if (st == SL_OK) {
+                if (dd != 0)
+                    rec_fail("sender %u: %s returned SL_OK, but the drop function ran %llu times",
+                             p, what, ULL(dd));
+            } else {
+                rec_fail("sender %u: %s on SL_RING returned %s", p, what, sl_status_str(st));
+            }
+            s++;
+        }
+        if ((s & 63) == 0)
+            atomic_store_explicit(&r->progress[p].v, s, memory_order_relaxed);
+        if (r->cfg->yield_one_in && sl_test_rng_next(&rng) % r->cfg->yield_one_in == 0)
+            sched_yield();
+        sl_test_maybe_stall(&rng, 2048);
+    }
+    atomic_store_explicit(&r->progress[p].v, r->n, memory_order_relaxed);
+    tl_drop_obs = NULL;
+    if (atomic_fetch_sub(&r->senders_left, 1) == 1)
+        sl_chan_close(r->ch);
+    obs_free(&drops);
+    obs_free(&evs);
+    return NULL;
+}
+
+static void *ring_receiver(void *arg)
+{
+    worker *w = arg;
+    ring_run *r = w->run;
+    unsigned c = w->idx - r->np;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, r->seed ^ (w->idx + 1) * GOLDEN);
+    unsigned char buf[ESZ_MAX], batch[BATCH_MAX * ESZ_MAX];
+    observer o;
+    obs_init(&o, r->np, "receiver %u", c);
+    sl_test_barrier_wait(&r->start);
+    bool done = false;
+    while (!done && !failed()) {
+        if (r->cfg->abandon && sl_chan_is_closed(r->ch))
+            break;
+        unsigned op = (unsigned)(sl_test_rng_next(&rng) % 8);
+        size_t got = 0;
+        sl_status st;
+        if (op <= 2) {
+            st = sl_chan_recv(r->ch, buf);
+        } else if (op <= 4) {
+            st = sl_chan_try_recv(r->ch, buf);
+        } else if (op == 5) {
+            st = sl_chan_recv_for(r->ch, buf, k_timeouts[sl_test_rng_next(&rng) % N_TIMEOUTS]);
+        } else {
+            size_t k = 1 + (size_t)(sl_test_rng_next(&rng) % BATCH_MAX);
+            got = sl_chan_try_recv_n(r->ch, batch, k);
+            if (got > k) {
+                rec_fail("%s: sl_chan_try_recv_n(%zu) returned %zu", o.who, k, got);
+                got = k;
+            }
+            st = got ? SL_EMPTY : sl_chan_try_recv(r->ch, buf);
+        }
+        for (size_t i = 0; i < got + (st == SL_OK); i++) {
+            const unsigned char *m = i < got ? batch + i * r->esz : buf;
+            uint32_t p;
+            uint64_t s;
+            if (!msg_read(m, r->esz, r->np, r->n, &p, &s, o.who))
+                continue;
+            obs_see(&o, p, s, "received");
+            ring_account(r, &r->recv, &r->evicted, &r->dropped, p, s, "received", o.who);
+        }
+        if (st == SL_CLOSED)
+            done = true;
+        else if (st == SL_EMPTY && got == 0)
+            sched_yield();
+        else if (st != SL_OK && st != SL_EMPTY && st != SL_TIMEDOUT)
+            rec_fail("%s: a receive returned %s", o.who, sl_status_str(st));
+        if ((o.count & 63) == 0) {
+            size_t len = sl_chan_len(r->ch);
+            if (len > r->cap)
+                rec_fail("sl_chan_len = %zu above the capacity %zu", len, r->cap);
+        }
+        atomic_store_explicit(&r->progress[w->idx].v, o.count, memory_order_relaxed);
+        sl_test_maybe_stall(&rng, 2048);
+    }
+    atomic_fetch_add(&r->n_recv, o.count);
+    obs_free(&o);
+    return NULL;
+}
+
+static uint64_t ring_progress(void *arg)
+{
+    ring_run *r = arg;
+    return sum_counters(r->progress, r->np + r->nc);
+}
+
+static void ring_diag(void *arg)
+{
+    ring_run *r = arg;
+    fprintf(stderr, "  RING cap %zu: len %zu, closed %d, senders left %u\n", r->cap,
+            sl_chan_len(r->ch), (int)sl_chan_is_closed(r->ch), atomic_load(&r->senders_left));
+    for (unsigned i = 0; i < r->np + r->nc; i++)
+        fprintf(stderr, "  %s %u: %llu\n", i < r->np ? "sender" : "receiver",
+                i < r->np ? i : i - r->np,
+                ULL(atomic_load_explicit(&r->progress[i].v, memory_order_relaxed)));
+}
+
+static void ring_execute(const ring_cfg *cfg)
+{
+    char name[160];
+    snprintf(name, sizeof name, "ring_flood[%s]", cfg->name);
+    ring_run *r = xaligned(sizeof *r);
+    r->cfg = cfg;
+    r->seed = begin_test(name);
+    r->np = cfg->plain + cfg->evictors;
+    r->nc = cfg->receivers;
+    uint64_t total = sl_test_scaled(cfg->msgs, cfg->floor);
+    r->n = total / r->np ? total / r->np : 1;
+    r->esz = cfg->esz;
+    r->cap = cfg->cap;
+    uint64_t all = (uint64_t)r->np * r->n;
+    bm_init(&r->recv, all);
+    bm_init(&r->evicted, all);
+    bm_init(&r->dropped, all);
+    bm_init(&r->at_free, all);
+    sl_test_barrier_init(&r->start, r->np + r->nc);
+    atomic_init(&r->senders_left, r->np);
+    r->progress = xaligned((r->np + r->nc) * sizeof *r->progress);
+    sl_status st = new_chan(&r->ch, SL_RING, cfg->esz, cfg->cap, ring_drop, r);
+    CHECK_MSG(st == SL_OK, "channel creation returned %s", sl_status_str(st));
+    CHECK_MSG(sl_chan_cap(r->ch) == cfg->cap, "cap %zu", sl_chan_cap(r->ch));
+
+    worker *w = xcalloc(r->np + r->nc, sizeof *w);
+    watchdog wd;
+    watchdog_start(&wd, ring_progress, ring_diag, r);
+    uint64_t t0 = sl_test_now_ns();
+    for (unsigned i = 0; i < r->np + r->nc; i++) {
+        w[i].run = r;
+        w[i].idx = i;
+        spawn(&w[i].thr, i < r->np ? ring_sender : ring_receiver, &w[i]);
+    }
+    for (unsigned i = 0; i < r->np + r->nc; i++)
+        pthread_join(w[i].thr, NULL);
+    uint64_t t1 = sl_test_now_ns();
+    watchdog_stop(&wd);
+    ASSERT_CLEAN();
+
+    size_t left = sl_chan_len(r->ch);
+    observer main_obs;
+    obs_init(&main_obs, r->np, "sl_chan_free");
+    tl_drop_obs = &main_obs;
+    r->freeing = true;
+    sl_chan_free(r->ch);
+    tl_drop_obs = NULL;
+    obs_free(&main_obs);
+    ASSERT_CLEAN();
+
+    uint64_t nr = atomic_load(&r->n_recv), ne = atomic_load(&r->n_evicted);
+    uint64_t nds = atomic_load(&r->n_dropped_send), ndf = atomic_load(&r->n_dropped_free);
+    for (uint64_t i = 0; i < all; i++) {
+        int k = bm_get(&r->recv, i) + bm_get(&r->evicted, i) + bm_get(&r->dropped, i);
+        CHECK_MSG(k == 1,
+                  "producer %llu seq %llu: received %d evicted %d dropped %d (expected exactly "
+                  "one); totals: %llu received, %llu evicted, %llu dropped by sends, %llu at free",
+                  ULL(i / r->n), ULL(i % r->n), bm_get(&r->recv, i), bm_get(&r->evicted, i),
+                  bm_get(&r->dropped, i), ULL(nr), ULL(ne), ULL(nds), ULL(ndf));
+    }
+    CHECK_MSG(nr + ne + nds + ndf == all, "%llu + %llu + %llu + %llu != %llu", ULL(nr), ULL(ne),
+              ULL(nds), ULL(ndf), ULL(all));
+    if (cfg->abandon) {
+        /* What free dropped is what len said was left, at most cap, and for
+         * each producer the newest of its messages (FIFO). */
+        CHECK_MSG(left == ndf && left <= r->cap,
+                  "len %zu before free, %llu dropped at free, cap %zu", left, ULL(ndf), r->cap);
+        for (unsigned p = 0; p < r->np; p++) {
+            bool in = false;
+            for (uint64_t q = 0; q < r->n; q++) {
+                bool f = bm_get(&r->at_free, (uint64_t)p * r->n + q);
+                CHECK_MSG(!in || f, "producer %u: seq %llu was left for free, but the later seq "
+                          "%llu was not", p, ULL(q - 1), ULL(q));
+                in = in || f;
+            }
+        }
+    } else {
+        /* Receivers drained to SL_CLOSED after the last send: nothing is left. */
+        CHECK_MSG(left == 0 && ndf == 0, "len %zu and %llu dropped at free after every receiver "
+                  "saw SL_CLOSED", left, ULL(ndf));
+    }
+    fprintf(stderr, "[%s] %u senders (%u evicting) / %u receivers, %llu messages: %llu received, "
+            "%llu evicted to senders, %llu dropped by sends, %llu at free, in %.3f s\n",
+            g_test, r->np, cfg->evictors, r->nc, ULL(all), ULL(nr), ULL(ne), ULL(nds), ULL(ndf),
+            (double)(t1 - t0) / 1e9);
+    sl_test_barrier_destroy(&r->start);
+    bm_free(&r->recv);
+    bm_free(&r->evicted);
+    bm_free(&r->dropped);
+    bm_free(&r->at_free);
+    free(r->progress);
+    free(w);
+    free(r);
+}
+
+static const ring_cfg ring_cfgs[] = {
+    {"cap 1, 4+2 senders, 3 receivers", 1, 16, 4, 2, 3, 600000, 15000, 0, false},
+    {"cap 1, 4+2 senders, 3 receivers, senders yield", 1, 16, 4, 2, 3, 200000, 10000, 1, false},
+    {"cap 2, 4+2 senders, 3 receivers, 40B", 2, 40, 4, 2, 3, 600000, 15000, 0, false},
+    {"cap 2, 4+2 senders, 3 receivers, senders yield", 2, 16, 4, 2, 3, 200000, 10000, 2, false},
+    {"cap 4, 4+2 senders, 3 receivers", 4, 16, 4, 2, 3, 600000, 15000, 0, false},
+    {"cap 4, 4+2 senders, 3 receivers, senders yield", 4, 24, 4, 2, 3, 200000, 10000, 1, false},
+    {"cap 64, 3+3 senders, 2 receivers, 64B", 64, 64, 3, 3, 2, 600000, 15000, 0, false},
+    {"cap 1, 0+4 senders (mostly send_evict), 2 receivers", 1, 24, 0, 4, 2, 300000, 10000, 0,
+     false},
+    {"cap 4, 4+2 senders, 3 receivers leave at close", 4, 16, 4, 2, 3, 200000, 10000, 0, true},
+    {"cap 64, 4+2 senders, 2 receivers leave at close", 64, 32, 4, 2, 2, 200000, 10000, 2, true},
+    /* More operations in progress than SL_RING_SPARE: a push may wait, never forever. */
+    {"cap 1, 140+20 senders, 8 receivers", 1, 16, 140, 20, 8, 320000, 32000, 0, false},
+};
+
+START_TEST(ring_flood) { ring_execute(&ring_cfgs[_i]); }
+END_TEST
+
+/* =========================================================================
+ * (c) select stress
+ * ========================================================================= */
+
+#define SEL_MAXP 8
+#define SEL_MAXC 6
+
+typedef struct sel_cfg {
+    const char *name;
+    unsigned producers;
+    sl_flavor flavor[SEL_MAXP];
+    size_t cap[SEL_MAXP];
+    bool select_send[SEL_MAXP]; /* the producer sends through sl_select */
+    unsigned selectors;
+    int plain_ch;               /* channel a plain consumer also receives from, or -1 */
+    uint64_t msgs, floor;       /* all producers together */
+} sel_cfg;
+
+typedef struct sel_run {
+    const sel_cfg *cfg;
+    sl_chan *ch[SEL_MAXP];
+    unsigned np, nsel, nc; /* nc = nsel + plain */
+    uint64_t n;
+    size_t esz;
+    uint64_t seed;
+    bitmap recv, dropped, evicted;
+    sl_test_barrier start;
+    atomic_uint_fast64_t n_recv, n_dropped, n_evicted, timeouts, closed_cases;
+    bool freeing;
+    atomic_uint_fast64_t n_dropped_free;
+    pad_counter *progress; /* np + nc */
+} sel_run;
+
+static void sel_account(sel_run *r, bitmap *mine, bitmap *o1, bitmap *o2, uint32_t p, uint64_t s,
+                        const char *how, const char *who)
+{
+    uint64_t i = (uint64_t)p * r->n + s;
+    if (bm_set(mine, i))
+        rec_fail("%s: producer %u seq %llu %s twice", who, p, ULL(s), how);
+    if (bm_get(o1, i) || bm_get(o2, i))
+        rec_fail("%s: producer %u seq %llu %s, but it was already received/dropped/evicted", who,
+                 p, ULL(s), how);
+}
+
+static void sel_drop(void *elem, void *ctx)
+{
+    sel_run *r = ctx;
+    observer *o = tl_drop_obs;
+    uint32_t p;
+    uint64_t s;
+    if (!o) {
+        rec_fail("the drop function ran on an unexpected thread");
+        return;
+    }
+    if (!msg_read(elem, r->esz, r->np, r->n, &p, &s, o->who))
+        return;
+    obs_see(o, p, s, "dropped");
+    sel_account(r, &r->dropped, &r->recv, &r->evicted, p, s, "dropped", o->who);
+    atomic_fetch_add_explicit(r->freeing ? &r->n_dropped_free : &r->n_dropped, 1,
+                              memory_order_relaxed);
+}
+
+static void *sel_producer(void *arg)
+{
+    worker *w = arg;
+    sel_run *r = w->run;
+    unsigned p = w->idx;
+    sl_chan *ch = r->ch[p];
+    sl_flavor fl = r->cfg->flavor[p];
+    bool via_select = r->cfg->select_send[p];
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, r->seed ^ (w->idx + 1) * GOLDEN);
+    unsigned char buf[ESZ_MAX], ev[ESZ_MAX];
+    observer drops, evs;
+    obs_init(&drops, r->np, "producer %u (drop function)", p);
+    obs_init(&evs, r->np, "producer %u (send_evict)", p);
+    tl_drop_obs = &drops;
+    sl_test_barrier_wait(&r->start);
+    for (uint64_t s = 0; s < r->n && !failed();) {
+        msg_make(buf, r->esz, p, s);
+        unsigned op = (unsigned)(sl_test_rng_next(&rng) % 4);
+        sl_status st;
+        if (via_select) {
+            sl_select_case cs[2] = {{NULL, SL_SEL_RECV, NULL}, {ch, SL_SEL_SEND, buf}};
+            uint64_t timeout =
+                op == 3 ? SL_FOREVER : k_timeouts[sl_test_rng_next(&rng) % N_TIMEOUTS];
+            size_t idx = 99;
+            uint64_t t0 = sl_test_now_ns();
+            st = sl_select(cs, 2, timeout, &idx);
+            if (st == SL_TIMEDOUT) {
+                if (timeout != 0 && sl_test_now_ns() - t0 < timeout)
+                    rec_fail("producer %u: sl_select(%llu ns) timed out early", p, ULL(timeout));
+                continue; /* the message is still ours: try again */
+            }
+            if (idx != 1)
+                rec_fail("producer %u: sl_select chose case %zu (a nil case)", p, idx);
+        } else if (fl == SL_RING && op == 0) {
+            st = sl_chan_send_evict(ch, buf, ev);
+            if (st == SL_EVICTED) {
+                uint32_t q;
+                uint64_t t;
+                if (msg_read(ev, r->esz, r->np, r->n, &q, &t, evs.who)) {
+                    obs_see(&evs, q, t, "evicted");
+                    sel_account(r, &r->evicted, &r->recv, &r->dropped, q, t, "evicted", evs.who);
+                    atomic_fetch_add_explicit(&r->n_evicted, 1, memory_order_relaxed);
+                }
+                st = SL_OK;
+            }
+        } else if (op == 1) {
+            st = sl_chan_try_send(ch, buf);
+            if (st == SL_FULL) {
+                sched_yield();
+                continue;
+            }
+        } else if (op == 2) {
+            st = sl_chan_send_for(ch, buf, k_timeouts[sl_test_rng_next(&rng) % N_TIMEOUTS]);
+            if (st == SL_TIMEDOUT)
+                continue;
+        } else {
+            st = sl_chan_send(ch, buf);
+        }
+        if (st != SL_OK && !(st == SL_EVICTED && fl == SL_RING))
+            rec_fail("producer %u (%s): a send returned %s", p, flavor_name(fl),
+                     sl_status_str(st));
+        s++;
+        if ((s & 63) == 0)
+            atomic_store_explicit(&r->progress[p].v, s, memory_order_relaxed);
+        sl_test_maybe_stall(&rng, 2048);
+    }
+    atomic_store_explicit(&r->progress[p].v, r->n, memory_order_relaxed);
+    tl_drop_obs = NULL;
+    sl_chan_close(ch);
+    obs_free(&drops);
+    obs_free(&evs);
+    return NULL;
+}
+
+static void sel_take(sel_run *r, observer *o, const unsigned char *m)
+{
+    uint32_t p;
+    uint64_t s;
+    if (!msg_read(m, r->esz, r->np, r->n, &p, &s, o->who))
+        return;
+    obs_see(o, p, s, "received");
+    sel_account(r, &r->recv, &r->dropped, &r->evicted, p, s, "received", o->who);
+}
+
+static void *sel_consumer(void *arg)
+{
+    worker *w = arg;
+    sel_run *r = w->run;
+    unsigned c = w->idx - r->np;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, r->seed ^ (w->idx + 1) * GOLDEN);
+    observer o;
+    obs_init(&o, r->np, "selector %u", c);
+    unsigned char bufs[SEL_MAXP][ESZ_MAX];
+    sl_select_case cs[SEL_MAXP];
+    unsigned open = 0;
+    for (unsigned i = 0; i < r->np; i++) {
+        /* An SL_SPSC channel has one receiver thread: selector 0. */
+        bool mine = r->cfg->flavor[i] != SL_SPSC || c == 0;
+        cs[i] = (sl_select_case){mine ? r->ch[i] : NULL, SL_SEL_RECV, bufs[i]};
+        open += mine;
+    }
+    sl_test_barrier_wait(&r->start);
+    while (open > 0 && !failed()) {
+        unsigned pick = (unsigned)(sl_test_rng_next(&rng) % 8);
+        uint64_t timeout = pick >= 5 ? SL_FOREVER : k_timeouts[pick];
+        size_t idx = 99;
+        uint64_t t0 = sl_test_now_ns();
+        sl_status st = sl_select(cs, r->np, timeout, &idx);
+        if (st == SL_TIMEDOUT) {
+            if (timeout != 0 && sl_test_now_ns() - t0 < timeout)
+                rec_fail("%s: sl_select(%llu ns) timed out early", o.who, ULL(timeout));
+            atomic_fetch_add_explicit(&r->timeouts, 1, memory_order_relaxed);
+            continue;
+        }
+        if (idx >= r->np || !cs[idx].ch) {
+            rec_fail("%s: sl_select returned %s with index %zu (nil or out of range)", o.who,
+                     sl_status_str(st), idx);
+            break;
+        }
+        if (st == SL_OK) {
+            sel_take(r, &o, bufs[idx]);
+        } else if (st == SL_CLOSED) {
+            cs[idx].ch = NULL; /* closed and drained: a nil case from now on */
+            open--;
+            atomic_fetch_add_explicit(&r->closed_cases, 1, memory_order_relaxed);
+        } else {
+            rec_fail("%s: sl_select returned %s", o.who, sl_status_str(st));
+            break;
+        }
+        atomic_store_explicit(&r->progress[w->idx].v, o.count, memory_order_relaxed);
+        sl_test_maybe_stall(&rng, 2048);
+    }
+    atomic_fetch_add(&r->n_recv, o.count);
+    atomic_store_explicit(&r->progress[w->idx].v, o.count + 1, memory_order_relaxed);
+    obs_free(&o);
+    return NULL;
+}
+
+static void *sel_plain(void *arg)
+{
+    worker *w = arg;
+    sel_run *r = w->run;
+    sl_chan *ch = r->ch[r->cfg->plain_ch];
+    observer o;
+    obs_init(&o, r->np, "plain consumer");
+    unsigned char buf[ESZ_MAX];
+    sl_test_barrier_wait(&r->start);
+    for (;;) {
+        sl_status st = sl_chan_recv(ch, buf);
+        if (st == SL_CLOSED)
+            break;
+        if (st != SL_OK) {
+            rec_fail("plain consumer: sl_chan_recv returned %s", sl_status_str(st));
+            break;
+        }
+        sel_take(r, &o, buf);
+        atomic_store_explicit(&r->progress[w->idx].v, o.count, memory_order_relaxed);
+    }
+    atomic_fetch_add(&r->n_recv, o.count);
+    atomic_store_explicit(&r->progress[w->idx].v, o.count + 1, memory_order_relaxed);
+    obs_free(&o);
+    return NULL;
+}
+
+static uint64_t sel_progress(void *arg)
+{
+    sel_run *r = arg;
+    return sum_counters(r->progress, r->np + r->nc);
+}
+
+static void sel_diag(void *arg)
+{
+    sel_run *r = arg;
+    for (unsigned i = 0; i < r->np; i++)
+        fprintf(stderr, "  channel %u (%s cap %zu): len %zu, closed %d\n", i,
+                flavor_name(r->cfg->flavor[i]), r->cfg->cap[i], sl_chan_len(r->ch[i]),
+                (int)sl_chan_is_closed(r->ch[i]));
+    for (unsigned i = 0; i < r->np + r->nc; i++)
+        fprintf(stderr, "  %s %u: %llu\n", i < r->np ? "producer" : "consumer",
+                i < r->np ? i : i - r->np,
+                ULL(atomic_load_explicit(&r->progress[i].v, memory_order_relaxed)));
+}
+
+static void sel_execute(const sel_cfg *cfg)
+{
+    char name[160];
+    snprintf(name, sizeof name, "select_stress[%s]", cfg->name);
+    sel_run *r = xaligned(sizeof *r);
+    r->cfg = cfg;
+    r->seed = begin_test(name);
+    r->np = cfg->producers;
+    r->nsel = cfg->selectors;
+    r->nc = cfg->selectors + (cfg->plain_ch >= 0 ? 1 : 0);
+    uint64_t total = sl_test_scaled(cfg->msgs, cfg->floor);
+    r->n = total / r->np ? total / r->np : 1;
+    r->esz = 24;
+    uint64_t all = (uint64_t)r->np * r->n;
+    bm_init(&r->recv, all);
+    bm_init(&r->dropped, all);
+    bm_init(&r->evicted, all);
+    sl_test_barrier_init(&r->start, r->np + r->nc);
+    r->progress = xaligned((r->np + r->nc) * sizeof *r->progress);
+    for (unsigned i = 0; i < r->np; i++) {
+        sl_status st = new_chan(&r->ch[i], cfg->flavor[i], r->esz, cfg->cap[i], sel_drop, r);
+        CHECK_MSG(st == SL_OK, "channel %u: creation returned %s", i, sl_status_str(st));
+    }
+    ck_assert(cfg->plain_ch < 0 || cfg->flavor[cfg->plain_ch] != SL_SPSC);
+
+    worker *w = xcalloc(r->np + r->nc, sizeof *w);
+    watchdog wd;
+    watchdog_start(&wd, sel_progress, sel_diag, r);
+    uint64_t t0 = sl_test_now_ns();
+    for (unsigned i = 0; i < r->np + r->nc; i++) {
+        w[i].run = r;
+        w[i].idx = i;
+        spawn(&w[i].thr, i < r->np ? sel_producer : i < r->np + r->nsel ? sel_consumer : sel_plain,
+              &w[i]);
+    }
+    for (unsigned i = 0; i < r->np + r->nc; i++)
+        pthread_join(w[i].thr, NULL);
+    uint64_t t1 = sl_test_now_ns();
+    watchdog_stop(&wd);
+    ASSERT_CLEAN();
+
+    observer main_obs;
+    obs_init(&main_obs, r->np, "sl_chan_free");
+    tl_drop_obs = &main_obs;
+    r->freeing = true;
+    for (unsigned i = 0; i < r->np; i++) {
+        CHECK_MSG(sl_chan_len(r->ch[i]) == 0, "channel %u (%s): %zu left after every consumer "
+                  "saw SL_CLOSED", i, flavor_name(cfg->flavor[i]), sl_chan_len(r->ch[i]));
+        sl_chan_free(r->ch[i]);
+    }
+    tl_drop_obs = NULL;
+    obs_free(&main_obs);
+    ASSERT_CLEAN();
+
+    uint64_t nr = atomic_load(&r->n_recv), nd = atomic_load(&r->n_dropped);
+    uint64_t ne = atomic_load(&r->n_evicted), ndf = atomic_load(&r->n_dropped_free);
+    for (uint64_t i = 0; i < all; i++) {
+        int k = bm_get(&r->recv, i) + bm_get(&r->dropped, i) + bm_get(&r->evicted, i);
+        CHECK_MSG(k == 1, "producer %llu (%s) seq %llu: received %d dropped %d evicted %d",
+                  ULL(i / r->n), flavor_name(cfg->flavor[i / r->n]), ULL(i % r->n),
+                  bm_get(&r->recv, i), bm_get(&r->dropped, i), bm_get(&r->evicted, i));
+    }
+    CHECK_MSG(nr + nd + ne + ndf == all, "%llu + %llu + %llu + %llu != %llu", ULL(nr), ULL(nd),
+              ULL(ne), ULL(ndf), ULL(all));
+    CHECK_MSG(ndf == 0, "%llu dropped at free after every consumer saw SL_CLOSED", ULL(ndf));
+    unsigned nspsc = 0;
+    for (unsigned i = 0; i < r->np; i++)
+        nspsc += cfg->flavor[i] == SL_SPSC;
+    uint64_t want_closed = r->np + (uint64_t)(r->nsel - 1) * (r->np - nspsc);
+    CHECK_MSG(atomic_load(&r->closed_cases) == want_closed,
+              "selectors saw SL_CLOSED %llu times, expected once per channel each (%llu)",
+              ULL(atomic_load(&r->closed_cases)), ULL(want_closed));
+    fprintf(stderr, "[%s] %u producers, %u selectors%s, %llu messages: %llu received, %llu "
+            "dropped, %llu evicted; %llu select time-outs; in %.3f s\n",
+            g_test, r->np, r->nsel, cfg->plain_ch >= 0 ? " + 1 plain" : "", ULL(all), ULL(nr),
+            ULL(nd), ULL(ne), ULL(atomic_load(&r->timeouts)), (double)(t1 - t0) / 1e9);
+    sl_test_barrier_destroy(&r->start);
+    bm_free(&r->recv);
+    bm_free(&r->dropped);
+    bm_free(&r->evicted);
+    free(r->progress);
+    free(w);
+    free(r);
+}
+
+static const sel_cfg sel_cfgs[] = {
+    {"6 mixed, 3 selectors + plain on MPMC",
+     6,
+     {SL_SPSC, SL_MPMC, SL_LIST, SL_RING, SL_MPMC, SL_LIST},
+     {4, 4, 0, 8, 1, 0},
+     {false, true, false, false, false, true},
+     3,
+     4,
+     400000,
+     12000},
+    {"4 MPMC cap 1 via select, 4 selectors",
+     4,
+     {SL_MPMC, SL_MPMC, SL_MPMC, SL_MPMC},
+     {1, 1, 1, 1},
+     {true, true, true, true},
+     4,
+     -1,
+     200000,
+     8000},
+    {"8 mixed, 2 selectors + plain on RING",
+     8,
+     {SL_RING, SL_SPSC, SL_LIST, SL_MPMC, SL_RING, SL_SPSC, SL_MPMC, SL_LIST},
+     {2, 1, 0, 2, 1, 8, 16, 0},
+     {false, false, false, true, false, false, false, false},
+     2,
+     0,
+     400000,
+     12000},
+    {"3 SPSC + 1 RING, 1 selector",
+     4,
+     {SL_SPSC, SL_SPSC, SL_SPSC, SL_RING},
+     {1, 2, 64, 4},
+     {false, false, false, false},
+     1,
+     -1,
+     200000,
+     8000},
+};
+
+START_TEST(select_stress) { sel_execute(&sel_cfgs[_i]); }
+END_TEST
+
+static Suite *flavors_suite(void)
+{
+    Suite *s = suite_create("stress_flavors");
+
+    TCase *tc = tcase_create("list");
+    tcase_set_timeout(tc, TC_TIMEOUT);
+    tcase_add_loop_test(tc, list_exactly_once, 0, N_OF(leo_cfgs));
+    tcase_add_loop_test(tc, list_mixed_close, 0, N_OF(lmx_cfgs));
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("ring");
+    tcase_set_timeout(tc, TC_TIMEOUT);
+    tcase_add_loop_test(tc, ring_flood, 0, N_OF(ring_cfgs));
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("select");
+    tcase_set_timeout(tc, TC_TIMEOUT);
+    tcase_add_loop_test(tc, select_stress, 0, N_OF(sel_cfgs));
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return sl_test_run(flavors_suite());
+}

@@ -1,0 +1,1150 @@
+/*
+ * tests/unit_list.c — the unbounded list: raw sl_list_* (sluice/list.h) and
+ * the SL_LIST channel.
+ *
+ * Segment sizes depend on the message size (about 32 KiB of messages per
+ * segment, 32 … 1024 slots), so every FIFO test runs over several message
+ * sizes and pushes far more than one segment holds. Messages carry their
+ * sequence number and a pad derived from it, so that a reordered, lost,
+ * duplicated or torn message shows. Random tests print their seed; set
+ * SL_TEST_SEED to replay one.
+ *
+ * Reclamation: after a drained burst the list must be back to one or two
+ * segments once urcu's pending callbacks have run (urcu_bp_barrier). TSan
+ * builds keep unlinked segments until destroy (docs/guarantees.md), so there
+ * the test checks that destroy releases them instead.
+ */
+#include "harness.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <urcu-bp.h>
+
+#include <sluice/chan.h>
+#include <sluice/list.h>
+
+#if defined(__SANITIZE_THREAD__)
+#define UL_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UL_TSAN 1
+#endif
+#endif
+#ifndef UL_TSAN
+#define UL_TSAN 0
+#endif
+
+#define MS (1000000ull)
+#define SEC (1000000000ull)
+#define ULL(x) ((unsigned long long)(x))
+#define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* Calls into Check only on failure: a passing ck_assert writes to the parent
+ * process, too slow inside per-message loops. */
+#define CHECK(cond, ...)                                                                    \
+    do {                                                                                    \
+        if (!(cond))                                                                        \
+            ck_abort_msg(__VA_ARGS__);                                                      \
+    } while (0)
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / SEC), (long)(ns % SEC)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+static uint64_t test_seed(const char *name)
+{
+    const char *v = getenv("SL_TEST_SEED");
+    uint64_t s = (v && *v) ? strtoull(v, NULL, 0)
+                           : (sl_test_now_ns() * 0x9E3779B97F4A7C15ull) ^
+                                 ((uint64_t)getpid() << 20);
+    if (s == 0)
+        s = 1;
+    fprintf(stderr, "[unit_list %s] seed %llu (SL_TEST_SEED=%llu replays it)\n", name, ULL(s),
+            ULL(s));
+    return s;
+}
+
+/* The same slot count list.c picks (about 32 KiB of messages, 32..1024). */
+static size_t expected_slots(size_t esz)
+{
+    size_t n = (32 * 1024) / esz;
+    return n < 32 ? 32 : n > 1024 ? 1024 : n;
+}
+
+/* ---- messages: a sequence number and a pad derived from it ---------------- */
+
+static uint64_t pad_word(uint64_t seq, size_t w)
+{
+    return (seq + 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t)w * 0xBF58476D1CE4E5B9ull;
+}
+
+/* Byte i of message seq: its first 8 bytes are seq (little-endian), the rest a
+ * pad of words derived from seq (written and compared a word at a time). */
+static void fill(unsigned char *b, size_t esz, uint64_t seq)
+{
+    for (size_t i = 0; i < esz && i < 8; i++)
+        b[i] = (unsigned char)(seq >> (8 * i));
+    size_t i = 8, w = 1;
+    for (; i + 8 <= esz; i += 8, w++) {
+        uint64_t x = pad_word(seq, w);
+        memcpy(b + i, &x, 8);
+    }
+    if (i < esz) {
+        uint64_t x = pad_word(seq, w);
+        memcpy(b + i, &x, esz - i);
+    }
+}
+
+/* Whether b is message seq (for esz < 8 only the low bytes of seq). */
+static bool is_msg(const unsigned char *b, size_t esz, uint64_t seq)
+{
+    for (size_t i = 0; i < esz && i < 8; i++)
+        if (b[i] != (unsigned char)(seq >> (8 * i)))
+            return false;
+    size_t i = 8, w = 1;
+    for (; i + 8 <= esz; i += 8, w++) {
+        uint64_t x = pad_word(seq, w), y;
+        memcpy(&y, b + i, 8);
+        if (x != y)
+            return false;
+    }
+    if (i < esz) {
+        uint64_t x = pad_word(seq, w);
+        if (memcmp(b + i, &x, esz - i) != 0)
+            return false;
+    }
+    return true;
+}
+
+static uint64_t low_seq(const unsigned char *b, size_t esz)
+{
+    uint64_t s = 0;
+    for (size_t i = 0; i < esz && i < 8; i++)
+        s |= (uint64_t)b[i] << (8 * i);
+    return s;
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    ck_assert_ptr_nonnull(p);
+    return p;
+}
+
+static void *xcalloc(size_t n, size_t sz)
+{
+    void *p = calloc(n ? n : 1, sz ? sz : 1);
+    ck_assert_ptr_nonnull(p);
+    return p;
+}
+
+/* =========================================================================
+ * Raw list
+ * ========================================================================= */
+
+START_TEST(test_init_bad_input)
+{
+    sl_list q;
+    ck_assert_int_eq(sl_list_init(NULL, 8), SL_EINVAL);
+    ck_assert_int_eq(sl_list_init(&q, 0), SL_EINVAL);
+    ck_assert_int_eq(sl_list_init(&q, SL_ELEM_MAX + 1), SL_EINVAL);
+    ck_assert_int_eq(sl_list_init(&q, SIZE_MAX), SL_EINVAL);
+
+    /* The NULL-tolerant calls. */
+    sl_list_destroy(NULL);
+    ck_assert_uint_eq(sl_list_len(NULL), 0);
+    ck_assert_uint_eq(sl_list_segments(NULL), 0);
+    uint64_t v = 5;
+    ck_assert_uint_eq(sl_list_push_n(NULL, &v, 1), 0);
+    ck_assert_uint_eq(sl_list_pop_n(NULL, &v, 1), 0);
+
+    /* The extremes that are allowed. */
+    const size_t ok_sizes[] = {1, SL_ELEM_MAX};
+    for (int k = 0; k < N_OF(ok_sizes); k++) {
+        size_t esz = ok_sizes[k];
+        ck_assert_int_eq(sl_list_init(&q, esz), SL_OK);
+        ck_assert_uint_eq(sl_list_len(&q), 0);
+        ck_assert_uint_ge(sl_list_segments(&q), 1);
+        unsigned char *in = xmalloc(esz), *out = xmalloc(esz);
+        for (uint64_t s = 0; s < 40; s++) { /* > 32 slots: crosses a segment */
+            fill(in, esz, s);
+            ck_assert_int_eq(sl_list_try_push(&q, in), SL_OK);
+        }
+        ck_assert_uint_eq(sl_list_len(&q), 40);
+        for (uint64_t s = 0; s < 40; s++) {
+            memset(out, 0, esz);
+            ck_assert_int_eq(sl_list_try_pop(&q, out), SL_OK);
+            ck_assert_msg(is_msg(out, esz, s), "esz %zu: message %llu wrong", esz, ULL(s));
+        }
+        ck_assert_int_eq(sl_list_try_pop(&q, out), SL_EMPTY);
+        /* NULL buffers in the batch forms consume nothing. */
+        fill(in, esz, 7);
+        ck_assert_int_eq(sl_list_try_push(&q, in), SL_OK);
+        ck_assert_uint_eq(sl_list_push_n(&q, NULL, 3), 0);
+        ck_assert_uint_eq(sl_list_pop_n(&q, NULL, 3), 0);
+        ck_assert_uint_eq(sl_list_len(&q), 1);
+        ck_assert_int_eq(sl_list_try_pop(&q, out), SL_OK);
+        ck_assert(is_msg(out, esz, 7));
+        free(in);
+        free(out);
+        sl_list_destroy(&q);
+    }
+}
+END_TEST
+
+static const size_t fifo_sizes[] = {1, 8, 64, 1000, 4096};
+
+START_TEST(test_fifo_across_segments)
+{
+    const size_t esz = fifo_sizes[_i];
+    const size_t slots = expected_slots(esz);
+    const uint64_t n = sl_test_scaled(100000, esz >= 1000 ? 5000 : 20000);
+    sl_list q;
+    ck_assert_int_eq(sl_list_init(&q, esz), SL_OK);
+    unsigned char *buf = xmalloc(esz), *out = xmalloc(esz + 16);
+    for (int round = 0; round < 2; round++) {
+        for (uint64_t s = 0; s < n; s++) {
+            fill(buf, esz, s);
+            CHECK(sl_list_try_push(&q, buf) == SL_OK, "esz %zu: push %llu failed", esz, ULL(s));
+        }
+        ck_assert_uint_eq(sl_list_len(&q), n);
+        /* At least the segments the messages need, at most two more. */
+        size_t segs = sl_list_segments(&q);
+        ck_assert_msg(segs >= (size_t)(n / slots), "esz %zu: %llu messages in %zu segments of %zu",
+                      esz, ULL(n), segs, slots);
+        for (uint64_t s = 0; s < n; s++) {
+            memset(out, 0xEE, esz + 16);
+            CHECK(sl_list_try_pop(&q, out) == SL_OK, "esz %zu round %d: pop %llu of %llu: empty",
+                  esz, round, ULL(s), ULL(n));
+            CHECK(is_msg(out, esz, s),
+                  "esz %zu round %d: pop %llu got message %llu (low bytes)", esz, round, ULL(s),
+                  ULL(low_seq(out, esz)));
+            CHECK(out[esz] == 0xEE && out[esz + 15] == 0xEE, "esz %zu: pop wrote past the message",
+                  esz);
+            if ((s & 4095) == 0)
+                CHECK(sl_list_len(&q) == n - s - 1, "esz %zu: len %zu after %llu of %llu pops", esz,
+                      sl_list_len(&q), ULL(s + 1), ULL(n));
+        }
+        ck_assert_uint_eq(sl_list_len(&q), 0);
+        ck_assert_int_eq(sl_list_try_pop(&q, out), SL_EMPTY);
+        ck_assert_int_eq(sl_list_try_pop(&q, out), SL_EMPTY);
+        ck_assert_uint_eq(sl_list_len(&q), 0);
+    }
+    free(buf);
+    free(out);
+    sl_list_destroy(&q);
+}
+END_TEST
+
+START_TEST(test_batches)
+{
+    const size_t sizes[] = {8, 1024, 3};
+    const size_t esz = sizes[_i];
+    const size_t slots = expected_slots(esz);
+    const size_t bsz[] = {1, 7, 31, 32, 33, slots - 1, slots, slots + 1, 3 * slots + 5, 1000};
+    sl_list q;
+    ck_assert_int_eq(sl_list_init(&q, esz), SL_OK);
+    size_t maxb = 3 * slots + 5 > 1000 ? 3 * slots + 5 : 1000;
+    unsigned char *in = xmalloc(maxb * esz), *out = xmalloc((maxb + 1) * esz);
+    uint64_t next_in = 0, next_out = 0;
+    ck_assert_uint_eq(sl_list_push_n(&q, in, 0), 0);
+    ck_assert_uint_eq(sl_list_pop_n(&q, out, 0), 0);
+    ck_assert_uint_eq(sl_list_pop_n(&q, out, 5), 0); /* empty */
+    for (int round = 0; round < 40; round++) {
+        size_t k = bsz[(size_t)round % (sizeof bsz / sizeof bsz[0])];
+        for (size_t i = 0; i < k; i++)
+            fill(in + i * esz, esz, next_in + i);
+        ck_assert_uint_eq(sl_list_push_n(&q, in, k), k);
+        next_in += k;
+        ck_assert_uint_eq(sl_list_len(&q), next_in - next_out);
+        /* Pop a different batch size, sometimes more than is inside. */
+        size_t j = bsz[(size_t)(round * 7 + 3) % (sizeof bsz / sizeof bsz[0])];
+        size_t inside = (size_t)(next_in - next_out);
+        size_t want = j < inside ? j : inside;
+        memset(out, 0xEE, (j + 1) * esz);
+        size_t got = sl_list_pop_n(&q, out, j);
+        ck_assert_msg(got == want, "esz %zu: pop_n(%zu) with %zu inside returned %zu", esz, j,
+                      inside, got);
+        for (size_t i = 0; i < got; i++)
+            CHECK(is_msg(out + i * esz, esz, next_out + i), "esz %zu: pop_n element %zu wrong", esz,
+                  i);
+        CHECK(out[got * esz] == 0xEE || got == j, "esz %zu: pop_n wrote past its result", esz);
+        next_out += got;
+        ck_assert_uint_eq(sl_list_len(&q), next_in - next_out);
+    }
+    /* Drain with single pops. */
+    while (next_out < next_in) {
+        ck_assert_int_eq(sl_list_try_pop(&q, out), SL_OK);
+        CHECK(is_msg(out, esz, next_out), "esz %zu: final pop %llu wrong", esz, ULL(next_out));
+        next_out++;
+    }
+    ck_assert_uint_eq(sl_list_pop_n(&q, out, 10), 0);
+    ck_assert_uint_eq(sl_list_len(&q), 0);
+    free(in);
+    free(out);
+    sl_list_destroy(&q);
+}
+END_TEST
+
+/* Random push / pop / push_n / pop_n / len against a plain FIFO of numbers. */
+static const size_t model_sizes[] = {1, 8, 1024, 3000};
+
+START_TEST(test_model_random)
+{
+    const size_t esz = model_sizes[_i];
+    char name[64];
+    snprintf(name, sizeof name, "model esz %zu", esz);
+    const uint64_t seed = test_seed(name);
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, seed);
+    const unsigned ops = (unsigned)sl_test_scaled(60000, 8000);
+    const size_t maxb = 80;
+    sl_list q;
+    ck_assert_int_eq(sl_list_init(&q, esz), SL_OK);
+    /* The model: a FIFO of sequence numbers, head..tail. */
+    uint64_t head = 0, tail = 0;
+    unsigned char *in = xmalloc(maxb * esz), *out = xmalloc((maxb + 1) * esz);
+    unsigned bias = 60; /* percent of pushes among push/pop choices */
+    for (unsigned op = 0; op < ops; op++) {
+        if (op % 2500 == 0)
+            bias = 20 + (unsigned)(sl_test_rng_next(&rng) % 70);
+        unsigned r = (unsigned)(sl_test_rng_next(&rng) % 100);
+        unsigned kind = (unsigned)(sl_test_rng_next(&rng) % 10);
+        if (r < bias) {
+            if (kind < 6) {
+                fill(in, esz, tail);
+                CHECK(sl_list_try_push(&q, in) == SL_OK, "seed %llu op %u: push failed", ULL(seed),
+                      op);
+                tail++;
+            } else {
+                size_t k = 1 + (size_t)(sl_test_rng_next(&rng) % maxb);
+                for (size_t i = 0; i < k; i++)
+                    fill(in + i * esz, esz, tail + i);
+                size_t got = sl_list_push_n(&q, in, k);
+                CHECK(got == k, "seed %llu op %u: push_n(%zu) = %zu", ULL(seed), op, k, got);
+                tail += k;
+            }
+        } else {
+            if (kind < 6) {
+                sl_status st = sl_list_try_pop(&q, out);
+                if (head == tail) {
+                    CHECK(st == SL_EMPTY, "seed %llu op %u: pop on empty returned %d", ULL(seed),
+                          op, (int)st);
+                } else {
+                    CHECK(st == SL_OK, "seed %llu op %u: pop with %llu inside returned %d",
+                          ULL(seed), op, ULL(tail - head), (int)st);
+                    CHECK(is_msg(out, esz, head),
+                          "seed %llu op %u: popped %llu (low bytes), model says %llu", ULL(seed),
+                          op, ULL(low_seq(out, esz)), ULL(head));
+                    head++;
+                }
+            } else {
+                size_t k = 1 + (size_t)(sl_test_rng_next(&rng) % maxb);
+                size_t want = (uint64_t)k < tail - head ? k : (size_t)(tail - head);
+                size_t got = sl_list_pop_n(&q, out, k);
+                CHECK(got == want, "seed %llu op %u: pop_n(%zu) with %llu inside = %zu", ULL(seed),
+                      op, k, ULL(tail - head), got);
+                for (size_t i = 0; i < got; i++)
+                    CHECK(is_msg(out + i * esz, esz, head + i),
+                          "seed %llu op %u: pop_n element %zu wrong", ULL(seed), op, i);
+                head += got;
+            }
+        }
+        size_t len = sl_list_len(&q);
+        CHECK(len == tail - head, "seed %llu op %u: len %zu, model %llu", ULL(seed), op, len,
+              ULL(tail - head));
+    }
+    /* Drain and compare the rest. */
+    while (head < tail) {
+        CHECK(sl_list_try_pop(&q, out) == SL_OK, "seed %llu: final pop empty", ULL(seed));
+        CHECK(is_msg(out, esz, head), "seed %llu: final pop %llu wrong", ULL(seed), ULL(head));
+        head++;
+    }
+    ck_assert_int_eq(sl_list_try_pop(&q, out), SL_EMPTY);
+    ck_assert_uint_eq(sl_list_len(&q), 0);
+    free(in);
+    free(out);
+    sl_list_destroy(&q);
+}
+END_TEST
+
+/* A burst of 10 million 8-byte messages (scaled, at least 1 million), drained:
+ * the segments go back once urcu's callbacks have run. */
+START_TEST(test_memory_returns_after_drain)
+{
+    const uint64_t n = sl_test_scaled(10000000, 1000000);
+    const size_t slots = expected_slots(8);
+    sl_list q;
+    ck_assert_int_eq(sl_list_init(&q, 8), SL_OK);
+    for (int round = 0; round < 2; round++) {
+        for (uint64_t s = 0; s < n; s++)
+            CHECK(sl_list_try_push(&q, &s) == SL_OK, "push %llu failed", ULL(s));
+        ck_assert_uint_eq(sl_list_len(&q), n);
+        size_t peak = sl_list_segments(&q);
+        ck_assert_msg(peak >= (size_t)(n / slots),
+                      "%llu messages held in %zu segments of %zu slots", ULL(n), peak, slots);
+        for (uint64_t s = 0; s < n; s++) {
+            uint64_t v = ~s;
+            CHECK(sl_list_try_pop(&q, &v) == SL_OK, "pop %llu: empty", ULL(s));
+            CHECK(v == s, "pop %llu got %llu", ULL(s), ULL(v));
+        }
+        uint64_t v;
+        ck_assert_int_eq(sl_list_try_pop(&q, &v), SL_EMPTY);
+        ck_assert_uint_eq(sl_list_len(&q), 0);
+        urcu_bp_barrier();
+        size_t after = sl_list_segments(&q);
+#if UL_TSAN
+        /* TSan builds free unlinked segments only at destroy. */
+        fprintf(stderr,
+                "[unit_list memory] TSan build: %zu segments kept until destroy (peak %zu)\n",
+                after, peak);
+        ck_assert_uint_ge(after, 1);
+#else
+        ck_assert_msg(after <= 2,
+                      "round %d: %zu segments still allocated after draining %llu messages and "
+                      "urcu_bp_barrier() (peak %zu)",
+                      round, after, ULL(n), peak);
+        fprintf(stderr, "[unit_list memory] round %d: peak %zu segments, %zu after the drain\n",
+                round, peak, after);
+#endif
+    }
+    sl_list_destroy(&q);
+    ck_assert_uint_eq(sl_list_segments(&q), 0);
+    /* The list struct may be initialised again and used after destroy. */
+    ck_assert_int_eq(sl_list_init(&q, 8), SL_OK);
+    uint64_t v = 42, w = 0;
+    ck_assert_int_eq(sl_list_try_push(&q, &v), SL_OK);
+    ck_assert_int_eq(sl_list_try_pop(&q, &w), SL_OK);
+    ck_assert_uint_eq(w, 42);
+    sl_list_destroy(&q);
+}
+END_TEST
+
+/* Destroy with messages (and many segments) still inside frees everything
+ * (ASan's leak check sees any segment left behind). */
+START_TEST(test_destroy_with_messages)
+{
+    const size_t sizes[] = {8, 1024, 4096};
+    for (int k = 0; k < N_OF(sizes); k++) {
+        size_t esz = sizes[k];
+        sl_list q;
+        ck_assert_int_eq(sl_list_init(&q, esz), SL_OK);
+        unsigned char *buf = xmalloc(esz);
+        for (uint64_t s = 0; s < 5000; s++) {
+            fill(buf, esz, s);
+            ck_assert_int_eq(sl_list_try_push(&q, buf), SL_OK);
+        }
+        for (uint64_t s = 0; s < 1234; s++)
+            ck_assert_int_eq(sl_list_try_pop(&q, buf), SL_OK);
+        ck_assert(is_msg(buf, esz, 1233));
+        sl_list_destroy(&q);
+        ck_assert_uint_eq(sl_list_segments(&q), 0);
+        free(buf);
+    }
+}
+END_TEST
+
+/* ---- many threads crossing segment boundaries at once -------------------- */
+
+#define MT_ESZ 1024 /* 32 slots per segment */
+
+typedef struct mt_hdr {
+    uint32_t producer;
+    uint32_t check;
+    uint64_t seq;
+} mt_hdr;
+
+static uint32_t mt_check(uint32_t p, uint64_t s)
+{
+    uint64_t x = (s + 1) * 0x9E3779B97F4A7C15ull ^ ((uint64_t)p + 1) * 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 31;
+    return (uint32_t)x ^ (uint32_t)(x >> 32);
+}
+
+static void mt_make(unsigned char *b, uint32_t p, uint64_t s)
+{
+    mt_hdr h = {p, mt_check(p, s), s};
+    memcpy(b, &h, sizeof h);
+    for (size_t i = sizeof h; i < MT_ESZ; i++)
+        b[i] = (unsigned char)(h.check >> (8 * (i & 3))) ^ (unsigned char)i;
+}
+
+typedef struct mt_run {
+    sl_list q;
+    unsigned np, nc;
+    uint64_t per;         /* messages per producer */
+    uint64_t seed;
+    sl_test_barrier start;
+    atomic_uint producers_done;
+    atomic_uint_fast64_t received;
+    atomic_uint_fast64_t *seen; /* bitmap np * per */
+    atomic_int failed;
+    char msg[512];
+} mt_run;
+
+typedef struct mt_worker {
+    mt_run *r;
+    unsigned idx;
+    pthread_t thr;
+} mt_worker;
+
+static void mt_fail(mt_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void mt_fail(mt_run *r, const char *fmt, ...)
+{
+    if (atomic_exchange(&r->failed, 1) != 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->msg, sizeof r->msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "[unit_list mt] FAIL (seed %llu): %s\n", ULL(r->seed), r->msg);
+}
+
+static void *mt_producer(void *arg)
+{
+    mt_worker *w = arg;
+    mt_run *r = w->r;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, r->seed ^ (w->idx + 1) * 0x9E3779B97F4A7C15ull);
+    unsigned char *buf = malloc(MT_ESZ * 8);
+    sl_test_barrier_wait(&r->start);
+    for (uint64_t s = 0; s < r->per && !atomic_load_explicit(&r->failed, memory_order_relaxed);) {
+        if (sl_test_rng_next(&rng) % 4 == 0) {
+            size_t k = 1 + (size_t)(sl_test_rng_next(&rng) % 8);
+            if (k > r->per - s)
+                k = (size_t)(r->per - s);
+            for (size_t i = 0; i < k; i++)
+                mt_make(buf + i * MT_ESZ, w->idx, s + i);
+            size_t got = sl_list_push_n(&r->q, buf, k);
+            if (got != k)
+                mt_fail(r, "producer %u: push_n(%zu) = %zu", w->idx, k, got);
+            s += k;
+        } else {
+            mt_make(buf, w->idx, s);
+            sl_status st = sl_list_try_push(&r->q, buf);
+            if (st != SL_OK)
+                mt_fail(r, "producer %u: push seq %llu returned %d", w->idx, ULL(s), (int)st);
+            s++;
+        }
+        sl_test_maybe_stall(&rng, 2048);
+    }
+    free(buf);
+    atomic_fetch_add(&r->producers_done, 1);
+    return NULL;
+}
+
+static bool mt_take(mt_run *r, const unsigned char *b, unsigned c, uint64_t *last)
+{
+    mt_hdr h;
+    memcpy(&h, b, sizeof h);
+    if (h.producer >= r->np || h.seq >= r->per || h.check != mt_check(h.producer, h.seq)) {
+        mt_fail(r, "consumer %u: corrupt message (producer %u seq %llu)", c, h.producer,
+                ULL(h.seq));
+        return false;
+    }
+    for (size_t i = sizeof h; i < MT_ESZ; i++)
+        if (b[i] != ((unsigned char)(h.check >> (8 * (i & 3))) ^ (unsigned char)i)) {
+            mt_fail(r, "consumer %u: torn message producer %u seq %llu at byte %zu", c,
+                    h.producer, ULL(h.seq), i);
+            return false;
+        }
+    if (last[h.producer] != UINT64_MAX && h.seq <= last[h.producer])
+        mt_fail(r, "consumer %u: producer %u seq %llu after seq %llu (FIFO per producer)", c,
+                h.producer, ULL(h.seq), ULL(last[h.producer]));
+    last[h.producer] = h.seq;
+    uint64_t bit = (uint64_t)h.producer * r->per + h.seq;
+    uint64_t m = 1ull << (bit & 63);
+    if (atomic_fetch_or_explicit(&r->seen[bit >> 6], m, memory_order_relaxed) & m)
+        mt_fail(r, "consumer %u: producer %u seq %llu received twice", c, h.producer, ULL(h.seq));
+    return true;
+}
+
+static void *mt_consumer(void *arg)
+{
+    mt_worker *w = arg;
+    mt_run *r = w->r;
+    unsigned c = w->idx;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, r->seed ^ (w->idx + 101) * 0x9E3779B97F4A7C15ull);
+    uint64_t *last = malloc(r->np * sizeof *last);
+    unsigned char *buf = malloc(MT_ESZ * 8);
+    for (unsigned p = 0; p < r->np; p++)
+        last[p] = UINT64_MAX;
+    uint64_t got = 0;
+    sl_test_barrier_wait(&r->start);
+    while (!atomic_load_explicit(&r->failed, memory_order_relaxed)) {
+        size_t k;
+        if (sl_test_rng_next(&rng) % 4 == 0) {
+            k = sl_list_pop_n(&r->q, buf, 1 + (size_t)(sl_test_rng_next(&rng) % 8));
+        } else {
+            k = sl_list_try_pop(&r->q, buf) == SL_OK ? 1 : 0;
+        }
+        for (size_t i = 0; i < k; i++)
+            if (mt_take(r, buf + i * MT_ESZ, c, last))
+                got++;
+        if (k == 0) {
+            /* Every push has returned and the list still looks empty: done. */
+            if (atomic_load(&r->producers_done) == r->np) {
+                if (sl_list_try_pop(&r->q, buf) == SL_OK) {
+                    if (mt_take(r, buf, c, last))
+                        got++;
+                    continue;
+                }
+                break;
+            }
+            sched_yield();
+        }
+        sl_test_maybe_stall(&rng, 2048);
+    }
+    atomic_fetch_add(&r->received, got);
+    free(last);
+    free(buf);
+    return NULL;
+}
+
+START_TEST(test_mt_segment_boundaries)
+{
+    mt_run *r = aligned_alloc(64, (sizeof(mt_run) + 63) & ~(size_t)63);
+    ck_assert_ptr_nonnull(r);
+    memset(r, 0, sizeof *r);
+    r->seed = test_seed("mt 8x8 esz 1024");
+    r->np = sl_test_env_uint("SL_STRESS_PRODUCERS", 8);
+    r->nc = sl_test_env_uint("SL_STRESS_CONSUMERS", 8);
+    r->per = sl_test_scaled(300000, 20000) / r->np;
+    ck_assert_int_eq(sl_list_init(&r->q, MT_ESZ), SL_OK);
+    ck_assert_uint_eq(r->q.seg_slots, 32); /* the premise: 32-slot segments */
+    size_t words = (size_t)((r->np * r->per + 63) / 64);
+    r->seen = xcalloc(words, sizeof *r->seen);
+    sl_test_barrier_init(&r->start, r->np + r->nc);
+    mt_worker *w = xcalloc(r->np + r->nc, sizeof *w);
+    uint64_t t0 = sl_test_now_ns();
+    for (unsigned i = 0; i < r->np + r->nc; i++) {
+        w[i].r = r;
+        w[i].idx = i < r->np ? i : i - r->np;
+        ck_assert_int_eq(pthread_create(&w[i].thr, NULL, i < r->np ? mt_producer : mt_consumer,
+                                        &w[i]),
+                         0);
+    }
+    for (unsigned i = 0; i < r->np + r->nc; i++)
+        pthread_join(w[i].thr, NULL);
+    uint64_t t1 = sl_test_now_ns();
+    ck_assert_msg(!atomic_load(&r->failed), "%s (seed %llu; SL_TEST_SEED replays the stalls)",
+                  r->msg, ULL(r->seed));
+    uint64_t want = (uint64_t)r->np * r->per, got = atomic_load(&r->received);
+    if (got != want) {
+        for (uint64_t b = 0; b < want; b++)
+            CHECK(atomic_load(&r->seen[b >> 6]) >> (b & 63) & 1,
+                  "lost: producer %llu seq %llu never received (%llu of %llu; seed %llu)",
+                  ULL(b / r->per), ULL(b % r->per), ULL(got), ULL(want), ULL(r->seed));
+    }
+    ck_assert_msg(got == want, "received %llu of %llu (seed %llu)", ULL(got), ULL(want),
+                  ULL(r->seed));
+    ck_assert_uint_eq(sl_list_len(&r->q), 0);
+    static unsigned char probe[MT_ESZ];
+    ck_assert_int_eq(sl_list_try_pop(&r->q, probe), SL_EMPTY);
+    urcu_bp_barrier();
+#if !UL_TSAN
+    /* Drained by many consumers at once: reclaimed all the same. */
+    ck_assert_msg(sl_list_segments(&r->q) <= 2,
+                  "%zu segments allocated after a concurrent drain and urcu_bp_barrier()",
+                  sl_list_segments(&r->q));
+#endif
+    fprintf(stderr, "[unit_list mt] %u/%u, %llu messages of %d B over %llu segments in %.3f s\n",
+            r->np, r->nc, ULL(want), MT_ESZ, ULL(want / 32), (double)(t1 - t0) / 1e9);
+    sl_list_destroy(&r->q);
+    sl_test_barrier_destroy(&r->start);
+    free(w);
+    free(r->seen);
+    free(r);
+}
+END_TEST
+
+/* len is exact whenever no operation is in progress, also after concurrent
+ * pushes and pops have raced across segment boundaries. */
+typedef struct qlen_arg {
+    sl_list *q;
+    unsigned idx;
+    uint64_t count;
+    sl_test_barrier *start;
+    uint64_t popped;
+} qlen_arg;
+
+static void *qlen_push(void *p)
+{
+    qlen_arg *a = p;
+    unsigned char buf[40];
+    sl_test_barrier_wait(a->start);
+    for (uint64_t s = 0; s < a->count; s++) {
+        fill(buf, sizeof buf, ((uint64_t)a->idx << 40) | s);
+        if (sl_list_try_push(a->q, buf) != SL_OK)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+static void *qlen_pop(void *p)
+{
+    qlen_arg *a = p;
+    unsigned char buf[40 * 4];
+    sl_test_barrier_wait(a->start);
+    while (a->popped < a->count) {
+        uint64_t want = a->count - a->popped;
+        size_t k = (a->popped & 1) ? sl_list_pop_n(a->q, buf, want < 4 ? (size_t)want : 4)
+                                   : (sl_list_try_pop(a->q, buf) == SL_OK);
+        a->popped += k;
+        if (k == 0)
+            sched_yield();
+    }
+    return NULL;
+}
+
+START_TEST(test_len_exact_when_quiescent)
+{
+    enum { T = 8 };
+    sl_list q;
+    ck_assert_int_eq(sl_list_init(&q, 40), SL_OK); /* 819 slots per segment */
+    const uint64_t per = sl_test_scaled(20000, 3000);
+    sl_test_barrier start;
+    pthread_t th[T];
+    qlen_arg a[T];
+    uint64_t inside = 0;
+    for (int round = 0; round < 6; round++) {
+        bool push = round % 3 != 2;
+        uint64_t count = push ? per : (inside / T) - (uint64_t)round;
+        sl_test_barrier_init(&start, T);
+        for (unsigned i = 0; i < T; i++) {
+            a[i] = (qlen_arg){&q, i, count, &start, 0};
+            ck_assert_int_eq(pthread_create(&th[i], NULL, push ? qlen_push : qlen_pop, &a[i]), 0);
+        }
+        for (unsigned i = 0; i < T; i++) {
+            void *rv = NULL;
+            pthread_join(th[i], &rv);
+            ck_assert_ptr_null(rv);
+        }
+        sl_test_barrier_destroy(&start);
+        inside = push ? inside + T * count : inside - T * count;
+        ck_assert_msg(sl_list_len(&q) == inside, "round %d (%s): len %zu, %llu inside", round,
+                      push ? "pushes" : "pops", sl_list_len(&q), ULL(inside));
+    }
+    /* What is left comes out with every producer's messages in order. */
+    uint64_t next[T], got = 0;
+    for (unsigned i = 0; i < T; i++)
+        next[i] = 0;
+    unsigned char buf[40];
+    bool first[T];
+    for (unsigned i = 0; i < T; i++)
+        first[i] = true;
+    while (sl_list_try_pop(&q, buf) == SL_OK) {
+        uint64_t v = low_seq(buf, 8);
+        unsigned p = (unsigned)(v >> 40);
+        uint64_t s = v & ((1ull << 40) - 1);
+        CHECK(p < T && is_msg(buf, 40, v), "corrupt message %llx", ULL(v));
+        CHECK(first[p] || s > next[p], "producer %u: seq %llu after %llu", p, ULL(s), ULL(next[p]));
+        first[p] = false;
+        next[p] = s;
+        got++;
+    }
+    ck_assert_uint_eq(got, inside);
+    ck_assert_uint_eq(sl_list_len(&q), 0);
+    sl_list_destroy(&q);
+}
+END_TEST
+
+/* =========================================================================
+ * The SL_LIST channel
+ * ========================================================================= */
+
+typedef struct drop_rec {
+    size_t esz;
+    uint64_t n;
+    uint64_t next;  /* the sequence number expected next */
+    uint64_t bad;   /* drops out of order or corrupted */
+    uint64_t first_bad_at, first_bad_low;
+} drop_rec;
+
+static void rec_drop(void *elem, void *ctx)
+{
+    drop_rec *d = ctx;
+    if (!is_msg(elem, d->esz, d->next) && d->bad++ == 0) {
+        d->first_bad_at = d->next;
+        d->first_bad_low = low_seq(elem, d->esz);
+    }
+    d->n++;
+    d->next++;
+}
+
+static sl_chan *mk_list(size_t esz, size_t cap, sl_drop_fn drop, void *ctx)
+{
+    sl_chan_opts o = {.flavor = SL_LIST, .elem_size = esz, .capacity = cap, .drop = drop,
+                      .drop_ctx = ctx};
+    sl_chan *ch = NULL;
+    sl_status st = sl_chan_new(&ch, &o);
+    ck_assert_msg(st == SL_OK, "sl_chan_new(SL_LIST, esz %zu, cap %zu) = %d", esz, cap, (int)st);
+    return ch;
+}
+
+START_TEST(test_chan_new)
+{
+    int sentinel;
+    sl_chan *const mark = (sl_chan *)(void *)&sentinel;
+    sl_chan *ch = mark;
+    const size_t bad_sizes[] = {0, SL_ELEM_MAX + 1, SIZE_MAX};
+    for (int i = 0; i < N_OF(bad_sizes); i++) {
+        sl_chan_opts o = {.flavor = SL_LIST, .elem_size = bad_sizes[i], .capacity = 4};
+        ck_assert_msg(sl_chan_new(&ch, &o) == SL_EINVAL, "SL_LIST elem_size %zu accepted",
+                      bad_sizes[i]);
+        ck_assert_ptr_eq(ch, mark);
+    }
+    /* The capacity is ignored: 0, 1 or huge all make an unbounded channel. */
+    const size_t caps[] = {0, 1, 5, SIZE_MAX};
+    for (int i = 0; i < N_OF(caps); i++) {
+        ch = mk_list(8, caps[i], NULL, NULL);
+        ck_assert_uint_eq(sl_chan_cap(ch), SIZE_MAX);
+        ck_assert_int_eq(sl_chan_flavor(ch), SL_LIST);
+        ck_assert_uint_eq(sl_chan_elem_size(ch), 8);
+        ck_assert_uint_eq(sl_chan_len(ch), 0);
+        ck_assert(!sl_chan_is_closed(ch));
+        for (uint64_t v = 0; v < 100; v++)
+            ck_assert_int_eq(sl_chan_try_send(ch, &v), SL_OK);
+        ck_assert_uint_eq(sl_chan_len(ch), 100);
+        ck_assert_uint_eq(sl_chan_cap(ch), SIZE_MAX);
+        sl_chan_free(ch);
+    }
+}
+END_TEST
+
+/* No send form ever returns SL_FULL or waits: a long run of sends with no
+ * receiver finishes (a wait would trip the Check time-out). */
+START_TEST(test_chan_never_full)
+{
+    const uint64_t n = sl_test_scaled(400000, 50000);
+    sl_chan *ch = mk_list(8, 1, NULL, NULL);
+    uint64_t t0 = sl_test_now_ns();
+    uint64_t s = 0;
+    uint64_t batch[100];
+    while (s < n) {
+        sl_status st;
+        switch (s % 5) {
+        case 0: st = sl_chan_send(ch, &s); break;
+        case 1: st = sl_chan_try_send(ch, &s); break;
+        case 2: st = sl_chan_send_for(ch, &s, 0); break;
+        case 3: st = sl_chan_send_for(ch, &s, SL_FOREVER); break;
+        default: {
+            void *p = (void *)(uintptr_t)s;
+            st = sl_chan_send_ptr(ch, &p);
+            CHECK(st != SL_OK || p == NULL, "send_ptr left the pointer set");
+        }
+        }
+        CHECK(st == SL_OK, "send %llu (form %d) returned %s", ULL(s), (int)(s % 5),
+              sl_status_str(st));
+        s++;
+        if (s % 1000 == 0) {
+            for (int i = 0; i < 100; i++)
+                batch[i] = s + (uint64_t)i;
+            size_t k = sl_chan_try_send_n(ch, batch, 100);
+            CHECK(k == 100, "try_send_n(100) sent %zu", k);
+            s += 100;
+        }
+    }
+    uint64_t t1 = sl_test_now_ns();
+    ck_assert_uint_eq(sl_chan_len(ch), s);
+    ck_assert_uint_eq(sl_chan_cap(ch), SIZE_MAX);
+    for (uint64_t i = 0; i < s; i++) {
+        uint64_t v = ~i;
+        sl_status st = (i & 1) ? sl_chan_try_recv(ch, &v) : sl_chan_recv(ch, &v);
+        CHECK(st == SL_OK && v == i, "recv %llu: status %d value %llu", ULL(i), (int)st, ULL(v));
+    }
+    uint64_t v;
+    ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_EMPTY);
+    ck_assert_int_eq(sl_chan_recv_for(ch, &v, 1 * MS), SL_TIMEDOUT);
+    ck_assert_uint_eq(sl_chan_len(ch), 0);
+    fprintf(stderr, "[unit_list never_full] %llu sends with no receiver in %.3f s\n", ULL(s),
+            (double)(t1 - t0) / 1e9);
+    sl_chan_free(ch);
+}
+END_TEST
+
+START_TEST(test_chan_batches_and_len)
+{
+    sl_chan *ch = mk_list(1024, 0, NULL, NULL);
+    const size_t esz = 1024;
+    unsigned char *in = xmalloc(200 * esz), *out = xmalloc(200 * esz);
+    uint64_t next_in = 0, next_out = 0;
+    for (int round = 0; round < 30; round++) {
+        size_t k = 1 + (size_t)(round * 37 % 150);
+        for (size_t i = 0; i < k; i++)
+            fill(in + i * esz, esz, next_in + i);
+        ck_assert_uint_eq(sl_chan_try_send_n(ch, in, k), k);
+        next_in += k;
+        ck_assert_uint_eq(sl_chan_len(ch), next_in - next_out);
+        size_t j = 1 + (size_t)(round * 53 % 120);
+        size_t inside = (size_t)(next_in - next_out), want = j < inside ? j : inside;
+        ck_assert_uint_eq(sl_chan_try_recv_n(ch, out, j), want);
+        for (size_t i = 0; i < want; i++)
+            CHECK(is_msg(out + i * esz, esz, next_out + i), "recv_n element %zu wrong", i);
+        next_out += want;
+        ck_assert_uint_eq(sl_chan_len(ch), next_in - next_out);
+    }
+    while (next_out < next_in) {
+        size_t inside = (size_t)(next_in - next_out), want = inside < 200 ? inside : 200;
+        ck_assert_uint_eq(sl_chan_try_recv_n(ch, out, 200), want);
+        for (size_t i = 0; i < want; i++)
+            CHECK(is_msg(out + i * esz, esz, next_out + i), "final recv_n element %zu wrong", i);
+        next_out += want;
+    }
+    ck_assert_uint_eq(sl_chan_len(ch), 0);
+    ck_assert_uint_eq(sl_chan_try_recv_n(ch, out, 5), 0);
+    free(in);
+    free(out);
+    sl_chan_free(ch);
+}
+END_TEST
+
+typedef struct recv_thread {
+    pthread_t thr;
+    sl_chan *ch;
+    uint64_t out;
+    sl_status st;
+    atomic_int done;
+} recv_thread;
+
+static void *recv_main(void *arg)
+{
+    recv_thread *t = arg;
+    t->st = sl_chan_recv(t->ch, &t->out);
+    atomic_store(&t->done, 1);
+    return NULL;
+}
+
+START_TEST(test_chan_recv_blocks_until_send)
+{
+    sl_chan *ch = mk_list(8, 0, NULL, NULL);
+    recv_thread t = {.ch = ch, .out = 0, .st = (sl_status)-1};
+    atomic_init(&t.done, 0);
+    ck_assert_int_eq(pthread_create(&t.thr, NULL, recv_main, &t), 0);
+    sleep_ns(30 * MS);
+    ck_assert_msg(atomic_load(&t.done) == 0, "sl_chan_recv on an empty SL_LIST returned %d",
+                  (int)t.st);
+    uint64_t v = 4242;
+    ck_assert_int_eq(sl_chan_send(ch, &v), SL_OK);
+    pthread_join(t.thr, NULL);
+    ck_assert_int_eq(t.st, SL_OK);
+    ck_assert_uint_eq(t.out, 4242);
+
+    /* Close wakes a blocked receiver with SL_CLOSED. */
+    t.st = (sl_status)-1;
+    atomic_store(&t.done, 0);
+    ck_assert_int_eq(pthread_create(&t.thr, NULL, recv_main, &t), 0);
+    sleep_ns(30 * MS);
+    ck_assert_int_eq(atomic_load(&t.done), 0);
+    sl_chan_close(ch);
+    pthread_join(t.thr, NULL);
+    ck_assert_int_eq(t.st, SL_CLOSED);
+    sl_chan_free(ch);
+}
+END_TEST
+
+START_TEST(test_chan_close)
+{
+    static drop_rec d;
+    d = (drop_rec){.esz = 8, .next = 60};
+    sl_chan *ch = mk_list(8, 0, rec_drop, &d);
+    for (uint64_t v = 0; v < 100; v++)
+        ck_assert_int_eq(sl_chan_send(ch, &v), SL_OK);
+    sl_chan_close(ch);
+    sl_chan_close(ch); /* idempotent */
+    ck_assert(sl_chan_is_closed(ch));
+    uint64_t x = 999;
+    ck_assert_int_eq(sl_chan_send(ch, &x), SL_CLOSED);
+    ck_assert_int_eq(sl_chan_try_send(ch, &x), SL_CLOSED);
+    ck_assert_int_eq(sl_chan_send_for(ch, &x, 10 * MS), SL_CLOSED);
+    ck_assert_uint_eq(sl_chan_try_send_n(ch, &x, 1), 0);
+    ck_assert_uint_eq(sl_chan_len(ch), 100);
+    ck_assert_uint_eq(d.n, 0); /* close drops nothing */
+    for (uint64_t v = 0; v < 60; v++) {
+        uint64_t o = ~v;
+        ck_assert_int_eq(sl_chan_recv(ch, &o), SL_OK);
+        ck_assert_uint_eq(o, v);
+    }
+    sl_chan_free(ch); /* drops 60..99 */
+    ck_assert_uint_eq(d.n, 40);
+    ck_assert_msg(d.bad == 0, "drop: expected %llu, got %llu", ULL(d.first_bad_at),
+                  ULL(d.first_bad_low));
+
+    ch = mk_list(8, 0, NULL, NULL);
+    uint64_t v = 1;
+    ck_assert_int_eq(sl_chan_send(ch, &v), SL_OK);
+    sl_chan_close(ch);
+    ck_assert_int_eq(sl_chan_recv(ch, &v), SL_OK);
+    ck_assert_int_eq(sl_chan_recv(ch, &v), SL_CLOSED);
+    ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_CLOSED);
+    ck_assert_int_eq(sl_chan_recv_for(ch, &v, 10 * MS), SL_CLOSED);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* The drop function gets exactly the messages left at sl_chan_free, once
+ * each, oldest first, across segment boundaries. */
+static const size_t drop_sizes[] = {8, 100, 1024, 4096};
+
+START_TEST(test_chan_drop_at_free)
+{
+    const size_t esz = drop_sizes[_i];
+    const size_t slots = expected_slots(esz);
+    static drop_rec d;
+    unsigned char *buf = xmalloc(esz);
+    /* (sent, received before free) — head in the first segment, mid-way, on a boundary */
+    const uint64_t cases[][2] = {
+        {10 * slots + 7, 0},         {10 * slots + 7, 3 * slots + 5}, {10 * slots, 2 * slots},
+        {5 * slots + 1, 5 * slots},  {4 * slots, 4 * slots},          {1, 0},
+        {0, 0},                      {3 * slots + 2, slots - 1},
+    };
+    for (int c = 0; c < N_OF(cases); c++) {
+        uint64_t sent = cases[c][0], got = cases[c][1];
+        d = (drop_rec){.esz = esz, .next = got};
+        sl_chan *ch = mk_list(esz, 0, rec_drop, &d);
+        for (uint64_t s = 0; s < sent; s++) {
+            fill(buf, esz, s);
+            ck_assert_int_eq(sl_chan_try_send(ch, buf), SL_OK);
+        }
+        for (uint64_t s = 0; s < got; s++) {
+            ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_OK);
+            CHECK(is_msg(buf, esz, s), "esz %zu: recv %llu wrong", esz, ULL(s));
+        }
+        if (c % 2)
+            sl_chan_close(ch);
+        ck_assert_uint_eq(sl_chan_len(ch), sent - got);
+        sl_chan_free(ch);
+        ck_assert_msg(d.n == sent - got, "esz %zu, %llu sent, %llu received: %llu dropped", esz,
+                      ULL(sent), ULL(got), ULL(d.n));
+        ck_assert_msg(d.bad == 0,
+                      "esz %zu, %llu sent, %llu received: %llu drops out of order; first: expected "
+                      "%llu, got %llu (low bytes)",
+                      esz, ULL(sent), ULL(got), ULL(d.bad), ULL(d.first_bad_at),
+                      ULL(d.first_bad_low));
+    }
+    free(buf);
+}
+END_TEST
+
+static atomic_int g_freed;
+static int sentinel_for_ptr_test;
+
+static void free_drop(void *elem, void *ctx)
+{
+    (void)ctx;
+    void *p;
+    memcpy(&p, elem, sizeof p); /* elem may be unaligned */
+    free(p);
+    atomic_fetch_add(&g_freed, 1);
+}
+
+START_TEST(test_chan_ptr_and_evict)
+{
+    atomic_store(&g_freed, 0);
+    sl_chan *ch = mk_list(sizeof(void *), 0, free_drop, NULL);
+    for (int i = 0; i < 3000; i++) {
+        void *p = malloc(16);
+        ck_assert_ptr_nonnull(p);
+        ck_assert_int_eq(sl_chan_send_ptr(ch, &p), SL_OK);
+        ck_assert_ptr_null(p);
+    }
+    for (int i = 0; i < 1000; i++) {
+        void *p = NULL;
+        ck_assert_int_eq(sl_chan_recv(ch, &p), SL_OK);
+        ck_assert_ptr_nonnull(p);
+        free(p);
+    }
+    /* send_evict is SL_RING's alone: refused here, nothing consumed. */
+    void *p = malloc(16), *ev = NULL;
+    ck_assert_ptr_nonnull(p);
+    ck_assert_int_eq(sl_chan_send_evict(ch, &p, &ev), SL_EINVAL);
+    ck_assert_ptr_null(ev);
+    ck_assert_uint_eq(sl_chan_len(ch), 2000);
+    free(p);
+    sl_chan_free(ch);
+    ck_assert_int_eq(atomic_load(&g_freed), 2000);
+
+    /* send_ptr on a list of another message size is SL_EINVAL. */
+    ch = mk_list(sizeof(void *) + 1, 0, NULL, NULL);
+    p = &sentinel_for_ptr_test;
+    ck_assert_int_eq(sl_chan_send_ptr(ch, &p), SL_EINVAL);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq(sl_chan_len(ch), 0);
+    sl_chan_free(ch);
+}
+END_TEST
+
+
+/* Bad input never crashes (SPEC §2): NULL arguments are SL_EINVAL. */
+START_TEST(test_raw_list_null_args)
+{
+    sl_list q;
+    uint64_t v = 7, out = 0;
+    ck_assert_int_eq(sl_list_init(&q, sizeof v), SL_OK);
+    ck_assert_int_eq(sl_list_try_push(NULL, &v), SL_EINVAL);
+    ck_assert_int_eq(sl_list_try_push(&q, NULL), SL_EINVAL);
+    ck_assert_int_eq(sl_list_try_pop(NULL, &out), SL_EINVAL);
+    ck_assert_int_eq(sl_list_try_push(&q, &v), SL_OK);
+    ck_assert_int_eq(sl_list_try_pop(&q, NULL), SL_EINVAL);
+    ck_assert_int_eq(sl_list_try_pop(&q, &out), SL_OK);
+    ck_assert_uint_eq(out, 7);
+    sl_list_destroy(&q);
+}
+END_TEST
+
+static Suite *list_suite(void)
+{
+    Suite *s = suite_create("list");
+
+    TCase *tc = tcase_create("raw");
+    tcase_add_test(tc, test_raw_list_null_args);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_init_bad_input);
+    tcase_add_loop_test(tc, test_fifo_across_segments, 0, N_OF(fifo_sizes));
+    tcase_add_loop_test(tc, test_batches, 0, 3);
+    tcase_add_loop_test(tc, test_model_random, 0, N_OF(model_sizes));
+    tcase_add_test(tc, test_destroy_with_messages);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("reclaim");
+    tcase_set_timeout(tc, 180);
+    tcase_add_test(tc, test_memory_returns_after_drain);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("threads");
+    tcase_set_timeout(tc, 180);
+    tcase_add_test(tc, test_mt_segment_boundaries);
+    tcase_add_test(tc, test_len_exact_when_quiescent);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("chan");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_chan_new);
+    tcase_add_test(tc, test_chan_never_full);
+    tcase_add_test(tc, test_chan_batches_and_len);
+    tcase_add_test(tc, test_chan_recv_blocks_until_send);
+    tcase_add_test(tc, test_chan_close);
+    tcase_add_loop_test(tc, test_chan_drop_at_free, 0, N_OF(drop_sizes));
+    tcase_add_test(tc, test_chan_ptr_and_evict);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return sl_test_run(list_suite());
+}

@@ -1,0 +1,991 @@
+/*
+ * tests/unit_ring.c — the overwrite ring: raw sl_ring_* (sluice/ring.h) and
+ * the SL_RING channel.
+ *
+ * What is checked: exactly `capacity` messages fit; every push into a full
+ * ring succeeds with SL_EVICTED and displaces exactly the oldest message,
+ * which goes to the caller (raw push, sl_chan_send_evict) or to the drop
+ * function (every other send form) exactly once; len never exceeds the
+ * capacity; random sequences agree with a model deque that drops its oldest
+ * element at capacity; sl_chan_free drops the leftovers in FIFO order. Random
+ * tests print their seed; SL_TEST_SEED replays one.
+ */
+#include "harness.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sluice/chan.h>
+#include <sluice/ring.h>
+
+#define MS (1000000ull)
+#define SEC (1000000000ull)
+#define ULL(x) ((unsigned long long)(x))
+#define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+#define CHECK(cond, ...)                                                                    \
+    do {                                                                                    \
+        if (!(cond))                                                                        \
+            ck_abort_msg(__VA_ARGS__);                                                      \
+    } while (0)
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / SEC), (long)(ns % SEC)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+static uint64_t test_seed(const char *name)
+{
+    const char *v = getenv("SL_TEST_SEED");
+    uint64_t s = (v && *v) ? strtoull(v, NULL, 0)
+                           : (sl_test_now_ns() * 0x9E3779B97F4A7C15ull) ^
+                                 ((uint64_t)getpid() << 20);
+    if (s == 0)
+        s = 1;
+    fprintf(stderr, "[unit_ring %s] seed %llu (SL_TEST_SEED=%llu replays it)\n", name, ULL(s),
+            ULL(s));
+    return s;
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    ck_assert_ptr_nonnull(p);
+    return p;
+}
+
+/* ---- messages: sequence number plus a pad derived from it ----------------- */
+
+static uint64_t pad_word(uint64_t seq, size_t w)
+{
+    return (seq + 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t)w * 0xBF58476D1CE4E5B9ull;
+}
+
+static void fill(unsigned char *b, size_t esz, uint64_t seq)
+{
+    for (size_t i = 0; i < esz && i < 8; i++)
+        b[i] = (unsigned char)(seq >> (8 * i));
+    size_t i = 8, w = 1;
+    for (; i + 8 <= esz; i += 8, w++) {
+        uint64_t x = pad_word(seq, w);
+        memcpy(b + i, &x, 8);
+    }
+    if (i < esz) {
+        uint64_t x = pad_word(seq, w);
+        memcpy(b + i, &x, esz - i);
+    }
+}
+
+static bool is_msg(const unsigned char *b, size_t esz, uint64_t seq)
+{
+    unsigned char tmp[4096];
+    if (esz > sizeof tmp)
+        return false;
+    fill(tmp, esz, seq);
+    return memcmp(tmp, b, esz) == 0;
+}
+
+static uint64_t low_seq(const unsigned char *b, size_t esz)
+{
+    uint64_t s = 0;
+    for (size_t i = 0; i < esz && i < 8; i++)
+        s |= (uint64_t)b[i] << (8 * i);
+    return s;
+}
+
+/* =========================================================================
+ * Raw ring
+ * ========================================================================= */
+
+START_TEST(test_init_bad_input)
+{
+    sl_ring r;
+    ck_assert_int_eq(sl_ring_init(NULL, 8, 4), SL_EINVAL);
+    ck_assert_int_eq(sl_ring_init(&r, 8, 0), SL_EINVAL);
+    ck_assert_int_eq(sl_ring_init(&r, 0, 4), SL_EINVAL);
+    ck_assert_int_eq(sl_ring_init(&r, 0, 0), SL_EINVAL);
+    ck_assert_int_eq(sl_ring_init(&r, SL_ELEM_MAX + 1, 4), SL_EINVAL);
+    ck_assert_int_eq(sl_ring_init(&r, SIZE_MAX, 4), SL_EINVAL);
+    const size_t huge[] = {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX - SL_RING_SPARE + 1,
+                           SIZE_MAX - SL_RING_SPARE, SIZE_MAX / 2 + 1, SIZE_MAX / 2};
+    for (int i = 0; i < N_OF(huge); i++)
+        ck_assert_msg(sl_ring_init(&r, 8, huge[i]) == SL_EINVAL, "capacity %zu accepted", huge[i]);
+
+    sl_ring_destroy(NULL);
+    ck_assert_uint_eq(sl_ring_len(NULL), 0);
+    ck_assert_uint_eq(sl_ring_cap(NULL), 0);
+    uint64_t v = 3;
+    ck_assert_uint_eq(sl_ring_pop_n(NULL, &v, 1), 0);
+
+    ck_assert_int_eq(sl_ring_init(&r, 8, 5), SL_OK);
+    ck_assert_uint_eq(sl_ring_cap(&r), 5);
+    ck_assert_uint_eq(sl_ring_len(&r), 0);
+    ck_assert_int_eq(sl_ring_try_push(&r, &v, NULL), SL_OK);
+    ck_assert_uint_eq(sl_ring_pop_n(&r, NULL, 1), 0); /* NULL out consumes nothing */
+    ck_assert_uint_eq(sl_ring_len(&r), 1);
+    uint64_t o = 0;
+    ck_assert_int_eq(sl_ring_try_pop(&r, &o), SL_OK);
+    ck_assert_uint_eq(o, 3);
+    ck_assert_int_eq(sl_ring_try_pop(&r, &o), SL_EMPTY);
+    sl_ring_destroy(&r);
+
+    /* The largest message. */
+    ck_assert_int_eq(sl_ring_init(&r, SL_ELEM_MAX, 1), SL_OK);
+    unsigned char *in = xmalloc(SL_ELEM_MAX), *out = xmalloc(SL_ELEM_MAX);
+    memset(in, 0xA5, SL_ELEM_MAX);
+    ck_assert_int_eq(sl_ring_try_push(&r, in, NULL), SL_OK);
+    memset(in, 0x5A, SL_ELEM_MAX);
+    ck_assert_int_eq(sl_ring_try_push(&r, in, out), SL_EVICTED);
+    for (size_t i = 0; i < SL_ELEM_MAX; i++)
+        CHECK(out[i] == 0xA5, "evicted byte %zu wrong", i);
+    ck_assert_int_eq(sl_ring_try_pop(&r, out), SL_OK);
+    ck_assert(memcmp(in, out, SL_ELEM_MAX) == 0);
+    free(in);
+    free(out);
+    sl_ring_destroy(&r);
+}
+END_TEST
+
+static const size_t caps[] = {1, 2, 3, 4, 7, 100};
+
+/* Exactly `cap` fit; every further push returns SL_EVICTED and hands back
+ * exactly the oldest, in order. Over several message sizes. */
+START_TEST(test_exact_capacity)
+{
+    const size_t cap = caps[_i];
+    const size_t sizes[] = {1, 8, 24, 100, 1000};
+    for (int z = 0; z < N_OF(sizes); z++) {
+        const size_t esz = sizes[z];
+        sl_ring r;
+        ck_assert_int_eq(sl_ring_init(&r, esz, cap), SL_OK);
+        ck_assert_uint_eq(sl_ring_cap(&r), cap);
+        unsigned char *in = xmalloc(esz), *ev = xmalloc(esz + 16), *out = xmalloc(esz + 16);
+        uint64_t next_in = 0, oldest = 0;
+        for (int round = 0; round < 4; round++) {
+            for (size_t i = 0; i < cap; i++) {
+                fill(in, esz, next_in);
+                memset(ev, 0xEE, esz + 16);
+                sl_status st = sl_ring_try_push(&r, in, ev);
+                CHECK(st == SL_OK, "cap %zu esz %zu: push %zu of %zu returned %d", cap, esz, i,
+                      cap, (int)st);
+                CHECK(ev[0] == 0xEE && ev[esz - 1] == 0xEE, "cap %zu: OK push wrote `evicted`",
+                      cap);
+                next_in++;
+                CHECK(sl_ring_len(&r) == i + 1, "cap %zu: len %zu after %zu pushes", cap,
+                      sl_ring_len(&r), i + 1);
+            }
+            const size_t extra = 2 * cap + 5;
+            for (size_t i = 0; i < extra; i++) {
+                fill(in, esz, next_in);
+                memset(ev, 0xEE, esz + 16);
+                sl_status st = sl_ring_try_push(&r, in, (i % 5 == 4) ? NULL : ev);
+                CHECK(st == SL_EVICTED, "cap %zu esz %zu: push into a full ring returned %d", cap,
+                      esz, (int)st);
+                if (i % 5 != 4) {
+                    CHECK(is_msg(ev, esz, oldest),
+                          "cap %zu esz %zu: evicted %llu (low bytes), the oldest is %llu", cap, esz,
+                          ULL(low_seq(ev, esz)), ULL(oldest));
+                    CHECK(ev[esz] == 0xEE && ev[esz + 15] == 0xEE,
+                          "cap %zu esz %zu: eviction wrote past the message", cap, esz);
+                }
+                oldest++;
+                next_in++;
+                CHECK(sl_ring_len(&r) == cap, "cap %zu: len %zu on a full ring", cap,
+                      sl_ring_len(&r));
+            }
+            /* The newest `cap` come out in order. */
+            ck_assert_uint_eq(next_in - oldest, cap);
+            size_t take = round % 2 ? cap : (cap + 1) / 2;
+            for (size_t i = 0; i < take; i++) {
+                memset(out, 0xEE, esz + 16);
+                CHECK(sl_ring_try_pop(&r, out) == SL_OK, "cap %zu: pop %zu empty", cap, i);
+                CHECK(is_msg(out, esz, oldest), "cap %zu esz %zu: popped %llu, expected %llu", cap,
+                      esz, ULL(low_seq(out, esz)), ULL(oldest));
+                CHECK(out[esz] == 0xEE, "cap %zu: pop wrote past the message", cap);
+                oldest++;
+            }
+            ck_assert_uint_eq(sl_ring_len(&r), next_in - oldest);
+            /* Refill the gap, then overflow again in the next round. */
+            while (next_in - oldest < cap) {
+                fill(in, esz, next_in++);
+                ck_assert_int_eq(sl_ring_try_push(&r, in, ev), SL_OK);
+            }
+            ck_assert_uint_eq(sl_ring_len(&r), cap);
+            /* The pushes at the top of the next round all evict: drain first. */
+            while (oldest < next_in) {
+                ck_assert_int_eq(sl_ring_try_pop(&r, out), SL_OK);
+                CHECK(is_msg(out, esz, oldest), "cap %zu: drain got %llu, expected %llu", cap,
+                      ULL(low_seq(out, esz)), ULL(oldest));
+                oldest++;
+            }
+            ck_assert_int_eq(sl_ring_try_pop(&r, out), SL_EMPTY);
+            ck_assert_uint_eq(sl_ring_len(&r), 0);
+        }
+        free(in);
+        free(ev);
+        free(out);
+        sl_ring_destroy(&r);
+    }
+}
+END_TEST
+
+START_TEST(test_pop_n)
+{
+    sl_ring r;
+    ck_assert_int_eq(sl_ring_init(&r, 8, 10), SL_OK);
+    uint64_t out[32];
+    ck_assert_uint_eq(sl_ring_pop_n(&r, out, 5), 0);
+    for (uint64_t v = 0; v < 25; v++)
+        sl_ring_try_push(&r, &v, NULL); /* 15..24 remain */
+    ck_assert_uint_eq(sl_ring_len(&r), 10);
+    memset(out, 0, sizeof out);
+    ck_assert_uint_eq(sl_ring_pop_n(&r, out, 0), 0);
+    ck_assert_uint_eq(sl_ring_pop_n(&r, out, 4), 4);
+    for (int i = 0; i < 4; i++)
+        ck_assert_uint_eq(out[i], 15 + (uint64_t)i);
+    ck_assert_uint_eq(out[4], 0);
+    ck_assert_uint_eq(sl_ring_pop_n(&r, out, 32), 6);
+    for (int i = 0; i < 6; i++)
+        ck_assert_uint_eq(out[i], 19 + (uint64_t)i);
+    ck_assert_uint_eq(sl_ring_pop_n(&r, out, 32), 0);
+    ck_assert_uint_eq(sl_ring_len(&r), 0);
+    sl_ring_destroy(&r);
+}
+END_TEST
+
+/* Random push / pop / pop_n against a model deque that drops its oldest
+ * element at capacity. */
+static const size_t model_caps[] = {1, 2, 3, 8, 100};
+
+START_TEST(test_model_random)
+{
+    const size_t cap = model_caps[_i];
+    char name[64];
+    snprintf(name, sizeof name, "raw model cap %zu", cap);
+    const uint64_t seed = test_seed(name);
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, seed);
+    const size_t esz = 16;
+    sl_ring r;
+    ck_assert_int_eq(sl_ring_init(&r, esz, cap), SL_OK);
+    uint64_t head = 0, tail = 0; /* the model: the ring holds seqs head..tail-1 */
+    unsigned char in[16], ev[16], out[16 * 40];
+    const unsigned ops = (unsigned)sl_test_scaled(60000, 8000);
+    unsigned bias = 50;
+    for (unsigned op = 0; op < ops; op++) {
+        if (op % 1000 == 0)
+            bias = 10 + (unsigned)(sl_test_rng_next(&rng) % 80);
+        unsigned x = (unsigned)(sl_test_rng_next(&rng) % 100);
+        if (x < bias) {
+            fill(in, esz, tail);
+            memset(ev, 0, sizeof ev);
+            bool give = sl_test_rng_next(&rng) % 4 != 0;
+            sl_status st = sl_ring_try_push(&r, in, give ? ev : NULL);
+            tail++;
+            if (tail - head > cap) {
+                CHECK(st == SL_EVICTED, "seed %llu op %u: push into a full ring returned %d",
+                      ULL(seed), op, (int)st);
+                CHECK(!give || is_msg(ev, esz, head),
+                      "seed %llu op %u: evicted %llu, model's oldest %llu", ULL(seed), op,
+                      ULL(low_seq(ev, esz)), ULL(head));
+                head++;
+            } else {
+                CHECK(st == SL_OK, "seed %llu op %u: push with %llu of %zu inside returned %d",
+                      ULL(seed), op, ULL(tail - 1 - head), cap, (int)st);
+            }
+        } else if (x < bias + (100 - bias) * 2 / 3) {
+            sl_status st = sl_ring_try_pop(&r, out);
+            if (head == tail) {
+                CHECK(st == SL_EMPTY, "seed %llu op %u: pop on empty returned %d", ULL(seed), op,
+                      (int)st);
+            } else {
+                CHECK(st == SL_OK && is_msg(out, esz, head),
+                      "seed %llu op %u: pop returned %d / %llu, model %llu", ULL(seed), op,
+                      (int)st, ULL(low_seq(out, esz)), ULL(head));
+                head++;
+            }
+        } else {
+            size_t k = 1 + (size_t)(sl_test_rng_next(&rng) % 40);
+            size_t want = (uint64_t)k < tail - head ? k : (size_t)(tail - head);
+            size_t got = sl_ring_pop_n(&r, out, k);
+            CHECK(got == want, "seed %llu op %u: pop_n(%zu) with %llu inside = %zu", ULL(seed), op,
+                  k, ULL(tail - head), got);
+            for (size_t i = 0; i < got; i++)
+                CHECK(is_msg(out + i * esz, esz, head + i), "seed %llu op %u: pop_n[%zu] wrong",
+                      ULL(seed), op, i);
+            head += got;
+        }
+        size_t len = sl_ring_len(&r);
+        CHECK(len == tail - head && len <= cap, "seed %llu op %u: len %zu, model %llu, cap %zu",
+              ULL(seed), op, len, ULL(tail - head), cap);
+    }
+    sl_ring_destroy(&r);
+}
+END_TEST
+
+/* Destroy with messages inside (ASan sees leaks). */
+START_TEST(test_destroy_with_messages)
+{
+    sl_ring r;
+    ck_assert_int_eq(sl_ring_init(&r, 40, 7), SL_OK);
+    unsigned char b[40];
+    for (uint64_t s = 0; s < 20; s++) {
+        fill(b, 40, s);
+        sl_ring_try_push(&r, b, NULL);
+    }
+    ck_assert_uint_eq(sl_ring_len(&r), 7);
+    sl_ring_destroy(&r);
+}
+END_TEST
+
+/* =========================================================================
+ * The SL_RING channel
+ * ========================================================================= */
+
+/* Records every dropped message (8-byte sequence numbers). */
+typedef struct drops {
+    uint64_t v[4096];
+    size_t n;
+    size_t overflow;
+} drops;
+
+static void rec_drop(void *elem, void *ctx)
+{
+    drops *d = ctx;
+    uint64_t x;
+    memcpy(&x, elem, sizeof x); /* elem may be unaligned */
+    if (d->n < sizeof d->v / sizeof d->v[0])
+        d->v[d->n++] = x;
+    else
+        d->overflow++;
+}
+
+static sl_chan *mk_ring(size_t esz, size_t cap, sl_drop_fn drop, void *ctx)
+{
+    sl_chan_opts o = {.flavor = SL_RING, .elem_size = esz, .capacity = cap, .drop = drop,
+                      .drop_ctx = ctx};
+    sl_chan *ch = NULL;
+    sl_status st = sl_chan_new(&ch, &o);
+    ck_assert_msg(st == SL_OK, "sl_chan_new(SL_RING, esz %zu, cap %zu) = %d", esz, cap, (int)st);
+    return ch;
+}
+
+static sl_chan *mk_other(sl_flavor f, size_t esz, size_t cap)
+{
+    sl_chan_opts o = {.flavor = f, .elem_size = esz, .capacity = cap};
+    sl_chan *ch = NULL;
+    ck_assert_int_eq(sl_chan_new(&ch, &o), SL_OK);
+    return ch;
+}
+
+START_TEST(test_chan_new)
+{
+    int sentinel;
+    sl_chan *const mark = (sl_chan *)(void *)&sentinel;
+    sl_chan *ch = mark;
+    struct { size_t esz, cap; } bad[] = {
+        {8, 0}, {0, 4}, {0, 0}, {SL_ELEM_MAX + 1, 4}, {8, SIZE_MAX}, {8, SIZE_MAX / 2 + 1},
+        {SIZE_MAX, 1},
+    };
+    for (int i = 0; i < N_OF(bad); i++) {
+        sl_chan_opts o = {.flavor = SL_RING, .elem_size = bad[i].esz, .capacity = bad[i].cap};
+        ck_assert_msg(sl_chan_new(&ch, &o) == SL_EINVAL, "SL_RING esz %zu cap %zu accepted",
+                      bad[i].esz, bad[i].cap);
+        ck_assert_ptr_eq(ch, mark);
+    }
+    for (int i = 0; i < N_OF(caps); i++) {
+        ch = mk_ring(24, caps[i], NULL, NULL);
+        ck_assert_uint_eq(sl_chan_cap(ch), caps[i]);
+        ck_assert_int_eq(sl_chan_flavor(ch), SL_RING);
+        ck_assert_uint_eq(sl_chan_elem_size(ch), 24);
+        ck_assert_uint_eq(sl_chan_len(ch), 0);
+        ck_assert(!sl_chan_is_closed(ch));
+        sl_chan_free(ch);
+    }
+}
+END_TEST
+
+/* Exactly cap fit; each send form on a full ring returns SL_EVICTED and the
+ * oldest goes to the drop function, exactly once, in order. */
+START_TEST(test_chan_exact_capacity)
+{
+    const size_t cap = caps[_i];
+    static drops d;
+    memset(&d, 0, sizeof d);
+    sl_chan *ch = mk_ring(8, cap, rec_drop, &d);
+    uint64_t next = 0;
+    for (size_t i = 0; i < cap; i++) {
+        ck_assert_int_eq(sl_chan_try_send(ch, &next), SL_OK);
+        next++;
+        ck_assert_uint_eq(sl_chan_len(ch), i + 1);
+    }
+    ck_assert_uint_eq(d.n, 0);
+    const int forms = 5;
+    for (int k = 0; k < 4 * forms; k++) {
+        sl_status st;
+        const char *what;
+        switch (k % forms) {
+        case 0: what = "sl_chan_send"; st = sl_chan_send(ch, &next); break;
+        case 1: what = "sl_chan_try_send"; st = sl_chan_try_send(ch, &next); break;
+        case 2: what = "sl_chan_send_for(0)"; st = sl_chan_send_for(ch, &next, 0); break;
+        case 3: what = "sl_chan_send_for(10 ms)"; st = sl_chan_send_for(ch, &next, 10 * MS); break;
+        default: what = "sl_chan_send_for(forever)"; st = sl_chan_send_for(ch, &next, SL_FOREVER);
+        }
+        ck_assert_msg(st == SL_EVICTED, "cap %zu: %s on a full ring returned %s", cap, what,
+                      sl_status_str(st));
+        next++;
+        ck_assert_msg(d.n == (size_t)k + 1, "cap %zu: %s: %zu drops after %d evicting sends", cap,
+                      what, d.n, k + 1);
+        ck_assert_msg(d.v[k] == (uint64_t)k, "cap %zu: %s dropped %llu, the oldest was %d", cap,
+                      what, ULL(d.v[k]), k);
+        ck_assert_uint_eq(sl_chan_len(ch), cap);
+    }
+    /* The newest cap come out in order; nothing more is dropped. */
+    for (uint64_t s = next - cap; s < next; s++) {
+        uint64_t v = ~s;
+        ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_OK);
+        ck_assert_uint_eq(v, s);
+    }
+    uint64_t v;
+    ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_EMPTY);
+    size_t dropped = d.n;
+    sl_chan_free(ch);
+    ck_assert_uint_eq(d.n, dropped);
+    ck_assert_uint_eq(d.overflow, 0);
+}
+END_TEST
+
+/* No send form waits on a ring with no receiver. */
+START_TEST(test_chan_send_never_blocks)
+{
+    static drops d;
+    memset(&d, 0, sizeof d);
+    sl_chan *ch = mk_ring(8, 1, NULL, NULL);
+    const uint64_t n = sl_test_scaled(200000, 20000);
+    for (uint64_t s = 0; s < n; s++) {
+        sl_status st = (s & 1) ? sl_chan_send(ch, &s) : sl_chan_send_for(ch, &s, SL_FOREVER);
+        CHECK(st == (s == 0 ? SL_OK : SL_EVICTED), "send %llu returned %s", ULL(s),
+              sl_status_str(st));
+    }
+    uint64_t v = 0;
+    ck_assert_int_eq(sl_chan_recv(ch, &v), SL_OK);
+    ck_assert_uint_eq(v, n - 1);
+    sl_chan_free(ch);
+}
+END_TEST
+
+START_TEST(test_chan_send_evict)
+{
+    static drops d;
+    memset(&d, 0, sizeof d);
+    sl_chan *ch = mk_ring(8, 3, rec_drop, &d);
+    uint64_t ev = 777;
+    for (uint64_t s = 0; s < 3; s++) {
+        ck_assert_int_eq(sl_chan_send_evict(ch, &s, &ev), SL_OK);
+        ck_assert_uint_eq(ev, 777); /* nothing displaced: untouched */
+    }
+    for (uint64_t s = 3; s < 20; s++) {
+        ck_assert_int_eq(sl_chan_send_evict(ch, &s, &ev), SL_EVICTED);
+        ck_assert_uint_eq(ev, s - 3);
+        ck_assert_uint_eq(sl_chan_len(ch), 3);
+    }
+    ck_assert_uint_eq(d.n, 0); /* the caller got them, not the drop function */
+
+    /* Bad input: refused, nothing consumed, nothing displaced. */
+    uint64_t x = 1000;
+    ev = 555;
+    ck_assert_int_eq(sl_chan_send_evict(ch, &x, NULL), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_send_evict(ch, NULL, &ev), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_send_evict(NULL, &x, &ev), SL_EINVAL);
+    ck_assert_uint_eq(ev, 555);
+    ck_assert_uint_eq(sl_chan_len(ch), 3);
+    ck_assert_uint_eq(d.n, 0);
+
+    /* The mix: a plain send displaces to the drop function. */
+    ck_assert_int_eq(sl_chan_send(ch, &x), SL_EVICTED);
+    ck_assert_uint_eq(d.n, 1);
+    ck_assert_uint_eq(d.v[0], 17);
+    x++;
+    ck_assert_int_eq(sl_chan_send_evict(ch, &x, &ev), SL_EVICTED);
+    ck_assert_uint_eq(ev, 18);
+
+    /* Closed: SL_CLOSED, nothing consumed or displaced. */
+    sl_chan_close(ch);
+    x = 2000;
+    ev = 555;
+    ck_assert_int_eq(sl_chan_send_evict(ch, &x, &ev), SL_CLOSED);
+    ck_assert_uint_eq(ev, 555);
+    ck_assert_uint_eq(sl_chan_len(ch), 3);
+    ck_assert_uint_eq(d.n, 1);
+    uint64_t want[] = {19, 1000, 1001};
+    for (int i = 0; i < 3; i++) {
+        uint64_t v = 0;
+        ck_assert_int_eq(sl_chan_recv(ch, &v), SL_OK);
+        ck_assert_uint_eq(v, want[i]);
+    }
+    uint64_t v;
+    ck_assert_int_eq(sl_chan_recv(ch, &v), SL_CLOSED);
+    sl_chan_free(ch);
+    ck_assert_uint_eq(d.n, 1);
+
+    /* Every other flavour refuses it and consumes nothing. */
+    const sl_flavor others[] = {SL_SPSC, SL_MPMC, SL_LIST};
+    for (int i = 0; i < N_OF(others); i++) {
+        ch = mk_other(others[i], 8, 1);
+        uint64_t a = 1, b = 2;
+        ev = 555;
+        ck_assert_int_eq(sl_chan_send_evict(ch, &a, &ev), SL_EINVAL);
+        ck_assert_uint_eq(sl_chan_len(ch), 0);
+        ck_assert_int_eq(sl_chan_try_send(ch, &b), SL_OK);
+        ck_assert_msg(sl_chan_send_evict(ch, &a, &ev) == SL_EINVAL,
+                      "flavour %d: send_evict accepted", (int)others[i]);
+        ck_assert_uint_eq(ev, 555);
+        ck_assert_uint_eq(sl_chan_len(ch), 1);
+        uint64_t o = 0;
+        ck_assert_int_eq(sl_chan_try_recv(ch, &o), SL_OK);
+        ck_assert_uint_eq(o, 2);
+        ck_assert_int_eq(sl_chan_try_recv(ch, &o), SL_EMPTY);
+        sl_chan_free(ch);
+    }
+}
+END_TEST
+
+/* try_send_n into a full ring: every message counts as sent, the displaced
+ * ones go to the drop function, oldest first. */
+START_TEST(test_chan_try_send_n)
+{
+    static drops d;
+    memset(&d, 0, sizeof d);
+    sl_chan *ch = mk_ring(8, 4, rec_drop, &d);
+    uint64_t b[20];
+    for (int i = 0; i < 20; i++)
+        b[i] = (uint64_t)i;
+    ck_assert_uint_eq(sl_chan_try_send_n(ch, b, 0), 0);
+    ck_assert_uint_eq(sl_chan_try_send_n(ch, b, 3), 3); /* 0 1 2 */
+    ck_assert_uint_eq(d.n, 0);
+    ck_assert_uint_eq(sl_chan_try_send_n(ch, b + 3, 3), 3); /* 3 4 5: displaces 0, 1 */
+    ck_assert_uint_eq(d.n, 2);
+    ck_assert_uint_eq(d.v[0], 0);
+    ck_assert_uint_eq(d.v[1], 1);
+    ck_assert_uint_eq(sl_chan_len(ch), 4);
+    ck_assert_uint_eq(sl_chan_try_send_n(ch, b + 6, 14), 14); /* displaces 2..15 */
+    ck_assert_uint_eq(d.n, 16);
+    for (size_t i = 0; i < 16; i++)
+        ck_assert_uint_eq(d.v[i], i);
+    ck_assert_uint_eq(sl_chan_len(ch), 4);
+    uint64_t out[8];
+    ck_assert_uint_eq(sl_chan_try_recv_n(ch, out, 8), 4);
+    for (int i = 0; i < 4; i++)
+        ck_assert_uint_eq(out[i], 16 + (uint64_t)i);
+    /* Closed: nothing sent, nothing displaced. */
+    ck_assert_uint_eq(sl_chan_try_send_n(ch, b, 4), 4);
+    sl_chan_close(ch);
+    ck_assert_uint_eq(sl_chan_try_send_n(ch, b + 4, 4), 0);
+    ck_assert_uint_eq(d.n, 16);
+    ck_assert_uint_eq(sl_chan_len(ch), 4);
+    sl_chan_free(ch); /* drops 0 1 2 3 */
+    ck_assert_uint_eq(d.n, 20);
+    for (size_t i = 16; i < 20; i++)
+        ck_assert_uint_eq(d.v[i], i - 16);
+}
+END_TEST
+
+/* Pointers: send_ptr on a full ring returns SL_EVICTED and clears the
+ * pointer; the drop function owns the displaced pointer. */
+typedef struct ptr_drops {
+    void *v[16];
+    int n;
+} ptr_drops;
+
+static void ptr_drop(void *elem, void *ctx)
+{
+    ptr_drops *d = ctx;
+    void *p;
+    memcpy(&p, elem, sizeof p);
+    if (d->n < 16)
+        d->v[d->n++] = p;
+    free(p);
+}
+
+START_TEST(test_chan_send_ptr_full)
+{
+    static ptr_drops d;
+    memset(&d, 0, sizeof d);
+    sl_chan *ch = mk_ring(sizeof(void *), 2, ptr_drop, &d);
+    void *ps[5];
+    for (int i = 0; i < 5; i++) {
+        ps[i] = malloc(32);
+        ck_assert_ptr_nonnull(ps[i]);
+    }
+    for (int i = 0; i < 2; i++) {
+        void *p = ps[i];
+        ck_assert_int_eq(sl_chan_send_ptr(ch, &p), SL_OK);
+        ck_assert_ptr_null(p);
+    }
+    for (int i = 2; i < 5; i++) {
+        void *p = ps[i];
+        ck_assert_int_eq(sl_chan_send_ptr(ch, &p), SL_EVICTED);
+        ck_assert_ptr_null(p);
+        ck_assert_int_eq(d.n, i - 1);
+        ck_assert_ptr_eq(d.v[i - 2], ps[i - 2]); /* the oldest went to drop */
+    }
+    void *got = NULL;
+    ck_assert_int_eq(sl_chan_recv(ch, &got), SL_OK);
+    ck_assert_ptr_eq(got, ps[3]);
+    free(got);
+    /* Another element size: SL_EINVAL, pointer untouched. */
+    sl_chan *c2 = mk_ring(sizeof(void *) * 2, 2, NULL, NULL);
+    void *p = ps[0];
+    ck_assert_int_eq(sl_chan_send_ptr(c2, &p), SL_EINVAL);
+    ck_assert_ptr_eq(p, ps[0]);
+    sl_chan_free(c2);
+    /* Closed: SL_CLOSED, pointer untouched. */
+    sl_chan_close(ch);
+    void *q = malloc(8);
+    void *q0 = q;
+    ck_assert_int_eq(sl_chan_send_ptr(ch, &q), SL_CLOSED);
+    ck_assert_ptr_eq(q, q0);
+    free(q);
+    sl_chan_free(ch); /* drops ps[4] */
+    ck_assert_int_eq(d.n, 4);
+    ck_assert_ptr_eq(d.v[3], ps[4]);
+}
+END_TEST
+
+/* The channel against the model: every send form, every receive form. */
+static const size_t chan_model_caps[] = {1, 2, 5, 64};
+
+START_TEST(test_chan_model)
+{
+    const size_t cap = chan_model_caps[_i];
+    char name[64];
+    snprintf(name, sizeof name, "chan model cap %zu", cap);
+    const uint64_t seed = test_seed(name);
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, seed);
+    static drops d;
+    memset(&d, 0, sizeof d);
+    sl_chan *ch = mk_ring(8, cap, rec_drop, &d);
+    uint64_t head = 0, tail = 0; /* model: head..tail-1 inside */
+    size_t drops_seen = 0;       /* model: how many the drop function got */
+    uint64_t batch[16];
+    const unsigned ops = (unsigned)sl_test_scaled(30000, 5000);
+    unsigned bias = 50;
+    for (unsigned op = 0; op < ops; op++) {
+        if (op % 700 == 0)
+            bias = 15 + (unsigned)(sl_test_rng_next(&rng) % 70);
+        if (d.n > 3000) /* keep the record small */
+            d.n = drops_seen = 0;
+        unsigned x = (unsigned)(sl_test_rng_next(&rng) % 100);
+        unsigned form = (unsigned)(sl_test_rng_next(&rng) % 5);
+        if (x < bias) {
+            if (form == 4) {
+                size_t k = 1 + (size_t)(sl_test_rng_next(&rng) % 16);
+                for (size_t i = 0; i < k; i++)
+                    batch[i] = tail + i;
+                size_t sent = sl_chan_try_send_n(ch, batch, k);
+                CHECK(sent == k, "seed %llu op %u: try_send_n(%zu) = %zu", ULL(seed), op, k, sent);
+                for (size_t i = 0; i < k; i++) {
+                    tail++;
+                    if (tail - head > cap) {
+                        CHECK(d.n > drops_seen && d.v[drops_seen] == head,
+                              "seed %llu op %u: try_send_n: drop #%zu is %llu, model's oldest %llu",
+                              ULL(seed), op, drops_seen,
+                              ULL(d.n > drops_seen ? d.v[drops_seen] : ~0ull), ULL(head));
+                        drops_seen++;
+                        head++;
+                    }
+                }
+                CHECK(d.n == drops_seen, "seed %llu op %u: try_send_n dropped %zu, model %zu",
+                      ULL(seed), op, d.n, drops_seen);
+            } else {
+                uint64_t v = tail, ev = ~0ull;
+                sl_status st;
+                switch (form) {
+                case 0: st = sl_chan_send(ch, &v); break;
+                case 1: st = sl_chan_try_send(ch, &v); break;
+                case 2: st = sl_chan_send_for(ch, &v, (sl_test_rng_next(&rng) & 1) ? 0 : MS); break;
+                default: st = sl_chan_send_evict(ch, &v, &ev);
+                }
+                tail++;
+                if (tail - head > cap) {
+                    CHECK(st == SL_EVICTED, "seed %llu op %u: send form %u on full returned %s",
+                          ULL(seed), op, form, sl_status_str(st));
+                    if (form == 3) {
+                        CHECK(ev == head,
+                              "seed %llu op %u: send_evict handed back %llu, oldest %llu",
+                              ULL(seed), op, ULL(ev), ULL(head));
+                    } else {
+                        CHECK(d.n == drops_seen + 1 && d.v[drops_seen] == head,
+                              "seed %llu op %u: send form %u: %zu drops (model %zu), last %llu, "
+                              "oldest %llu",
+                              ULL(seed), op, form, d.n, drops_seen + 1,
+                              ULL(d.n ? d.v[d.n - 1] : ~0ull), ULL(head));
+                        drops_seen++;
+                    }
+                    head++;
+                } else {
+                    CHECK(st == SL_OK, "seed %llu op %u: send form %u returned %s", ULL(seed), op,
+                          form, sl_status_str(st));
+                    CHECK(form != 3 || ev == ~0ull, "seed %llu op %u: send_evict wrote evicted",
+                          ULL(seed), op);
+                }
+                CHECK(d.n == drops_seen, "seed %llu op %u: %zu drops, model %zu", ULL(seed), op,
+                      d.n, drops_seen);
+            }
+        } else {
+            if (form == 4) {
+                size_t k = 1 + (size_t)(sl_test_rng_next(&rng) % 16);
+                size_t want = (uint64_t)k < tail - head ? k : (size_t)(tail - head);
+                size_t got = sl_chan_try_recv_n(ch, batch, k);
+                CHECK(got == want, "seed %llu op %u: try_recv_n(%zu) = %zu, model %zu", ULL(seed),
+                      op, k, got, want);
+                for (size_t i = 0; i < got; i++)
+                    CHECK(batch[i] == head + i,
+                          "seed %llu op %u: try_recv_n[%zu] = %llu, model %llu", ULL(seed), op, i,
+                          ULL(batch[i]), ULL(head + i));
+                head += got;
+            } else {
+                uint64_t v = ~0ull;
+                sl_status st;
+                bool blocking = form == 0 && head != tail; /* recv only when it cannot wait */
+                if (blocking)
+                    st = sl_chan_recv(ch, &v);
+                else if (form == 2)
+                    st = sl_chan_recv_for(ch, &v, (sl_test_rng_next(&rng) & 1) ? 0 : 100000);
+                else
+                    st = sl_chan_try_recv(ch, &v);
+                if (head == tail) {
+                    sl_status want = form == 2 ? SL_TIMEDOUT : SL_EMPTY;
+                    CHECK(st == want, "seed %llu op %u: receive on empty returned %s", ULL(seed),
+                          op, sl_status_str(st));
+                } else {
+                    CHECK(st == SL_OK && v == head,
+                          "seed %llu op %u: receive returned %s / %llu, model %llu", ULL(seed), op,
+                          sl_status_str(st), ULL(v), ULL(head));
+                    head++;
+                }
+            }
+        }
+        size_t len = sl_chan_len(ch);
+        CHECK(len == tail - head && len <= cap, "seed %llu op %u: len %zu, model %llu, cap %zu",
+              ULL(seed), op, len, ULL(tail - head), cap);
+    }
+    /* Leftovers go to the drop function at free, oldest first. */
+    d.n = drops_seen = 0;
+    uint64_t left = tail - head;
+    sl_chan_free(ch);
+    ck_assert_uint_eq(d.n, left);
+    for (size_t i = 0; i < d.n; i++)
+        ck_assert_msg(d.v[i] == head + i, "seed %llu: drop at free #%zu = %llu, expected %llu",
+                      ULL(seed), i, ULL(d.v[i]), ULL(head + i));
+}
+END_TEST
+
+/* Drop at free gets the leftovers in FIFO order, after many wraps too. */
+START_TEST(test_chan_drop_at_free)
+{
+    const size_t cap = caps[_i];
+    static drops d;
+    const uint64_t sent_counts[] = {0, 1, cap, cap + 1, 3 * cap + 2, 1000};
+    for (int c = 0; c < N_OF(sent_counts); c++) {
+        for (int take = 0; take < 3; take++) {
+            memset(&d, 0, sizeof d);
+            sl_chan *ch = mk_ring(8, cap, rec_drop, &d);
+            uint64_t sent = sent_counts[c];
+            for (uint64_t s = 0; s < sent; s++)
+                sl_chan_send(ch, &s);
+            uint64_t displaced = sent > cap ? sent - cap : 0;
+            ck_assert_uint_eq(d.n, displaced);
+            for (size_t i = 0; i < d.n; i++)
+                ck_assert_uint_eq(d.v[i], i);
+            uint64_t inside = sent - displaced;
+            uint64_t recv = (uint64_t)take < inside ? (uint64_t)take : inside;
+            for (uint64_t i = 0; i < recv; i++) {
+                uint64_t v = 0;
+                ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_OK);
+                ck_assert_uint_eq(v, displaced + i);
+            }
+            if (take == 2)
+                sl_chan_close(ch);
+            d.n = 0;
+            sl_chan_free(ch);
+            ck_assert_msg(d.n == inside - recv, "cap %zu sent %llu recv %llu: %zu dropped at free",
+                          cap, ULL(sent), ULL(recv), d.n);
+            for (size_t i = 0; i < d.n; i++)
+                ck_assert_msg(d.v[i] == displaced + recv + i,
+                              "cap %zu sent %llu: drop at free #%zu = %llu, expected %llu", cap,
+                              ULL(sent), i, ULL(d.v[i]), ULL(displaced + recv + i));
+        }
+    }
+}
+END_TEST
+
+/* ---- blocking receive and close ----------------------------------------- */
+
+typedef struct recv_thread {
+    pthread_t thr;
+    sl_chan *ch;
+    uint64_t out;
+    sl_status st;
+    atomic_int done;
+} recv_thread;
+
+static void *recv_main(void *arg)
+{
+    recv_thread *t = arg;
+    t->st = sl_chan_recv(t->ch, &t->out);
+    atomic_store(&t->done, 1);
+    return NULL;
+}
+
+static void start_recv(recv_thread *t, sl_chan *ch)
+{
+    t->ch = ch;
+    t->out = 0;
+    t->st = (sl_status)-1;
+    atomic_store(&t->done, 0);
+    ck_assert_int_eq(pthread_create(&t->thr, NULL, recv_main, t), 0);
+    sleep_ns(30 * MS);
+    ck_assert_msg(atomic_load(&t->done) == 0, "sl_chan_recv on an empty ring returned %s",
+                  sl_status_str(t->st));
+}
+
+START_TEST(test_chan_blocking_recv)
+{
+    static drops d;
+    memset(&d, 0, sizeof d);
+    sl_chan *ch = mk_ring(8, 2, rec_drop, &d);
+    recv_thread t;
+    atomic_init(&t.done, 0);
+
+    start_recv(&t, ch);
+    uint64_t v = 11;
+    ck_assert_int_eq(sl_chan_send(ch, &v), SL_OK);
+    pthread_join(t.thr, NULL);
+    ck_assert_int_eq(t.st, SL_OK);
+    ck_assert_uint_eq(t.out, 11);
+
+    start_recv(&t, ch);
+    uint64_t ev = 0;
+    v = 12;
+    ck_assert_int_eq(sl_chan_send_evict(ch, &v, &ev), SL_OK);
+    pthread_join(t.thr, NULL);
+    ck_assert_int_eq(t.st, SL_OK);
+    ck_assert_uint_eq(t.out, 12);
+
+    start_recv(&t, ch);
+    uint64_t b[3] = {13, 14, 15};
+    ck_assert_uint_eq(sl_chan_try_send_n(ch, b, 3), 3);
+    pthread_join(t.thr, NULL);
+    ck_assert_int_eq(t.st, SL_OK);
+    /* 13 may have been received before 15 displaced it, or displaced first. */
+    ck_assert_msg(t.out == 13 || t.out == 14, "receiver got %llu", ULL(t.out));
+    ck_assert_uint_eq(sl_chan_len(ch) + 1 + d.n, 3);
+
+    uint64_t o;
+    while (sl_chan_try_recv(ch, &o) == SL_OK) {
+    }
+    start_recv(&t, ch);
+    sl_chan_close(ch);
+    pthread_join(t.thr, NULL);
+    ck_assert_int_eq(t.st, SL_CLOSED);
+    sl_chan_free(ch);
+}
+END_TEST
+
+START_TEST(test_chan_close)
+{
+    static drops d;
+    memset(&d, 0, sizeof d);
+    sl_chan *ch = mk_ring(8, 4, rec_drop, &d);
+    for (uint64_t s = 0; s < 6; s++)
+        sl_chan_send(ch, &s); /* 2..5 inside, 0 and 1 dropped */
+    ck_assert_uint_eq(d.n, 2);
+    sl_chan_close(ch);
+    sl_chan_close(ch);
+    ck_assert(sl_chan_is_closed(ch));
+    uint64_t x = 99;
+    ck_assert_int_eq(sl_chan_send(ch, &x), SL_CLOSED);
+    ck_assert_int_eq(sl_chan_try_send(ch, &x), SL_CLOSED);
+    ck_assert_int_eq(sl_chan_send_for(ch, &x, 5 * MS), SL_CLOSED);
+    ck_assert_uint_eq(d.n, 2); /* a refused send displaces nothing */
+    ck_assert_uint_eq(sl_chan_len(ch), 4);
+    for (uint64_t s = 2; s < 6; s++) {
+        uint64_t v = 0;
+        ck_assert_int_eq((s & 1) ? sl_chan_recv(ch, &v) : sl_chan_try_recv(ch, &v), SL_OK);
+        ck_assert_uint_eq(v, s);
+    }
+    ck_assert_int_eq(sl_chan_recv(ch, &x), SL_CLOSED);
+    ck_assert_int_eq(sl_chan_try_recv(ch, &x), SL_CLOSED);
+    ck_assert_int_eq(sl_chan_recv_for(ch, &x, 5 * MS), SL_CLOSED);
+    ck_assert_uint_eq(sl_chan_try_recv_n(ch, &x, 1), 0);
+    sl_chan_free(ch);
+    ck_assert_uint_eq(d.n, 2);
+}
+END_TEST
+
+
+/* Bad input never crashes (SPEC §2): NULL arguments are SL_EINVAL. */
+START_TEST(test_raw_ring_null_args)
+{
+    sl_ring q;
+    uint64_t v = 7, out = 0;
+    ck_assert_int_eq(sl_ring_init(&q, sizeof v, 4), SL_OK);
+    ck_assert_int_eq(sl_ring_try_push(NULL, &v, NULL), SL_EINVAL);
+    ck_assert_int_eq(sl_ring_try_push(&q, NULL, NULL), SL_EINVAL);
+    ck_assert_int_eq(sl_ring_try_pop(NULL, &out), SL_EINVAL);
+    ck_assert_int_eq(sl_ring_try_push(&q, &v, NULL), SL_OK);
+    ck_assert_int_eq(sl_ring_try_pop(&q, NULL), SL_EINVAL);
+    ck_assert_int_eq(sl_ring_try_pop(&q, &out), SL_OK);
+    ck_assert_uint_eq(out, 7);
+    sl_ring_destroy(&q);
+}
+END_TEST
+
+static Suite *ring_suite(void)
+{
+    Suite *s = suite_create("ring");
+
+    TCase *tc = tcase_create("raw");
+    tcase_add_test(tc, test_raw_ring_null_args);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_init_bad_input);
+    tcase_add_loop_test(tc, test_exact_capacity, 0, N_OF(caps));
+    tcase_add_test(tc, test_pop_n);
+    tcase_add_loop_test(tc, test_model_random, 0, N_OF(model_caps));
+    tcase_add_test(tc, test_destroy_with_messages);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("chan");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_chan_new);
+    tcase_add_loop_test(tc, test_chan_exact_capacity, 0, N_OF(caps));
+    tcase_add_test(tc, test_chan_send_never_blocks);
+    tcase_add_test(tc, test_chan_send_evict);
+    tcase_add_test(tc, test_chan_try_send_n);
+    tcase_add_test(tc, test_chan_send_ptr_full);
+    tcase_add_loop_test(tc, test_chan_model, 0, N_OF(chan_model_caps));
+    tcase_add_loop_test(tc, test_chan_drop_at_free, 0, N_OF(caps));
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("blocking");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_chan_blocking_recv);
+    tcase_add_test(tc, test_chan_close);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return sl_test_run(ring_suite());
+}

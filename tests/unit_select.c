@@ -1,0 +1,910 @@
+/*
+ * tests/unit_select.c — sl_select (sluice/select.h) over channels of every
+ * flavour.
+ *
+ * Bad input is refused before anything happens; a poll never waits; a nil
+ * (NULL-channel) case is never chosen; timeouts come no earlier than asked;
+ * exactly one operation happens per call; send cases follow each flavour's
+ * rules (a full SL_MPMC is not ready, a full SL_RING is and evicts, SL_LIST
+ * always is); closed channels are ready with SL_CLOSED; ready cases are chosen
+ * uniformly (with a generous bound: the test must never be flaky); a selector
+ * blocked forever wakes on a send, on a receive that makes room and on close,
+ * and sleeps without burning CPU.
+ *
+ * "It is blocked" is judged by the call not having returned after a short
+ * sleep, never by an upper bound on time.
+ */
+#include "harness.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sluice/chan.h>
+#include <sluice/select.h>
+
+#include "chan_impl.h" /* the channels' selector counts, to check they are released */
+
+#define MS (1000000ull)
+#define SEC (1000000000ull)
+#define ULL(x) ((unsigned long long)(x))
+#define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+#define CHECK(cond, ...)                                                                    \
+    do {                                                                                    \
+        if (!(cond))                                                                        \
+            ck_abort_msg(__VA_ARGS__);                                                      \
+    } while (0)
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / SEC), (long)(ns % SEC)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+static const char *fname(sl_flavor f)
+{
+    switch (f) {
+    case SL_SPSC: return "SPSC";
+    case SL_MPMC: return "MPMC";
+    case SL_LIST: return "LIST";
+    case SL_RING: return "RING";
+    default: return "?";
+    }
+}
+
+static const sl_flavor all_flavors[] = {SL_SPSC, SL_MPMC, SL_LIST, SL_RING};
+
+/* Records every dropped message (8-byte values). */
+typedef struct drops {
+    uint64_t v[64];
+    int n;
+} drops;
+
+static void rec_drop(void *elem, void *ctx)
+{
+    drops *d = ctx;
+    uint64_t x;
+    memcpy(&x, elem, sizeof x);
+    if (d->n < 64)
+        d->v[d->n] = x;
+    d->n++;
+}
+
+static sl_chan *mk(sl_flavor f, size_t cap, sl_drop_fn drop, void *ctx)
+{
+    sl_chan_opts o = {.flavor = f, .elem_size = 8, .capacity = cap, .drop = drop,
+                      .drop_ctx = ctx};
+    sl_chan *ch = NULL;
+    sl_status st = sl_chan_new(&ch, &o);
+    ck_assert_msg(st == SL_OK, "sl_chan_new(%s, cap %zu) = %s", fname(f), cap, sl_status_str(st));
+    return ch;
+}
+
+static void put(sl_chan *ch, uint64_t v)
+{
+    ck_assert_int_eq(sl_chan_try_send(ch, &v), SL_OK);
+}
+
+static uint64_t get(sl_chan *ch)
+{
+    uint64_t v = ~0ull;
+    ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_OK);
+    return v;
+}
+
+static unsigned selectors(const sl_chan *ch)
+{
+    return atomic_load(&((sl_chan *)(uintptr_t)ch)->selectors);
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * SEC + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- a thread that runs one select ----------------------------------------- */
+
+typedef struct sel_thread {
+    pthread_t thr;
+    sl_select_case cases[8];
+    size_t n;
+    uint64_t timeout;
+    sl_status st;
+    size_t index;
+    uint64_t cpu_ns, wall_ns;
+    atomic_int done;
+} sel_thread;
+
+static void *sel_main(void *arg)
+{
+    sel_thread *t = arg;
+    uint64_t c0 = thread_cpu_ns(), w0 = sl_test_now_ns();
+    t->st = sl_select(t->cases, t->n, t->timeout, &t->index);
+    t->cpu_ns = thread_cpu_ns() - c0;
+    t->wall_ns = sl_test_now_ns() - w0;
+    atomic_store(&t->done, 1);
+    return NULL;
+}
+
+/* Starts the select and checks that it blocks. */
+static void sel_start(sel_thread *t, size_t n, uint64_t timeout)
+{
+    t->n = n;
+    t->timeout = timeout;
+    t->st = (sl_status)-1;
+    t->index = SIZE_MAX;
+    atomic_store(&t->done, 0);
+    ck_assert_int_eq(pthread_create(&t->thr, NULL, sel_main, t), 0);
+    sleep_ns(30 * MS);
+    ck_assert_msg(atomic_load(&t->done) == 0,
+                  "sl_select returned %s (index %zu) instead of blocking", sl_status_str(t->st),
+                  t->index);
+}
+
+static sl_status sel_join(sel_thread *t)
+{
+    ck_assert_int_eq(pthread_join(t->thr, NULL), 0);
+    ck_assert_int_eq(atomic_load(&t->done), 1);
+    return t->st;
+}
+
+/* =========================================================================
+ * Bad input
+ * ========================================================================= */
+
+START_TEST(test_bad_input)
+{
+    sl_chan *a = mk(SL_MPMC, 4, NULL, NULL), *b = mk(SL_LIST, 0, NULL, NULL);
+    sl_chan *r = mk(SL_RING, 1, NULL, NULL);
+    put(a, 1); /* a and b are ready to receive from, r to send into */
+    put(b, 2);
+    put(r, 3);
+    uint64_t x = 10, y = 20, z = 30;
+    size_t idx = 12345;
+    const uint64_t timeouts[] = {0, 5 * MS, SL_FOREVER};
+    for (int t = 0; t < N_OF(timeouts); t++) {
+        uint64_t to = timeouts[t];
+        sl_select_case ok[2] = {{a, SL_SEL_RECV, &x}, {r, SL_SEL_SEND, &y}};
+        ck_assert_int_eq(sl_select(NULL, 2, to, &idx), SL_EINVAL);
+        ck_assert_int_eq(sl_select(ok, 2, to, NULL), SL_EINVAL);
+        ck_assert_int_eq(sl_select(ok, 0, to, &idx), SL_EINVAL);
+
+        /* A NULL buffer on a case with a channel, next to ready cases. */
+        sl_select_case nb[3] = {{a, SL_SEL_RECV, &x}, {b, SL_SEL_RECV, NULL}, {r, SL_SEL_SEND, &y}};
+        ck_assert_int_eq(sl_select(nb, 3, to, &idx), SL_EINVAL);
+        sl_select_case nbs[2] = {{a, SL_SEL_RECV, &x}, {b, SL_SEL_SEND, NULL}};
+        ck_assert_int_eq(sl_select(nbs, 2, to, &idx), SL_EINVAL);
+
+        /* An op that is neither send nor receive. */
+        const int bad_ops[] = {-1, 2, 7, 1000};
+        for (int k = 0; k < N_OF(bad_ops); k++) {
+            sl_select_case bo[3] = {{a, SL_SEL_RECV, &x}, {b, (sl_select_op)bad_ops[k], &z},
+                                    {r, SL_SEL_SEND, &y}};
+            ck_assert_msg(sl_select(bo, 3, to, &idx) == SL_EINVAL, "op %d accepted", bad_ops[k]);
+        }
+
+        /* No case with a channel at all. */
+        sl_select_case none[3] = {{NULL, SL_SEL_RECV, &x}, {NULL, SL_SEL_SEND, &y},
+                                  {NULL, SL_SEL_RECV, NULL}};
+        ck_assert_int_eq(sl_select(none, 3, to, &idx), SL_EINVAL);
+        ck_assert_int_eq(sl_select(none, 1, to, &idx), SL_EINVAL);
+
+        /* Nothing happened. */
+        ck_assert_uint_eq(x, 10);
+        ck_assert_uint_eq(z, 30);
+        ck_assert_uint_eq(sl_chan_len(a), 1);
+        ck_assert_uint_eq(sl_chan_len(b), 1);
+        ck_assert_uint_eq(sl_chan_len(r), 1);
+        ck_assert_uint_eq(selectors(a) + selectors(b) + selectors(r), 0);
+    }
+    ck_assert_uint_eq(get(a), 1);
+    ck_assert_uint_eq(get(b), 2);
+    ck_assert_uint_eq(get(r), 3);
+    sl_chan_free(a);
+    sl_chan_free(b);
+    sl_chan_free(r);
+}
+END_TEST
+
+/* =========================================================================
+ * Polls and time-outs
+ * ========================================================================= */
+
+START_TEST(test_poll_nothing_ready)
+{
+    sl_chan *e1 = mk(SL_MPMC, 2, NULL, NULL), *e2 = mk(SL_LIST, 0, NULL, NULL);
+    sl_chan *e3 = mk(SL_SPSC, 2, NULL, NULL), *e4 = mk(SL_RING, 2, NULL, NULL);
+    sl_chan *full = mk(SL_MPMC, 1, NULL, NULL);
+    sl_chan *sfull = mk(SL_SPSC, 1, NULL, NULL);
+    put(full, 5);
+    put(sfull, 6);
+    uint64_t b[6] = {0, 0, 0, 0, 100, 200};
+    sl_select_case cs[6] = {{e1, SL_SEL_RECV, &b[0]},  {e2, SL_SEL_RECV, &b[1]},
+                            {e3, SL_SEL_RECV, &b[2]},  {e4, SL_SEL_RECV, &b[3]},
+                            {full, SL_SEL_SEND, &b[4]}, {sfull, SL_SEL_SEND, &b[5]}};
+    const int polls = 2000;
+    uint64_t t0 = sl_test_now_ns();
+    for (int i = 0; i < polls; i++) {
+        size_t idx = 99;
+        sl_status st = sl_select(cs, 6, 0, &idx);
+        CHECK(st == SL_TIMEDOUT, "poll %d with nothing ready returned %s (index %zu)", i,
+              sl_status_str(st), idx);
+    }
+    uint64_t el = sl_test_now_ns() - t0;
+    /* A poll never waits: 2000 of them take nowhere near a second. */
+    ck_assert_msg(el < 2 * SEC, "%d polls took %llu ms", polls, ULL(el / MS));
+    ck_assert_uint_eq(sl_chan_len(full), 1);
+    ck_assert_uint_eq(sl_chan_len(sfull), 1);
+    ck_assert_uint_eq(sl_chan_len(e1) + sl_chan_len(e2) + sl_chan_len(e3) + sl_chan_len(e4), 0);
+    ck_assert_uint_eq(get(full), 5);
+    ck_assert_uint_eq(get(sfull), 6);
+    sl_chan *all[] = {e1, e2, e3, e4, full, sfull};
+    for (int i = 0; i < N_OF(all); i++) {
+        ck_assert_uint_eq(selectors(all[i]), 0);
+        sl_chan_free(all[i]);
+    }
+}
+END_TEST
+
+START_TEST(test_nil_case_never_chosen)
+{
+    sl_chan *a = mk(SL_MPMC, 4, NULL, NULL);
+    uint64_t v = 0, junk = 0;
+    /* Nil cases may have any buffer, NULL included. */
+    sl_select_case cs[5] = {{NULL, SL_SEL_RECV, &junk}, {NULL, SL_SEL_SEND, NULL},
+                            {a, SL_SEL_RECV, &v},       {NULL, SL_SEL_RECV, NULL},
+                            {NULL, SL_SEL_SEND, &junk}};
+    for (uint64_t i = 0; i < 3000; i++) {
+        put(a, i);
+        size_t idx = 99;
+        sl_status st = sl_select(cs, 5, (i & 1) ? 0 : SL_FOREVER, &idx);
+        CHECK(st == SL_OK && idx == 2 && v == i, "select %llu: %s index %zu value %llu", ULL(i),
+              sl_status_str(st), idx, ULL(v));
+    }
+    ck_assert_uint_eq(junk, 0);
+    /* Only nil cases besides an empty channel: a time-out, never a nil case. */
+    size_t idx = 99;
+    ck_assert_int_eq(sl_select(cs, 5, 0, &idx), SL_TIMEDOUT);
+    ck_assert_int_eq(sl_select(cs, 5, 2 * MS, &idx), SL_TIMEDOUT);
+
+    /* More cases than the stack shuffle holds. */
+    sl_select_case *many = calloc(200, sizeof *many);
+    ck_assert_ptr_nonnull(many);
+    for (int i = 0; i < 200; i++)
+        many[i] = (sl_select_case){NULL, (i & 1) ? SL_SEL_SEND : SL_SEL_RECV, NULL};
+    many[137] = (sl_select_case){a, SL_SEL_RECV, &v};
+    for (uint64_t i = 0; i < 200; i++) {
+        put(a, i);
+        idx = 0;
+        sl_status st = sl_select(many, 200, 0, &idx);
+        CHECK(st == SL_OK && idx == 137 && v == i, "200 cases: %s index %zu", sl_status_str(st),
+              idx);
+    }
+    ck_assert_int_eq(sl_select(many, 200, 0, &idx), SL_TIMEDOUT);
+    free(many);
+    ck_assert_uint_eq(selectors(a), 0);
+    sl_chan_free(a);
+}
+END_TEST
+
+START_TEST(test_timeout_not_early)
+{
+    sl_chan *a = mk(SL_MPMC, 1, NULL, NULL), *b = mk(SL_LIST, 0, NULL, NULL);
+    sl_chan *full = mk(SL_MPMC, 1, NULL, NULL);
+    put(full, 9);
+    uint64_t x = 0, y = 0, s = 42;
+    sl_select_case cs[3] = {{a, SL_SEL_RECV, &x}, {b, SL_SEL_RECV, &y}, {full, SL_SEL_SEND, &s}};
+    const uint64_t tos[] = {1000, 100000, 1 * MS, 10 * MS, 50 * MS};
+    for (int i = 0; i < N_OF(tos); i++) {
+        size_t idx = 99;
+        uint64_t t0 = sl_test_now_ns();
+        sl_status st = sl_select(cs, 3, tos[i], &idx);
+        uint64_t el = sl_test_now_ns() - t0;
+        ck_assert_msg(st == SL_TIMEDOUT, "timeout %llu ns: %s", ULL(tos[i]), sl_status_str(st));
+        ck_assert_msg(el >= tos[i], "timeout %llu ns: SL_TIMEDOUT after only %llu ns", ULL(tos[i]),
+                      ULL(el));
+    }
+    ck_assert_uint_eq(sl_chan_len(full), 1);
+    ck_assert_uint_eq(x + y, 0);
+    ck_assert_uint_eq(selectors(a) + selectors(b) + selectors(full), 0);
+    sl_chan_free(a);
+    sl_chan_free(b);
+    sl_chan_free(full);
+}
+END_TEST
+
+/* =========================================================================
+ * Exactly one operation
+ * ========================================================================= */
+
+START_TEST(test_exactly_one_recv)
+{
+    /* Two channels of the pair of flavours (_i indexes 16 pairs) hold one
+     * message each: one select takes exactly one. */
+    const sl_flavor fa = all_flavors[_i / 4], fb = all_flavors[_i % 4];
+    int picked[2] = {0, 0};
+    for (int round = 0; round < 200; round++) {
+        sl_chan *a = mk(fa, 4, NULL, NULL), *b = mk(fb, 4, NULL, NULL);
+        put(a, 111);
+        put(b, 222);
+        uint64_t x = 0, y = 0;
+        sl_select_case cs[2] = {{a, SL_SEL_RECV, &x}, {b, SL_SEL_RECV, &y}};
+        size_t idx = 99;
+        sl_status st = sl_select(cs, 2, (round & 1) ? 0 : SL_FOREVER, &idx);
+        CHECK(st == SL_OK, "%s/%s: %s", fname(fa), fname(fb), sl_status_str(st));
+        size_t la = sl_chan_len(a), lb = sl_chan_len(b);
+        CHECK(la + lb == 1, "%s/%s: %zu + %zu messages left after one select", fname(fa),
+              fname(fb), la, lb);
+        if (idx == 0)
+            CHECK(la == 0 && x == 111 && y == 0, "%s/%s: index 0 but a len %zu x %llu y %llu",
+                  fname(fa), fname(fb), la, ULL(x), ULL(y));
+        else
+            CHECK(idx == 1 && lb == 0 && y == 222 && x == 0,
+                  "%s/%s: index %zu, b len %zu x %llu y %llu", fname(fa), fname(fb), idx, lb,
+                  ULL(x), ULL(y));
+        picked[idx]++;
+        sl_chan_free(a);
+        sl_chan_free(b);
+    }
+    ck_assert_msg(picked[0] > 0 && picked[1] > 0, "%s/%s: one case never chosen (%d / %d)",
+                  fname(fa), fname(fb), picked[0], picked[1]);
+}
+END_TEST
+
+START_TEST(test_exactly_one_send)
+{
+    /* Send cases into channels with room (one of each flavour): exactly one
+     * gains a message. */
+    int picked[4] = {0, 0, 0, 0};
+    for (int round = 0; round < 400; round++) {
+        sl_chan *c[4];
+        uint64_t v[4];
+        sl_select_case cs[4];
+        for (int i = 0; i < 4; i++) {
+            c[i] = mk(all_flavors[i], 2, NULL, NULL);
+            v[i] = 1000 + (uint64_t)i;
+            cs[i] = (sl_select_case){c[i], SL_SEL_SEND, &v[i]};
+        }
+        size_t idx = 99;
+        sl_status st = sl_select(cs, 4, 0, &idx);
+        CHECK(st == SL_OK && idx < 4, "send select: %s index %zu", sl_status_str(st), idx);
+        for (int i = 0; i < 4; i++) {
+            size_t want = (size_t)i == idx ? 1 : 0;
+            CHECK(sl_chan_len(c[i]) == want, "send select chose %zu, but %s holds %zu", idx,
+                  fname(all_flavors[i]), sl_chan_len(c[i]));
+        }
+        CHECK(get(c[idx]) == 1000 + idx, "wrong message sent");
+        picked[idx]++;
+        for (int i = 0; i < 4; i++)
+            sl_chan_free(c[i]);
+    }
+    for (int i = 0; i < 4; i++)
+        ck_assert_msg(picked[i] > 0, "send case on %s never chosen", fname(all_flavors[i]));
+}
+END_TEST
+
+/* =========================================================================
+ * Send cases per flavour
+ * ========================================================================= */
+
+START_TEST(test_send_case_rules)
+{
+    static drops d;
+    memset(&d, 0, sizeof d);
+    sl_chan *m = mk(SL_MPMC, 2, NULL, NULL);
+    sl_chan *s = mk(SL_SPSC, 1, NULL, NULL);
+    sl_chan *r = mk(SL_RING, 2, rec_drop, &d);
+    sl_chan *l = mk(SL_LIST, 0, NULL, NULL);
+    put(m, 1);
+    put(m, 2);
+    put(s, 3);
+    put(r, 10);
+    put(r, 11);
+    uint64_t vm = 50, vs = 60, vr = 70, vl = 80;
+    size_t idx = 99;
+
+    /* Full MPMC / SPSC send cases are not ready. */
+    sl_select_case full[2] = {{m, SL_SEL_SEND, &vm}, {s, SL_SEL_SEND, &vs}};
+    ck_assert_int_eq(sl_select(full, 2, 0, &idx), SL_TIMEDOUT);
+    ck_assert_int_eq(sl_select(full, 2, 3 * MS, &idx), SL_TIMEDOUT);
+    ck_assert_uint_eq(sl_chan_len(m), 2);
+    ck_assert_uint_eq(sl_chan_len(s), 1);
+
+    /* A full ring's send case is ready: it evicts the oldest to the drop
+     * function and returns SL_EVICTED. Next to the full MPMC it is always the
+     * one chosen. */
+    sl_select_case with_ring[3] = {{m, SL_SEL_SEND, &vm}, {r, SL_SEL_SEND, &vr},
+                                   {s, SL_SEL_SEND, &vs}};
+    for (int i = 0; i < 20; i++) {
+        idx = 99;
+        vr = 70 + (uint64_t)i;
+        sl_status st = sl_select(with_ring, 3, (i & 1) ? 0 : SL_FOREVER, &idx);
+        ck_assert_msg(st == SL_EVICTED && idx == 1, "full ring send case: %s index %zu",
+                      sl_status_str(st), idx);
+        ck_assert_int_eq(d.n, i + 1);
+        uint64_t want = i == 0 ? 10 : i == 1 ? 11 : 70 + (uint64_t)i - 2;
+        ck_assert_msg(d.v[i] == want, "eviction %d dropped %llu, the oldest was %llu", i,
+                      ULL(d.v[i]), ULL(want));
+        ck_assert_uint_eq(sl_chan_len(r), 2);
+    }
+    ck_assert_uint_eq(sl_chan_len(m), 2);
+    ck_assert_uint_eq(sl_chan_len(s), 1);
+    /* A ring with room: plain SL_OK, nothing dropped. */
+    ck_assert_uint_eq(get(r), 88);
+    vr = 500;
+    ck_assert_int_eq(sl_select(with_ring, 3, 0, &idx), SL_OK);
+    ck_assert_uint_eq(idx, 1);
+    ck_assert_int_eq(d.n, 20);
+
+    /* A list's send case is always ready. */
+    sl_select_case with_list[3] = {{m, SL_SEL_SEND, &vm}, {l, SL_SEL_SEND, &vl},
+                                   {s, SL_SEL_SEND, &vs}};
+    for (uint64_t i = 0; i < 5000; i++) {
+        vl = i;
+        sl_status st = sl_select(with_list, 3, (i & 1) ? SL_FOREVER : 0, &idx);
+        CHECK(st == SL_OK && idx == 1, "list send case: %s index %zu", sl_status_str(st), idx);
+    }
+    ck_assert_uint_eq(sl_chan_len(l), 5000);
+    for (uint64_t i = 0; i < 5000; i++)
+        CHECK(get(l) == i, "list message %llu out of order", ULL(i));
+
+    sl_chan *all[] = {m, s, r, l};
+    for (int i = 0; i < 4; i++) {
+        ck_assert_uint_eq(selectors(all[i]), 0);
+        sl_chan_free(all[i]);
+    }
+    ck_assert_int_eq(d.n, 22); /* at free: r's leftovers 89 and 500, oldest first */
+    ck_assert_uint_eq(d.v[20], 89);
+    ck_assert_uint_eq(d.v[21], 500);
+}
+END_TEST
+
+/* =========================================================================
+ * Closed channels
+ * ========================================================================= */
+
+START_TEST(test_closed_case)
+{
+    const sl_flavor f = all_flavors[_i];
+    sl_chan *c = mk(f, 4, NULL, NULL);
+    sl_chan *e = mk(SL_MPMC, 4, NULL, NULL); /* stays empty and open */
+    put(c, 1);
+    put(c, 2);
+    sl_chan_close(c);
+    uint64_t x = 0, y = 0;
+    sl_select_case cs[2] = {{e, SL_SEL_RECV, &y}, {c, SL_SEL_RECV, &x}};
+    size_t idx = 99;
+    /* Receive: what is inside first, then SL_CLOSED, also when waiting forever. */
+    ck_assert_int_eq(sl_select(cs, 2, 0, &idx), SL_OK);
+    ck_assert_uint_eq(idx, 1);
+    ck_assert_uint_eq(x, 1);
+    ck_assert_int_eq(sl_select(cs, 2, SL_FOREVER, &idx), SL_OK);
+    ck_assert_uint_eq(x, 2);
+    for (int i = 0; i < 3; i++) {
+        idx = 99;
+        sl_status st = sl_select(cs, 2, i == 0 ? 0 : i == 1 ? 5 * MS : SL_FOREVER, &idx);
+        ck_assert_msg(st == SL_CLOSED && idx == 1, "%s closed and drained: %s index %zu", fname(f),
+                      sl_status_str(st), idx);
+    }
+    /* Send into a closed channel: SL_CLOSED, nothing consumed. */
+    uint64_t v = 7;
+    sl_select_case sc[2] = {{e, SL_SEL_RECV, &y}, {c, SL_SEL_SEND, &v}};
+    ck_assert_int_eq(sl_select(sc, 2, 0, &idx), SL_CLOSED);
+    ck_assert_uint_eq(idx, 1);
+    ck_assert_int_eq(sl_select(sc, 2, SL_FOREVER, &idx), SL_CLOSED);
+    ck_assert_uint_eq(sl_chan_len(c), 0);
+    ck_assert_uint_eq(selectors(c) + selectors(e), 0);
+    sl_chan_free(c);
+    sl_chan_free(e);
+}
+END_TEST
+
+/* =========================================================================
+ * Fairness
+ * ========================================================================= */
+
+START_TEST(test_fairness_recv)
+{
+    const sl_flavor f = all_flavors[_i];
+    sl_chan *c[3];
+    uint64_t v[3];
+    sl_select_case cs[3];
+    for (int i = 0; i < 3; i++) {
+        c[i] = mk(f, 4, NULL, NULL);
+        put(c[i], (uint64_t)i);
+        cs[i] = (sl_select_case){c[i], SL_SEL_RECV, &v[i]};
+    }
+    const int rounds = 30000;
+    int count[3] = {0, 0, 0};
+    for (int k = 0; k < rounds; k++) {
+        size_t idx = 99;
+        sl_status st = sl_select(cs, 3, 0, &idx);
+        CHECK(st == SL_OK && idx < 3, "%s: %s index %zu", fname(f), sl_status_str(st), idx);
+        CHECK(v[idx] == idx, "%s: case %zu got %llu", fname(f), idx, ULL(v[idx]));
+        count[idx]++;
+        put(c[idx], idx); /* always ready again */
+    }
+    for (int i = 0; i < 3; i++) {
+        ck_assert_msg(count[i] >= rounds / 4 && count[i] <= rounds * 42 / 100,
+                      "%s: case %d chosen %d of %d times (counts %d %d %d)", fname(f), i, count[i],
+                      rounds, count[0], count[1], count[2]);
+        ck_assert_uint_eq(sl_chan_len(c[i]), 1);
+        sl_chan_free(c[i]);
+    }
+}
+END_TEST
+
+START_TEST(test_fairness_send)
+{
+    /* Three always-ready send cases: LIST, a full RING, an MPMC kept empty. */
+    sl_chan *l = mk(SL_LIST, 0, NULL, NULL), *r = mk(SL_RING, 1, NULL, NULL);
+    sl_chan *m = mk(SL_MPMC, 1, NULL, NULL);
+    put(r, 0);
+    uint64_t a = 1, b = 2, c = 3;
+    sl_select_case cs[3] = {{l, SL_SEL_SEND, &a}, {r, SL_SEL_SEND, &b}, {m, SL_SEL_SEND, &c}};
+    const int rounds = 30000;
+    int count[3] = {0, 0, 0};
+    uint64_t o;
+    for (int k = 0; k < rounds; k++) {
+        size_t idx = 99;
+        sl_status st = sl_select(cs, 3, 0, &idx);
+        CHECK((st == SL_OK && idx != 1) || (st == SL_EVICTED && idx == 1),
+              "send fairness: %s index %zu", sl_status_str(st), idx);
+        count[idx]++;
+        if (idx == 0)
+            sl_chan_try_recv(l, &o);
+        else if (idx == 2)
+            sl_chan_try_recv(m, &o);
+    }
+    for (int i = 0; i < 3; i++)
+        ck_assert_msg(count[i] >= rounds / 4 && count[i] <= rounds * 42 / 100,
+                      "send case %d chosen %d of %d times (counts %d %d %d)", i, count[i], rounds,
+                      count[0], count[1], count[2]);
+    sl_chan_free(l);
+    sl_chan_free(r);
+    sl_chan_free(m);
+}
+END_TEST
+
+/* =========================================================================
+ * Blocking: wake-ups
+ * ========================================================================= */
+
+/* A selector blocked forever on four empty channels, one per flavour, wakes
+ * on a send (of each form) into any one of them. */
+START_TEST(test_wake_on_send)
+{
+    const int target = _i % 4, form = _i / 4; /* 4 channels x 4 send forms */
+    sl_chan *c[4];
+    sel_thread *t = calloc(1, sizeof *t);
+    ck_assert_ptr_nonnull(t);
+    uint64_t buf[4] = {0, 0, 0, 0};
+    for (int i = 0; i < 4; i++) {
+        c[i] = mk(all_flavors[i], 4, NULL, NULL);
+        t->cases[i] = (sl_select_case){c[i], SL_SEL_RECV, &buf[i]};
+    }
+    sel_start(t, 4, SL_FOREVER);
+    for (int i = 0; i < 4; i++)
+        ck_assert_msg(selectors(c[i]) >= 1, "a blocked selector is not registered on %s",
+                      fname(all_flavors[i]));
+    uint64_t v = 4000 + (uint64_t)target, ev;
+    switch (form) {
+    case 0: ck_assert_int_eq(sl_chan_send(c[target], &v), SL_OK); break;
+    case 1: ck_assert_int_eq(sl_chan_try_send(c[target], &v), SL_OK); break;
+    case 2: ck_assert_uint_eq(sl_chan_try_send_n(c[target], &v, 1), 1); break;
+    default:
+        if (all_flavors[target] == SL_RING)
+            ck_assert_int_eq(sl_chan_send_evict(c[target], &v, &ev), SL_OK);
+        else
+            ck_assert_int_eq(sl_chan_send_for(c[target], &v, 10 * MS), SL_OK);
+    }
+    sl_status st = sel_join(t);
+    ck_assert_msg(st == SL_OK && t->index == (size_t)target && buf[target] == v,
+                  "woken by a send on %s (form %d): %s index %zu value %llu",
+                  fname(all_flavors[target]), form, sl_status_str(st), t->index,
+                  ULL(buf[target]));
+    for (int i = 0; i < 4; i++) {
+        ck_assert_uint_eq(sl_chan_len(c[i]), 0);
+        ck_assert_uint_eq(selectors(c[i]), 0);
+        sl_chan_free(c[i]);
+    }
+    free(t);
+}
+END_TEST
+
+/* A selector blocked on a send case into a full channel (plus empty receive
+ * cases) wakes when a receive makes room, and its message is sent. */
+START_TEST(test_wake_on_room)
+{
+    const sl_flavor f = (_i & 1) ? SL_SPSC : SL_MPMC;
+    const int form = _i >> 1; /* plain receive or a batch receive */
+    sl_chan *full = mk(f, 2, NULL, NULL), *e1 = mk(SL_LIST, 0, NULL, NULL);
+    sl_chan *e2 = mk(SL_MPMC, 2, NULL, NULL);
+    put(full, 1);
+    put(full, 2);
+    sel_thread *t = calloc(1, sizeof *t);
+    ck_assert_ptr_nonnull(t);
+    uint64_t msg = 77, b1 = 0, b2 = 0;
+    t->cases[0] = (sl_select_case){e1, SL_SEL_RECV, &b1};
+    t->cases[1] = (sl_select_case){full, SL_SEL_SEND, &msg};
+    t->cases[2] = (sl_select_case){e2, SL_SEL_RECV, &b2};
+    sel_start(t, 3, SL_FOREVER);
+    uint64_t o[2] = {0, 0};
+    if (form == 0)
+        ck_assert_int_eq(sl_chan_recv(full, &o[0]), SL_OK);
+    else
+        ck_assert_uint_eq(sl_chan_try_recv_n(full, o, 1), 1);
+    ck_assert_uint_eq(o[0], 1);
+    sl_status st = sel_join(t);
+    ck_assert_msg(st == SL_OK && t->index == 1, "woken by room on %s: %s index %zu", fname(f),
+                  sl_status_str(st), t->index);
+    ck_assert_uint_eq(sl_chan_len(full), 2);
+    ck_assert_uint_eq(get(full), 2);
+    ck_assert_uint_eq(get(full), 77);
+    ck_assert_uint_eq(selectors(full) + selectors(e1) + selectors(e2), 0);
+    sl_chan_free(full);
+    sl_chan_free(e1);
+    sl_chan_free(e2);
+    free(t);
+}
+END_TEST
+
+/* A selector blocked forever wakes when any one of its channels closes. */
+START_TEST(test_wake_on_close)
+{
+    const int target = _i;
+    sl_chan *c[4];
+    sel_thread *t = calloc(1, sizeof *t);
+    ck_assert_ptr_nonnull(t);
+    uint64_t buf[4] = {0, 0, 0, 0};
+    for (int i = 0; i < 4; i++) {
+        c[i] = mk(all_flavors[i], 4, NULL, NULL);
+        t->cases[i] = (sl_select_case){c[i], SL_SEL_RECV, &buf[i]};
+    }
+    sel_start(t, 4, SL_FOREVER);
+    sl_chan_close(c[target]);
+    sl_status st = sel_join(t);
+    ck_assert_msg(st == SL_CLOSED && t->index == (size_t)target,
+                  "woken by closing %s: %s index %zu", fname(all_flavors[target]),
+                  sl_status_str(st), t->index);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_uint_eq(selectors(c[i]), 0);
+        sl_chan_free(c[i]);
+    }
+
+    /* Also a selector blocked on a send case into a full channel. */
+    sl_chan *full = mk(SL_MPMC, 1, NULL, NULL);
+    put(full, 1);
+    uint64_t v = 2;
+    t->cases[0] = (sl_select_case){full, SL_SEL_SEND, &v};
+    t->cases[1] = (sl_select_case){NULL, SL_SEL_RECV, NULL};
+    sel_start(t, 2, SL_FOREVER);
+    sl_chan_close(full);
+    st = sel_join(t);
+    ck_assert_msg(st == SL_CLOSED && t->index == 0, "send case, close: %s index %zu",
+                  sl_status_str(st), t->index);
+    ck_assert_uint_eq(sl_chan_len(full), 1);
+    sl_chan_free(full);
+    free(t);
+}
+END_TEST
+
+/* A timed select is woken early by a send, and the same channel may appear in
+ * two cases. */
+START_TEST(test_wake_timed_and_duplicate)
+{
+    sl_chan *a = mk(SL_MPMC, 4, NULL, NULL), *b = mk(SL_RING, 2, NULL, NULL);
+    sel_thread *t = calloc(1, sizeof *t);
+    ck_assert_ptr_nonnull(t);
+    uint64_t x = 0, y = 0, z = 0;
+    t->cases[0] = (sl_select_case){a, SL_SEL_RECV, &x};
+    t->cases[1] = (sl_select_case){b, SL_SEL_RECV, &y};
+    t->cases[2] = (sl_select_case){a, SL_SEL_RECV, &z};
+    sel_start(t, 3, 20 * SEC);
+    ck_assert_uint_eq(selectors(a), 2);
+    put(a, 5);
+    ck_assert_int_eq(sel_join(t), SL_OK);
+    ck_assert_msg(t->index == 0 || t->index == 2, "index %zu", t->index);
+    ck_assert_uint_eq(t->index == 0 ? x : z, 5);
+    ck_assert_msg(t->wall_ns < 20 * SEC, "a timed select was not woken by the send");
+    ck_assert_uint_eq(selectors(a) + selectors(b), 0);
+
+    /* Several selectors on one channel: each send wakes (at least) one that
+     * gets it; every message is taken exactly once. */
+    sel_thread *u = calloc(3, sizeof *u);
+    ck_assert_ptr_nonnull(u);
+    uint64_t got[3] = {0, 0, 0};
+    for (int i = 0; i < 3; i++) {
+        u[i].cases[0] = (sl_select_case){a, SL_SEL_RECV, &got[i]};
+        u[i].cases[1] = (sl_select_case){b, SL_SEL_RECV, &got[i]};
+        u[i].n = 2;
+        u[i].timeout = SL_FOREVER;
+        atomic_init(&u[i].done, 0);
+        ck_assert_int_eq(pthread_create(&u[i].thr, NULL, sel_main, &u[i]), 0);
+    }
+    sleep_ns(30 * MS);
+    put(a, 100);
+    put(b, 200);
+    put(a, 300);
+    uint64_t sum = 0;
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(sel_join(&u[i]), SL_OK);
+        sum += got[i];
+    }
+    ck_assert_uint_eq(sum, 600);
+    ck_assert_uint_eq(sl_chan_len(a) + sl_chan_len(b), 0);
+    ck_assert_uint_eq(selectors(a) + selectors(b), 0);
+    sl_chan_free(a);
+    sl_chan_free(b);
+    free(u);
+    free(t);
+}
+END_TEST
+
+/* =========================================================================
+ * No busy waiting
+ * ========================================================================= */
+
+START_TEST(test_no_busy_wait)
+{
+    sl_chan *c[3] = {mk(SL_MPMC, 4, NULL, NULL), mk(SL_LIST, 0, NULL, NULL),
+                     mk(SL_RING, 4, NULL, NULL)};
+    sel_thread *t = calloc(1, sizeof *t);
+    ck_assert_ptr_nonnull(t);
+    uint64_t buf[3];
+    for (int i = 0; i < 3; i++)
+        t->cases[i] = (sl_select_case){c[i], SL_SEL_RECV, &buf[i]};
+    sel_start(t, 3, SL_FOREVER);
+    sleep_ns(170 * MS); /* 200 ms blocked in all */
+    ck_assert_int_eq(atomic_load(&t->done), 0);
+    put(c[1], 9);
+    ck_assert_int_eq(sel_join(t), SL_OK);
+    ck_assert_uint_eq(t->index, 1);
+    fprintf(stderr, "[unit_select no_busy_wait] blocked %.1f ms, used %.3f ms of CPU\n",
+            (double)t->wall_ns / 1e6, (double)t->cpu_ns / 1e6);
+    ck_assert_msg(t->wall_ns >= 190 * MS, "woke after %llu ms", ULL(t->wall_ns / MS));
+    ck_assert_msg(t->cpu_ns < 20 * MS,
+                  "a selector blocked for %llu ms burned %llu ms of CPU (busy waiting)",
+                  ULL(t->wall_ns / MS), ULL(t->cpu_ns / MS));
+    for (int i = 0; i < 3; i++)
+        sl_chan_free(c[i]);
+    free(t);
+}
+END_TEST
+
+/* =========================================================================
+ * Every flavour in one call
+ * ========================================================================= */
+
+START_TEST(test_all_flavours_one_call)
+{
+    static drops d;
+    memset(&d, 0, sizeof d);
+    sl_chan *rx[4], *tx[4];
+    uint64_t rbuf[4] = {0, 0, 0, 0}, sbuf[4] = {0, 0, 0, 0};
+    sl_select_case cs[8];
+    for (int i = 0; i < 4; i++) {
+        rx[i] = mk(all_flavors[i], 2, NULL, NULL);
+        tx[i] = mk(all_flavors[i], 1, all_flavors[i] == SL_RING ? rec_drop : NULL, &d);
+        if (all_flavors[i] != SL_LIST && all_flavors[i] != SL_RING)
+            put(tx[i], 1); /* full: not ready */
+        cs[2 * i] = (sl_select_case){rx[i], SL_SEL_RECV, &rbuf[i]};
+        cs[2 * i + 1] = (sl_select_case){tx[i], SL_SEL_SEND, &sbuf[i]};
+    }
+    /* Only the list and ring send cases are ready now. */
+    const size_t ring_tx = 7, list_tx = 5;
+    for (int k = 0; k < 20; k++) {
+        size_t idx = 99;
+        sbuf[2] = sbuf[3] = 500 + (uint64_t)k;
+        sl_status st = sl_select(cs, 8, 0, &idx);
+        ck_assert_msg((idx == list_tx && st == SL_OK) ||
+                          (idx == ring_tx && (st == SL_OK || st == SL_EVICTED)),
+                      "only list/ring sends ready: %s index %zu", sl_status_str(st), idx);
+        uint64_t o;
+        if (idx == list_tx)
+            ck_assert_int_eq(sl_chan_try_recv(tx[2], &o), SL_OK);
+    }
+    /* Make the ring's and list's send cases unavailable: nil them. */
+    cs[list_tx].ch = NULL;
+    cs[ring_tx].ch = NULL;
+    size_t idx = 99;
+    ck_assert_int_eq(sl_select(cs, 8, 0, &idx), SL_TIMEDOUT);
+    /* One receive at a time, in each flavour. */
+    for (int i = 0; i < 4; i++) {
+        put(rx[i], 900 + (uint64_t)i);
+        idx = 99;
+        sl_status st = sl_select(cs, 8, (i & 1) ? 0 : SL_FOREVER, &idx);
+        ck_assert_msg(st == SL_OK && idx == (size_t)(2 * i) && rbuf[i] == 900 + (uint64_t)i,
+                      "recv from %s: %s index %zu", fname(all_flavors[i]), sl_status_str(st), idx);
+    }
+    /* Room in the SPSC and MPMC send channels, one at a time. */
+    for (int i = 0; i < 2; i++) {
+        uint64_t o;
+        ck_assert_int_eq(sl_chan_try_recv(tx[i], &o), SL_OK);
+        sbuf[i] = 700 + (uint64_t)i;
+        idx = 99;
+        sl_status st = sl_select(cs, 8, SL_FOREVER, &idx);
+        ck_assert_msg(st == SL_OK && idx == (size_t)(2 * i + 1), "send to %s: %s index %zu",
+                      fname(all_flavors[i]), sl_status_str(st), idx);
+        ck_assert_uint_eq(get(tx[i]), 700 + (uint64_t)i);
+        put(tx[i], 1);
+    }
+    /* Everything ready at once: every case gets chosen sometimes. */
+    cs[list_tx].ch = tx[2];
+    cs[ring_tx].ch = tx[3];
+    uint64_t o;
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(sl_chan_try_recv(tx[i], &o), SL_OK);
+    int count[8] = {0};
+    for (int k = 0; k < 8000; k++) {
+        for (int i = 0; i < 4; i++)
+            if (sl_chan_len(rx[i]) == 0)
+                put(rx[i], (uint64_t)i);
+        for (int i = 0; i < 2; i++)
+            if (sl_chan_len(tx[i]) != 0)
+                ck_assert_int_eq(sl_chan_try_recv(tx[i], &o), SL_OK);
+        idx = 99;
+        sl_status st = sl_select(cs, 8, 0, &idx);
+        CHECK((st == SL_OK || (st == SL_EVICTED && idx == ring_tx)) && idx < 8,
+              "all ready: %s index %zu", sl_status_str(st), idx);
+        count[idx]++;
+        if (idx == list_tx)
+            sl_chan_try_recv(tx[2], &o);
+    }
+    for (int i = 0; i < 8; i++)
+        ck_assert_msg(count[i] > 8000 / 8 / 2, "case %d (%s %s) chosen %d of 8000 times", i,
+                      fname(all_flavors[i / 2]), (i & 1) ? "send" : "recv", count[i]);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_uint_eq(selectors(rx[i]) + selectors(tx[i]), 0);
+        sl_chan_free(rx[i]);
+        sl_chan_free(tx[i]);
+    }
+}
+END_TEST
+
+static Suite *select_suite(void)
+{
+    Suite *s = suite_create("select");
+
+    TCase *tc = tcase_create("input");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_bad_input);
+    tcase_add_test(tc, test_poll_nothing_ready);
+    tcase_add_test(tc, test_nil_case_never_chosen);
+    tcase_add_test(tc, test_timeout_not_early);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("semantics");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_exactly_one_recv, 0, 16);
+    tcase_add_test(tc, test_exactly_one_send);
+    tcase_add_test(tc, test_send_case_rules);
+    tcase_add_loop_test(tc, test_closed_case, 0, 4);
+    tcase_add_loop_test(tc, test_fairness_recv, 0, 4);
+    tcase_add_test(tc, test_fairness_send);
+    tcase_add_test(tc, test_all_flavours_one_call);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("blocking");
+    tcase_set_timeout(tc, 30);
+    tcase_add_loop_test(tc, test_wake_on_send, 0, 16);
+    tcase_add_loop_test(tc, test_wake_on_room, 0, 4);
+    tcase_add_loop_test(tc, test_wake_on_close, 0, 4);
+    tcase_add_test(tc, test_wake_timed_and_duplicate);
+    tcase_add_test(tc, test_no_busy_wait);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return sl_test_run(select_suite());
+}

@@ -278,8 +278,10 @@ static sl_status try_send_once(sl_chan *ch, void *elem)
 {
     SL_ATOMIC(uint32_t) *mark = send_begin(ch);
     sl_status st = SL_CLOSED;
+    SL_FI(); /* marked in flight, closed not yet checked */
     if (!atomic_load_explicit(&ch->closed, memory_order_seq_cst))
         st = raw_push(ch, elem);
+    SL_FI(); /* pushed, still marked */
     send_end(ch, mark);
     if (st == SL_OK || st == SL_EVICTED) {
         sl_event_notify_one(&ch->not_empty);
@@ -308,6 +310,7 @@ static sl_status try_recv_once(sl_chan *ch, void *out)
 {
     if (pop_once(ch, out) == SL_OK)
         return SL_OK;
+    SL_FI();
     if (!is_closed(ch))
         return SL_EMPTY;
     /* Once established, "closed and drained" is final: a sender that starts
@@ -371,6 +374,7 @@ static sl_status wait_for(sl_chan *ch, sl_event *ev, chan_op op, void *buf, uint
         return st;
     for (;;) {
         uint32_t key = sl_event_prepare(ev);
+        SL_FI(); /* registered, not yet re-checked */
         st = op(ch, buf);
         if (!retry_status(st)) {
             sl_event_cancel(ev);
@@ -503,6 +507,7 @@ SL_API void sl_chan_close(sl_chan *ch)
         return;
     /* seq_cst: the flag is the condition both eventcounts' waiters re-check. */
     if (atomic_exchange_explicit(&ch->closed, 1u, memory_order_seq_cst) == 0) {
+        SL_FI(); /* closed, not yet fenced */
         /* Every sender either saw `closed` or is visibly marked in flight. */
         sl_event_heavy_fence();
         /* seq_cst: before the notifies' waiter loads (receivers parked on

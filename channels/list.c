@@ -149,6 +149,7 @@ static sl_status push_grow(sl_list *q, sl_list_seg *seg, const void *elem)
         memcpy(slot_bytes(q, fresh, 0), elem, q->elem_size);
         atomic_init(&fresh->state[0], (unsigned char)SLOT_FULL);
         atomic_init(&fresh->enq, 1);
+        SL_FI();
         /* seq_cst: publishes the segment and its first message (release), and
          * is the condition change a parked receiver pairs with. */
         if (atomic_compare_exchange_strong_explicit(&seg->next, &next, fresh,
@@ -174,6 +175,7 @@ static sl_status push_locked(sl_list *q, const void *elem)
         sl_list_seg *seg = atomic_load_explicit(&q->tail, memory_order_acquire);
         /* seq_cst: a parked receiver's emptiness re-check compares deq with
          * enq; the claim must be in the same total order as its fence. */
+        SL_FI();
         uint64_t i = atomic_fetch_add_explicit(&seg->enq, 1, memory_order_seq_cst);
         if (i >= q->seg_slots) {
             sl_status st = push_grow(q, seg, elem);
@@ -182,6 +184,7 @@ static sl_status push_locked(sl_list *q, const void *elem)
             continue;
         }
         memcpy(slot_bytes(q, seg, i), elem, q->elem_size);
+        SL_FI(); /* claimed, not published: a receiver may poison the slot now */
         unsigned char expect = SLOT_EMPTY;
         /* seq_cst: releases the bytes to the consumer that takes the slot and
          * is the condition change a parked receiver pairs with. */
@@ -215,6 +218,7 @@ static bool pop_advance(sl_list *q, sl_list_seg *seg)
     /* Take the tail past seg first, so that no root pointer reaches it once
      * the head moves too. */
     sl_list_seg *t = seg;
+    SL_FI();
     atomic_compare_exchange_strong_explicit(&q->tail, &t, next, memory_order_release,
                                             memory_order_relaxed);
     if (atomic_compare_exchange_strong_explicit(&q->head, &seg, next, memory_order_acq_rel,
@@ -235,6 +239,7 @@ static bool pop_take(sl_list *q, sl_list_seg *seg, uint64_t i, void *out)
                 break;
         }
     }
+    SL_FI();
     /* Acquire: pairs with the producer's publishing CAS. */
     if (atomic_exchange_explicit(state, (unsigned char)SLOT_TAKEN, memory_order_acq_rel) !=
         SLOT_FULL)
@@ -251,6 +256,7 @@ static sl_status pop_locked(sl_list *q, void *out)
         uint64_t e = atomic_load_explicit(&seg->enq, memory_order_seq_cst);
         if (d >= e && atomic_load_explicit(&seg->next, memory_order_seq_cst) == NULL)
             return SL_EMPTY;
+        SL_FI();
         uint64_t i = atomic_fetch_add_explicit(&seg->deq, 1, memory_order_seq_cst);
         if (i >= q->seg_slots) {
             if (!pop_advance(q, seg))

@@ -44,6 +44,16 @@
 /* Entries per cache line: log2(64 / 8). */
 #define SCQ_LINE_SHIFT 3
 
+/* Smallest number of indices an index ring is built for, whatever the
+ * capacity. SCQ's threshold (3n - 1 failed dequeue attempts after the last
+ * enqueue) must also absorb the decrements of dequeuers already in flight when
+ * an enqueue re-arms it; the paper's argument assumes no more threads than n.
+ * With n = 1 (capacity 1) three in-flight failures drove it negative while the
+ * one free index sat in the ring, and with nothing left to enqueue it stayed
+ * there: a permanent FULL, found by the fault-injection build. So n >= 256:
+ * up to 256 threads operating on one queue at once (docs/guarantees.md). */
+#define SCQ_MIN_HALF 256
+
 typedef SL_ATOMIC(uint64_t) scq_word;
 
 /* The counters and threshold of one ring, wherever sl_mpmc keeps them. */
@@ -83,9 +93,11 @@ static void scq_enqueue(const scq_view *v, uint64_t index)
 {
     const uint64_t r = scq_r(v), low = scq_low(v), bottom = r - 1;
     for (;;) {
+        SL_FI();
         uint64_t tail = atomic_fetch_add_explicit(v->tail, 1, memory_order_seq_cst);
         uint64_t tcycle = scq_cycle(v, tail);
         scq_word *slot = &v->entries[scq_map(v, tail)];
+        SL_FI();
         uint64_t e = atomic_load_explicit(slot, memory_order_acquire);
         for (;;) {
             bool older = cyc_less(e | low, tcycle), empty = (e & bottom) == bottom;
@@ -97,6 +109,7 @@ static void scq_enqueue(const scq_view *v, uint64_t index)
             if (!usable)
                 break;
             uint64_t fresh = (tcycle ^ low) | r | index;
+            SL_FI();
             if (atomic_compare_exchange_weak_explicit(slot, &e, fresh, memory_order_seq_cst,
                                                       memory_order_acquire)) {
                 /* Re-arm the dequeuers' budget; skip the store when it is armed. */
@@ -112,8 +125,10 @@ static void scq_enqueue(const scq_view *v, uint64_t index)
  * do not use positions every dequeuer has already given up on. */
 static void scq_catchup(const scq_view *v, uint64_t tail, uint64_t head)
 {
+    SL_FI();
     while (!atomic_compare_exchange_weak_explicit(v->tail, &tail, head, memory_order_seq_cst,
                                                   memory_order_seq_cst)) {
+        SL_FI();
         head = atomic_load_explicit(v->head, memory_order_seq_cst);
         tail = atomic_load_explicit(v->tail, memory_order_seq_cst);
         if (!cyc_less(tail, head))
@@ -142,11 +157,13 @@ static bool scq_take(const scq_view *v, uint64_t head, uint64_t *index)
     const uint64_t r = scq_r(v), low = scq_low(v), bottom = r - 1;
     const uint64_t hcycle = scq_cycle(v, head);
     scq_word *slot = &v->entries[scq_map(v, head)];
+    SL_FI();
     uint64_t e = atomic_load_explicit(slot, memory_order_acquire);
     bool waited = false;
     for (;;) {
         if ((e | low) == hcycle) {
             /* Ours: consume by setting the index to ⊥, keeping cycle and safe bit. */
+            SL_FI();
             atomic_fetch_or_explicit(slot, bottom, memory_order_acq_rel);
             *index = e & bottom;
             return true;
@@ -172,6 +189,7 @@ static bool scq_take(const scq_view *v, uint64_t head, uint64_t *index)
             /* Empty: move it to our cycle so the late enqueuer goes elsewhere. */
             next = (hcycle ^ low) | (e & r) | bottom;
         }
+        SL_FI();
         if (atomic_compare_exchange_weak_explicit(slot, &e, next, memory_order_acq_rel,
                                                   memory_order_acquire))
             return false;
@@ -184,9 +202,11 @@ static bool scq_dequeue(const scq_view *v, uint64_t *index)
     if (atomic_load_explicit(v->threshold, memory_order_seq_cst) < 0)
         return false;
     for (;;) {
+        SL_FI();
         uint64_t head = atomic_fetch_add_explicit(v->head, 1, memory_order_seq_cst);
         if (scq_take(v, head, index))
             return true;
+        SL_FI();
         uint64_t tail = atomic_load_explicit(v->tail, memory_order_seq_cst);
         if (!cyc_less(head + 1, tail)) {
             scq_catchup(v, tail, head + 1);
@@ -249,7 +269,7 @@ sl_status sl__mpmc_init_at(sl_mpmc *q, size_t elem_size, size_t capacity, uint64
     /* Index rings of 2n words, and index values below n, must fit easily. */
     if (capacity > ((size_t)1 << 40) || capacity > SIZE_MAX / elem_size)
         return SL_EINVAL;
-    uint64_t half = (uint64_t)1 << log2_pow2(capacity);
+    uint64_t half = (uint64_t)1 << log2_pow2(capacity < SCQ_MIN_HALF ? SCQ_MIN_HALF : capacity);
     /* aligned_alloc wants a size that is a multiple of the alignment (the
      * sanitizers' allocators enforce it): round both up to a cache line. */
     size_t ring_bytes = round_to_line((size_t)(2 * half) * sizeof(uint64_t));
@@ -337,6 +357,7 @@ SL_API sl_status sl_mpmc_try_push(sl_mpmc *q, const void *elem)
     if (!sl__mpmc_take_free(q, &index))
         return SL_FULL;
     memcpy(slot_at(q, index), elem, q->elem_size);
+    SL_FI(); /* holding a slot: others must not wait for us */
     sl__mpmc_publish(q, index);
     return SL_OK;
 }
@@ -349,6 +370,7 @@ SL_API sl_status sl_mpmc_try_pop(sl_mpmc *q, void *out)
     if (!sl__mpmc_take_used(q, &index))
         return SL_EMPTY;
     memcpy(out, slot_at(q, index), q->elem_size);
+    SL_FI();
     sl__mpmc_release(q, index);
     return SL_OK;
 }

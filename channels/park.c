@@ -83,6 +83,7 @@ SL_API void sl_event_fence(void) { sl__event_fence_fast(); }
 SL_API uint32_t sl_event_prepare(sl_event *ev)
 {
     atomic_fetch_add_explicit(&ev->waiters, 1u, memory_order_seq_cst);
+    SL_FI();
     /* The registration above is ordered before the caller's re-check of its
      * condition (the Dekker pair with the notifier's condition change). */
     sl_event_heavy_fence();
@@ -120,6 +121,7 @@ static sl_status futex_sleep(sl_event *ev, uint32_t key, uint64_t deadline_ns)
     for (;;) {
         if (epoch_moved(ev, key))
             return SL_OK;
+        SL_FI(); /* between the epoch check and the futex's own compare */
         int r = sys->futex_wait(&ev->epoch, key, deadline_ns);
         if (r != 0 && r != -EINTR && r != -EAGAIN && r != -ETIMEDOUT)
             futex_failed();
@@ -152,9 +154,11 @@ SL_API void sl_event_notify_one_slow(sl_event *ev)
      * for callers that come here directly. seq_cst: the Dekker load. */
     if (atomic_load_explicit(&ev->waiters, memory_order_seq_cst) == 0)
         return;
+    SL_FI();
     /* Release: what the notifier did before is visible to the waiter that
      * acquires the new epoch. */
     atomic_fetch_add_explicit(&ev->epoch, 1u, memory_order_release);
+    SL_FI(); /* epoch moved, not yet woken */
     sl__sys()->futex_wake(&ev->epoch, 1);
 }
 

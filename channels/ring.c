@@ -44,11 +44,13 @@ SL_API void sl_ring_destroy(sl_ring *r)
 static bool claim_one(sl_ring *r)
 {
     int64_t c = atomic_load_explicit(&r->count, memory_order_seq_cst);
-    while (c > 0)
+    while (c > 0) {
+        SL_FI();
         /* seq_cst: a parked receiver's re-check is this load/CAS. */
         if (atomic_compare_exchange_weak_explicit(&r->count, &c, c - 1, memory_order_seq_cst,
                                                   memory_order_seq_cst))
             return true;
+    }
     return false;
 }
 
@@ -70,6 +72,7 @@ sl_status sl__ring_push_visit(sl_ring *r, const void *elem, sl_visit_fn displace
         sl_cpu_relax();
     memcpy(sl__mpmc_slot(&r->slots, index), elem, r->slots.elem_size);
     sl__mpmc_publish(&r->slots, index);
+    SL_FI(); /* published, not yet counted */
     int64_t now = atomic_fetch_add_explicit(&r->count, 1, memory_order_seq_cst) + 1;
     if (now <= (int64_t)r->capacity || !claim_one(r))
         return SL_OK;

@@ -88,6 +88,7 @@ static void set_registered(sl_select_case *cases, size_t n, bool on)
         else
             atomic_fetch_sub_explicit(&cases[i].ch->selectors, 1u, memory_order_seq_cst);
     }
+    SL_FI();
     /* The registrations above before the re-check that follows (Dekker with
      * the channels' state change and selectors load; see sluice/park.h). */
     sl_event_heavy_fence();

@@ -115,6 +115,7 @@ SL_API size_t sl_spsc_push_n(sl_spsc *q, const void *elems, size_t n)
         n = room;
     if (n) {
         copy_run(p, tail, (unsigned char *)(uintptr_t)elems, n, true);
+        SL_FI();
         /* Release: all n messages are visible before the new tail. */
         atomic_store_explicit(&p->index, tail + n, memory_order_release);
     }
@@ -139,6 +140,7 @@ SL_API size_t sl_spsc_pop_n(sl_spsc *q, void *out, size_t n)
         n = avail;
     if (n) {
         copy_run(c, head, out, n, false);
+        SL_FI();
         /* Release: our reads of the n slots complete before the producer reuses them. */
         atomic_store_explicit(&c->index, head + n, memory_order_release);
     }

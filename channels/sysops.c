@@ -30,6 +30,7 @@ static int sys_futex_wait(SL_ATOMIC(uint32_t) *word, uint32_t expected, uint64_t
 
 static int sys_futex_wake(SL_ATOMIC(uint32_t) *word, int count)
 {
+    SL_FI(); /* a wake delayed behind the waiter's compare */
     long r = syscall(SYS_futex, (void *)word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, count,
                      NULL, NULL, 0);
     return r < 0 ? 0 : (int)r;

@@ -67,6 +67,20 @@
 #endif
 #endif
 
+/* Fault injection (build option SLUICE_FAULT_INJECT): SL_FI() marks every
+ * atomic step of the algorithms; in that build each mark may yield, spin or
+ * sleep a few microseconds at random, so that stress suites on two cores see
+ * interleavings a quiet machine never produces. Elsewhere it is nothing. */
+#if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+#ifdef __cplusplus
+extern "C"
+#endif
+SL_API void sl__fi_point(void);
+#define SL_FI() sl__fi_point()
+#else
+#define SL_FI() ((void)0)
+#endif
+
 /* The largest message a channel carries, in bytes (SPEC §3.2 asks for >= 256). */
 #define SL_ELEM_MAX ((size_t)65536)
 

@@ -129,6 +129,7 @@ static inline sl_status sl__spsc_try_push_fast(sl_spsc *q, const void *elem)
     /* Relaxed: only this thread writes the tail. */
     size_t tail = atomic_load_explicit(&p->index, memory_order_relaxed);
     if (tail - p->peer_cache >= p->capacity) {
+        SL_FI();
         /* Acquire: the consumer's reads of the slots it freed happen before
          * our overwrite of them. */
         p->peer_cache = atomic_load_explicit(&q->cons.index, memory_order_acquire);
@@ -138,6 +139,7 @@ static inline sl_status sl__spsc_try_push_fast(sl_spsc *q, const void *elem)
         }
     }
     sl__spsc_copy(p->slots + (tail & p->mask) * p->elem_size, elem, p->elem_size);
+    SL_FI();
     /* Release: the message bytes are visible before the consumer sees the new tail. */
     atomic_store_explicit(&p->index, tail + 1, memory_order_release);
     sl__spsc_leave(p);
@@ -152,6 +154,7 @@ static inline sl_status sl__spsc_try_pop_fast(sl_spsc *q, void *out)
     sl__spsc_enter(q, c, "consumer");
     size_t head = atomic_load_explicit(&c->index, memory_order_relaxed);
     if (head == c->peer_cache) {
+        SL_FI();
         /* Acquire: pairs with the producer's release of the tail, so the
          * message bytes are visible before we read them. */
         c->peer_cache = atomic_load_explicit(&q->prod.index, memory_order_acquire);
@@ -161,6 +164,7 @@ static inline sl_status sl__spsc_try_pop_fast(sl_spsc *q, void *out)
         }
     }
     sl__spsc_copy(out, c->slots + (head & c->mask) * c->elem_size, c->elem_size);
+    SL_FI();
     /* Release: our read of the slot completes before the producer may reuse it. */
     atomic_store_explicit(&c->index, head + 1, memory_order_release);
     sl__spsc_leave(c);

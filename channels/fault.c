@@ -1,0 +1,72 @@
+/*
+ * channels/fault.c — the fault-injection points of SLUICE_FAULT_INJECT builds.
+ *
+ * Each SL_FI() mark in the algorithms calls sl__fi_point(), which with
+ * probability 1/SL_FI_RATE (environment, default 16) stalls the thread: a
+ * yield, a short spin, or (rarely) a sleep of a few microseconds. The random
+ * source is per thread, seeded from SL_FI_SEED (default: the clock) and the
+ * thread's address, so a failing run can be repeated with its seed on a
+ * quiet machine more often than not. In other builds this file is empty.
+ */
+#include "sluice/base.h"
+
+#if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+#include <sched.h>
+#include <stdlib.h>
+#include <time.h>
+
+static _Thread_local uint64_t fi_state;
+static uint64_t fi_rate; /* set once, first use; benign race: same value */
+
+static uint64_t fi_next(void)
+{
+    uint64_t x = fi_state;
+    if (x == 0) {
+        const char *seed = getenv("SL_FI_SEED");
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        x = (seed ? strtoull(seed, NULL, 0) : (uint64_t)ts.tv_nsec) ^
+            (uint64_t)(uintptr_t)&fi_state ^ 0x9E3779B97F4A7C15ull;
+        if (x == 0)
+            x = 1;
+    }
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    fi_state = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+static uint64_t rate(void)
+{
+    if (fi_rate == 0) {
+        const char *r = getenv("SL_FI_RATE");
+        uint64_t v = r ? strtoull(r, NULL, 10) : 16;
+        fi_rate = v ? v : 16;
+    }
+    return fi_rate;
+}
+
+SL_API void sl__fi_point(void)
+{
+    uint64_t r = fi_next();
+    if (r % rate() != 0)
+        return;
+    switch ((r >> 32) % 16) {
+    case 0: { /* rare: long enough for the other core to run a while */
+        struct timespec ts = {0, (long)(1000 + (r >> 40) % 20000)};
+        nanosleep(&ts, NULL);
+        break;
+    }
+    case 1: case 2: case 3: case 4: case 5: case 6:
+        sched_yield();
+        break;
+    default:
+        for (volatile unsigned i = 0, n = (unsigned)((r >> 40) % 3000); i < n; i++) {
+        }
+    }
+}
+#else
+/* ISO C forbids an empty translation unit. */
+typedef int sl_fault_injection_is_off;
+#endif

@@ -1,12 +1,13 @@
 # Thin wrapper over CMake presets. The real build lives in CMakeLists.txt.
 #   make test    install what is missing, then build and run every test in the
 #                default, asan (ASan+UBSan) and tsan builds, and the stress
-#                suites once more with fault injection at every atomic step
+#                suites once more with fault injection at every atomic step,
+#                and each flavour's libFuzzer target for 30 s against its model
 #   make bench   build and run the flavour comparison; results in build/bench/
 #   make build   the default build only
 
 JOBS      ?= $(shell nproc)
-PRESETS   ?= default asan tsan faults
+PRESETS   ?= default asan tsan faults fuzz
 TEST_DEPS  = cmake make gcc g++ clang pkg-config liburcu-dev check
 BENCH_DEPS = libck-dev libboost-dev libtbb-dev libglib2.0-dev \
              libconcurrentqueue-dev libreaderwriterqueue-dev gnuplot-nox

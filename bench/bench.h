@@ -20,6 +20,8 @@ typedef enum slb_test {
     SLB_BATCHED,  /* the same with batches of SLB_BATCH */
     SLB_PINGPONG, /* round trip between two threads over two queues */
     SLB_STREAM,   /* one-way latency of timestamped messages at a set rate */
+    SLB_OVERWRITING, /* "overwrite": P producers flood a bounded overwrite ring,
+                        C consumers take what is left; send rate and delivery */
     SLB_TESTS
 } slb_test;
 
@@ -28,7 +30,7 @@ typedef struct slb_config {
 } slb_config;
 
 typedef struct slb_opts {
-    unsigned flavors;           /* bit 0: SL_SPSC, bit 1: SL_MPMC */
+    unsigned flavors;           /* bit f-1 for sl_flavor f: SPSC, MPMC, LIST, RING */
     const char *peers;          /* comma list of peer ids, "all" or "none" */
     slb_config configs[SLB_MAX_CONFIGS];
     size_t n_configs;
@@ -38,6 +40,7 @@ typedef struct slb_opts {
     uint64_t msgs;              /* messages per throughput run, all producers;
                                    0 = sized per contender to last run_ns */
     uint64_t run_ns;            /* target length of an auto-sized run */
+    uint64_t ring_run_ns;       /* ...in the overwrite workload */
     unsigned rounds;
     uint64_t trips;             /* ping-pong round trips per run (at most) */
     uint64_t trip_cap_ns;       /* ...or until this much time has passed */
@@ -57,12 +60,13 @@ typedef struct slb_entry {
     const char *skip;           /* why there are no figures (n/a), or NULL */
     double *value;              /* per round: Mmsg/s, or p50 ns for latency */
     double *p99, *p999;         /* per round, latency workloads only */
+    double *delivered;          /* per round, overwrite only: fraction received */
     unsigned *order;            /* per round: position in the shuffled order */
     uint64_t *moved;            /* per round: messages moved (ping-pong: trips) */
     unsigned done;              /* rounds run */
     uint64_t msgs;              /* messages asked for per run (all rounds) */
     /* Filled by slb_summarize: */
-    double med, min, max, p99_med, p999_med;
+    double med, min, max, p99_med, p999_med, delivered_med;
     double ratio;               /* vs the best peer of its kind, >1 = better; 0 = no peer */
     const struct slb_entry *best; /* that peer */
 } slb_entry;
@@ -92,9 +96,10 @@ typedef struct slb_run {
 } slb_run;
 
 typedef struct slb_result {
-    double value;               /* Mmsg/s (tput, batch) or p50 ns (latency) */
+    double value;               /* Mmsg/s (tput, batch; overwrite: sent) or p50 ns */
     double p99, p999;
-    uint64_t msgs;              /* messages moved (ping-pong: trips made) */
+    double delivered;           /* overwrite: received / sent, the rest displaced */
+    uint64_t msgs;              /* messages moved (ping-pong: trips made; overwrite: sent) */
 } slb_result;
 
 /* The runs: false when the contender cannot run this size (n/a). Any
@@ -102,6 +107,7 @@ typedef struct slb_result {
 bool slb_run_tput(const slb_run *r, slb_result *out);     /* tput.c: tput, batch */
 bool slb_run_pingpong(const slb_run *r, slb_result *out); /* latency.c */
 bool slb_run_stream(const slb_run *r, slb_result *out);   /* latency.c */
+bool slb_run_overwrite(const slb_run *r, slb_result *out); /* overwrite.c */
 
 /* stats.c */
 uint64_t slb_now_ns(void);

@@ -99,10 +99,8 @@ static bool in_list(const char *list, const char *id)
 
 static bool wanted(const slb_opts *o, const slb_ops *c)
 {
-    if (c->flags & SLB_OURS) {
-        unsigned flavor = (c->flags & SLB_SINGLE) ? 1u : 2u; /* SL_SPSC : SL_MPMC */
-        return (o->flavors & flavor) != 0;
-    }
+    if (c->flags & SLB_OURS)
+        return c->flavor >= 1 && (o->flavors & (1u << (c->flavor - 1))) != 0;
     return in_list(o->peers, c->peer);
 }
 
@@ -129,6 +127,12 @@ static size_t collect(const slb_opts *o, const slb_ops **out, size_t max, FILE *
 
 static bool eligible(const slb_ops *c, slb_test t, unsigned producers, unsigned consumers)
 {
+    /* An overwrite ring loses messages by design: it runs its own workload
+     * only, and that workload has no place for a queue that refuses pushes. */
+    if ((c->kind == SLB_OVERWRITE) != (t == SLB_OVERWRITING))
+        return false;
+    if (t == SLB_OVERWRITING)
+        return c->push_evict != NULL;
     bool single = (c->flags & SLB_SINGLE) || c->kind == SLB_SPSC;
     if (single && (producers != 1 || consumers != 1))
         return false;
@@ -163,9 +167,10 @@ static bool add_workload(slb_workload *w, slb_test t, slb_config cfg, size_t ele
         e->value = calloc(o->rounds, sizeof(double));
         e->p99 = calloc(o->rounds, sizeof(double));
         e->p999 = calloc(o->rounds, sizeof(double));
+        e->delivered = calloc(o->rounds, sizeof(double));
         e->order = calloc(o->rounds, sizeof(unsigned));
         e->moved = calloc(o->rounds, sizeof(uint64_t));
-        if (!e->value || !e->p99 || !e->p999 || !e->order || !e->moved)
+        if (!e->value || !e->p99 || !e->p999 || !e->delivered || !e->order || !e->moved)
             slb_die("sl-bench", "out of memory");
     }
     return w->n > 0;
@@ -220,10 +225,18 @@ static bool run_one(const slb_run *r, slb_result *res)
         ok = slb_run_pingpong(r, res);
     else if (r->test == SLB_STREAM)
         ok = slb_run_stream(r, res);
+    else if (r->test == SLB_OVERWRITING)
+        ok = slb_run_overwrite(r, res);
     else
         ok = slb_run_tput(r, res);
     alarm(0);
     return ok;
+}
+
+/* How long a sized throughput run of this test should last. */
+static uint64_t run_ns(const slb_opts *o, slb_test t)
+{
+    return t == SLB_OVERWRITING ? o->ring_run_ns : o->run_ns;
 }
 
 static slb_run make_run(const slb_opts *o, const slb_workload *w, const slb_entry *e)
@@ -240,7 +253,7 @@ static slb_run make_run(const slb_opts *o, const slb_workload *w, const slb_entr
     /* Sized runs stop after 4x their target: a collapse shows as a low rate
      * instead of a run that takes minutes. */
     if (!o->msgs)
-        r.cap_ns = 4 * o->run_ns;
+        r.cap_ns = 4 * run_ns(o, w->test);
     return r;
 }
 
@@ -294,7 +307,7 @@ static void size_runs(const slb_opts *o, slb_workload *w, progress *p)
             e->skip = "this message size is not supported (or no memory)";
             continue;
         }
-        double want = res.value * 1e6 * ((double)o->run_ns / 1e9);
+        double want = res.value * 1e6 * ((double)run_ns(o, w->test) / 1e9);
         want = want < MIN_MSGS ? MIN_MSGS : want > MAX_MSGS ? MAX_MSGS : want;
         /* Whole batches for every producer keep the split even. */
         uint64_t unit = (uint64_t)w->producers * SLB_BATCH;
@@ -327,6 +340,7 @@ static void run_workload(const slb_opts *o, slb_workload *w, uint64_t *rng, prog
             e->value[e->done] = res.value;
             e->p99[e->done] = res.p99;
             e->p999[e->done] = res.p999;
+            e->delivered[e->done] = res.delivered;
             e->order[e->done] = (unsigned)k;
             e->moved[e->done] = res.msgs;
             e->done++;
@@ -377,12 +391,20 @@ static void print_preamble(const slb_opts *o, FILE *f)
     fprintf(f, "; capacity %zu for bounded queues; 1x1 pinned to CPUs 0,1; %s\n",
             o->capacity,
             o->pin ? "all configurations pinned (--pin)" : "larger configurations unpinned");
+    if (o->tests & (1u << SLB_OVERWRITING)) {
+        fprintf(f, "overwrite: producers push into an overwrite ring of capacity %zu", o->capacity);
+        if (!o->msgs)
+            fprintf(f, ", runs sized for ~%.0f ms", (double)o->ring_run_ns / 1e6);
+        fprintf(f, "; figures: messages sent per second, and the share the consumers "
+                   "received (the rest was displaced)\n");
+    }
     fprintf(f, "latency: ping-pong up to %llu trips or %.0f ms per run; stream of %llu "
                "messages, one per %llu ns; both pinned to CPUs 0,1\n",
             (unsigned long long)o->trips, (double)o->trip_cap_ns / 1e6,
             (unsigned long long)o->stream_msgs, (unsigned long long)o->stream_gap_ns);
     fprintf(f, "every message is verified (producer, sequence, payload, per-producer order, "
-               "totals, checksum)\n\n");
+               "totals, checksum; overwrite: displaced ones too, and per producer "
+               "received + displaced == sent)\n\n");
 }
 
 static void install_watchdog(void)
@@ -432,6 +454,7 @@ int slb_chan_main(const slb_opts *o)
             free(ws[i].entries[j].value);
             free(ws[i].entries[j].p99);
             free(ws[i].entries[j].p999);
+            free(ws[i].entries[j].delivered);
             free(ws[i].entries[j].order);
             free(ws[i].entries[j].moved);
         }

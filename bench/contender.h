@@ -26,6 +26,11 @@ typedef enum slb_kind {
     SLB_SPSC = 0,     /* one producer, one consumer; try operations, spinning */
     SLB_MPMC = 1,     /* any producers and consumers; try operations, spinning */
     SLB_BLOCKING = 2, /* blocking push/pop: the thread sleeps while it waits */
+    /* A bounded ring that never refuses a push: when full it displaces its
+     * oldest message (push_evict). Not a queue in the sense of the kinds
+     * above — messages are lost by design — so it runs only the overwrite
+     * workload, against overwrite peers. */
+    SLB_OVERWRITE = 3,
     SLB_KINDS
 } slb_kind;
 
@@ -54,6 +59,10 @@ typedef struct slb_ops {
     slb_kind kind;
     unsigned flags;    /* SLB_FIFO | SLB_UNBOUNDED | SLB_OURS | SLB_SINGLE */
     const char *note;  /* how the capacity is honoured, printed under the table */
+    /* Ours only: the sl_flavor exercised (1 SL_SPSC, 2 SL_MPMC, 3 SL_LIST,
+     * 4 SL_RING), which --flavor selects by; 0 for peers. A number rather
+     * than sluice's enum keeps this header free of sluice (C++ adapters). */
+    unsigned flavor;
 
     /* NULL when the size is not supported (or out of memory): the driver
      * then shows the row as n/a instead of failing. */
@@ -63,7 +72,8 @@ typedef struct slb_ops {
     void *(*attach)(void *q, bool producer);
     void (*detach)(void *q, void *h);
 
-    /* Non-blocking: false means full (push) or empty (pop). Required. */
+    /* Non-blocking: false means full (push) or empty (pop). Required, except
+     * try_push for SLB_OVERWRITE (which pushes with push_evict). */
     bool (*try_push)(void *q, void *h, const void *msg);
     bool (*try_pop)(void *q, void *h, void *out);
     /* Blocking: wait for room or a message. Required for SLB_BLOCKING.
@@ -74,6 +84,10 @@ typedef struct slb_ops {
      * Optional: only contenders that have them run the batch workloads. */
     size_t (*push_n)(void *q, void *h, const void *msgs, size_t n);
     size_t (*pop_n)(void *q, void *h, void *out, size_t n);
+    /* SLB_OVERWRITE only (required there): stores msg, never refuses. Returns
+     * true when the queue was full and its oldest message was displaced into
+     * `evicted` (elem_size bytes), so that the driver can verify it. */
+    bool (*push_evict)(void *q, void *h, const void *msg, void *evicted);
 } slb_ops;
 
 /* Each peer adapter exposes one constructor returning its contenders as a

@@ -119,6 +119,9 @@ static inline void slb_check_msg(slb_check *c, const uint64_t *m)
 
 /* The sum a correct run ends with (memoised: runs repeat the same shapes). */
 uint64_t slb_expected_sum(unsigned producers, uint64_t per_producer);
+/* The same when producer p sent only sent[p] messages (a run stopped early,
+ * or uneven). */
+uint64_t slb_sent_sum(unsigned producers, const uint64_t *sent, uint64_t per_producer);
 
 static inline void slb_cpu_relax(void)
 {
@@ -164,6 +167,13 @@ static inline void slb_recv(const slb_ops *o, void *q, void *h, void *m, bool bl
         slb_backoff(&spins);
 }
 
+/* Whether a run's time is up (end: a slb_now_ns deadline, UINT64_MAX for
+ * none); looks at the clock only every 256 messages. */
+static inline bool slb_time_up(uint64_t seq, uint64_t end)
+{
+    return (seq & 255) == 0 && end != UINT64_MAX && seq && slb_now_ns() > end;
+}
+
 /* The thread start line: every thread arrives, then all go at once, so that
  * thread creation is not timed. Waiting threads yield (there may be more of
  * them than CPUs). */
@@ -185,6 +195,10 @@ uint64_t slb_gate_open(slb_gate *g, unsigned n);
 /* Runs nothing concurrently: after the receivers are done the queue must be
  * empty; anything left is a message received twice or made up. */
 void slb_expect_empty(const slb_run *r, void *q);
+
+/* The CPU for a run's thread number `index` (producer k: 2k, consumer k:
+ * 2k+1), or -1 when the run is not pinned. */
+int slb_cpu_for(const slb_run *r, unsigned index);
 
 /* Thread creation that cannot fail quietly. */
 void slb_spawn(pthread_t *t, void *(*fn)(void *), void *arg, const char *who);

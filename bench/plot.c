@@ -3,7 +3,9 @@
  * by gnuplot when it is installed.
  *
  * One panel per (workload type, message size): columns are sizes, rows are
- * single-message and batch throughput. The data and the script are written
+ * single-message and batch throughput, then the overwrite workload's send
+ * rate (its own panel: a ring that displaces messages is no queue, and its
+ * lines would mislead next to the queues'). The data and the script are written
  * next to the image (FILE.dat, FILE.gp) so a plot can be redrawn or restyled
  * without rerunning the benchmark. The y axis is logarithmic because the
  * contenders span two orders of magnitude.
@@ -18,7 +20,7 @@
 
 #include "bench.h"
 
-#define MAX_PANELS 8
+#define MAX_PANELS 12
 #define MAX_SERIES 64
 #define MAX_X 16
 
@@ -152,14 +154,24 @@ static void put_quoted(FILE *f, const char *s)
     fputc('\'', f);
 }
 
-/* Twenty distinguishable colours: gnuplot's default cycle has eight, and a
- * panel can hold twenty contenders. */
+/* Twenty-four distinguishable colours: gnuplot's default cycle has eight,
+ * and a panel holds over twenty contenders when every peer is installed. */
 static const char *const colours[] = {
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b",
     "#e377c2", "#7f7f7f", "#bcbd22", "#aec7e8", "#ff9896", "#98df8a", "#c5b0d5",
     "#ffbb78", "#9edae5", "#c49c94", "#f7b6d2", "#393b79", "#637939",
+    "#843c39", "#8c6d31", "#7b4173", "#e7969c",
 };
 #define N_COLOURS (sizeof(colours) / sizeof(colours[0]))
+
+static const char *panel_title(slb_test t)
+{
+    if (t == SLB_BATCHED)
+        return "batches of 32";
+    if (t == SLB_OVERWRITING)
+        return "overwrite ring: messages sent (oldest displaced when full)";
+    return "one message per call";
+}
 
 static void write_script(FILE *f, const char *term, const char *png, const char *dat,
                          const panel *p, size_t np)
@@ -178,8 +190,7 @@ static void write_script(FILE *f, const char *term, const char *png, const char 
     size_t block = 0;
     for (size_t i = 0; i < np; i++) {
         fprintf(f, "set title '%s, %zu-byte messages'\nset xrange [-0.5:%zu.5]\nplot ",
-                p[i].test == SLB_BATCHED ? "batches of 32" : "one message per call",
-                p[i].elem, p[i].nx - 1);
+                panel_title(p[i].test), p[i].elem, p[i].nx - 1);
         for (size_t s = 0; s < p[i].ns; s++, block++) {
             bool ours = p[i].series[s]->flags & SLB_OURS;
             fprintf(f, "%s", s ? ", \\\n  " : "");
@@ -215,7 +226,7 @@ static bool write_files(const char *png, const char *term, const char *dat,
     panel p[MAX_PANELS];
     size_t np = 0;
     for (size_t i = 0; i < n; i++) {
-        if (w[i].test != SLB_TPUT && w[i].test != SLB_BATCHED)
+        if (slb_is_latency(w[i].test))
             continue;
         panel *x = find_panel(p, &np, &w[i]);
         if (x)

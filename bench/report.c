@@ -5,7 +5,8 @@
  * "vs peer" always reads the same way: above 1 is better than the best peer
  * of the same kind. For throughput that is this/best; for latency best/this.
  * A sluice contender is only ever compared with peers of its own kind, so a
- * spinning SPSC ring is not declared ahead of a sleeping blocking queue.
+ * spinning SPSC ring is not declared ahead of a sleeping blocking queue, nor
+ * an overwrite ring (which drops messages) ahead of any queue.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -17,13 +18,13 @@
 
 const char *slb_kind_name(slb_kind k)
 {
-    static const char *const names[] = { "spsc", "mpmc", "blocking" };
+    static const char *const names[] = { "spsc", "mpmc", "blocking", "overwrite" };
     return k < SLB_KINDS ? names[k] : "?";
 }
 
 const char *slb_test_name(slb_test t)
 {
-    static const char *const names[] = { "tput", "batch32", "pingpong", "stream" };
+    static const char *const names[] = { "tput", "batch32", "pingpong", "stream", "overwrite" };
     return t < SLB_TESTS ? names[t] : "?";
 }
 
@@ -55,6 +56,7 @@ void slb_summarize(slb_workload *w)
         e->max = slb_max(e->value, e->done);
         e->p99_med = slb_median(e->p99, e->done);
         e->p999_med = slb_median(e->p999, e->done);
+        e->delivered_med = slb_median(e->delivered, e->done);
         slb_kind k = e->ops->kind;
         if (is_peer(e) && (!best[k] || better(w, e->med, best[k]->med)))
             best[k] = e;
@@ -89,7 +91,7 @@ void slb_print_contenders(FILE *f, const slb_ops *const *list, size_t n)
     fprintf(f, "contenders (* = unbounded: never full, its producers never wait):\n");
     for (size_t i = 0; i < n; i++) {
         const slb_ops *o = list[i];
-        fprintf(f, "  %-26s %-8s %-10s %s%s\n", o->name, slb_kind_name(o->kind), o->peer,
+        fprintf(f, "  %-26s %-9s %-10s %s%s\n", o->name, slb_kind_name(o->kind), o->peer,
                 o->flags & SLB_UNBOUNDED ? "* " : "", o->note ? o->note : "");
     }
     fputc('\n', f);
@@ -115,7 +117,8 @@ static int cmp_rows(const void *a, const void *b)
 static void print_header(FILE *f, const slb_workload *w, unsigned rounds)
 {
     const char *what[] = { "throughput", "throughput, batches of 32",
-                           "ping-pong round trip", "one-way stream latency" };
+                           "ping-pong round trip", "one-way stream latency",
+                           "send rate into a full overwrite ring" };
     fprintf(f, "### %s · %s · %zu-byte messages", w->label, what[w->test], w->elem);
     if (!slb_is_latency(w->test))
         fprintf(f, " · %u producer%s / %u consumer%s%s", w->producers,
@@ -124,10 +127,13 @@ static void print_header(FILE *f, const slb_workload *w, unsigned rounds)
     fprintf(f, " · %s, %u round%s\n", slb_is_latency(w->test) ? "ns" : "Mmsg/s", rounds,
             rounds > 1 ? "s" : "");
     if (slb_is_latency(w->test))
-        fprintf(f, "%-27s %-8s %9s %9s %9s %9s %9s %8s  %s\n", "contender", "kind",
+        fprintf(f, "%-27s %-9s %9s %9s %9s %9s %9s %8s  %s\n", "contender", "kind",
                 "p50", "p50 min", "p50 max", "p99", "p99.9", "vs peer", "verdict");
+    else if (w->test == SLB_OVERWRITING)
+        fprintf(f, "%-27s %-9s %9s %9s %9s %8s %9s %8s  %s\n", "contender", "kind",
+                "sent", "min", "max", "min/med", "delivered", "vs peer", "verdict");
     else
-        fprintf(f, "%-27s %-8s %9s %9s %9s %8s %8s  %s\n", "contender", "kind",
+        fprintf(f, "%-27s %-9s %9s %9s %9s %8s %8s  %s\n", "contender", "kind",
                 "median", "min", "max", "min/med", "vs peer", "verdict");
 }
 
@@ -136,7 +142,7 @@ static void print_row(FILE *f, const slb_workload *w, const slb_entry *e)
     char name[40];
     snprintf(name, sizeof(name), "%s%s", e->ops->name,
              e->ops->flags & SLB_UNBOUNDED ? "*" : "");
-    fprintf(f, "%-27s %-8s ", name, slb_kind_name(e->ops->kind));
+    fprintf(f, "%-27s %-9s ", name, slb_kind_name(e->ops->kind));
     if (e->skip) {
         fprintf(f, "n/a: %s\n", e->skip);
         return;
@@ -147,6 +153,10 @@ static void print_row(FILE *f, const slb_workload *w, const slb_entry *e)
     if (slb_is_latency(w->test))
         fprintf(f, "%9.0f %9.0f %9.0f %9.0f %9.0f %8s  %s\n", e->med, e->min, e->max,
                 e->p99_med, e->p999_med, ratio, verdict(e));
+    else if (w->test == SLB_OVERWRITING)
+        /* The ratio compares send rates only; delivered says what they cost. */
+        fprintf(f, "%9.2f %9.2f %9.2f %8.2f %8.1f%% %8s  %s\n", e->med, e->min, e->max,
+                e->med > 0 ? e->min / e->med : 0, 100 * e->delivered_med, ratio, verdict(e));
     else
         fprintf(f, "%9.2f %9.2f %9.2f %8.2f %8s  %s\n", e->med, e->min, e->max,
                 e->med > 0 ? e->min / e->med : 0, ratio, verdict(e));
@@ -239,7 +249,7 @@ bool slb_write_csv(const char *path, const slb_workload *w, size_t n)
         return false;
     }
     fprintf(f, "workload,test,producers,consumers,size,pinned,contender,peer,kind,"
-               "round,order,msgs,value,unit,p99_ns,p999_ns\n");
+               "round,order,msgs,value,unit,p99_ns,p999_ns,delivered\n");
     for (size_t i = 0; i < n; i++) {
         const slb_workload *x = &w[i];
         bool lat = slb_is_latency(x->test);
@@ -251,10 +261,13 @@ bool slb_write_csv(const char *path, const slb_workload *w, size_t n)
                         x->pinned, e->ops->name, e->ops->peer, slb_kind_name(e->ops->kind),
                         r + 1, e->order[r] + 1, (unsigned long long)e->moved[r], e->value[r],
                         lat ? "ns" : "Mmsg/s");
+                /* delivered: overwrite only, the fraction the consumers got. */
                 if (lat)
-                    fprintf(f, "%.0f,%.0f\n", e->p99[r], e->p999[r]);
+                    fprintf(f, "%.0f,%.0f,\n", e->p99[r], e->p999[r]);
+                else if (x->test == SLB_OVERWRITING)
+                    fprintf(f, ",,%.4f\n", e->delivered[r]);
                 else
-                    fprintf(f, ",\n");
+                    fprintf(f, ",,\n");
             }
         }
     }

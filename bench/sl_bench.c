@@ -32,20 +32,26 @@ void slb_die(const char *who, const char *fmt, ...)
     _exit(2);
 }
 
+/* The overwrite workload's runs are shorter than the queues' (150 ms): its
+ * producers never wait, so a run's rate settles quickly, and the time saved
+ * keeps `make bench` within its budget. */
+#define RING_MS 100u
+
 static void usage(FILE *f)
 {
     fprintf(f,
         "usage: sl-bench chan [options]\n"
         "  Compares sluice's channel flavours with the installed peer queues.\n"
-        "  --flavor F,...    sluice flavours: spsc, mpmc (default: both)\n"
+        "  --flavor F,...    sluice flavours: spsc, mpmc, list, ring (default: all)\n"
         "  --peers P,...     peers: ck, boost, moodycamel, tbb, urcu, glib, mutex;\n"
         "                    all (default) or none\n"
         "  --config PxC,...  producer x consumer configurations (default 1x1,2x2,4x4)\n"
         "  --size B,...      message sizes in bytes, multiples of 8 up to %u (default 8,64)\n"
-        "  --tests T,...     tput, batch, pingpong, stream (default: all)\n"
+        "  --tests T,...     tput, batch, pingpong, stream, overwrite (default: all)\n"
         "  --msgs N          messages per throughput run, k/M suffixes (default: sized\n"
         "                    per contender by a probe run to last --run-ms)\n"
         "  --run-ms MS       target length of a sized throughput run (default 150)\n"
+        "  --ring-ms MS      ...of a sized overwrite run (default %u)\n"
         "  --rounds R        rounds per workload; figures are medians (default 5)\n"
         "  --trips N         ping-pong round trips per run, at most (default 100k)\n"
         "  --trip-ms MS      ...or until this many milliseconds have passed (default 100)\n"
@@ -59,7 +65,7 @@ static void usage(FILE *f)
         "  --plot FILE.png   throughput by configuration (needs gnuplot)\n"
         "  --quick           tiny runs, one round: a smoke test of every contender\n"
         "  --list            list the contenders and missing peers, run nothing\n",
-        SLB_MAX_ELEM);
+        SLB_MAX_ELEM, RING_MS);
 }
 
 static bool parse_u64(const char *s, uint64_t *out)
@@ -131,7 +137,7 @@ static bool parse_names(const char *s, const char *const *names, size_t n, unsig
 
 enum { O_FLAVOR = 256, O_PEERS, O_CONFIG, O_SIZE, O_TESTS, O_MSGS, O_ROUNDS, O_TRIPS,
        O_TRIPMS, O_STREAM, O_GAP, O_CAP, O_SEED, O_PIN, O_TIMEOUT, O_CSV, O_PLOT,
-       O_QUICK, O_LIST, O_HELP, O_RUNMS };
+       O_QUICK, O_LIST, O_HELP, O_RUNMS, O_RINGMS };
 
 static const struct option long_opts[] = {
     { "flavor", 1, 0, O_FLAVOR }, { "peers", 1, 0, O_PEERS }, { "config", 1, 0, O_CONFIG },
@@ -141,6 +147,7 @@ static const struct option long_opts[] = {
     { "seed", 1, 0, O_SEED }, { "pin", 0, 0, O_PIN }, { "timeout", 1, 0, O_TIMEOUT },
     { "csv", 1, 0, O_CSV }, { "plot", 1, 0, O_PLOT }, { "quick", 0, 0, O_QUICK },
     { "list", 0, 0, O_LIST }, { "help", 0, 0, O_HELP }, { "run-ms", 1, 0, O_RUNMS },
+    { "ring-ms", 1, 0, O_RINGMS },
     { 0, 0, 0, 0 },
 };
 
@@ -155,13 +162,14 @@ static const char *opt_name(int c)
 static void set_defaults(slb_opts *o)
 {
     memset(o, 0, sizeof(*o));
-    o->flavors = 3;
+    o->flavors = 15;
     o->peers = "all";
     parse_configs("1x1,2x2,4x4", o);
     parse_sizes("8,64", o);
     o->tests = (1u << SLB_TESTS) - 1;
     o->msgs = 0;
     o->run_ns = 150000000;
+    o->ring_run_ns = RING_MS * UINT64_C(1000000);
     o->rounds = 5;
     o->trips = 100000;
     o->trip_cap_ns = 100000000;
@@ -191,15 +199,16 @@ static void apply_quick(slb_opts *o, uint64_t given)
 
 static bool parse_value(int c, const char *arg, slb_opts *o)
 {
-    static const char *const flavors[] = { "spsc", "mpmc" };
-    static const char *const tests[] = { "tput", "batch", "pingpong", "stream" };
+    /* In sl_flavor order (bit f-1 for flavour f) and slb_test order. */
+    static const char *const flavors[] = { "spsc", "mpmc", "list", "ring" };
+    static const char *const tests[] = { "tput", "batch", "pingpong", "stream", "overwrite" };
     uint64_t v = 0;
     switch (c) {
-    case O_FLAVOR: return parse_names(arg, flavors, 2, &o->flavors);
+    case O_FLAVOR: return parse_names(arg, flavors, 4, &o->flavors);
     case O_PEERS: o->peers = arg; return true;
     case O_CONFIG: return parse_configs(arg, o);
     case O_SIZE: return parse_sizes(arg, o);
-    case O_TESTS: return parse_names(arg, tests, 4, &o->tests);
+    case O_TESTS: return parse_names(arg, tests, SLB_TESTS, &o->tests);
     case O_CSV: o->csv = arg; return true;
     case O_PLOT: o->plot = arg; return true;
     default: break;
@@ -212,6 +221,7 @@ static bool parse_value(int c, const char *arg, slb_opts *o)
     case O_TRIPS: o->trips = v; break;
     case O_TRIPMS: o->trip_cap_ns = v * 1000000; break;
     case O_RUNMS: o->run_ns = v * 1000000; break;
+    case O_RINGMS: o->ring_run_ns = v * 1000000; break;
     case O_STREAM: o->stream_msgs = v; break;
     case O_GAP: o->stream_gap_ns = v; break;
     case O_CAP: o->capacity = (size_t)v; break;

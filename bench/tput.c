@@ -78,6 +78,20 @@ uint64_t slb_expected_sum(unsigned producers, uint64_t per_producer)
     return sum;
 }
 
+uint64_t slb_sent_sum(unsigned producers, const uint64_t *sent, uint64_t per_producer)
+{
+    bool all = true;
+    for (unsigned p = 0; p < producers; p++)
+        all &= sent[p] == per_producer;
+    if (all)
+        return slb_expected_sum(producers, per_producer);
+    uint64_t sum = 0;
+    for (unsigned p = 0; p < producers; p++)
+        for (uint64_t seq = 0; seq < sent[p]; seq++)
+            sum += slb_mix(slb_msg_word(p, seq));
+    return sum;
+}
+
 uint64_t slb_gate_open(slb_gate *g, unsigned n)
 {
     while (atomic_load(&g->ready) < n)
@@ -109,18 +123,12 @@ void slb_join(pthread_t t)
 
 /* ---- producers ---------------------------------------------------------- */
 
-/* Whether the run's time is up; looks at the clock every 256 messages. */
-static bool time_up(uint64_t seq, uint64_t end)
-{
-    return (seq & 255) == 0 && end != UINT64_MAX && seq && slb_now_ns() > end;
-}
-
 static uint64_t produce_single(tp_shared *s, void *h, unsigned id, uint64_t end)
 {
     const slb_ops *o = s->run->ops;
     size_t words = s->run->elem / 8;
     uint64_t m[SLB_WORDS_MAX], seq;
-    for (seq = 0; seq < s->per_producer && !time_up(seq, end); seq++) {
+    for (seq = 0; seq < s->per_producer && !slb_time_up(seq, end); seq++) {
         slb_fill(m, words, id, seq);
         slb_send(o, s->q, h, m, s->block);
     }
@@ -133,8 +141,8 @@ static uint64_t produce_batched(tp_shared *s, void *h, unsigned id, uint64_t end
     size_t words = s->run->elem / 8;
     static _Thread_local uint64_t buf[SLB_BATCH * SLB_WORDS_MAX];
     uint64_t seq;
-    /* seq advances by whole batches, so time_up sees every 8th batch start. */
-    for (seq = 0; seq < s->per_producer && !time_up(seq, end);) {
+    /* seq advances by whole batches, so slb_time_up sees every 8th batch start. */
+    for (seq = 0; seq < s->per_producer && !slb_time_up(seq, end);) {
         size_t k = s->per_producer - seq < SLB_BATCH ? (size_t)(s->per_producer - seq) : SLB_BATCH;
         for (size_t i = 0; i < k; i++)
             slb_fill(buf + i * words, words, id, seq + i);
@@ -268,7 +276,7 @@ static void *consumer_main(void *arg)
 
 /* ---- the run ------------------------------------------------------------ */
 
-static int cpu_for(const slb_run *r, unsigned index)
+int slb_cpu_for(const slb_run *r, unsigned index)
 {
     /* Producers and consumers alternate over the CPUs, so 1x1 gets CPUs 0
      * and 1 — two cores, never one core's two hardware threads by design. */
@@ -299,16 +307,10 @@ static void finish_queue(const slb_run *r, tp_shared *s, slb_check *rest)
 /* What the received checksum must be, given what each producer sent. */
 static uint64_t sent_sum(const slb_run *r, const tp_thread *prod, uint64_t per_producer)
 {
-    bool all = true;
+    uint64_t sent[SLB_MAX_THREADS];
     for (unsigned p = 0; p < r->producers; p++)
-        all &= prod[p].sent == per_producer;
-    if (all)
-        return slb_expected_sum(r->producers, per_producer);
-    uint64_t sum = 0;
-    for (unsigned p = 0; p < r->producers; p++)
-        for (uint64_t seq = 0; seq < prod[p].sent; seq++)
-            sum += slb_mix(slb_msg_word(p, seq));
-    return sum;
+        sent[p] = prod[p].sent;
+    return slb_sent_sum(r->producers, sent, per_producer);
 }
 
 static void verify_totals(const slb_run *r, const tp_thread *th, const slb_check *rest,
@@ -334,7 +336,7 @@ static void start_threads(const slb_run *r, tp_shared *s, tp_thread *th)
         th[i].s = s;
         th[i].id = producer ? i : i - r->producers;
         /* Interleave: producer k on CPU 2k, consumer k on CPU 2k+1. */
-        th[i].cpu = cpu_for(r, producer ? 2 * th[i].id : 2 * th[i].id + 1);
+        th[i].cpu = slb_cpu_for(r, producer ? 2 * th[i].id : 2 * th[i].id + 1);
         if (!producer)
             slb_check_init(&th[i].chk, r, r->producers, s->per_producer, r->consumers == 1);
         slb_spawn(&th[i].tid, producer ? producer_main : consumer_main, &th[i], r->ops->name);

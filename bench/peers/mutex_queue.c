@@ -6,6 +6,12 @@
  * queue is from it. It is always built. It runs twice: through try_push/
  * try_pop with the driver spinning (kind MPMC) and through the blocking
  * push/pop (kind blocking).
+ *
+ * The same ring is also the baseline of the overwrite workload ("mutex
+ * overwrite ring", kind overwrite): no installed library offers a ring that
+ * displaces its oldest message when full, so sluice's SL_RING is measured
+ * against the obvious locked version — take the oldest out, put the new one
+ * in, under one lock.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -122,6 +128,20 @@ static bool mq_pop(void *p, void *h, void *m)
     return true;
 }
 
+/* Never refuses: when full, the oldest message goes to `evicted` first. */
+static bool mq_push_evict(void *p, void *h, const void *m, void *evicted)
+{
+    mutex_queue *q = p;
+    (void)h;
+    pthread_mutex_lock(&q->lock);
+    bool full = q->count == q->capacity;
+    if (full)
+        mq_take(q, evicted);
+    mq_put(q, m);
+    pthread_mutex_unlock(&q->lock);
+    return full;
+}
+
 static const slb_ops mq_try = {
     .name = "mutex queue try", .peer = "mutex", .kind = SLB_MPMC,
     .flags = SLB_FIFO, .note = "exactly the capacity",
@@ -137,7 +157,14 @@ static const slb_ops mq_block = {
     .push = mq_push, .pop = mq_pop,
 };
 
-static const slb_ops *const mq_list[] = { &mq_try, &mq_block, NULL };
+static const slb_ops mq_overwrite = {
+    .name = "mutex overwrite ring", .peer = "mutex", .kind = SLB_OVERWRITE,
+    .flags = SLB_FIFO, .note = "exactly the capacity; a full ring displaces the oldest",
+    .create = mq_create, .destroy = mq_destroy,
+    .try_pop = mq_try_pop, .push_evict = mq_push_evict,
+};
+
+static const slb_ops *const mq_list[] = { &mq_try, &mq_block, &mq_overwrite, NULL };
 
 const slb_ops *const *slb_peers_mutex(void)
 {

@@ -8,7 +8,7 @@
 
 JOBS      ?= $(shell nproc)
 PRESETS   ?= default asan tsan faults fuzz
-TEST_DEPS  = cmake make gcc g++ clang pkg-config liburcu-dev check
+TEST_DEPS  = cmake make gcc g++ clang pkg-config liburcu-dev check spin
 BENCH_DEPS = libck-dev libboost-dev libtbb-dev libglib2.0-dev \
              libconcurrentqueue-dev libreaderwriterqueue-dev gnuplot-nox
 BENCH_ARGS ?=

@@ -1,0 +1,267 @@
+#!/usr/bin/env bash
+# tests/model/run.sh — model-checks the parking and close protocols with spin.
+#
+#   run.sh                the default checks (exhaustive, ~1 min of CPU in all)
+#   MODEL_FULL=1 run.sh   also the larger configurations (several minutes)
+#   MODEL_BUG=BUG_X run.sh
+#                         the same checks with one planted bug compiled in
+#                         (see the BUG_ lists in park.pml, eventcount.pml,
+#                         close.pml): failures are then expected
+#   run.sh --mutants      every planted bug in turn, on the checks of the model
+#                         it applies to; reports which check catches it, and
+#                         fails if a bug that must be caught is not
+#   run.sh --cover        every REACHED(n) mark in the models must be reachable
+#                         (the checks are not vacuous)
+#
+# Each check: spin -a, cc, then pan, exhaustively (no bit-state hashing). A
+# check passes when pan reports "errors: 0" and neither the depth bound nor
+# the memory bound cut the search. Environment: SPIN (default spin), CC
+# (default cc), MODEL_JOBS (checks run at once, default nproc), MODEL_MEM
+# (pan's memory bound in MB per check, default 2048), MODEL_HASH (pan -w,
+# default 24), MODEL_CFLAGS (for pan.c), MODEL_ONLY (only the checks whose
+# name contains this), MODEL_KEEP=1 (keep the work folders; a failure names
+# its folder).
+# Prints one line per check and finally "model: N passed, M failed".
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+SPIN=${SPIN:-spin}
+CC=${CC:-cc}
+MEM=${MODEL_MEM:-2048}
+JOBS=${MODEL_JOBS:-$(nproc 2>/dev/null || echo 2)}
+HASH=${MODEL_HASH:-24}
+DEPTH=20000
+# pan.c: -O0 compiles in under a second; -O2 takes several and only pays off
+# above ~10 million states (MODEL_FULL sets it).
+CFLAGS_PAN=${MODEL_CFLAGS:--O0}
+
+if ! command -v "$SPIN" >/dev/null 2>&1; then
+    echo "model: spin not found (set SPIN=...)" >&2
+    exit 2
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice-model.XXXXXX")
+trap '[ "${MODEL_KEEP:-0}" = 1 ] || rm -rf "$tmp"' EXIT
+
+# run_check NAME MODEL "DEFINES" KIND "EXTRA DEFINES" DIR
+#   KIND: safety            assertions + invalid end states (deadlocks)
+#         ltl:PROP          the never claim PROP, acceptance cycles, no fairness
+#         ltlfair:PROP      the same under weak fairness (pan -f)
+# Writes DIR/result: "pass" or "fail", a tab, then a summary or pan's first
+# error line.
+run_check() {
+    local name=$1 model=$2 defs=$3 kind=$4 extra=$5 dir=$6
+    mkdir -p "$dir"
+    cp "$here"/*.pml "$dir"/
+    local ccflags="$CFLAGS_PAN -DMEMLIM=$MEM -DVECTORSZ=2048"
+    local panflags="-m$DEPTH -w$HASH"
+    case $kind in
+    safety) ccflags="$ccflags -DSAFETY -DNOCLAIM" ;;
+    ltl:*) panflags="$panflags -a -N ${kind#ltl:}" ;;
+    ltlfair:*) panflags="$panflags -a -f -N ${kind#ltlfair:}" ;;
+    esac
+    local t0 t1
+    t0=$(date +%s.%N)
+    # shellcheck disable=SC2086
+    if ! (cd "$dir" && "$SPIN" $defs $extra -a "$model" >spin.out 2>&1); then
+        printf 'fail\tspin -a failed: %s\n' "$(tail -n 3 "$dir/spin.out" | tr '\n' ' ')" >"$dir/result"
+        return
+    fi
+    # shellcheck disable=SC2086
+    if ! (cd "$dir" && $CC $ccflags -o pan pan.c >cc.out 2>&1); then
+        printf 'fail\tcc failed: %s\n' "$(tail -n 3 "$dir/cc.out" | tr '\n' ' ')" >"$dir/result"
+        return
+    fi
+    # shellcheck disable=SC2086
+    (cd "$dir" && ./pan $panflags >pan.out 2>&1)
+    t1=$(date +%s.%N)
+    local out="$dir/pan.out" errors states secs line
+    errors=$(sed -n 's/.*errors: \([0-9][0-9]*\).*/\1/p' "$out" | head -n 1)
+    states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' "$out" | head -n 1)
+    secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+    if [ "$errors" = 0 ] && ! grep -q -e "max search depth too small" \
+        -e "reached -DMEMLIM" -e "out of memory" "$out"; then
+        printf 'pass\t%s states, %ss\n' "$states" "$secs" >"$dir/result"
+    else
+        line=$(grep -m 1 -e '^pan:[0-9]*:' -e 'max search depth too small' \
+            -e 'reached -DMEMLIM' -e 'out of memory' "$out")
+        [ -n "$line" ] || line="errors: ${errors:-?}"
+        local where=""
+        [ "${MODEL_KEEP:-0}" = 1 ] && where=" ($dir)"
+        printf 'fail\t%s [%s states, %ss]%s\n' "$line" "$states" "$secs" "$where" >"$dir/result"
+    fi
+}
+
+# The checks: name | model | defines | kinds
+checks_default=(
+    # eventcount: one sender (2 messages), a blocking and a timed receiver,
+    # one spurious wake-up
+    "ec-1s2r|eventcount.pml||safety ltlfair:no_lost_wakeup ltl:terminates"
+    # eventcount: a blocking and a timed sender (1 message each), one receiver
+    "ec-2s1r|eventcount.pml|-DNS=2 -DNR=1 -DMSGS=1|safety ltlfair:no_lost_wakeup ltl:terminates"
+    # close: one sender, two receivers, a closer
+    "close-1s2r|close.pml||safety ltlfair:no_hang"
+    # close: a sender blocked on a full buffer at the close (2 messages)
+    "close-1s1r-full|close.pml|-DNR=1 -DMSGS=2|safety ltlfair:no_hang ltl:terminates"
+    # close: two senders on two in-flight slots, two buffer slots
+    "close-2s1r|close.pml|-DNS=2 -DNR=1 -DCAP=2|safety ltlfair:no_hang"
+)
+checks_full=(
+    "ec-1s2r-timed|eventcount.pml|-DSENDER_TIMED|safety ltlfair:no_lost_wakeup"
+    "ec-1s2r-3msg|eventcount.pml|-DMSGS=3|safety ltlfair:no_lost_wakeup"
+    "ec-2s1r-2msg|eventcount.pml|-DNS=2 -DNR=1 -DMSGS=2|safety ltlfair:no_lost_wakeup"
+    "close-1s2r-2msg|close.pml|-DMSGS=2|safety"
+    "close-2s1r-cap1|close.pml|-DNS=2 -DNR=1 -DCAP=1|safety"
+    "close-2s1r-sameslot|close.pml|-DNS=2 -DNR=1 -DCAP=2 -DSAME_SLOT|safety"
+)
+
+# Runs a list of checks, JOBS at a time, then prints them in order and counts
+# into passed/failed (caught_by: the first failure). $1: extra spin defines,
+# $2: only checks of this model (empty: all), rest: the check specs.
+passed=0
+failed=0
+caught_by=""
+batch=0
+run_list() {
+    local extra=$1 only=$2
+    shift 2
+    local spec name model defs kinds kind i=0 running=0
+    local -a dirs=() labels=()
+    batch=$((batch + 1))
+    for spec in "$@"; do
+        IFS='|' read -r name model defs kinds <<<"$spec"
+        [ -z "$only" ] || [ "$only" = "$model" ] || continue
+        [ -z "${MODEL_ONLY:-}" ] || [[ $name == *"$MODEL_ONLY"* ]] || continue
+        for kind in $kinds; do
+            i=$((i + 1))
+            local dir="$tmp/$batch-$i-$name-${kind//:/-}"
+            dirs+=("$dir")
+            labels+=("$(printf '%-22s %-24s' "$name" "$kind")")
+            if [ "$running" -ge "$JOBS" ]; then
+                wait -n
+                running=$((running - 1))
+            fi
+            run_check "$name" "$model" "$defs" "$kind" "$extra" "$dir" &
+            running=$((running + 1))
+        done
+    done
+    wait
+    local k res line
+    for k in "${!dirs[@]}"; do
+        if [ -f "${dirs[$k]}/result" ]; then
+            IFS=$'\t' read -r res line <"${dirs[$k]}/result"
+        else
+            res=fail
+            line="no result"
+        fi
+        if [ "$res" = pass ]; then
+            passed=$((passed + 1))
+            echo "  ok    ${labels[$k]} $line"
+        else
+            failed=$((failed + 1))
+            echo "  FAIL  ${labels[$k]} $line"
+            [ -n "$caught_by" ] || caught_by="$(echo "${labels[$k]}" | tr -s ' ') $line"
+        fi
+    done
+}
+
+all_checks=("${checks_default[@]}")
+if [ "${MODEL_FULL:-0}" = 1 ]; then
+    all_checks+=("${checks_full[@]}")
+    # up to ~20 million states: compress them (COLLAPSE), 4 GB per check
+    CFLAGS_PAN=${MODEL_CFLAGS:--O2 -DCOLLAPSE}
+    HASH=${MODEL_HASH:-26}
+    MEM=${MODEL_MEM:-4096}
+fi
+
+if [ "${1:-}" = "--cover" ]; then
+    # REACHED(n) in the models: each must be reachable in the default
+    # configurations (the safety check with -DCOVER=n must fail there).
+    covers=(
+        "1|eventcount.pml|FUTEX_WAKE(1) dequeues a sleeper"
+        "2|eventcount.pml|FUTEX_WAKE(all) (close) dequeues sleepers"
+        "3|eventcount.pml|FUTEX_WAIT finds the epoch moved (EAGAIN)"
+        "4|eventcount.pml|a spurious futex return"
+        "5|eventcount.pml|FUTEX_WAIT times out (ETIMEDOUT)"
+        "6|eventcount.pml|F3: after its futex returned, a timed waiter finds the epoch moved"
+        "7|eventcount.pml|W3: the re-check after prepare succeeds (cancel)"
+        "8|eventcount.pml|W5: sl_event_wait timed out, yet the final attempt succeeds"
+        "9|eventcount.pml|W5: timed out, the final attempt fails: SL_TIMEDOUT"
+        "10|eventcount.pml|W5: woken, another thread won: park again"
+        "2|close.pml|close wakes sleepers (FUTEX_WAKE all)"
+        "21|close.pml|S2: a sender sees closed: SL_CLOSED"
+        "22|close.pml|S5: an unmark after the close wakes receivers"
+        "23|close.pml|R3: drained: SL_CLOSED at once"
+        "24|close.pml|R4: closed, close_done not yet: SL_EMPTY"
+        "25|close.pml|R5: closed, a sender in flight: SL_EMPTY"
+        "26|close.pml|R6: the last look finds a message"
+    )
+    safety_only=()
+    for spec in "${all_checks[@]}"; do
+        IFS='|' read -r name model defs kinds <<<"$spec"
+        safety_only+=("$name|$model|$defs|safety")
+    done
+    missed=0
+    for c in "${covers[@]}"; do
+        IFS='|' read -r id model what <<<"$c"
+        passed=0
+        failed=0
+        caught_by=""
+        run_list "-DCOVER=$id" "$model" "${safety_only[@]}" >/dev/null
+        if [ "$failed" -gt 0 ] && [[ $caught_by == *"assertion violated"* ]]; then
+            printf '  reached      %-3s %-15s %s\n' "$id" "$model" "$what"
+        else
+            printf '  NOT REACHED  %-3s %-15s %s\n' "$id" "$model" "$what"
+            missed=$((missed + 1))
+        fi
+    done
+    echo "model cover: $((${#covers[@]} - missed)) reached, $missed not reached"
+    [ "$missed" = 0 ]
+    exit
+fi
+
+if [ "${1:-}" = "--mutants" ]; then
+    # bug | model | must be caught (1) or not expected to be (0)
+    mutants=(
+        "BUG_LOAD_BEFORE_CHANGE|eventcount.pml|1"
+        "BUG_NO_RECHECK|eventcount.pml|1"
+        "BUG_WAKE_BEFORE_BUMP|eventcount.pml|1"
+        "BUG_TIMEOUT_NO_RETRY|eventcount.pml|0"
+        "BUG_CLOCK_FIRST|eventcount.pml|0"
+        "BUG_TIMEOUT_NO_RETRY -DBUG_CLOCK_FIRST|eventcount.pml|1"
+        "BUG_KEY_FIRST|eventcount.pml|0"
+        "BUG_CLOSE_NOTIFY_ONE|eventcount.pml|1"
+        "BUG_NO_MARK|close.pml|1"
+        "BUG_MARK_AFTER_CHECK|close.pml|1"
+        "BUG_NO_LAST_LOOK|close.pml|1"
+        "BUG_UNMARK_NO_NOTIFY|close.pml|1"
+        "BUG_NO_CLOSE_DONE_CHECK|close.pml|0"
+    )
+    bad=0
+    for m in "${mutants[@]}"; do
+        IFS='|' read -r bug model must <<<"$m"
+        echo "mutant -D$bug ($model):"
+        passed=0
+        failed=0
+        caught_by=""
+        run_list "-D$bug" "$model" "${all_checks[@]}"
+        if [ "$failed" -gt 0 ]; then
+            echo "  => caught: $caught_by"
+        else
+            echo "  => not caught"
+        fi
+        if [ "$must" = 1 ] && [ "$failed" = 0 ]; then bad=$((bad + 1)); fi
+    done
+    echo "model mutants: $((${#mutants[@]} - bad)) as expected, $bad escaped"
+    [ "$bad" = 0 ]
+    exit
+fi
+
+extra=""
+if [ -n "${MODEL_BUG:-}" ]; then
+    extra="-D$MODEL_BUG"
+    echo "model: with the planted bug $MODEL_BUG (failures expected)"
+fi
+run_list "$extra" "" "${all_checks[@]}"
+echo "model: $passed passed, $failed failed"
+[ "$failed" = 0 ]

@@ -1,9 +1,12 @@
 #include "harness.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 uint64_t sl_test_scaled(uint64_t n, uint64_t floor)
 {
@@ -69,6 +72,132 @@ uint64_t sl_test_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void sl_test_sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / SEC), (long)(ns % SEC)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+uint64_t sl_test_env_seed(const char *env)
+{
+    const char *v = getenv(env);
+    uint64_t s = (v && *v) ? strtoull(v, NULL, 0)
+                           : (sl_test_now_ns() * 0x9E3779B97F4A7C15ull) ^
+                                 ((uint64_t)getpid() << 17);
+    return s ? s : 1;
+}
+
+uint64_t sl_test_seed(const char *suite, const char *name)
+{
+    uint64_t s = sl_test_env_seed("SL_TEST_SEED");
+    fprintf(stderr, "[%s %s] seed %llu (SL_TEST_SEED=%llu replays it)\n", suite, name, ULL(s),
+            ULL(s));
+    return s;
+}
+
+const char *sl_test_flavor_name(sl_flavor f)
+{
+    switch (f) {
+    case SL_SPSC: return "SPSC";
+    case SL_MPMC: return "MPMC";
+    case SL_LIST: return "LIST";
+    case SL_RING: return "RING";
+    default: return "?";
+    }
+}
+
+sl_chan *sl_test_chan(sl_flavor f, size_t esz, size_t cap, sl_drop_fn drop, void *ctx)
+{
+    sl_chan_opts o = {.flavor = f, .elem_size = esz, .capacity = cap, .drop = drop,
+                      .drop_ctx = ctx};
+    sl_chan *ch = NULL;
+    sl_status st = sl_chan_new(&ch, &o);
+    ck_assert_msg(st == SL_OK, "sl_chan_new(%s, esz %zu, cap %zu) = %s", sl_test_flavor_name(f),
+                  esz, cap, sl_status_str(st));
+    ck_assert_ptr_nonnull(ch);
+    return ch;
+}
+
+static uint64_t pad_word(uint64_t seq, size_t w)
+{
+    return (seq + 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t)w * 0xBF58476D1CE4E5B9ull;
+}
+
+/* The pad goes a word at a time (the tail of a partial word too), so large
+ * messages stay cheap to write and compare. */
+void sl_test_seq_fill(unsigned char *b, size_t esz, uint64_t seq)
+{
+    for (size_t i = 0; i < esz && i < 8; i++)
+        b[i] = (unsigned char)(seq >> (8 * i));
+    size_t i = 8, w = 1;
+    for (; i + 8 <= esz; i += 8, w++) {
+        uint64_t x = pad_word(seq, w);
+        memcpy(b + i, &x, 8);
+    }
+    if (i < esz) {
+        uint64_t x = pad_word(seq, w);
+        memcpy(b + i, &x, esz - i);
+    }
+}
+
+bool sl_test_seq_is(const unsigned char *b, size_t esz, uint64_t seq)
+{
+    for (size_t i = 0; i < esz && i < 8; i++)
+        if (b[i] != (unsigned char)(seq >> (8 * i)))
+            return false;
+    size_t i = 8, w = 1;
+    for (; i + 8 <= esz; i += 8, w++) {
+        uint64_t x = pad_word(seq, w), y;
+        memcpy(&y, b + i, 8);
+        if (x != y)
+            return false;
+    }
+    if (i < esz) {
+        uint64_t x = pad_word(seq, w);
+        if (memcmp(b + i, &x, esz - i) != 0)
+            return false;
+    }
+    return true;
+}
+
+uint64_t sl_test_seq_low(const unsigned char *b, size_t esz)
+{
+    uint64_t s = 0;
+    for (size_t i = 0; i < esz && i < 8; i++)
+        s |= (uint64_t)b[i] << (8 * i);
+    return s;
+}
+
+static void *recv_main(void *arg)
+{
+    sl_test_recv_thread *t = arg;
+    t->st = sl_chan_recv(t->ch, &t->out);
+    atomic_store(&t->done, 1);
+    return NULL;
+}
+
+void sl_test_recv_start(sl_test_recv_thread *t, sl_chan *ch)
+{
+    t->ch = ch;
+    t->out = 0;
+    t->st = (sl_status)-1;
+    atomic_store(&t->done, 0);
+    ck_assert_int_eq(pthread_create(&t->thr, NULL, recv_main, t), 0);
+    sl_test_sleep_ns(30 * MS);
+    ck_assert_msg(atomic_load(&t->done) == 0, "sl_chan_recv on an empty channel returned %s",
+                  sl_status_str(t->st));
+}
+
+TCase *sl_test_loop_case(Suite *s, const char *name, int timeout, const TTest *test, int n)
+{
+    TCase *tc = tcase_create(name);
+    tcase_set_timeout(tc, timeout);
+    tcase_add_loop_test(tc, test, 0, n);
+    suite_add_tcase(s, tc);
+    return tc;
 }
 
 int sl_test_run(Suite *s)

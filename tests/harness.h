@@ -4,16 +4,36 @@
  * Sizes scale with SL_STRESS_SCALE (1.0 by default; the sanitizer presets
  * lower it), thread counts come from the environment, a start barrier lines
  * threads up, and a tiny xorshift RNG makes random stalls reproducible from a
- * seed printed on failure.
+ * seed printed on failure. Beside those: seeds, names and constructors for
+ * channels, the unit suites' messages and a receiver blocked on its own
+ * thread. The stress machinery (failure recording from worker threads,
+ * messages with producers, teams of threads under a watchdog and a
+ * preemptor) is in stress_common.h.
  */
 #ifndef SLUICE_TESTS_HARNESS_H
 #define SLUICE_TESTS_HARNESS_H
 
 #include <check.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stddef.h>
 #include <stdbool.h>
+
+#include <sluice/chan.h>
+
+#define MS (1000000ull)
+#define SEC (1000000000ull)
+#define ULL(x) ((unsigned long long)(x))
+#define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* Calls into Check only on failure: a passing ck_assert writes a mark to the
+ * parent process, far too slow inside per-message loops. */
+#define CHECK(cond, ...)                                                                    \
+    do {                                                                                    \
+        if (!(cond))                                                                        \
+            ck_abort_msg(__VA_ARGS__);                                                      \
+    } while (0)
 
 /* n scaled by SL_STRESS_SCALE, at least `floor`. */
 uint64_t sl_test_scaled(uint64_t n, uint64_t floor);
@@ -37,6 +57,51 @@ void sl_test_maybe_stall(sl_test_rng *r, unsigned one_in);
 
 /* Monotonic nanoseconds (the real clock, not sluice's replaceable one). */
 uint64_t sl_test_now_ns(void);
+/* Sleeps at least ns, resuming after signals (the preemptors interrupt
+ * sleeps with EINTR). */
+void sl_test_sleep_ns(uint64_t ns);
+
+/* A seed: the value of the environment variable `env` when set (to replay a
+ * run), else one from the clock and the pid; never 0. */
+uint64_t sl_test_env_seed(const char *env);
+/* The unit suites' random tests: a seed from SL_TEST_SEED, printed on stderr
+ * as "[suite name] seed N" with how to replay it. */
+uint64_t sl_test_seed(const char *suite, const char *name);
+
+/* "SPSC", "MPMC", "LIST" or "RING", for messages. */
+const char *sl_test_flavor_name(sl_flavor f);
+/* A new channel, or the test fails. */
+sl_chan *sl_test_chan(sl_flavor f, size_t esz, size_t cap, sl_drop_fn drop, void *ctx);
+
+/* The unit suites' messages: the first min(esz, 8) bytes are a sequence
+ * number (little-endian), the rest words derived from it, so that a
+ * reordered, lost, duplicated or torn message shows. (The stress suites'
+ * messages also name their producer: stress_common.h.) */
+void sl_test_seq_fill(unsigned char *b, size_t esz, uint64_t seq);
+/* Whether b is message seq (for esz < 8, only the low bytes of seq). */
+bool sl_test_seq_is(const unsigned char *b, size_t esz, uint64_t seq);
+/* The seq bytes a message carries. */
+uint64_t sl_test_seq_low(const unsigned char *b, size_t esz);
+
+/* One sl_chan_recv of a uint64_t on its own thread, for tests of what wakes
+ * a blocked receiver. */
+typedef struct sl_test_recv_thread {
+    pthread_t thr;
+    sl_chan *ch;
+    uint64_t out;
+    sl_status st;
+    atomic_int done;
+} sl_test_recv_thread;
+
+/* Starts the receive and fails unless it is still blocked 30 ms later ("it
+ * blocks" is judged by not having returned, never by an upper bound on time).
+ * The test wakes it and joins t->thr. */
+void sl_test_recv_start(sl_test_recv_thread *t, sl_chan *ch);
+
+/* Adds test case `name` to s, with a time-out of `timeout` s, running the
+ * loop test `test` for _i in [0, n). Returns the case, for more tests or a
+ * fixture. */
+TCase *sl_test_loop_case(Suite *s, const char *name, int timeout, const TTest *test, int n);
 
 /* Runs the suite with Check and returns the process exit status. */
 int sl_test_run(Suite *s);

@@ -36,381 +36,18 @@
  * SL_CLOSED (a close that is not linearizable with sends); by default such
  * messages are only counted and reported on stderr.
  */
-#include "harness.h"
+#include "stress_common.h"
 
-#include <errno.h>
 #include <sched.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "sluice/chan.h"
-#include "testing.h"
 
+#define SUITE "stress_chan"
 #define TC_TIMEOUT 120
-#define ESZ_MAX 64
 #define BATCH_MAX 16
-#define NONE UINT64_MAX
-#define GOLDEN 0x9E3779B97F4A7C15ull
-#define WATCHDOG_NS (30ull * 1000000000ull)
-#define ULL(x) ((unsigned long long)(x))
-
-/* ---- failures seen by worker threads ------------------------------------ */
-
-static atomic_int g_failed;
-static atomic_uint g_fail_count;
-static char g_failmsg[1024];
-static uint64_t g_seed;
-static char g_test[160];
-
-static void rec_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void rec_fail(const char *fmt, ...)
-{
-    atomic_fetch_add(&g_fail_count, 1);
-    if (atomic_exchange(&g_failed, 1) != 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(g_failmsg, sizeof g_failmsg, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "[%s] FAIL (seed %llu): %s\n", g_test, ULL(g_seed), g_failmsg);
-    fflush(stderr);
-}
-
-#define ASSERT_CLEAN()                                                                      \
-    ck_assert_msg(atomic_load(&g_failed) == 0,                                              \
-                  "%s: %s (%u failure(s) in all; seed %llu: rerun with SL_STRESS_SEED=%llu)", \
-                  g_test, g_failmsg, atomic_load(&g_fail_count), ULL(g_seed), ULL(g_seed))
-
-/* Calls into Check only on failure: a passing ck_assert_msg writes a mark to
- * the parent process, far too slow for per-message verification loops. */
-#define CHECK_MSG(cond, ...)                                                                \
-    do {                                                                                    \
-        if (!(cond))                                                                        \
-            ck_abort_msg("%s [seed %llu]: %s", g_test, ULL(g_seed), fmt_buf(__VA_ARGS__));  \
-    } while (0)
-
-static char g_fmt[512];
-static const char *fmt_buf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static const char *fmt_buf(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(g_fmt, sizeof g_fmt, fmt, ap);
-    va_end(ap);
-    return g_fmt;
-}
-
-static uint64_t begin_test(const char *name)
-{
-    const char *v = getenv("SL_STRESS_SEED");
-    uint64_t s = (v && *v) ? strtoull(v, NULL, 0)
-                           : (sl_test_now_ns() * GOLDEN) ^ ((uint64_t)getpid() << 17);
-    if (s == 0)
-        s = 1;
-    g_seed = s;
-    atomic_store(&g_failed, 0);
-    atomic_store(&g_fail_count, 0);
-    g_failmsg[0] = '\0';
-    snprintf(g_test, sizeof g_test, "stress_chan %s", name);
-    fprintf(stderr, "[%s] seed %llu\n", g_test, ULL(s));
-    return s;
-}
-
-static void *xaligned(size_t bytes)
-{
-    size_t rounded = (bytes + 63) & ~(size_t)63;
-    void *p = aligned_alloc(64, rounded ? rounded : 64);
-    ck_assert_ptr_nonnull(p);
-    memset(p, 0, rounded ? rounded : 64);
-    return p;
-}
-
-static void *xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size);
-    ck_assert_ptr_nonnull(p);
-    return p;
-}
-
-static void sleep_ns(uint64_t ns)
-{
-    struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
-    nanosleep(&ts, NULL);
-}
-
-static void spawn(pthread_t *t, void *(*fn)(void *), void *arg)
-{
-    int e = pthread_create(t, NULL, fn, arg);
-    ck_assert_int_eq(e, 0);
-}
-
-/* One counter per cache line, so progress reporting does not add sharing. */
-typedef struct pad_counter {
-    _Alignas(64) atomic_uint_fast64_t v;
-} pad_counter;
-
-static uint64_t sum_counters(pad_counter *c, size_t n)
-{
-    uint64_t s = 0;
-    for (size_t i = 0; i < n; i++)
-        s += atomic_load_explicit(&c[i].v, memory_order_relaxed);
-    return s;
-}
-
-/* ---- a set of (producer, seq) pairs --------------------------------------- */
-
-typedef struct bitmap {
-    atomic_uint_fast64_t *w;
-    uint64_t nbits;
-} bitmap;
-
-static void bm_init(bitmap *b, uint64_t nbits)
-{
-    b->nbits = nbits;
-    b->w = xcalloc((size_t)((nbits + 63) / 64), sizeof *b->w);
-}
-
-static void bm_free(bitmap *b) { free(b->w); }
-
-/* Sets bit i; returns whether it was already set. */
-static bool bm_set(bitmap *b, uint64_t i)
-{
-    uint64_t m = 1ull << (i & 63);
-    return (atomic_fetch_or_explicit(&b->w[i >> 6], m, memory_order_relaxed) & m) != 0;
-}
-
-static bool bm_get(bitmap *b, uint64_t i)
-{
-    return (atomic_load_explicit(&b->w[i >> 6], memory_order_relaxed) >> (i & 63)) & 1u;
-}
-
-/* ---- messages ------------------------------------------------------------ */
-
-typedef struct msg_hdr {
-    uint32_t producer;
-    uint32_t check;
-    uint64_t seq;
-} msg_hdr;
-_Static_assert(sizeof(msg_hdr) == 16, "the message header is 16 bytes");
-
-static uint32_t msg_check(uint32_t p, uint64_t s)
-{
-    uint64_t x = (s + 1) * GOLDEN ^ ((uint64_t)p + 1) * 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 31;
-    return (uint32_t)x ^ (uint32_t)(x >> 32);
-}
-
-static unsigned char pad_byte(uint32_t check, size_t i)
-{
-    return (unsigned char)((check >> (8 * (i & 3))) ^ (uint32_t)i);
-}
-
-static void msg_make(unsigned char *b, size_t esz, uint32_t p, uint64_t s)
-{
-    msg_hdr h = {p, msg_check(p, s), s};
-    memcpy(b, &h, sizeof h);
-    for (size_t i = sizeof h; i < esz; i++)
-        b[i] = pad_byte(h.check, i);
-}
-
-/* Checks an intact message from a known producer and seq range. */
-static bool msg_read(const unsigned char *b, size_t esz, unsigned np, uint64_t n, uint32_t *p,
-                     uint64_t *s, const char *who)
-{
-    msg_hdr h;
-    memcpy(&h, b, sizeof h);
-    if (h.producer >= np || h.seq >= n || h.check != msg_check(h.producer, h.seq)) {
-        rec_fail("%s: corrupt message (producer %u, seq %llu, check %08x)", who, h.producer,
-                 ULL(h.seq), h.check);
-        return false;
-    }
-    for (size_t i = sizeof h; i < esz; i++) {
-        if (b[i] != pad_byte(h.check, i)) {
-            rec_fail("%s: torn message: producer %u seq %llu, byte %zu of %zu differs", who,
-                     h.producer, ULL(h.seq), i, esz);
-            return false;
-        }
-    }
-    *p = h.producer;
-    *s = h.seq;
-    return true;
-}
-
-static const char *flavor_name(sl_flavor f) { return f == SL_SPSC ? "SPSC" : "MPMC"; }
-
-/* ---- the watchdog --------------------------------------------------------- */
-
-typedef struct watchdog {
-    pthread_t thr;
-    atomic_bool stop;
-    uint64_t (*progress)(void *arg);
-    void (*diag)(void *arg);
-    void *arg;
-} watchdog;
-
-static bool fork_mode(void)
-{
-    const char *v = getenv("CK_FORK");
-    return !(v && strcmp(v, "no") == 0);
-}
-
-static void *watchdog_main(void *p)
-{
-    watchdog *w = p;
-    uint64_t last = w->progress(w->arg), since = sl_test_now_ns();
-    bool reported = false;
-    while (!atomic_load(&w->stop)) {
-        sleep_ns(5000000);
-        uint64_t cur = w->progress(w->arg), now = sl_test_now_ns();
-        if (cur != last) {
-            last = cur;
-            since = now;
-            reported = false;
-            continue;
-        }
-        if (!reported && now - since > WATCHDOG_NS) {
-            reported = true;
-            fprintf(stderr,
-                    "[%s] no progress for %llu s at %llu operations (seed %llu): a lost "
-                    "wake-up, a missed close or a livelock\n",
-                    g_test, ULL(WATCHDOG_NS / 1000000000u), ULL(cur), ULL(g_seed));
-            if (w->diag)
-                w->diag(w->arg);
-            fflush(stderr);
-            if (fork_mode())
-                ck_abort_msg("%s: no progress for 30 s (seed %llu); state on stderr", g_test,
-                             ULL(g_seed));
-        }
-    }
-    return NULL;
-}
-
-static void watchdog_start(watchdog *w, uint64_t (*progress)(void *), void (*diag)(void *),
-                           void *arg)
-{
-    atomic_init(&w->stop, false);
-    w->progress = progress;
-    w->diag = diag;
-    w->arg = arg;
-    spawn(&w->thr, watchdog_main, w);
-}
-
-static void watchdog_stop(watchdog *w)
-{
-    atomic_store(&w->stop, true);
-    pthread_join(w->thr, NULL);
-}
-
-typedef struct worker {
-    void *run;
-    unsigned idx;
-    pthread_t thr;
-} worker;
-
-static const uint64_t k_timeouts[] = {0, 1000, 20000, 200000, 2000000};
-#define N_TIMEOUTS (sizeof k_timeouts / sizeof k_timeouts[0])
-
-static sl_status new_chan(sl_chan **ch, sl_flavor fl, size_t esz, size_t cap, sl_drop_fn drop,
-                          void *ctx, bool at, uint64_t start)
-{
-    sl_chan_opts o = {.flavor = fl, .elem_size = esz, .capacity = cap, .drop = drop,
-                      .drop_ctx = ctx};
-    return at ? sl__chan_new_at(ch, &o, start) : sl_chan_new(ch, &o);
-}
-
-/* ---- the preemptor: stops worker threads at arbitrary instructions --------
- *
- * Every 10-150 us it signals one of the targets; the handler naps or spins a
- * few microseconds, so threads get stopped inside the nanosecond-wide windows
- * of the blocking and close paths (and futex calls return EINTR for real). */
-
-static _Thread_local uint64_t t_preempt_rng;
-static atomic_uint_fast64_t g_preempt_hits;
-
-static void preempt_handler(int sig)
-{
-    (void)sig;
-    int saved = errno;
-    uint64_t x = t_preempt_rng ? t_preempt_rng : ((uint64_t)(uintptr_t)&x | 1u);
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    t_preempt_rng = x;
-    atomic_fetch_add_explicit(&g_preempt_hits, 1, memory_order_relaxed);
-    if (x % 3 == 0) {
-        for (volatile unsigned i = 0; i < 500 + (unsigned)(x % 2000); i++) {
-        }
-    } else {
-        struct timespec ts = {0, (long)(1000 + (x >> 8) % 40000)};
-        nanosleep(&ts, NULL);
-    }
-    errno = saved;
-}
-
-typedef struct preemptor {
-    pthread_t thr;
-    atomic_bool stop;
-    pthread_t *targets;
-    size_t n;
-    uint64_t seed, sent;
-    bool on;
-} preemptor;
-
-static void *preemptor_main(void *p)
-{
-    preemptor *pr = p;
-    sl_test_rng rng;
-    sl_test_rng_seed(&rng, pr->seed);
-    while (!atomic_load_explicit(&pr->stop, memory_order_relaxed)) {
-        struct timespec ts = {0, (long)(10000 + sl_test_rng_next(&rng) % 140000)};
-        nanosleep(&ts, NULL);
-        pthread_kill(pr->targets[sl_test_rng_next(&rng) % pr->n], SIGUSR2);
-        pr->sent++;
-    }
-    return NULL;
-}
-
-/* Starts preempting `targets`, which must stay joinable until the stop. */
-static void preemptor_start(preemptor *pr, bool on, pthread_t *targets, size_t n)
-{
-    pr->on = on;
-    if (!on)
-        return;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = preempt_handler;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    ck_assert_int_eq(sigaction(SIGUSR2, &sa, NULL), 0);
-    atomic_init(&pr->stop, false);
-    atomic_store(&g_preempt_hits, 0);
-    pr->targets = targets;
-    pr->n = n;
-    pr->seed = g_seed ^ 0x9EE3Bull;
-    pr->sent = 0;
-    spawn(&pr->thr, preemptor_main, pr);
-}
-
-static void preemptor_stop(preemptor *pr)
-{
-    if (!pr->on)
-        return;
-    atomic_store(&pr->stop, true);
-    pthread_join(pr->thr, NULL);
-}
-
-/* Waits until `count` reaches n (workers done, not yet joined). */
-static void wait_count(atomic_uint *count, unsigned n)
-{
-    while (atomic_load(count) < n)
-        sleep_ns(200000);
-}
 
 /* =========================================================================
  * 1 + 3. Exactly once, per-producer FIFO, blocking send/recv, close at the end
@@ -436,7 +73,7 @@ typedef struct eo_run {
     uint64_t seed;
     bitmap seen;
     sl_test_barrier start;
-    atomic_uint producers_left, finished;
+    atomic_uint producers_left;
     atomic_uint_fast64_t received, dropped;
     pad_counter *progress; /* np + nc */
 } eo_run;
@@ -464,7 +101,6 @@ static void *eo_producer(void *arg)
     atomic_store_explicit(&r->progress[w->idx].v, r->n, memory_order_relaxed);
     if (atomic_fetch_sub(&r->producers_left, 1) == 1)
         sl_chan_close(r->ch); /* the last producer closes, racing the receivers */
-    atomic_fetch_add(&r->finished, 1);
     return NULL;
 }
 
@@ -478,9 +114,7 @@ static void *eo_consumer(void *arg)
     unsigned char buf[ESZ_MAX];
     char who[64];
     snprintf(who, sizeof who, "consumer %u", c);
-    uint64_t *last = xcalloc(r->np, sizeof *last);
-    for (unsigned p = 0; p < r->np; p++)
-        last[p] = NONE;
+    uint64_t *last = xnones(r->np);
     uint64_t got = 0;
     sl_test_barrier_wait(&r->start);
     for (;;) {
@@ -495,10 +129,7 @@ static void *eo_consumer(void *arg)
         uint64_t s;
         if (!msg_read(buf, r->esz, r->np, r->n, &p, &s, who))
             continue;
-        if (last[p] != NONE && s <= last[p])
-            rec_fail("%s: per-producer FIFO broken: producer %u seq %llu after seq %llu", who,
-                     p, ULL(s), ULL(last[p]));
-        last[p] = s;
+        fifo_see(&last[p], p, s, who);
         if (bm_set(&r->seen, (uint64_t)p * r->n + s))
             rec_fail("%s: duplicate: producer %u seq %llu received twice", who, p, ULL(s));
         got++;
@@ -517,7 +148,6 @@ static void *eo_consumer(void *arg)
     atomic_store_explicit(&r->progress[w->idx].v, got, memory_order_relaxed);
     atomic_fetch_add(&r->received, got);
     free(last);
-    atomic_fetch_add(&r->finished, 1);
     return NULL;
 }
 
@@ -538,7 +168,7 @@ static void eo_diag(void *arg)
 {
     eo_run *r = arg;
     fprintf(stderr, "  %s %u/%u cap %zu: len %zu, closed %d, producers left %u\n",
-            flavor_name(r->cfg->flavor), r->np, r->nc, r->cap, sl_chan_len(r->ch),
+            sl_test_flavor_name(r->cfg->flavor), r->np, r->nc, r->cap, sl_chan_len(r->ch),
             (int)sl_chan_is_closed(r->ch), atomic_load(&r->producers_left));
     for (unsigned i = 0; i < r->np + r->nc; i++)
         fprintf(stderr, "  %s %u: %llu of %llu\n", i < r->np ? "producer" : "consumer",
@@ -549,11 +179,9 @@ static void eo_diag(void *arg)
 
 static void eo_execute(const eo_cfg *cfg)
 {
-    char name[160];
-    snprintf(name, sizeof name, "exactly_once[%s]", cfg->name);
     eo_run *r = xaligned(sizeof *r);
     r->cfg = cfg;
-    r->seed = begin_test(name);
+    r->seed = begin_test(SUITE, "exactly_once[%s]", cfg->name);
     bool multi = cfg->flavor == SL_MPMC;
     r->np = multi ? sl_test_env_uint("SL_STRESS_PRODUCERS", cfg->producers) : 1;
     r->nc = multi ? sl_test_env_uint("SL_STRESS_CONSUMERS", cfg->consumers) : 1;
@@ -564,7 +192,6 @@ static void eo_execute(const eo_cfg *cfg)
     bm_init(&r->seen, (uint64_t)r->np * r->n);
     sl_test_barrier_init(&r->start, r->np + r->nc);
     atomic_init(&r->producers_left, r->np);
-    atomic_init(&r->finished, 0);
     atomic_init(&r->received, 0);
     atomic_init(&r->dropped, 0);
     r->progress = xaligned((r->np + r->nc) * sizeof *r->progress);
@@ -575,37 +202,16 @@ static void eo_execute(const eo_cfg *cfg)
     CHECK_MSG(sl_chan_cap(r->ch) == cfg->cap, "sl_chan_cap %zu, asked %zu", sl_chan_cap(r->ch),
               cfg->cap);
 
-    worker *w = xcalloc(r->np + r->nc, sizeof *w);
-    watchdog wd;
-    watchdog_start(&wd, eo_progress, eo_diag, r);
-    uint64_t t0 = sl_test_now_ns();
-    pthread_t *tids = xcalloc(r->np + r->nc, sizeof *tids);
-    for (unsigned i = 0; i < r->np + r->nc; i++) {
-        w[i].run = r;
-        w[i].idx = i;
-        spawn(&w[i].thr, i < r->np ? eo_producer : eo_consumer, &w[i]);
-        tids[i] = w[i].thr;
-    }
-    preemptor pr;
-    preemptor_start(&pr, cfg->preempt, tids, r->np + r->nc);
-    wait_count(&r->finished, r->np + r->nc);
-    preemptor_stop(&pr);
-    for (unsigned i = 0; i < r->np + r->nc; i++)
-        pthread_join(w[i].thr, NULL);
-    free(tids);
-    uint64_t t1 = sl_test_now_ns();
-    watchdog_stop(&wd);
+    const team_role roles[] = {{r->np, eo_producer, true}, {r->nc, eo_consumer, true}};
+    team t;
+    team_start(&t, r, roles, N_OF(roles), cfg->preempt ? &k_preempt_brief : NULL, eo_progress,
+               eo_diag);
+    double secs = team_end(&t);
 
     ASSERT_CLEAN();
     uint64_t want = (uint64_t)r->np * r->n;
     uint64_t got = atomic_load(&r->received);
-    if (got != want) {
-        for (unsigned p = 0; p < r->np; p++)
-            for (uint64_t s = 0; s < r->n; s++)
-                CHECK_MSG(bm_get(&r->seen, (uint64_t)p * r->n + s),
-                          "lost: producer %u seq %llu never received (%llu of %llu arrived)", p,
-                          ULL(s), ULL(got), ULL(want));
-    }
+    check_none_lost(&r->seen, r->n, got, want);
     CHECK_MSG(got == want, "received %llu of %llu", ULL(got), ULL(want));
     CHECK_MSG(sl_chan_is_closed(r->ch), "channel not closed");
     CHECK_MSG(sl_chan_len(r->ch) == 0, "len %zu after everything was received",
@@ -614,12 +220,11 @@ static void eo_execute(const eo_cfg *cfg)
     CHECK_MSG(atomic_load(&r->dropped) == 0, "sl_chan_free dropped %llu messages from a drained "
               "channel", ULL(atomic_load(&r->dropped)));
     fprintf(stderr, "[%s] %u/%u, %llu messages of %zu B in %.3f s\n", g_test, r->np, r->nc,
-            ULL(want), r->esz, (double)(t1 - t0) / 1e9);
+            ULL(want), r->esz, secs);
 
     sl_test_barrier_destroy(&r->start);
     bm_free(&r->seen);
     free(r->progress);
-    free(w);
     free(r);
 }
 
@@ -661,8 +266,6 @@ static const eo_cfg eo_wrap[] = {
     {"spsc cap 1 @2^64-3", SL_SPSC, 1, 1, 1, 16, 100000, 8000, true, UINT64_MAX - 3, false},
 };
 
-#define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
-
 START_TEST(exactly_once_mpmc) { eo_execute(&eo_mpmc[_i]); }
 END_TEST
 
@@ -688,50 +291,10 @@ typedef struct mx_cfg {
     bool preempt; /* signal producers and consumers at random instants */
 } mx_cfg;
 
-enum { MODE_DRAIN, MODE_PARTIAL, MODE_ABANDON, MODE_COUNT };
-static const char *const k_mode_names[] = {"drain", "partial", "abandon"};
-
-typedef struct mx_run {
-    const mx_cfg *cfg;
-    sl_chan *ch;
-    unsigned np, nc, round;
-    uint64_t n;
-    size_t esz, cap;
-    uint64_t seed;
-    int mode;
-    bitmap sent, recv, drop, preclose;
-    sl_test_barrier start;
-    atomic_int close_started;
-    atomic_uint producers_done;
-    atomic_uint finished;
-    atomic_uint closed_seen;            /* consumers that got SL_CLOSED from a receive */
-    atomic_uint_fast64_t late_after_closed; /* messages received after SL_CLOSED */
-    uint64_t close_target;
-    pad_counter *progress; /* np + nc */
-    uint64_t *sent_ok;     /* [np], each written by its producer */
-    uint64_t *recv_cnt;    /* [nc][np] */
-    uint64_t *recv_last;   /* [nc][np] newest seq each consumer got, or NONE */
-    uint64_t *max_recv;    /* [np], merged after the join */
-    uint64_t *drop_cnt;    /* [np], from the drop function (main thread) */
-    uint64_t *drop_last;   /* [np] */
-    uint64_t drops_pre, drops_late;
-    bool *quit_early;      /* [nc] */
-} mx_run;
-
-static void mx_mark_sent(mx_run *r, unsigned p, uint64_t s)
-{
-    uint64_t i = (uint64_t)p * r->n + s;
-    if (bm_set(&r->sent, i))
-        rec_fail("producer %u: seq %llu reported sent twice (test bug)", p, ULL(s));
-    /* seq_cst: ordered against the closer's store of close_started. */
-    if (atomic_load(&r->close_started) == 0)
-        bm_set(&r->preclose, i);
-}
-
 static void *mx_producer(void *arg)
 {
     worker *w = arg;
-    mx_run *r = w->run;
+    mc_round *r = w->run;
     unsigned p = w->idx;
     sl_test_rng rng;
     sl_test_rng_seed(&rng, r->seed ^ (w->idx + 1) * GOLDEN ^ r->round);
@@ -759,7 +322,7 @@ static void *mx_producer(void *arg)
                 st = sl_chan_send_for(r->ch, buf, timeout);
             }
             if (st == SL_OK) {
-                mx_mark_sent(r, p, s);
+                mc_mark_sent(r, p, s);
                 s++;
                 ok++;
             } else if (st == SL_CLOSED) {
@@ -784,18 +347,14 @@ static void *mx_producer(void *arg)
                 closed = true;
             }
         } else {
-            size_t k = 1 + (size_t)(sl_test_rng_next(&rng) % BATCH_MAX);
-            if (k > r->n - s)
-                k = (size_t)(r->n - s);
-            for (size_t i = 0; i < k; i++)
-                msg_make(batch + i * r->esz, r->esz, p, s + i);
+            size_t k = msg_batch(batch, r->esz, p, s, r->n - s, BATCH_MAX, &rng);
             size_t got = sl_chan_try_send_n(r->ch, batch, k);
             if (got > k) {
                 rec_fail("producer %u: sl_chan_try_send_n(%zu) returned %zu", p, k, got);
                 got = k;
             }
             for (size_t i = 0; i < got; i++)
-                mx_mark_sent(r, p, s + i);
+                mc_mark_sent(r, p, s + i);
             s += got;
             ok += got;
             if (got < k) {
@@ -817,7 +376,7 @@ static void *mx_producer(void *arg)
         sl_status st = sl_chan_try_send(r->ch, buf);
         if (st == SL_OK) {
             rec_fail("producer %u: sl_chan_try_send after the close returned SL_OK", p);
-            mx_mark_sent(r, p, s);
+            mc_mark_sent(r, p, s);
             ok++;
         } else if (st != SL_CLOSED) {
             rec_fail("producer %u: sl_chan_try_send after the close returned %s", p,
@@ -827,7 +386,7 @@ static void *mx_producer(void *arg)
             st = sl_chan_send(r->ch, buf);
             if (st == SL_OK) {
                 rec_fail("producer %u: sl_chan_send after the close returned SL_OK", p);
-                mx_mark_sent(r, p, s);
+                mc_mark_sent(r, p, s);
                 ok++;
             } else if (st != SL_CLOSED) {
                 rec_fail("producer %u: sl_chan_send after the close returned %s", p,
@@ -838,35 +397,13 @@ static void *mx_producer(void *arg)
     r->sent_ok[p] = ok;
     atomic_store_explicit(&r->progress[p].v, r->n, memory_order_relaxed);
     atomic_fetch_add(&r->producers_done, 1);
-    atomic_fetch_add(&r->finished, 1);
     return NULL;
-}
-
-/* A message arrived at consumer c: check and record it. */
-static void mx_take(mx_run *r, unsigned c, const unsigned char *buf, const char *who,
-                    bool after_closed)
-{
-    uint32_t p;
-    uint64_t s;
-    if (!msg_read(buf, r->esz, r->np, r->n, &p, &s, who))
-        return;
-    uint64_t *last = &r->recv_last[(size_t)c * r->np + p];
-    if (*last != NONE && s <= *last)
-        rec_fail("%s: per-producer FIFO broken: producer %u seq %llu after seq %llu", who, p,
-                 ULL(s), ULL(*last));
-    *last = s;
-    uint64_t i = (uint64_t)p * r->n + s;
-    if (bm_set(&r->recv, i))
-        rec_fail("%s: duplicate: producer %u seq %llu received twice", who, p, ULL(s));
-    r->recv_cnt[(size_t)c * r->np + p]++;
-    if (after_closed)
-        atomic_fetch_add(&r->late_after_closed, 1);
 }
 
 static void *mx_consumer(void *arg)
 {
     worker *w = arg;
-    mx_run *r = w->run;
+    mc_round *r = w->run;
     unsigned c = w->idx - r->np;
     sl_test_rng rng;
     sl_test_rng_seed(&rng, r->seed ^ (w->idx + 1) * GOLDEN ^ r->round);
@@ -884,7 +421,7 @@ static void *mx_consumer(void *arg)
         if (op <= 2) {
             st = sl_chan_recv(r->ch, buf);
             if (st == SL_OK) {
-                mx_take(r, c, buf, who, false);
+                mc_take(r, c, buf, who, false);
                 got++;
             } else if (st == SL_CLOSED) {
                 done = saw_closed = true;
@@ -895,7 +432,7 @@ static void *mx_consumer(void *arg)
         } else if (op <= 4) {
             st = sl_chan_try_recv(r->ch, buf);
             if (st == SL_OK) {
-                mx_take(r, c, buf, who, false);
+                mc_take(r, c, buf, who, false);
                 got++;
             } else if (st == SL_CLOSED) {
                 done = saw_closed = true;
@@ -910,7 +447,7 @@ static void *mx_consumer(void *arg)
             uint64_t t0 = sl_test_now_ns();
             st = sl_chan_recv_for(r->ch, buf, timeout);
             if (st == SL_OK) {
-                mx_take(r, c, buf, who, false);
+                mc_take(r, c, buf, who, false);
                 got++;
             } else if (st == SL_CLOSED) {
                 done = saw_closed = true;
@@ -931,12 +468,12 @@ static void *mx_consumer(void *arg)
                 n = k;
             }
             for (size_t i = 0; i < n; i++)
-                mx_take(r, c, batch + i * r->esz, who, false);
+                mc_take(r, c, batch + i * r->esz, who, false);
             got += n;
             if (n == 0) {
                 st = sl_chan_try_recv(r->ch, buf);
                 if (st == SL_OK) {
-                    mx_take(r, c, buf, who, false);
+                    mc_take(r, c, buf, who, false);
                     got++;
                 } else if (st == SL_CLOSED) {
                     done = saw_closed = true;
@@ -961,7 +498,7 @@ static void *mx_consumer(void *arg)
                          : k == 1 ? sl_chan_recv_for(r->ch, buf, 0)
                                   : sl_chan_recv(r->ch, buf);
             if (st == SL_OK) {
-                mx_take(r, c, buf, who, true);
+                mc_take(r, c, buf, who, true);
                 got++;
                 k--;
             } else if (st != SL_CLOSED) {
@@ -973,74 +510,17 @@ static void *mx_consumer(void *arg)
             rec_fail("%s: sl_chan_try_recv_n after SL_CLOSED returned messages", who);
     }
     atomic_store_explicit(&r->progress[w->idx].v, got, memory_order_relaxed);
-    atomic_fetch_add(&r->finished, 1);
     return NULL;
 }
 
 static void *mx_closer(void *arg)
 {
     worker *w = arg;
-    mx_run *r = w->run;
+    mc_round *r = w->run;
     sl_test_rng rng;
     sl_test_rng_seed(&rng, r->seed ^ 0xC105Eull ^ r->round);
-    sl_test_barrier_wait(&r->start);
-    while (sum_counters(r->progress, r->np) < r->close_target &&
-           atomic_load(&r->producers_done) < r->np)
-        sleep_ns(10000);
-    atomic_store(&r->close_started, 1);
-    sl_chan_close(r->ch);
-    if (sl_test_rng_next(&rng) & 1)
-        sl_chan_close(r->ch); /* idempotent */
-    if (!sl_chan_is_closed(r->ch))
-        rec_fail("sl_chan_is_closed is false after sl_chan_close");
+    mc_close_at_target(r, sl_test_rng_next(&rng) & 1);
     return NULL;
-}
-
-static void mx_drop(void *elem, void *ctx)
-{
-    mx_run *r = ctx;
-    uint32_t p;
-    uint64_t s;
-    if (!msg_read(elem, r->esz, r->np, r->n, &p, &s, "drop function"))
-        return;
-    uint64_t i = (uint64_t)p * r->n + s;
-    if (bm_set(&r->drop, i))
-        rec_fail("drop function: producer %u seq %llu dropped twice", p, ULL(s));
-    if (bm_get(&r->recv, i))
-        rec_fail("drop function: producer %u seq %llu dropped and also received", p, ULL(s));
-    if (r->drop_last[p] != NONE && s <= r->drop_last[p])
-        rec_fail("drop function: not FIFO: producer %u seq %llu dropped after seq %llu", p,
-                 ULL(s), ULL(r->drop_last[p]));
-    if (r->max_recv[p] != NONE && s < r->max_recv[p])
-        rec_fail("FIFO broken: producer %u seq %llu left in the channel, but seq %llu was "
-                 "received",
-                 p, ULL(s), ULL(r->max_recv[p]));
-    r->drop_last[p] = s;
-    r->drop_cnt[p]++;
-    if (bm_get(&r->preclose, i))
-        r->drops_pre++;
-    else
-        r->drops_late++;
-}
-
-static uint64_t mx_progress(void *arg)
-{
-    mx_run *r = arg;
-    return sum_counters(r->progress, r->np + r->nc);
-}
-
-static void mx_diag(void *arg)
-{
-    mx_run *r = arg;
-    fprintf(stderr, "  round %u, mode %s, %s %u/%u cap %zu: len %zu, closed %d (close_started %d), "
-            "producers done %u, consumers saw SL_CLOSED %u\n",
-            r->round, k_mode_names[r->mode], flavor_name(r->cfg->flavor), r->np, r->nc, r->cap,
-            sl_chan_len(r->ch), (int)sl_chan_is_closed(r->ch), atomic_load(&r->close_started),
-            atomic_load(&r->producers_done), atomic_load(&r->closed_seen));
-    for (unsigned i = 0; i < r->np + r->nc; i++)
-        fprintf(stderr, "  %s %u: %llu\n", i < r->np ? "producer (next seq)" : "consumer (got)",
-                i < r->np ? i : i - r->np,
-                ULL(atomic_load_explicit(&r->progress[i].v, memory_order_relaxed)));
 }
 
 /* Close is linearizable with sends (chan.c): by default a send that returned
@@ -1056,81 +536,22 @@ static bool strict_close(void)
 static void mx_round(const mx_cfg *cfg, uint64_t seed, unsigned round, unsigned np, unsigned nc,
                      uint64_t n, uint64_t *late_total, uint64_t *drops_total)
 {
-    sl_test_rng rng;
-    sl_test_rng_seed(&rng, seed ^ (round + 1) * 0xD1B54A32D192ED03ull);
-    mx_run *r = xaligned(sizeof *r);
-    r->cfg = cfg;
-    r->np = np;
-    r->nc = nc;
-    r->round = round;
-    r->n = n;
-    r->esz = cfg->esz;
+    mc_round *r = mc_begin(seed, round, np, nc, n, cfg->esz);
+    r->flavor = cfg->flavor;
     r->cap = cfg->cap;
-    r->seed = seed;
-    r->mode = (int)(sl_test_rng_next(&rng) % MODE_COUNT);
-    uint64_t total = (uint64_t)np * n;
-    bm_init(&r->sent, total);
-    bm_init(&r->recv, total);
-    bm_init(&r->drop, total);
-    bm_init(&r->preclose, total);
-    sl_test_barrier_init(&r->start, np + nc + 1);
-    atomic_init(&r->close_started, 0);
-    atomic_init(&r->producers_done, 0);
-    atomic_init(&r->finished, 0);
-    atomic_init(&r->closed_seen, 0);
-    atomic_init(&r->late_after_closed, 0);
-    /* Mostly in the middle; sometimes at once; sometimes after the producers. */
-    uint64_t pick = sl_test_rng_next(&rng) % 8;
-    r->close_target = pick == 0 ? 0 : pick == 1 ? total + 1 : sl_test_rng_next(&rng) % (total + 1);
-    r->progress = xaligned((np + nc) * sizeof *r->progress);
-    r->sent_ok = xcalloc(np, sizeof(uint64_t));
-    r->recv_cnt = xcalloc((size_t)nc * np, sizeof(uint64_t));
-    r->recv_last = xcalloc((size_t)nc * np, sizeof(uint64_t));
-    for (size_t i = 0; i < (size_t)nc * np; i++)
-        r->recv_last[i] = NONE;
-    r->max_recv = xcalloc(np, sizeof(uint64_t));
-    r->drop_cnt = xcalloc(np, sizeof(uint64_t));
-    r->drop_last = xcalloc(np, sizeof(uint64_t));
-    for (unsigned p = 0; p < np; p++)
-        r->max_recv[p] = r->drop_last[p] = NONE;
-    r->quit_early = xcalloc(nc, sizeof(bool));
-    for (unsigned c = 0; c < nc; c++)
-        r->quit_early[c] = r->mode == MODE_ABANDON ||
-                           (r->mode == MODE_PARTIAL && (sl_test_rng_next(&rng) & 1));
-
-    sl_status st = new_chan(&r->ch, cfg->flavor, cfg->esz, cfg->cap, mx_drop, r, cfg->at,
+    sl_status st = new_chan(&r->ch, cfg->flavor, cfg->esz, cfg->cap, mc_drop, r, cfg->at,
                             cfg->start);
     CHECK_MSG(st == SL_OK, "channel creation returned %s", sl_status_str(st));
 
-    worker *w = xcalloc(np + nc + 1, sizeof *w);
-    watchdog wd;
-    watchdog_start(&wd, mx_progress, mx_diag, r);
-    pthread_t *tids = xcalloc(np + nc, sizeof *tids);
-    for (unsigned i = 0; i < np + nc + 1; i++) {
-        w[i].run = r;
-        w[i].idx = i;
-        spawn(&w[i].thr, i < np ? mx_producer : i < np + nc ? mx_consumer : mx_closer, &w[i]);
-        if (i < np + nc)
-            tids[i] = w[i].thr;
-    }
-    preemptor pr;
-    preemptor_start(&pr, cfg->preempt, tids, np + nc);
-    wait_count(&r->finished, np + nc);
-    preemptor_stop(&pr);
-    for (unsigned i = 0; i < np + nc + 1; i++)
-        pthread_join(w[i].thr, NULL);
-    free(tids);
-    watchdog_stop(&wd);
+    const team_role roles[] = {
+        {np, mx_producer, true}, {nc, mx_consumer, true}, {1, mx_closer, false}};
+    team t;
+    team_start(&t, r, roles, N_OF(roles), cfg->preempt ? &k_preempt_brief : NULL, mc_progress,
+               mc_diag);
+    team_end(&t);
 
     /* Merge what the consumers saw, then let sl_chan_free drop the rest. */
-    uint64_t *recv_tot = xcalloc(np, sizeof(uint64_t));
-    for (unsigned c = 0; c < nc; c++)
-        for (unsigned p = 0; p < np; p++) {
-            recv_tot[p] += r->recv_cnt[(size_t)c * np + p];
-            uint64_t l = r->recv_last[(size_t)c * np + p];
-            if (l != NONE && (r->max_recv[p] == NONE || l > r->max_recv[p]))
-                r->max_recv[p] = l;
-        }
+    fold_newest(r->max_recv, r->recv_last, nc, np);
     size_t len = sl_chan_len(r->ch);
     CHECK_MSG(len <= cfg->cap, "round %u: len %zu above capacity %zu", round, len, cfg->cap);
     sl_chan_free(r->ch);
@@ -1138,6 +559,7 @@ static void mx_round(const mx_cfg *cfg, uint64_t seed, unsigned round, unsigned 
 
     uint64_t drops = 0;
     for (unsigned p = 0; p < np; p++) {
+        uint64_t recvd = mc_received(r, p);
         drops += r->drop_cnt[p];
         for (uint64_t s = 0; s < n; s++) {
             uint64_t i = (uint64_t)p * n + s;
@@ -1155,9 +577,9 @@ static void mx_round(const mx_cfg *cfg, uint64_t seed, unsigned round, unsigned 
                       "received nor dropped",
                       round, k_mode_names[r->mode], p, ULL(s));
         }
-        CHECK_MSG(r->sent_ok[p] == recv_tot[p] + r->drop_cnt[p],
+        CHECK_MSG(r->sent_ok[p] == recvd + r->drop_cnt[p],
                   "round %u: producer %u: sent %llu != received %llu + dropped %llu", round, p,
-                  ULL(r->sent_ok[p]), ULL(recv_tot[p]), ULL(r->drop_cnt[p]));
+                  ULL(r->sent_ok[p]), ULL(recvd), ULL(r->drop_cnt[p]));
     }
     /* len at rest: exact for SPSC; for MPMC an upper bound that is 0 exactly
      * when empty (sluice/mpmc.h). */
@@ -1186,29 +608,12 @@ static void mx_round(const mx_cfg *cfg, uint64_t seed, unsigned round, unsigned 
     *late_total += late;
     *drops_total += drops;
 
-    free(recv_tot);
-    sl_test_barrier_destroy(&r->start);
-    bm_free(&r->sent);
-    bm_free(&r->recv);
-    bm_free(&r->drop);
-    bm_free(&r->preclose);
-    free(r->progress);
-    free(r->sent_ok);
-    free(r->recv_cnt);
-    free(r->recv_last);
-    free(r->max_recv);
-    free(r->drop_cnt);
-    free(r->drop_last);
-    free(r->quit_early);
-    free(w);
-    free(r);
+    mc_end(r);
 }
 
 static void mx_execute(const mx_cfg *cfg)
 {
-    char name[160];
-    snprintf(name, sizeof name, "mixed_close[%s]", cfg->name);
-    uint64_t seed = begin_test(name);
+    uint64_t seed = begin_test(SUITE, "mixed_close[%s]", cfg->name);
     bool multi = cfg->flavor == SL_MPMC;
     unsigned np = multi ? sl_test_env_uint("SL_STRESS_PRODUCERS", cfg->producers) : 1;
     unsigned nc = multi ? sl_test_env_uint("SL_STRESS_CONSUMERS", cfg->consumers) : 1;
@@ -1282,11 +687,7 @@ static void *dr_producer(void *arg)
     while (s < r->n) {
         unsigned op = (unsigned)(sl_test_rng_next(&rng) % 8);
         if (op == 7) {
-            size_t k = 1 + (size_t)(sl_test_rng_next(&rng) % BATCH_MAX);
-            if (k > r->n - s)
-                k = (size_t)(r->n - s);
-            for (size_t i = 0; i < k; i++)
-                msg_make(batch + i * r->esz, r->esz, p, s + i);
+            size_t k = msg_batch(batch, r->esz, p, s, r->n - s, BATCH_MAX, &rng);
             size_t got = sl_chan_try_send_n(r->ch, batch, k);
             s += got; /* the unsent tail is retried next */
             if (got == 0 && sl_chan_is_closed(r->ch)) {
@@ -1354,11 +755,7 @@ static void *dr_consumer(void *arg)
         uint64_t s;
         if (!msg_read(buf, r->esz, r->np, r->n, &p, &s, who))
             continue;
-        uint64_t *last = &r->recv_last[(size_t)c * r->np + p];
-        if (*last != NONE && s <= *last)
-            rec_fail("%s: per-producer FIFO broken: producer %u seq %llu after seq %llu", who,
-                     p, ULL(s), ULL(*last));
-        *last = s;
+        fifo_see(&r->recv_last[(size_t)c * r->np + p], p, s, who);
         if (bm_set(&r->recv, (uint64_t)p * r->n + s))
             rec_fail("%s: duplicate: producer %u seq %llu", who, p, ULL(s));
         got++;
@@ -1375,18 +772,7 @@ static void dr_drop(void *elem, void *ctx)
     uint64_t s;
     if (!msg_read(elem, r->esz, r->np, r->n, &p, &s, "drop function"))
         return;
-    uint64_t i = (uint64_t)p * r->n + s;
-    if (bm_set(&r->drop, i))
-        rec_fail("drop function: producer %u seq %llu dropped twice", p, ULL(s));
-    if (bm_get(&r->recv, i))
-        rec_fail("drop function: producer %u seq %llu dropped and also received", p, ULL(s));
-    if (r->drop_last[p] != NONE && s <= r->drop_last[p])
-        rec_fail("drop function: not FIFO: producer %u seq %llu after seq %llu", p, ULL(s),
-                 ULL(r->drop_last[p]));
-    if (r->max_recv[p] != NONE && s < r->max_recv[p])
-        rec_fail("FIFO broken: producer %u seq %llu left inside but seq %llu was received", p,
-                 ULL(s), ULL(r->max_recv[p]));
-    r->drop_last[p] = s;
+    drop_see(&r->drop, &r->recv, &r->drop_last[p], r->max_recv[p], p, s, (uint64_t)p * r->n + s);
     r->drop_cnt[p]++;
 }
 
@@ -1400,12 +786,9 @@ static void dr_diag(void *arg)
 {
     dr_run *r = arg;
     fprintf(stderr, "  round %u, %s %u/%u cap %zu quota %llu: len %zu, closed %d, closing %d\n",
-            r->round, flavor_name(r->cfg->flavor), r->np, r->nc, r->cap, ULL(r->quota),
+            r->round, sl_test_flavor_name(r->cfg->flavor), r->np, r->nc, r->cap, ULL(r->quota),
             sl_chan_len(r->ch), (int)sl_chan_is_closed(r->ch), atomic_load(&r->closing));
-    for (unsigned i = 0; i < r->np + r->nc; i++)
-        fprintf(stderr, "  %s %u: %llu\n", i < r->np ? "producer" : "consumer",
-                i < r->np ? i : i - r->np,
-                ULL(atomic_load_explicit(&r->progress[i].v, memory_order_relaxed)));
+    print_progress(r->progress, r->np, r->nc, "producer", "consumer");
 }
 
 static void dr_round(const mx_cfg *cfg, uint64_t seed, unsigned round, unsigned np, unsigned nc,
@@ -1434,46 +817,29 @@ static void dr_round(const mx_cfg *cfg, uint64_t seed, unsigned round, unsigned 
     r->progress = xaligned((np + nc) * sizeof *r->progress);
     r->sent_ok = xcalloc(np, sizeof(uint64_t));
     r->end_status = xcalloc(np, sizeof(sl_status));
-    r->recv_last = xcalloc((size_t)nc * np, sizeof(uint64_t));
-    for (size_t i = 0; i < (size_t)nc * np; i++)
-        r->recv_last[i] = NONE;
-    r->max_recv = xcalloc(np, sizeof(uint64_t));
-    r->drop_last = xcalloc(np, sizeof(uint64_t));
+    r->recv_last = xnones((size_t)nc * np);
+    r->max_recv = xnones(np);
+    r->drop_last = xnones(np);
     r->drop_cnt = xcalloc(np, sizeof(uint64_t));
-    for (unsigned p = 0; p < np; p++)
-        r->max_recv[p] = r->drop_last[p] = NONE;
 
     sl_status st = new_chan(&r->ch, cfg->flavor, cfg->esz, cfg->cap, dr_drop, r, cfg->at,
                             cfg->start);
     CHECK_MSG(st == SL_OK, "channel creation returned %s", sl_status_str(st));
-    worker *w = xcalloc(np + nc, sizeof *w);
-    watchdog wd;
-    watchdog_start(&wd, dr_progress, dr_diag, r);
-    for (unsigned i = 0; i < np + nc; i++) {
-        w[i].run = r;
-        w[i].idx = i;
-        spawn(&w[i].thr, i < np ? dr_producer : dr_consumer, &w[i]);
-    }
-    for (unsigned i = np; i < np + nc; i++)
-        pthread_join(w[i].thr, NULL);
+    const team_role roles[] = {{np, dr_producer, false}, {nc, dr_consumer, false}};
+    team t;
+    team_start(&t, r, roles, N_OF(roles), NULL, dr_progress, dr_diag);
+    team_join(&t, np, np + nc);
     /* The consumers are gone: the producers fill the channel and park. */
     uint64_t t0 = sl_test_now_ns();
     while (sl_chan_len(r->ch) < cfg->cap && sl_test_now_ns() - t0 < 2000000000ull)
-        sleep_ns(100000);
-    sleep_ns(1000000 + sl_test_rng_next(&rng) % 3000000);
+        sl_test_sleep_ns(100000);
+    sl_test_sleep_ns(1000000 + sl_test_rng_next(&rng) % 3000000);
     atomic_store(&r->closing, 1);
     sl_chan_close(r->ch);
-    for (unsigned i = 0; i < np; i++)
-        pthread_join(w[i].thr, NULL);
-    watchdog_stop(&wd);
+    team_end(&t);
     ASSERT_CLEAN();
 
-    for (unsigned c = 0; c < nc; c++)
-        for (unsigned p = 0; p < np; p++) {
-            uint64_t l = r->recv_last[(size_t)c * np + p];
-            if (l != NONE && (r->max_recv[p] == NONE || l > r->max_recv[p]))
-                r->max_recv[p] = l;
-        }
+    fold_newest(r->max_recv, r->recv_last, nc, np);
     size_t len = sl_chan_len(r->ch);
     CHECK_MSG(len <= cfg->cap, "round %u: len %zu above capacity %zu", round, len, cfg->cap);
     sl_chan_free(r->ch);
@@ -1521,7 +887,6 @@ static void dr_round(const mx_cfg *cfg, uint64_t seed, unsigned round, unsigned 
     free(r->max_recv);
     free(r->drop_last);
     free(r->drop_cnt);
-    free(w);
     free(r);
 }
 
@@ -1537,9 +902,7 @@ static const mx_cfg dr_cfgs[] = {
 
 static void dr_execute(const mx_cfg *cfg)
 {
-    char name[160];
-    snprintf(name, sizeof name, "drop_blocked[%s]", cfg->name);
-    uint64_t seed = begin_test(name);
+    uint64_t seed = begin_test(SUITE, "drop_blocked[%s]", cfg->name);
     bool multi = cfg->flavor == SL_MPMC;
     unsigned np = multi ? sl_test_env_uint("SL_STRESS_PRODUCERS", cfg->producers) : 1;
     unsigned nc = multi ? sl_test_env_uint("SL_STRESS_CONSUMERS", cfg->consumers) : 1;
@@ -1576,21 +939,13 @@ typedef struct cd_run {
     unsigned rounds, k, got, mode;
     uint64_t seed, delay_ns;
     sl_test_barrier go, done;
-    atomic_uint finished;
     atomic_uint_fast64_t progress;
     uint64_t dropped;
 } cd_run;
 
-static void busy_wait(uint64_t ns)
-{
-    uint64_t until = sl_test_now_ns() + ns;
-    while (sl_test_now_ns() < until) {
-    }
-}
-
 static void *cd_sender(void *arg)
 {
-    cd_run *r = arg;
+    cd_run *r = ((worker *)arg)->run;
     sl_test_rng rng;
     sl_test_rng_seed(&rng, r->seed ^ GOLDEN);
     for (unsigned round = 0; round < r->rounds; round++) {
@@ -1607,13 +962,12 @@ static void *cd_sender(void *arg)
         sl_chan_close(r->ch);
         sl_test_barrier_wait(&r->done);
     }
-    atomic_fetch_add(&r->finished, 1);
     return NULL;
 }
 
 static void *cd_receiver(void *arg)
 {
-    cd_run *r = arg;
+    cd_run *r = ((worker *)arg)->run;
     for (unsigned round = 0; round < r->rounds; round++) {
         sl_test_barrier_wait(&r->go);
         unsigned got = 0;
@@ -1659,7 +1013,6 @@ static void *cd_receiver(void *arg)
         atomic_fetch_add_explicit(&r->progress, 1, memory_order_relaxed);
         sl_test_barrier_wait(&r->done);
     }
-    atomic_fetch_add(&r->finished, 1);
     return NULL;
 }
 
@@ -1679,21 +1032,16 @@ START_TEST(close_drains)
 {
     cd_run *r = xaligned(sizeof *r);
     r->flavor = _i == 0 ? SL_MPMC : SL_SPSC;
-    r->seed = begin_test(_i == 0 ? "close_drains[mpmc preempted]" : "close_drains[spsc preempted]");
+    r->seed = begin_test(SUITE, "close_drains[%s preempted]", _i == 0 ? "mpmc" : "spsc");
     r->rounds = (unsigned)sl_test_scaled(4000, 400);
     sl_test_barrier_init(&r->go, 3);
     sl_test_barrier_init(&r->done, 3);
-    atomic_init(&r->finished, 0);
     atomic_init(&r->progress, 0);
     sl_test_rng rng;
     sl_test_rng_seed(&rng, r->seed);
-    pthread_t t[2];
-    watchdog wd;
-    watchdog_start(&wd, cd_progress, NULL, r);
-    spawn(&t[0], cd_sender, r);
-    spawn(&t[1], cd_receiver, r);
-    preemptor pr;
-    preemptor_start(&pr, true, t, 2);
+    const team_role roles[] = {{1, cd_sender, true}, {1, cd_receiver, true}};
+    team t;
+    team_start(&t, r, roles, N_OF(roles), &k_preempt_brief, cd_progress, NULL);
     unsigned missed_rounds = 0, missed = 0;
     for (unsigned round = 0; round < r->rounds; round++) {
         sl_chan_opts o = {.flavor = r->flavor, .elem_size = sizeof(uint64_t), .capacity = 4,
@@ -1714,11 +1062,7 @@ START_TEST(close_drains)
                      round, r->mode, r->got, r->k, ULL(r->dropped));
         }
     }
-    wait_count(&r->finished, 2);
-    preemptor_stop(&pr);
-    pthread_join(t[0], NULL);
-    pthread_join(t[1], NULL);
-    watchdog_stop(&wd);
+    team_end(&t);
     fprintf(stderr, "[%s] %u rounds, %llu preemptions; %u rounds lost %u messages\n", g_test,
             r->rounds, ULL(atomic_load(&g_preempt_hits)), missed_rounds, missed);
     ASSERT_CLEAN();
@@ -1733,38 +1077,12 @@ END_TEST
 static Suite *stress_chan_suite(void)
 {
     Suite *s = suite_create("stress_chan");
-    TCase *tc;
-
-    tc = tcase_create("exactly_once_mpmc");
-    tcase_set_timeout(tc, TC_TIMEOUT);
-    tcase_add_loop_test(tc, exactly_once_mpmc, 0, N_OF(eo_mpmc));
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("exactly_once_spsc");
-    tcase_set_timeout(tc, TC_TIMEOUT);
-    tcase_add_loop_test(tc, exactly_once_spsc, 0, N_OF(eo_spsc));
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("exactly_once_wrap");
-    tcase_set_timeout(tc, TC_TIMEOUT);
-    tcase_add_loop_test(tc, exactly_once_wrap, 0, N_OF(eo_wrap));
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("mixed_close");
-    tcase_set_timeout(tc, TC_TIMEOUT);
-    tcase_add_loop_test(tc, mixed_close, 0, N_OF(mx_cfgs));
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("close_drains");
-    tcase_set_timeout(tc, TC_TIMEOUT);
-    tcase_add_loop_test(tc, close_drains, 0, 2);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("drop_blocked");
-    tcase_set_timeout(tc, TC_TIMEOUT);
-    tcase_add_loop_test(tc, drop_blocked, 0, N_OF(dr_cfgs));
-    suite_add_tcase(s, tc);
-
+    sl_test_loop_case(s, "exactly_once_mpmc", TC_TIMEOUT, exactly_once_mpmc, N_OF(eo_mpmc));
+    sl_test_loop_case(s, "exactly_once_spsc", TC_TIMEOUT, exactly_once_spsc, N_OF(eo_spsc));
+    sl_test_loop_case(s, "exactly_once_wrap", TC_TIMEOUT, exactly_once_wrap, N_OF(eo_wrap));
+    sl_test_loop_case(s, "mixed_close", TC_TIMEOUT, mixed_close, N_OF(mx_cfgs));
+    sl_test_loop_case(s, "close_drains", TC_TIMEOUT, close_drains, 2);
+    sl_test_loop_case(s, "drop_blocked", TC_TIMEOUT, drop_blocked, N_OF(dr_cfgs));
     return s;
 }
 

@@ -43,221 +43,20 @@
  * failure). A watchdog reports a test that makes no progress for 30 s (a lost
  * wake-up) with the state of its channels; Check's time-out is the backstop.
  */
-#include "harness.h"
+#include "stress_common.h"
 
-#include <inttypes.h>
 #include <sched.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "sluice/chan.h"
 #include "sluice/select.h"
 
+#define SUITE "stress_flavors"
 #define TC_TIMEOUT 180
-#define ESZ_MAX 64
 #define BATCH_MAX 16
-#define NONE UINT64_MAX
-#define GOLDEN 0x9E3779B97F4A7C15ull
-#define WATCHDOG_NS (30ull * 1000000000ull)
-#define ULL(x) ((unsigned long long)(x))
-#define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
-
-/* ---- failures seen by worker threads ------------------------------------ */
-
-static atomic_int g_failed;
-static atomic_uint g_fail_count;
-static char g_failmsg[1024];
-static uint64_t g_seed;
-static char g_test[160];
-
-static void rec_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void rec_fail(const char *fmt, ...)
-{
-    atomic_fetch_add(&g_fail_count, 1);
-    if (atomic_exchange(&g_failed, 1) != 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(g_failmsg, sizeof g_failmsg, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "[%s] FAIL (seed %llu): %s\n", g_test, ULL(g_seed), g_failmsg);
-    fflush(stderr);
-}
-
-static bool failed(void) { return atomic_load_explicit(&g_failed, memory_order_relaxed) != 0; }
-
-#define ASSERT_CLEAN()                                                                      \
-    ck_assert_msg(atomic_load(&g_failed) == 0,                                              \
-                  "%s: %s (%u failure(s) in all; seed %llu: rerun with SL_STRESS_SEED=%llu)", \
-                  g_test, g_failmsg, atomic_load(&g_fail_count), ULL(g_seed), ULL(g_seed))
-
-static char g_fmt[512];
-static const char *fmt_buf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static const char *fmt_buf(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(g_fmt, sizeof g_fmt, fmt, ap);
-    va_end(ap);
-    return g_fmt;
-}
-
-/* Calls into Check only on failure (a passing ck_assert writes to the parent). */
-#define CHECK_MSG(cond, ...)                                                                \
-    do {                                                                                    \
-        if (!(cond))                                                                        \
-            ck_abort_msg("%s [seed %llu]: %s", g_test, ULL(g_seed), fmt_buf(__VA_ARGS__));  \
-    } while (0)
-
-static uint64_t begin_test(const char *name)
-{
-    const char *v = getenv("SL_STRESS_SEED");
-    uint64_t s = (v && *v) ? strtoull(v, NULL, 0)
-                           : (sl_test_now_ns() * GOLDEN) ^ ((uint64_t)getpid() << 17);
-    if (s == 0)
-        s = 1;
-    g_seed = s;
-    atomic_store(&g_failed, 0);
-    atomic_store(&g_fail_count, 0);
-    g_failmsg[0] = '\0';
-    snprintf(g_test, sizeof g_test, "stress_flavors %s", name);
-    fprintf(stderr, "[%s] seed %llu\n", g_test, ULL(s));
-    return s;
-}
-
-static void *xaligned(size_t bytes)
-{
-    size_t rounded = (bytes + 63) & ~(size_t)63;
-    void *p = aligned_alloc(64, rounded ? rounded : 64);
-    ck_assert_ptr_nonnull(p);
-    memset(p, 0, rounded ? rounded : 64);
-    return p;
-}
-
-static void *xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size ? size : 1);
-    ck_assert_ptr_nonnull(p);
-    return p;
-}
-
-static void sleep_ns(uint64_t ns)
-{
-    struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
-    nanosleep(&ts, NULL);
-}
-
-static void spawn(pthread_t *t, void *(*fn)(void *), void *arg)
-{
-    int e = pthread_create(t, NULL, fn, arg);
-    ck_assert_int_eq(e, 0);
-}
-
-typedef struct pad_counter {
-    _Alignas(64) atomic_uint_fast64_t v;
-} pad_counter;
-
-static uint64_t sum_counters(pad_counter *c, size_t n)
-{
-    uint64_t s = 0;
-    for (size_t i = 0; i < n; i++)
-        s += atomic_load_explicit(&c[i].v, memory_order_relaxed);
-    return s;
-}
-
-
-static const char *flavor_name(sl_flavor f)
-{
-    switch (f) {
-    case SL_SPSC: return "SPSC";
-    case SL_MPMC: return "MPMC";
-    case SL_LIST: return "LIST";
-    case SL_RING: return "RING";
-    default: return "?";
-    }
-}
-
-/* ---- a set of (producer, seq) pairs --------------------------------------- */
-
-typedef struct bitmap {
-    atomic_uint_fast64_t *w;
-    uint64_t nbits;
-} bitmap;
-
-static void bm_init(bitmap *b, uint64_t nbits)
-{
-    b->nbits = nbits;
-    b->w = xcalloc((size_t)((nbits + 63) / 64), sizeof *b->w);
-}
-
-static void bm_free(bitmap *b) { free(b->w); }
-
-static bool bm_set(bitmap *b, uint64_t i)
-{
-    uint64_t m = 1ull << (i & 63);
-    return (atomic_fetch_or_explicit(&b->w[i >> 6], m, memory_order_relaxed) & m) != 0;
-}
-
-static bool bm_get(bitmap *b, uint64_t i)
-{
-    return (atomic_load_explicit(&b->w[i >> 6], memory_order_relaxed) >> (i & 63)) & 1u;
-}
-
-/* ---- messages ------------------------------------------------------------ */
-
-typedef struct msg_hdr {
-    uint32_t producer;
-    uint32_t check;
-    uint64_t seq;
-} msg_hdr;
-_Static_assert(sizeof(msg_hdr) == 16, "the message header is 16 bytes");
-
-static uint32_t msg_check(uint32_t p, uint64_t s)
-{
-    uint64_t x = (s + 1) * GOLDEN ^ ((uint64_t)p + 1) * 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 31;
-    return (uint32_t)x ^ (uint32_t)(x >> 32);
-}
-
-static unsigned char pad_byte(uint32_t check, size_t i)
-{
-    return (unsigned char)((check >> (8 * (i & 3))) ^ (uint32_t)i);
-}
-
-static void msg_make(unsigned char *b, size_t esz, uint32_t p, uint64_t s)
-{
-    msg_hdr h = {p, msg_check(p, s), s};
-    memcpy(b, &h, sizeof h);
-    for (size_t i = sizeof h; i < esz; i++)
-        b[i] = pad_byte(h.check, i);
-}
-
-static bool msg_read(const unsigned char *b, size_t esz, unsigned np, uint64_t n, uint32_t *p,
-                     uint64_t *s, const char *who)
-{
-    msg_hdr h;
-    memcpy(&h, b, sizeof h);
-    if (h.producer >= np || h.seq >= n || h.check != msg_check(h.producer, h.seq)) {
-        rec_fail("%s: corrupt message (producer %u, seq %llu, check %08x)", who, h.producer,
-                 ULL(h.seq), h.check);
-        return false;
-    }
-    for (size_t i = sizeof h; i < esz; i++) {
-        if (b[i] != pad_byte(h.check, i)) {
-            rec_fail("%s: torn message: producer %u seq %llu, byte %zu of %zu differs", who,
-                     h.producer, ULL(h.seq), i, esz);
-            return false;
-        }
-    }
-    *p = h.producer;
-    *s = h.seq;
-    return true;
-}
 
 /* ---- per-thread observers: FIFO per producer as one thread sees it ------ */
 
@@ -303,86 +102,6 @@ static bool obs_see(observer *o, uint32_t p, uint64_t s, const char *what)
 /* The thread's observer for messages the drop function gets on it. */
 static _Thread_local observer *tl_drop_obs;
 
-/* ---- the watchdog --------------------------------------------------------- */
-
-typedef struct watchdog {
-    pthread_t thr;
-    atomic_bool stop;
-    uint64_t (*progress)(void *arg);
-    void (*diag)(void *arg);
-    void *arg;
-} watchdog;
-
-static bool fork_mode(void)
-{
-    const char *v = getenv("CK_FORK");
-    return !(v && strcmp(v, "no") == 0);
-}
-
-static void *watchdog_main(void *p)
-{
-    watchdog *w = p;
-    uint64_t last = w->progress(w->arg), since = sl_test_now_ns();
-    bool reported = false;
-    while (!atomic_load(&w->stop)) {
-        sleep_ns(5000000);
-        uint64_t cur = w->progress(w->arg), now = sl_test_now_ns();
-        if (cur != last) {
-            last = cur;
-            since = now;
-            reported = false;
-            continue;
-        }
-        if (!reported && now - since > WATCHDOG_NS) {
-            reported = true;
-            fprintf(stderr,
-                    "[%s] no progress for %llu s at %llu operations (seed %llu): a lost "
-                    "wake-up, a missed close or a livelock\n",
-                    g_test, ULL(WATCHDOG_NS / 1000000000u), ULL(cur), ULL(g_seed));
-            if (w->diag)
-                w->diag(w->arg);
-            fflush(stderr);
-            if (fork_mode())
-                ck_abort_msg("%s: no progress for 30 s (seed %llu); state on stderr", g_test,
-                             ULL(g_seed));
-        }
-    }
-    return NULL;
-}
-
-static void watchdog_start(watchdog *w, uint64_t (*progress)(void *), void (*diag)(void *),
-                           void *arg)
-{
-    atomic_init(&w->stop, false);
-    w->progress = progress;
-    w->diag = diag;
-    w->arg = arg;
-    spawn(&w->thr, watchdog_main, w);
-}
-
-static void watchdog_stop(watchdog *w)
-{
-    atomic_store(&w->stop, true);
-    pthread_join(w->thr, NULL);
-}
-
-typedef struct worker {
-    void *run;
-    unsigned idx;
-    pthread_t thr;
-} worker;
-
-static const uint64_t k_timeouts[] = {0, 1000, 20000, 200000, 2000000};
-#define N_TIMEOUTS (sizeof k_timeouts / sizeof k_timeouts[0])
-
-static sl_status new_chan(sl_chan **ch, sl_flavor fl, size_t esz, size_t cap, sl_drop_fn drop,
-                          void *ctx)
-{
-    sl_chan_opts o = {.flavor = fl, .elem_size = esz, .capacity = cap, .drop = drop,
-                      .drop_ctx = ctx};
-    return sl_chan_new(ch, &o);
-}
-
 /* =========================================================================
  * (a1) SL_LIST: exactly once, per-producer FIFO, close at the end
  * ========================================================================= */
@@ -420,11 +139,7 @@ static void *leo_producer(void *arg)
         unsigned op = (unsigned)(sl_test_rng_next(&rng) % 8);
         sl_status st = SL_OK;
         if (op == 7 && r->esz <= ESZ_MAX) {
-            size_t k = 1 + (size_t)(sl_test_rng_next(&rng) % BATCH_MAX);
-            if (k > r->n - s)
-                k = (size_t)(r->n - s);
-            for (size_t i = 0; i < k; i++)
-                msg_make(buf + i * r->esz, r->esz, w->idx, s + i);
+            size_t k = msg_batch(buf, r->esz, w->idx, s, r->n - s, BATCH_MAX, &rng);
             size_t got = sl_chan_try_send_n(r->ch, buf, k);
             if (got != k)
                 rec_fail("producer %u: sl_chan_try_send_n(%zu) on SL_LIST sent %zu", w->idx, k,
@@ -517,19 +232,14 @@ static void leo_diag(void *arg)
     leo_run *r = arg;
     fprintf(stderr, "  LIST %u/%u: len %zu, closed %d, producers left %u\n", r->np, r->nc,
             sl_chan_len(r->ch), (int)sl_chan_is_closed(r->ch), atomic_load(&r->producers_left));
-    for (unsigned i = 0; i < r->np + r->nc; i++)
-        fprintf(stderr, "  %s %u: %llu\n", i < r->np ? "producer" : "consumer",
-                i < r->np ? i : i - r->np,
-                ULL(atomic_load_explicit(&r->progress[i].v, memory_order_relaxed)));
+    print_progress(r->progress, r->np, r->nc, "producer", "consumer");
 }
 
 static void leo_execute(const leo_cfg *cfg)
 {
-    char name[160];
-    snprintf(name, sizeof name, "list_exactly_once[%s]", cfg->name);
     leo_run *r = xaligned(sizeof *r);
     r->cfg = cfg;
-    r->seed = begin_test(name);
+    r->seed = begin_test(SUITE, "list_exactly_once[%s]", cfg->name);
     r->np = sl_test_env_uint("SL_STRESS_PRODUCERS", cfg->producers);
     r->nc = sl_test_env_uint("SL_STRESS_CONSUMERS", cfg->consumers);
     uint64_t total = sl_test_scaled(cfg->msgs, cfg->floor);
@@ -541,32 +251,17 @@ static void leo_execute(const leo_cfg *cfg)
     atomic_init(&r->received, 0);
     atomic_init(&r->dropped, 0);
     r->progress = xaligned((r->np + r->nc) * sizeof *r->progress);
-    sl_status st = new_chan(&r->ch, SL_LIST, cfg->esz, 0, leo_drop, r);
+    sl_status st = new_chan(&r->ch, SL_LIST, cfg->esz, 0, leo_drop, r, false, 0);
     CHECK_MSG(st == SL_OK, "channel creation returned %s", sl_status_str(st));
 
-    worker *w = xcalloc(r->np + r->nc, sizeof *w);
-    watchdog wd;
-    watchdog_start(&wd, leo_progress, leo_diag, r);
-    uint64_t t0 = sl_test_now_ns();
-    for (unsigned i = 0; i < r->np + r->nc; i++) {
-        w[i].run = r;
-        w[i].idx = i;
-        spawn(&w[i].thr, i < r->np ? leo_producer : leo_consumer, &w[i]);
-    }
-    for (unsigned i = 0; i < r->np + r->nc; i++)
-        pthread_join(w[i].thr, NULL);
-    uint64_t t1 = sl_test_now_ns();
-    watchdog_stop(&wd);
+    const team_role roles[] = {{r->np, leo_producer, false}, {r->nc, leo_consumer, false}};
+    team t;
+    team_start(&t, r, roles, N_OF(roles), NULL, leo_progress, leo_diag);
+    double secs = team_end(&t);
 
     ASSERT_CLEAN();
     uint64_t want = (uint64_t)r->np * r->n, got = atomic_load(&r->received);
-    if (got != want) {
-        for (unsigned p = 0; p < r->np; p++)
-            for (uint64_t s = 0; s < r->n; s++)
-                CHECK_MSG(bm_get(&r->seen, (uint64_t)p * r->n + s),
-                          "lost: producer %u seq %llu never received (%llu of %llu arrived)", p,
-                          ULL(s), ULL(got), ULL(want));
-    }
+    check_none_lost(&r->seen, r->n, got, want);
     CHECK_MSG(got == want, "received %llu of %llu", ULL(got), ULL(want));
     CHECK_MSG(sl_chan_len(r->ch) == 0, "len %zu after everything was received",
               sl_chan_len(r->ch));
@@ -574,11 +269,10 @@ static void leo_execute(const leo_cfg *cfg)
     CHECK_MSG(atomic_load(&r->dropped) == 0, "sl_chan_free dropped %llu from a drained channel",
               ULL(atomic_load(&r->dropped)));
     fprintf(stderr, "[%s] %u/%u, %llu messages of %zu B in %.3f s\n", g_test, r->np, r->nc,
-            ULL(want), r->esz, (double)(t1 - t0) / 1e9);
+            ULL(want), r->esz, secs);
     sl_test_barrier_destroy(&r->start);
     bm_free(&r->seen);
     free(r->progress);
-    free(w);
     free(r);
 }
 
@@ -605,48 +299,10 @@ typedef struct lmx_cfg {
     unsigned rounds, rounds_floor;
 } lmx_cfg;
 
-enum { MODE_DRAIN, MODE_PARTIAL, MODE_ABANDON, MODE_COUNT };
-static const char *const k_mode_names[] = {"drain", "partial", "abandon"};
-
-typedef struct lmx_run {
-    const lmx_cfg *cfg;
-    sl_chan *ch;
-    unsigned np, nc, round;
-    uint64_t n;
-    size_t esz;
-    uint64_t seed;
-    int mode;
-    bitmap sent, recv, drop, preclose;
-    sl_test_barrier start;
-    atomic_int close_started;
-    atomic_uint producers_done;
-    uint64_t close_target;
-    pad_counter *progress; /* np + nc */
-    uint64_t *sent_ok;     /* [np] */
-    uint64_t *recv_cnt;    /* [nc][np] */
-    uint64_t *recv_last;   /* [nc][np] */
-    uint64_t *max_recv;    /* [np] */
-    uint64_t *drop_cnt;    /* [np] */
-    uint64_t *drop_last;   /* [np] */
-    uint64_t drops_pre, drops_late;
-    atomic_uint_fast64_t late_after_closed;
-    atomic_uint closed_seen; /* consumers that got SL_CLOSED from a receive */
-    bool *quit_early;      /* [nc] */
-} lmx_run;
-
-static void lmx_mark_sent(lmx_run *r, unsigned p, uint64_t s)
-{
-    uint64_t i = (uint64_t)p * r->n + s;
-    if (bm_set(&r->sent, i))
-        rec_fail("producer %u: seq %llu reported sent twice (test bug)", p, ULL(s));
-    if (atomic_load(&r->close_started) == 0) /* seq_cst, against the closer's store */
-        bm_set(&r->preclose, i);
-}
-
 static void *lmx_producer(void *arg)
 {
     worker *w = arg;
-    lmx_run *r = w->run;
+    mc_round *r = w->run;
     unsigned p = w->idx;
     sl_test_rng rng;
     sl_test_rng_seed(&rng, r->seed ^ (w->idx + 1) * GOLDEN ^ r->round);
@@ -671,7 +327,7 @@ static void *lmx_producer(void *arg)
                 st = sl_chan_send_for(r->ch, buf, k_timeouts[sl_test_rng_next(&rng) % N_TIMEOUTS]);
             }
             if (st == SL_OK) {
-                lmx_mark_sent(r, p, s);
+                mc_mark_sent(r, p, s);
                 s++;
                 ok++;
             } else if (st == SL_CLOSED) {
@@ -682,18 +338,14 @@ static void *lmx_producer(void *arg)
                 closed = true;
             }
         } else {
-            size_t k = 1 + (size_t)(sl_test_rng_next(&rng) % BATCH_MAX);
-            if (k > r->n - s)
-                k = (size_t)(r->n - s);
-            for (size_t i = 0; i < k; i++)
-                msg_make(batch + i * r->esz, r->esz, p, s + i);
+            size_t k = msg_batch(batch, r->esz, p, s, r->n - s, BATCH_MAX, &rng);
             size_t got = sl_chan_try_send_n(r->ch, batch, k);
             if (got > k) {
                 rec_fail("producer %u: sl_chan_try_send_n(%zu) returned %zu", p, k, got);
                 got = k;
             }
             for (size_t i = 0; i < got; i++)
-                lmx_mark_sent(r, p, s + i);
+                mc_mark_sent(r, p, s + i);
             s += got;
             ok += got;
             if (got < k) {
@@ -714,7 +366,7 @@ static void *lmx_producer(void *arg)
         sl_status st = sl_chan_send(r->ch, buf);
         if (st == SL_OK) {
             rec_fail("producer %u: sl_chan_send after SL_CLOSED returned SL_OK", p);
-            lmx_mark_sent(r, p, s);
+            mc_mark_sent(r, p, s);
             ok++;
         } else if (st != SL_CLOSED) {
             rec_fail("producer %u: sl_chan_send after the close returned %s", p,
@@ -727,30 +379,10 @@ static void *lmx_producer(void *arg)
     return NULL;
 }
 
-static void lmx_take(lmx_run *r, unsigned c, const unsigned char *buf, const char *who,
-                     bool after_closed)
-{
-    uint32_t p;
-    uint64_t s;
-    if (!msg_read(buf, r->esz, r->np, r->n, &p, &s, who))
-        return;
-    uint64_t *last = &r->recv_last[(size_t)c * r->np + p];
-    if (*last != NONE && s <= *last)
-        rec_fail("%s: per-producer FIFO broken: producer %u seq %llu after seq %llu", who, p,
-                 ULL(s), ULL(*last));
-    *last = s;
-    uint64_t i = (uint64_t)p * r->n + s;
-    if (bm_set(&r->recv, i))
-        rec_fail("%s: duplicate: producer %u seq %llu received twice", who, p, ULL(s));
-    r->recv_cnt[(size_t)c * r->np + p]++;
-    if (after_closed)
-        atomic_fetch_add(&r->late_after_closed, 1);
-}
-
 static void *lmx_consumer(void *arg)
 {
     worker *w = arg;
-    lmx_run *r = w->run;
+    mc_round *r = w->run;
     unsigned c = w->idx - r->np;
     sl_test_rng rng;
     sl_test_rng_seed(&rng, r->seed ^ (w->idx + 1) * GOLDEN ^ r->round);
@@ -786,14 +418,14 @@ static void *lmx_consumer(void *arg)
                 n = k;
             }
             for (size_t i = 0; i < n; i++)
-                lmx_take(r, c, batch + i * r->esz, who, false);
+                mc_take(r, c, batch + i * r->esz, who, false);
             got += n;
             st = n ? SL_EMPTY : sl_chan_try_recv(r->ch, buf);
             if (n)
                 goto next; /* nothing more to look at */
         }
         if (st == SL_OK) {
-            lmx_take(r, c, buf, who, false);
+            mc_take(r, c, buf, who, false);
             got++;
         } else if (st == SL_CLOSED) {
             done = saw_closed = true;
@@ -819,7 +451,7 @@ static void *lmx_consumer(void *arg)
                                   : sl_chan_recv(r->ch, buf);
             if (st == SL_OK) {
                 rec_fail("%s: a receive after SL_CLOSED returned a message", who);
-                lmx_take(r, c, buf, who, true);
+                mc_take(r, c, buf, who, true);
                 got++;
                 k--;
             } else if (st != SL_CLOSED) {
@@ -834,143 +466,35 @@ static void *lmx_consumer(void *arg)
 
 static void *lmx_closer(void *arg)
 {
-    worker *w = arg;
-    lmx_run *r = w->run;
-    sl_test_barrier_wait(&r->start);
-    while (sum_counters(r->progress, r->np) < r->close_target &&
-           atomic_load(&r->producers_done) < r->np && !failed())
-        sleep_ns(10000);
-    atomic_store(&r->close_started, 1);
-    sl_chan_close(r->ch);
-    sl_chan_close(r->ch);
-    if (!sl_chan_is_closed(r->ch))
-        rec_fail("sl_chan_is_closed is false after sl_chan_close");
+    mc_close_at_target(((worker *)arg)->run, true);
     return NULL;
-}
-
-static void lmx_drop(void *elem, void *ctx)
-{
-    lmx_run *r = ctx;
-    uint32_t p;
-    uint64_t s;
-    if (!msg_read(elem, r->esz, r->np, r->n, &p, &s, "drop function"))
-        return;
-    uint64_t i = (uint64_t)p * r->n + s;
-    if (bm_set(&r->drop, i))
-        rec_fail("drop function: producer %u seq %llu dropped twice", p, ULL(s));
-    if (bm_get(&r->recv, i))
-        rec_fail("drop function: producer %u seq %llu dropped and also received", p, ULL(s));
-    if (!bm_get(&r->sent, i))
-        rec_fail("drop function: producer %u seq %llu dropped, but its send failed", p, ULL(s));
-    if (r->drop_last[p] != NONE && s <= r->drop_last[p])
-        rec_fail("drop function: not FIFO: producer %u seq %llu dropped after seq %llu", p,
-                 ULL(s), ULL(r->drop_last[p]));
-    if (r->max_recv[p] != NONE && s < r->max_recv[p])
-        rec_fail("FIFO broken: producer %u seq %llu left in the channel, but seq %llu was "
-                 "received",
-                 p, ULL(s), ULL(r->max_recv[p]));
-    r->drop_last[p] = s;
-    r->drop_cnt[p]++;
-    if (bm_get(&r->preclose, i))
-        r->drops_pre++;
-    else
-        r->drops_late++;
-}
-
-static uint64_t lmx_progress(void *arg)
-{
-    lmx_run *r = arg;
-    return sum_counters(r->progress, r->np + r->nc);
-}
-
-static void lmx_diag(void *arg)
-{
-    lmx_run *r = arg;
-    fprintf(stderr, "  round %u, mode %s, LIST %u/%u: len %zu, closed %d (close_started %d), "
-            "producers done %u\n",
-            r->round, k_mode_names[r->mode], r->np, r->nc, sl_chan_len(r->ch),
-            (int)sl_chan_is_closed(r->ch), atomic_load(&r->close_started),
-            atomic_load(&r->producers_done));
-    for (unsigned i = 0; i < r->np + r->nc; i++)
-        fprintf(stderr, "  %s %u: %llu\n", i < r->np ? "producer (next seq)" : "consumer (got)",
-                i < r->np ? i : i - r->np,
-                ULL(atomic_load_explicit(&r->progress[i].v, memory_order_relaxed)));
 }
 
 static void lmx_round(const lmx_cfg *cfg, uint64_t seed, unsigned round, unsigned np, unsigned nc,
                       uint64_t n, uint64_t *late_total, uint64_t *drops_total)
 {
-    sl_test_rng rng;
-    sl_test_rng_seed(&rng, seed ^ (round + 1) * 0xD1B54A32D192ED03ull);
-    lmx_run *r = xaligned(sizeof *r);
-    r->cfg = cfg;
-    r->np = np;
-    r->nc = nc;
-    r->round = round;
-    r->n = n;
-    r->esz = cfg->esz;
-    r->seed = seed;
-    r->mode = (int)(sl_test_rng_next(&rng) % MODE_COUNT);
+    mc_round *r = mc_begin(seed, round, np, nc, n, cfg->esz);
+    r->flavor = SL_LIST;
     uint64_t total = (uint64_t)np * n;
-    bm_init(&r->sent, total);
-    bm_init(&r->recv, total);
-    bm_init(&r->drop, total);
-    bm_init(&r->preclose, total);
-    sl_test_barrier_init(&r->start, np + nc + 1);
-    atomic_init(&r->close_started, 0);
-    atomic_init(&r->producers_done, 0);
-    atomic_init(&r->late_after_closed, 0);
-    atomic_init(&r->closed_seen, 0);
-    uint64_t pick = sl_test_rng_next(&rng) % 8;
-    r->close_target = pick == 0 ? 0 : pick == 1 ? total + 1 : sl_test_rng_next(&rng) % (total + 1);
-    r->progress = xaligned((np + nc) * sizeof *r->progress);
-    r->sent_ok = xcalloc(np, sizeof(uint64_t));
-    r->recv_cnt = xcalloc((size_t)nc * np, sizeof(uint64_t));
-    r->recv_last = xcalloc((size_t)nc * np, sizeof(uint64_t));
-    for (size_t i = 0; i < (size_t)nc * np; i++)
-        r->recv_last[i] = NONE;
-    r->max_recv = xcalloc(np, sizeof(uint64_t));
-    r->drop_cnt = xcalloc(np, sizeof(uint64_t));
-    r->drop_last = xcalloc(np, sizeof(uint64_t));
-    for (unsigned p = 0; p < np; p++)
-        r->max_recv[p] = r->drop_last[p] = NONE;
-    r->quit_early = xcalloc(nc, sizeof(bool));
-    for (unsigned c = 0; c < nc; c++)
-        r->quit_early[c] = r->mode == MODE_ABANDON ||
-                           (r->mode == MODE_PARTIAL && (sl_test_rng_next(&rng) & 1));
-
-    sl_status st = new_chan(&r->ch, SL_LIST, cfg->esz, 0, lmx_drop, r);
+    sl_status st = new_chan(&r->ch, SL_LIST, cfg->esz, 0, mc_drop, r, false, 0);
     CHECK_MSG(st == SL_OK, "channel creation returned %s", sl_status_str(st));
 
-    worker *w = xcalloc(np + nc + 1, sizeof *w);
-    watchdog wd;
-    watchdog_start(&wd, lmx_progress, lmx_diag, r);
-    for (unsigned i = 0; i < np + nc + 1; i++) {
-        w[i].run = r;
-        w[i].idx = i;
-        spawn(&w[i].thr, i < np ? lmx_producer : i < np + nc ? lmx_consumer : lmx_closer, &w[i]);
-    }
-    for (unsigned i = 0; i < np + nc + 1; i++)
-        pthread_join(w[i].thr, NULL);
-    watchdog_stop(&wd);
+    const team_role roles[] = {
+        {np, lmx_producer, false}, {nc, lmx_consumer, false}, {1, lmx_closer, false}};
+    team t;
+    team_start(&t, r, roles, N_OF(roles), NULL, mc_progress, mc_diag);
+    team_end(&t);
     ASSERT_CLEAN();
 
     /* The newest seq received per producer, for the drop function's check. */
-    for (unsigned c = 0; c < nc; c++)
-        for (unsigned p = 0; p < np; p++) {
-            uint64_t l = r->recv_last[(size_t)c * np + p];
-            if (l != NONE && (r->max_recv[p] == NONE || l > r->max_recv[p]))
-                r->max_recv[p] = l;
-        }
+    fold_newest(r->max_recv, r->recv_last, nc, np);
     size_t left = sl_chan_len(r->ch);
     sl_chan_free(r->ch); /* drops what is left, on this thread */
     ASSERT_CLEAN();
 
     uint64_t recv_all = 0, drop_all = 0;
     for (unsigned p = 0; p < np; p++) {
-        uint64_t rc = 0;
-        for (unsigned c = 0; c < nc; c++)
-            rc += r->recv_cnt[(size_t)c * np + p];
+        uint64_t rc = mc_received(r, p);
         CHECK_MSG(r->sent_ok[p] == rc + r->drop_cnt[p],
                   "round %u (%s): producer %u: %llu sent, %llu received + %llu dropped", round,
                   k_mode_names[r->mode], p, ULL(r->sent_ok[p]), ULL(rc), ULL(r->drop_cnt[p]));
@@ -999,29 +523,12 @@ static void lmx_round(const lmx_cfg *cfg, uint64_t seed, unsigned round, unsigne
     *late_total += atomic_load(&r->late_after_closed);
     *drops_total += drop_all;
     (void)recv_all;
-
-    sl_test_barrier_destroy(&r->start);
-    bm_free(&r->sent);
-    bm_free(&r->recv);
-    bm_free(&r->drop);
-    bm_free(&r->preclose);
-    free(r->progress);
-    free(r->sent_ok);
-    free(r->recv_cnt);
-    free(r->recv_last);
-    free(r->max_recv);
-    free(r->drop_cnt);
-    free(r->drop_last);
-    free(r->quit_early);
-    free(w);
-    free(r);
+    mc_end(r);
 }
 
 static void lmx_execute(const lmx_cfg *cfg)
 {
-    char name[160];
-    snprintf(name, sizeof name, "list_mixed_close[%s]", cfg->name);
-    uint64_t seed = begin_test(name);
+    uint64_t seed = begin_test(SUITE, "list_mixed_close[%s]", cfg->name);
     unsigned np = sl_test_env_uint("SL_STRESS_PRODUCERS", cfg->producers);
     unsigned nc = sl_test_env_uint("SL_STRESS_CONSUMERS", cfg->consumers);
     uint64_t total = sl_test_scaled(cfg->msgs, cfg->floor);
@@ -1046,6 +553,50 @@ static const lmx_cfg lmx_cfgs[] = {
 START_TEST(list_mixed_close) { lmx_execute(&lmx_cfgs[_i]); }
 END_TEST
 
+/* ---- fates: each message is received, evicted to a sender or dropped ---- */
+
+enum { FATE_RECV, FATE_EVICTED, FATE_DROPPED, FATE_N };
+static const char *const k_fates[FATE_N] = {"received", "evicted", "dropped"};
+
+/* One bitmap per fate over (producer, seq), n seqs per producer. */
+typedef struct fates {
+    bitmap b[FATE_N];
+    uint64_t n;
+} fates;
+
+static void fates_init(fates *f, uint64_t all, uint64_t n)
+{
+    for (int k = 0; k < FATE_N; k++)
+        bm_init(&f->b[k], all);
+    f->n = n;
+}
+
+static void fates_free(fates *f)
+{
+    for (int k = 0; k < FATE_N; k++)
+        bm_free(&f->b[k]);
+}
+
+/* How many fates message i met: exactly one once the books are closed. */
+static int fates_of(const fates *f, uint64_t i)
+{
+    return bm_get(&f->b[FATE_RECV], i) + bm_get(&f->b[FATE_EVICTED], i) +
+           bm_get(&f->b[FATE_DROPPED], i);
+}
+
+/* (p, s) met fate k: it must not have met that one, or another, before. */
+static void fate_record(fates *f, int k, uint32_t p, uint64_t s, const char *who)
+{
+    uint64_t i = (uint64_t)p * f->n + s;
+    if (bm_set(&f->b[k], i))
+        rec_fail("%s: producer %u seq %llu %s twice", who, p, ULL(s), k_fates[k]);
+    if (fates_of(f, i) > 1)
+        rec_fail("%s: producer %u seq %llu %s, but it was already received/evicted/dropped "
+                 "(received %d evicted %d dropped %d)",
+                 who, p, ULL(s), k_fates[k], bm_get(&f->b[FATE_RECV], i),
+                 bm_get(&f->b[FATE_EVICTED], i), bm_get(&f->b[FATE_DROPPED], i));
+}
+
 /* =========================================================================
  * (b) SL_RING flood: received, evicted or dropped — exactly one of them
  * ========================================================================= */
@@ -1068,7 +619,8 @@ typedef struct ring_run {
     uint64_t n;      /* per sender */
     size_t esz, cap;
     uint64_t seed;
-    bitmap recv, evicted, dropped, at_free;
+    fates f;
+    bitmap at_free; /* dropped by sl_chan_free */
     sl_test_barrier start;
     atomic_uint senders_left;
     atomic_uint_fast64_t n_recv, n_evicted, n_dropped_send, n_dropped_free;
@@ -1076,20 +628,6 @@ typedef struct ring_run {
     bool freeing;
     pad_counter *progress;
 } ring_run;
-
-/* Exactly one of received / evicted / dropped: check the other two. */
-static void ring_account(ring_run *r, bitmap *mine, bitmap *o1, bitmap *o2, uint32_t p,
-                         uint64_t s, const char *how, const char *who)
-{
-    uint64_t i = (uint64_t)p * r->n + s;
-    if (bm_set(mine, i))
-        rec_fail("%s: producer %u seq %llu %s twice", who, p, ULL(s), how);
-    if (bm_get(o1, i) || bm_get(o2, i))
-        rec_fail("%s: producer %u seq %llu %s, but it was already received/evicted/dropped "
-                 "(received %d evicted %d dropped %d)",
-                 who, p, ULL(s), how, bm_get(&r->recv, i), bm_get(&r->evicted, i),
-                 bm_get(&r->dropped, i));
-}
 
 static void ring_drop(void *elem, void *ctx)
 {
@@ -1105,7 +643,7 @@ static void ring_drop(void *elem, void *ctx)
     if (!msg_read(elem, r->esz, r->np, r->n, &p, &s, who))
         return;
     obs_see(o, p, s, "dropped");
-    ring_account(r, &r->dropped, &r->recv, &r->evicted, p, s, "dropped", who);
+    fate_record(&r->f, FATE_DROPPED, p, s, who);
     if (r->freeing)
         bm_set(&r->at_free, (uint64_t)p * r->n + s);
     atomic_fetch_add_explicit(r->freeing ? &r->n_dropped_free : &r->n_dropped_send, 1,
@@ -1137,7 +675,7 @@ static void *ring_sender(void *arg)
                 uint64_t t;
                 if (msg_read(ev, r->esz, r->np, r->n, &q, &t, evs.who)) {
                     obs_see(&evs, q, t, "evicted");
-                    ring_account(r, &r->evicted, &r->recv, &r->dropped, q, t, "evicted", evs.who);
+                    fate_record(&r->f, FATE_EVICTED, q, t, evs.who);
                 }
                 atomic_fetch_add_explicit(&r->n_evicted, 1, memory_order_relaxed);
             } else if (st != SL_OK) {
@@ -1147,11 +685,7 @@ static void *ring_sender(void *arg)
                 rec_fail("sender %u: sl_chan_send_evict called the drop function", p);
             s++;
         } else if (op == 7) {
-            size_t k = 1 + (size_t)(sl_test_rng_next(&rng) % BATCH_MAX);
-            if (k > r->n - s)
-                k = (size_t)(r->n - s);
-            for (size_t i = 0; i < k; i++)
-                msg_make(batch + i * r->esz, r->esz, p, s + i);
+            size_t k = msg_batch(batch, r->esz, p, s, r->n - s, BATCH_MAX, &rng);
             size_t got = sl_chan_try_send_n(r->ch, batch, k);
             if (got != k)
                 rec_fail("sender %u: sl_chan_try_send_n(%zu) on SL_RING sent %zu", p, k, got);
@@ -1244,7 +778,7 @@ static void *ring_receiver(void *arg)
             if (!msg_read(m, r->esz, r->np, r->n, &p, &s, o.who))
                 continue;
             obs_see(&o, p, s, "received");
-            ring_account(r, &r->recv, &r->evicted, &r->dropped, p, s, "received", o.who);
+            fate_record(&r->f, FATE_RECV, p, s, o.who);
         }
         if (st == SL_CLOSED)
             done = true;
@@ -1276,19 +810,14 @@ static void ring_diag(void *arg)
     ring_run *r = arg;
     fprintf(stderr, "  RING cap %zu: len %zu, closed %d, senders left %u\n", r->cap,
             sl_chan_len(r->ch), (int)sl_chan_is_closed(r->ch), atomic_load(&r->senders_left));
-    for (unsigned i = 0; i < r->np + r->nc; i++)
-        fprintf(stderr, "  %s %u: %llu\n", i < r->np ? "sender" : "receiver",
-                i < r->np ? i : i - r->np,
-                ULL(atomic_load_explicit(&r->progress[i].v, memory_order_relaxed)));
+    print_progress(r->progress, r->np, r->nc, "sender", "receiver");
 }
 
 static void ring_execute(const ring_cfg *cfg)
 {
-    char name[160];
-    snprintf(name, sizeof name, "ring_flood[%s]", cfg->name);
     ring_run *r = xaligned(sizeof *r);
     r->cfg = cfg;
-    r->seed = begin_test(name);
+    r->seed = begin_test(SUITE, "ring_flood[%s]", cfg->name);
     r->np = cfg->plain + cfg->evictors;
     r->nc = cfg->receivers;
     uint64_t total = sl_test_scaled(cfg->msgs, cfg->floor);
@@ -1296,30 +825,19 @@ static void ring_execute(const ring_cfg *cfg)
     r->esz = cfg->esz;
     r->cap = cfg->cap;
     uint64_t all = (uint64_t)r->np * r->n;
-    bm_init(&r->recv, all);
-    bm_init(&r->evicted, all);
-    bm_init(&r->dropped, all);
+    fates_init(&r->f, all, r->n);
     bm_init(&r->at_free, all);
     sl_test_barrier_init(&r->start, r->np + r->nc);
     atomic_init(&r->senders_left, r->np);
     r->progress = xaligned((r->np + r->nc) * sizeof *r->progress);
-    sl_status st = new_chan(&r->ch, SL_RING, cfg->esz, cfg->cap, ring_drop, r);
+    sl_status st = new_chan(&r->ch, SL_RING, cfg->esz, cfg->cap, ring_drop, r, false, 0);
     CHECK_MSG(st == SL_OK, "channel creation returned %s", sl_status_str(st));
     CHECK_MSG(sl_chan_cap(r->ch) == cfg->cap, "cap %zu", sl_chan_cap(r->ch));
 
-    worker *w = xcalloc(r->np + r->nc, sizeof *w);
-    watchdog wd;
-    watchdog_start(&wd, ring_progress, ring_diag, r);
-    uint64_t t0 = sl_test_now_ns();
-    for (unsigned i = 0; i < r->np + r->nc; i++) {
-        w[i].run = r;
-        w[i].idx = i;
-        spawn(&w[i].thr, i < r->np ? ring_sender : ring_receiver, &w[i]);
-    }
-    for (unsigned i = 0; i < r->np + r->nc; i++)
-        pthread_join(w[i].thr, NULL);
-    uint64_t t1 = sl_test_now_ns();
-    watchdog_stop(&wd);
+    const team_role roles[] = {{r->np, ring_sender, false}, {r->nc, ring_receiver, false}};
+    team t;
+    team_start(&t, r, roles, N_OF(roles), NULL, ring_progress, ring_diag);
+    double secs = team_end(&t);
     ASSERT_CLEAN();
 
     size_t left = sl_chan_len(r->ch);
@@ -1335,12 +853,12 @@ static void ring_execute(const ring_cfg *cfg)
     uint64_t nr = atomic_load(&r->n_recv), ne = atomic_load(&r->n_evicted);
     uint64_t nds = atomic_load(&r->n_dropped_send), ndf = atomic_load(&r->n_dropped_free);
     for (uint64_t i = 0; i < all; i++) {
-        int k = bm_get(&r->recv, i) + bm_get(&r->evicted, i) + bm_get(&r->dropped, i);
-        CHECK_MSG(k == 1,
+        CHECK_MSG(fates_of(&r->f, i) == 1,
                   "producer %llu seq %llu: received %d evicted %d dropped %d (expected exactly "
                   "one); totals: %llu received, %llu evicted, %llu dropped by sends, %llu at free",
-                  ULL(i / r->n), ULL(i % r->n), bm_get(&r->recv, i), bm_get(&r->evicted, i),
-                  bm_get(&r->dropped, i), ULL(nr), ULL(ne), ULL(nds), ULL(ndf));
+                  ULL(i / r->n), ULL(i % r->n), bm_get(&r->f.b[FATE_RECV], i),
+                  bm_get(&r->f.b[FATE_EVICTED], i), bm_get(&r->f.b[FATE_DROPPED], i), ULL(nr),
+                  ULL(ne), ULL(nds), ULL(ndf));
     }
     CHECK_MSG(nr + ne + nds + ndf == all, "%llu + %llu + %llu + %llu != %llu", ULL(nr), ULL(ne),
               ULL(nds), ULL(ndf), ULL(all));
@@ -1366,14 +884,11 @@ static void ring_execute(const ring_cfg *cfg)
     fprintf(stderr, "[%s] %u senders (%u evicting) / %u receivers, %llu messages: %llu received, "
             "%llu evicted to senders, %llu dropped by sends, %llu at free, in %.3f s\n",
             g_test, r->np, cfg->evictors, r->nc, ULL(all), ULL(nr), ULL(ne), ULL(nds), ULL(ndf),
-            (double)(t1 - t0) / 1e9);
+            secs);
     sl_test_barrier_destroy(&r->start);
-    bm_free(&r->recv);
-    bm_free(&r->evicted);
-    bm_free(&r->dropped);
+    fates_free(&r->f);
     bm_free(&r->at_free);
     free(r->progress);
-    free(w);
     free(r);
 }
 
@@ -1421,24 +936,13 @@ typedef struct sel_run {
     uint64_t n;
     size_t esz;
     uint64_t seed;
-    bitmap recv, dropped, evicted;
+    fates f;
     sl_test_barrier start;
     atomic_uint_fast64_t n_recv, n_dropped, n_evicted, timeouts, closed_cases;
     bool freeing;
     atomic_uint_fast64_t n_dropped_free;
     pad_counter *progress; /* np + nc */
 } sel_run;
-
-static void sel_account(sel_run *r, bitmap *mine, bitmap *o1, bitmap *o2, uint32_t p, uint64_t s,
-                        const char *how, const char *who)
-{
-    uint64_t i = (uint64_t)p * r->n + s;
-    if (bm_set(mine, i))
-        rec_fail("%s: producer %u seq %llu %s twice", who, p, ULL(s), how);
-    if (bm_get(o1, i) || bm_get(o2, i))
-        rec_fail("%s: producer %u seq %llu %s, but it was already received/dropped/evicted", who,
-                 p, ULL(s), how);
-}
 
 static void sel_drop(void *elem, void *ctx)
 {
@@ -1453,7 +957,7 @@ static void sel_drop(void *elem, void *ctx)
     if (!msg_read(elem, r->esz, r->np, r->n, &p, &s, o->who))
         return;
     obs_see(o, p, s, "dropped");
-    sel_account(r, &r->dropped, &r->recv, &r->evicted, p, s, "dropped", o->who);
+    fate_record(&r->f, FATE_DROPPED, p, s, o->who);
     atomic_fetch_add_explicit(r->freeing ? &r->n_dropped_free : &r->n_dropped, 1,
                               memory_order_relaxed);
 }
@@ -1499,7 +1003,7 @@ static void *sel_producer(void *arg)
                 uint64_t t;
                 if (msg_read(ev, r->esz, r->np, r->n, &q, &t, evs.who)) {
                     obs_see(&evs, q, t, "evicted");
-                    sel_account(r, &r->evicted, &r->recv, &r->dropped, q, t, "evicted", evs.who);
+                    fate_record(&r->f, FATE_EVICTED, q, t, evs.who);
                     atomic_fetch_add_explicit(&r->n_evicted, 1, memory_order_relaxed);
                 }
                 st = SL_OK;
@@ -1518,7 +1022,7 @@ static void *sel_producer(void *arg)
             st = sl_chan_send(ch, buf);
         }
         if (st != SL_OK && !(st == SL_EVICTED && fl == SL_RING))
-            rec_fail("producer %u (%s): a send returned %s", p, flavor_name(fl),
+            rec_fail("producer %u (%s): a send returned %s", p, sl_test_flavor_name(fl),
                      sl_status_str(st));
         s++;
         if ((s & 63) == 0)
@@ -1540,7 +1044,7 @@ static void sel_take(sel_run *r, observer *o, const unsigned char *m)
     if (!msg_read(m, r->esz, r->np, r->n, &p, &s, o->who))
         return;
     obs_see(o, p, s, "received");
-    sel_account(r, &r->recv, &r->dropped, &r->evicted, p, s, "received", o->who);
+    fate_record(&r->f, FATE_RECV, p, s, o->who);
 }
 
 static void *sel_consumer(void *arg)
@@ -1635,21 +1139,16 @@ static void sel_diag(void *arg)
     sel_run *r = arg;
     for (unsigned i = 0; i < r->np; i++)
         fprintf(stderr, "  channel %u (%s cap %zu): len %zu, closed %d\n", i,
-                flavor_name(r->cfg->flavor[i]), r->cfg->cap[i], sl_chan_len(r->ch[i]),
+                sl_test_flavor_name(r->cfg->flavor[i]), r->cfg->cap[i], sl_chan_len(r->ch[i]),
                 (int)sl_chan_is_closed(r->ch[i]));
-    for (unsigned i = 0; i < r->np + r->nc; i++)
-        fprintf(stderr, "  %s %u: %llu\n", i < r->np ? "producer" : "consumer",
-                i < r->np ? i : i - r->np,
-                ULL(atomic_load_explicit(&r->progress[i].v, memory_order_relaxed)));
+    print_progress(r->progress, r->np, r->nc, "producer", "consumer");
 }
 
 static void sel_execute(const sel_cfg *cfg)
 {
-    char name[160];
-    snprintf(name, sizeof name, "select_stress[%s]", cfg->name);
     sel_run *r = xaligned(sizeof *r);
     r->cfg = cfg;
-    r->seed = begin_test(name);
+    r->seed = begin_test(SUITE, "select_stress[%s]", cfg->name);
     r->np = cfg->producers;
     r->nsel = cfg->selectors;
     r->nc = cfg->selectors + (cfg->plain_ch >= 0 ? 1 : 0);
@@ -1657,31 +1156,22 @@ static void sel_execute(const sel_cfg *cfg)
     r->n = total / r->np ? total / r->np : 1;
     r->esz = 24;
     uint64_t all = (uint64_t)r->np * r->n;
-    bm_init(&r->recv, all);
-    bm_init(&r->dropped, all);
-    bm_init(&r->evicted, all);
+    fates_init(&r->f, all, r->n);
     sl_test_barrier_init(&r->start, r->np + r->nc);
     r->progress = xaligned((r->np + r->nc) * sizeof *r->progress);
     for (unsigned i = 0; i < r->np; i++) {
-        sl_status st = new_chan(&r->ch[i], cfg->flavor[i], r->esz, cfg->cap[i], sel_drop, r);
+        sl_status st =
+            new_chan(&r->ch[i], cfg->flavor[i], r->esz, cfg->cap[i], sel_drop, r, false, 0);
         CHECK_MSG(st == SL_OK, "channel %u: creation returned %s", i, sl_status_str(st));
     }
     ck_assert(cfg->plain_ch < 0 || cfg->flavor[cfg->plain_ch] != SL_SPSC);
 
-    worker *w = xcalloc(r->np + r->nc, sizeof *w);
-    watchdog wd;
-    watchdog_start(&wd, sel_progress, sel_diag, r);
-    uint64_t t0 = sl_test_now_ns();
-    for (unsigned i = 0; i < r->np + r->nc; i++) {
-        w[i].run = r;
-        w[i].idx = i;
-        spawn(&w[i].thr, i < r->np ? sel_producer : i < r->np + r->nsel ? sel_consumer : sel_plain,
-              &w[i]);
-    }
-    for (unsigned i = 0; i < r->np + r->nc; i++)
-        pthread_join(w[i].thr, NULL);
-    uint64_t t1 = sl_test_now_ns();
-    watchdog_stop(&wd);
+    const team_role roles[] = {{r->np, sel_producer, false},
+                               {r->nsel, sel_consumer, false},
+                               {r->nc - r->nsel, sel_plain, false}};
+    team t;
+    team_start(&t, r, roles, N_OF(roles), NULL, sel_progress, sel_diag);
+    double secs = team_end(&t);
     ASSERT_CLEAN();
 
     observer main_obs;
@@ -1690,7 +1180,7 @@ static void sel_execute(const sel_cfg *cfg)
     r->freeing = true;
     for (unsigned i = 0; i < r->np; i++) {
         CHECK_MSG(sl_chan_len(r->ch[i]) == 0, "channel %u (%s): %zu left after every consumer "
-                  "saw SL_CLOSED", i, flavor_name(cfg->flavor[i]), sl_chan_len(r->ch[i]));
+                  "saw SL_CLOSED", i, sl_test_flavor_name(cfg->flavor[i]), sl_chan_len(r->ch[i]));
         sl_chan_free(r->ch[i]);
     }
     tl_drop_obs = NULL;
@@ -1700,10 +1190,11 @@ static void sel_execute(const sel_cfg *cfg)
     uint64_t nr = atomic_load(&r->n_recv), nd = atomic_load(&r->n_dropped);
     uint64_t ne = atomic_load(&r->n_evicted), ndf = atomic_load(&r->n_dropped_free);
     for (uint64_t i = 0; i < all; i++) {
-        int k = bm_get(&r->recv, i) + bm_get(&r->dropped, i) + bm_get(&r->evicted, i);
-        CHECK_MSG(k == 1, "producer %llu (%s) seq %llu: received %d dropped %d evicted %d",
-                  ULL(i / r->n), flavor_name(cfg->flavor[i / r->n]), ULL(i % r->n),
-                  bm_get(&r->recv, i), bm_get(&r->dropped, i), bm_get(&r->evicted, i));
+        CHECK_MSG(fates_of(&r->f, i) == 1,
+                  "producer %llu (%s) seq %llu: received %d dropped %d evicted %d",
+                  ULL(i / r->n), sl_test_flavor_name(cfg->flavor[i / r->n]), ULL(i % r->n),
+                  bm_get(&r->f.b[FATE_RECV], i), bm_get(&r->f.b[FATE_DROPPED], i),
+                  bm_get(&r->f.b[FATE_EVICTED], i));
     }
     CHECK_MSG(nr + nd + ne + ndf == all, "%llu + %llu + %llu + %llu != %llu", ULL(nr), ULL(nd),
               ULL(ne), ULL(ndf), ULL(all));
@@ -1718,13 +1209,10 @@ static void sel_execute(const sel_cfg *cfg)
     fprintf(stderr, "[%s] %u producers, %u selectors%s, %llu messages: %llu received, %llu "
             "dropped, %llu evicted; %llu select time-outs; in %.3f s\n",
             g_test, r->np, r->nsel, cfg->plain_ch >= 0 ? " + 1 plain" : "", ULL(all), ULL(nr),
-            ULL(nd), ULL(ne), ULL(atomic_load(&r->timeouts)), (double)(t1 - t0) / 1e9);
+            ULL(nd), ULL(ne), ULL(atomic_load(&r->timeouts)), secs);
     sl_test_barrier_destroy(&r->start);
-    bm_free(&r->recv);
-    bm_free(&r->dropped);
-    bm_free(&r->evicted);
+    fates_free(&r->f);
     free(r->progress);
-    free(w);
     free(r);
 }
 
@@ -1774,21 +1262,10 @@ static Suite *flavors_suite(void)
 {
     Suite *s = suite_create("stress_flavors");
 
-    TCase *tc = tcase_create("list");
-    tcase_set_timeout(tc, TC_TIMEOUT);
-    tcase_add_loop_test(tc, list_exactly_once, 0, N_OF(leo_cfgs));
+    TCase *tc = sl_test_loop_case(s, "list", TC_TIMEOUT, list_exactly_once, N_OF(leo_cfgs));
     tcase_add_loop_test(tc, list_mixed_close, 0, N_OF(lmx_cfgs));
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("ring");
-    tcase_set_timeout(tc, TC_TIMEOUT);
-    tcase_add_loop_test(tc, ring_flood, 0, N_OF(ring_cfgs));
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("select");
-    tcase_set_timeout(tc, TC_TIMEOUT);
-    tcase_add_loop_test(tc, select_stress, 0, N_OF(sel_cfgs));
-    suite_add_tcase(s, tc);
+    sl_test_loop_case(s, "ring", TC_TIMEOUT, ring_flood, N_OF(ring_cfgs));
+    sl_test_loop_case(s, "select", TC_TIMEOUT, select_stress, N_OF(sel_cfgs));
     return s;
 }
 

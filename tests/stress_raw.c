@@ -24,277 +24,24 @@
  * SL_STRESS_SCALE, SL_STRESS_PRODUCERS / SL_STRESS_CONSUMERS and
  * SL_STRESS_SEED as in stress_chan.c.
  */
-#include "harness.h"
+#include "stress_common.h"
 
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "sluice/mpmc.h"
 #include "sluice/spsc.h"
 #include "testing.h"
 
+#define SUITE "stress_raw"
 #define TC_TIMEOUT 120
-#define ESZ_MAX 64
 #define BATCH_MAX 32
-#define NONE UINT64_MAX
-#define GOLDEN 0x9E3779B97F4A7C15ull
-#define WATCHDOG_NS (30ull * 1000000000ull)
-#define ULL(x) ((unsigned long long)(x))
-#define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 #define W64 (UINT64_MAX - 1000)
-
-/* ---- failures seen by worker threads ------------------------------------ */
-
-static atomic_int g_failed;
-static atomic_uint g_fail_count;
-static char g_failmsg[1024];
-static uint64_t g_seed;
-static char g_test[160];
-
-static void rec_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void rec_fail(const char *fmt, ...)
-{
-    atomic_fetch_add(&g_fail_count, 1);
-    if (atomic_exchange(&g_failed, 1) != 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(g_failmsg, sizeof g_failmsg, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "[%s] FAIL (seed %llu): %s\n", g_test, ULL(g_seed), g_failmsg);
-    fflush(stderr);
-}
-
-#define ASSERT_CLEAN()                                                                      \
-    ck_assert_msg(atomic_load(&g_failed) == 0,                                              \
-                  "%s: %s (%u failure(s) in all; seed %llu: rerun with SL_STRESS_SEED=%llu)", \
-                  g_test, g_failmsg, atomic_load(&g_fail_count), ULL(g_seed), ULL(g_seed))
-
-static char g_fmt[512];
-static const char *fmt_buf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static const char *fmt_buf(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(g_fmt, sizeof g_fmt, fmt, ap);
-    va_end(ap);
-    return g_fmt;
-}
-
-/* Calls into Check only on failure: a passing ck_assert_msg writes a mark to
- * the parent process, far too slow for per-message verification loops. */
-#define CHECK_MSG(cond, ...)                                                                \
-    do {                                                                                    \
-        if (!(cond))                                                                        \
-            ck_abort_msg("%s [seed %llu]: %s", g_test, ULL(g_seed), fmt_buf(__VA_ARGS__));  \
-    } while (0)
-
-static uint64_t begin_test(const char *name)
-{
-    const char *v = getenv("SL_STRESS_SEED");
-    uint64_t s = (v && *v) ? strtoull(v, NULL, 0)
-                           : (sl_test_now_ns() * GOLDEN) ^ ((uint64_t)getpid() << 17);
-    if (s == 0)
-        s = 1;
-    g_seed = s;
-    atomic_store(&g_failed, 0);
-    atomic_store(&g_fail_count, 0);
-    g_failmsg[0] = '\0';
-    snprintf(g_test, sizeof g_test, "stress_raw %s", name);
-    fprintf(stderr, "[%s] seed %llu\n", g_test, ULL(s));
-    return s;
-}
-
-static void *xaligned(size_t bytes)
-{
-    size_t rounded = (bytes + 63) & ~(size_t)63;
-    void *p = aligned_alloc(64, rounded ? rounded : 64);
-    ck_assert_ptr_nonnull(p);
-    memset(p, 0, rounded ? rounded : 64);
-    return p;
-}
-
-static void *xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size);
-    ck_assert_ptr_nonnull(p);
-    return p;
-}
-
-static void sleep_ns(uint64_t ns)
-{
-    struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
-static void spawn(pthread_t *t, void *(*fn)(void *), void *arg)
-{
-    int e = pthread_create(t, NULL, fn, arg);
-    ck_assert_int_eq(e, 0);
-}
-
-typedef struct pad_counter {
-    _Alignas(64) atomic_uint_fast64_t v;
-} pad_counter;
-
-static uint64_t sum_counters(pad_counter *c, size_t n)
-{
-    uint64_t s = 0;
-    for (size_t i = 0; i < n; i++)
-        s += atomic_load_explicit(&c[i].v, memory_order_relaxed);
-    return s;
-}
-
-typedef struct bitmap {
-    atomic_uint_fast64_t *w;
-    uint64_t nbits;
-} bitmap;
-
-static void bm_init(bitmap *b, uint64_t nbits)
-{
-    b->nbits = nbits;
-    b->w = xcalloc((size_t)((nbits + 63) / 64), sizeof *b->w);
-}
-
-static void bm_free(bitmap *b) { free(b->w); }
-
-static bool bm_set(bitmap *b, uint64_t i)
-{
-    uint64_t m = 1ull << (i & 63);
-    return (atomic_fetch_or_explicit(&b->w[i >> 6], m, memory_order_relaxed) & m) != 0;
-}
-
-static bool bm_get(bitmap *b, uint64_t i)
-{
-    return (atomic_load_explicit(&b->w[i >> 6], memory_order_relaxed) >> (i & 63)) & 1u;
-}
-
-/* ---- messages: (producer, check, seq) + a derived pad --------------------- */
-
-typedef struct msg_hdr {
-    uint32_t producer;
-    uint32_t check;
-    uint64_t seq;
-} msg_hdr;
-_Static_assert(sizeof(msg_hdr) == 16, "the message header is 16 bytes");
-
-static uint32_t msg_check(uint32_t p, uint64_t s)
-{
-    uint64_t x = (s + 1) * GOLDEN ^ ((uint64_t)p + 1) * 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 31;
-    return (uint32_t)x ^ (uint32_t)(x >> 32);
-}
-
-static unsigned char pad_byte(uint32_t check, size_t i)
-{
-    return (unsigned char)((check >> (8 * (i & 3))) ^ (uint32_t)i);
-}
-
-static void msg_make(unsigned char *b, size_t esz, uint32_t p, uint64_t s)
-{
-    msg_hdr h = {p, msg_check(p, s), s};
-    memcpy(b, &h, sizeof h);
-    for (size_t i = sizeof h; i < esz; i++)
-        b[i] = pad_byte(h.check, i);
-}
-
-static bool msg_read(const unsigned char *b, size_t esz, unsigned np, uint64_t n, uint32_t *p,
-                     uint64_t *s, const char *who)
-{
-    msg_hdr h;
-    memcpy(&h, b, sizeof h);
-    if (h.producer >= np || h.seq >= n || h.check != msg_check(h.producer, h.seq)) {
-        rec_fail("%s: corrupt message (producer %u, seq %llu, check %08x)", who, h.producer,
-                 ULL(h.seq), h.check);
-        return false;
-    }
-    for (size_t i = sizeof h; i < esz; i++) {
-        if (b[i] != pad_byte(h.check, i)) {
-            rec_fail("%s: torn message: producer %u seq %llu, byte %zu of %zu differs", who,
-                     h.producer, ULL(h.seq), i, esz);
-            return false;
-        }
-    }
-    *p = h.producer;
-    *s = h.seq;
-    return true;
-}
-
-/* ---- the watchdog --------------------------------------------------------- */
-
-typedef struct watchdog {
-    pthread_t thr;
-    atomic_bool stop;
-    uint64_t (*progress)(void *arg);
-    void (*diag)(void *arg);
-    void *arg;
-} watchdog;
-
-static bool fork_mode(void)
-{
-    const char *v = getenv("CK_FORK");
-    return !(v && strcmp(v, "no") == 0);
-}
-
-static void *watchdog_main(void *p)
-{
-    watchdog *w = p;
-    uint64_t last = w->progress(w->arg), since = sl_test_now_ns();
-    bool reported = false;
-    while (!atomic_load(&w->stop)) {
-        sleep_ns(5000000);
-        uint64_t cur = w->progress(w->arg), now = sl_test_now_ns();
-        if (cur != last) {
-            last = cur;
-            since = now;
-            reported = false;
-            continue;
-        }
-        if (!reported && now - since > WATCHDOG_NS) {
-            reported = true;
-            fprintf(stderr, "[%s] no progress for 30 s at %llu operations (seed %llu)\n", g_test,
-                    ULL(cur), ULL(g_seed));
-            if (w->diag)
-                w->diag(w->arg);
-            fflush(stderr);
-            if (fork_mode())
-                ck_abort_msg("%s: no progress for 30 s (seed %llu); state on stderr", g_test,
-                             ULL(g_seed));
-        }
-    }
-    return NULL;
-}
-
-static void watchdog_start(watchdog *w, uint64_t (*progress)(void *), void (*diag)(void *),
-                           void *arg)
-{
-    atomic_init(&w->stop, false);
-    w->progress = progress;
-    w->diag = diag;
-    w->arg = arg;
-    spawn(&w->thr, watchdog_main, w);
-}
-
-static void watchdog_stop(watchdog *w)
-{
-    atomic_store(&w->stop, true);
-    pthread_join(w->thr, NULL);
-}
-
-typedef struct worker {
-    void *run;
-    unsigned idx;
-    pthread_t thr;
-} worker;
 
 /* =========================================================================
  * Raw MPMC: exactly once and per-producer FIFO with try_push/try_pop/batches
@@ -335,11 +82,7 @@ static void *rm_producer(void *arg)
     sl_test_barrier_wait(&r->start);
     while (s < r->n) {
         if (r->cfg->batches && (sl_test_rng_next(&rng) & 1)) {
-            size_t k = 1 + (size_t)(sl_test_rng_next(&rng) % BATCH_MAX);
-            if (k > r->n - s)
-                k = (size_t)(r->n - s);
-            for (size_t i = 0; i < k; i++)
-                msg_make(batch + i * r->esz, r->esz, p, s + i);
+            size_t k = msg_batch(batch, r->esz, p, s, r->n - s, BATCH_MAX, &rng);
             size_t got = sl_mpmc_push_n(&r->q, batch, k);
             if (got > k) {
                 rec_fail("producer %u: sl_mpmc_push_n(%zu) returned %zu", p, k, got);
@@ -372,10 +115,7 @@ static void rm_take(rm_run *r, uint64_t *last, const unsigned char *b, const cha
     uint64_t s;
     if (!msg_read(b, r->esz, r->np, r->n, &p, &s, who))
         return;
-    if (last[p] != NONE && s <= last[p])
-        rec_fail("%s: per-producer FIFO broken: producer %u seq %llu after seq %llu", who, p,
-                 ULL(s), ULL(last[p]));
-    last[p] = s;
+    fifo_see(&last[p], p, s, who);
     if (bm_set(&r->seen, (uint64_t)p * r->n + s))
         rec_fail("%s: duplicate: producer %u seq %llu popped twice", who, p, ULL(s));
 }
@@ -390,9 +130,7 @@ static void *rm_consumer(void *arg)
     unsigned char batch[BATCH_MAX * ESZ_MAX];
     char who[64];
     snprintf(who, sizeof who, "consumer %u", c);
-    uint64_t *last = xcalloc(r->np, sizeof *last);
-    for (unsigned p = 0; p < r->np; p++)
-        last[p] = NONE;
+    uint64_t *last = xnones(r->np);
     uint64_t got = 0;
     sl_test_barrier_wait(&r->start);
     while (atomic_load_explicit(&r->popped, memory_order_relaxed) < r->total) {
@@ -442,19 +180,14 @@ static void rm_diag(void *arg)
     rm_run *r = arg;
     fprintf(stderr, "  raw mpmc %u/%u cap %zu: len %zu, popped %llu of %llu\n", r->np, r->nc,
             r->cap, sl_mpmc_len(&r->q), ULL(atomic_load(&r->popped)), ULL(r->total));
-    for (unsigned i = 0; i < r->np + r->nc; i++)
-        fprintf(stderr, "  %s %u: %llu\n", i < r->np ? "producer" : "consumer",
-                i < r->np ? i : i - r->np,
-                ULL(atomic_load_explicit(&r->progress[i].v, memory_order_relaxed)));
+    print_progress(r->progress, r->np, r->nc, "producer", "consumer");
 }
 
 static void rm_execute(const rm_cfg *cfg)
 {
-    char name[160];
-    snprintf(name, sizeof name, "mpmc_exactly_once[%s]", cfg->name);
     rm_run *r = xaligned(sizeof *r);
     r->cfg = cfg;
-    r->seed = begin_test(name);
+    r->seed = begin_test(SUITE, "mpmc_exactly_once[%s]", cfg->name);
     r->np = sl_test_env_uint("SL_STRESS_PRODUCERS", cfg->producers);
     r->nc = sl_test_env_uint("SL_STRESS_CONSUMERS", cfg->consumers);
     uint64_t total = sl_test_scaled(cfg->msgs, cfg->floor);
@@ -471,19 +204,10 @@ static void rm_execute(const rm_cfg *cfg)
     CHECK_MSG(st == SL_OK, "init returned %s", sl_status_str(st));
     CHECK_MSG(sl_mpmc_cap(&r->q) == cfg->cap, "cap %zu, asked %zu", sl_mpmc_cap(&r->q), cfg->cap);
 
-    worker *w = xcalloc(r->np + r->nc, sizeof *w);
-    watchdog wd;
-    watchdog_start(&wd, rm_progress, rm_diag, r);
-    uint64_t t0 = sl_test_now_ns();
-    for (unsigned i = 0; i < r->np + r->nc; i++) {
-        w[i].run = r;
-        w[i].idx = i;
-        spawn(&w[i].thr, i < r->np ? rm_producer : rm_consumer, &w[i]);
-    }
-    for (unsigned i = 0; i < r->np + r->nc; i++)
-        pthread_join(w[i].thr, NULL);
-    uint64_t t1 = sl_test_now_ns();
-    watchdog_stop(&wd);
+    const team_role roles[] = {{r->np, rm_producer, false}, {r->nc, rm_consumer, false}};
+    team t;
+    team_start(&t, r, roles, N_OF(roles), NULL, rm_progress, rm_diag);
+    double secs = team_end(&t);
     ASSERT_CLEAN();
     CHECK_MSG(atomic_load(&r->popped) == r->total, "popped %llu of %llu",
               ULL(atomic_load(&r->popped)), ULL(r->total));
@@ -506,11 +230,10 @@ static void rm_execute(const rm_cfg *cfg)
               r->cap);
     sl_mpmc_destroy(&r->q);
     fprintf(stderr, "[%s] %u/%u, %llu messages in %.3f s\n", g_test, r->np, r->nc,
-            ULL(r->total), (double)(t1 - t0) / 1e9);
+            ULL(r->total), secs);
     sl_test_barrier_destroy(&r->start);
     bm_free(&r->seen);
     free(r->progress);
-    free(w);
     free(r);
 }
 
@@ -580,7 +303,7 @@ static void *st_producer(void *arg)
         if (!napped && atomic_load(&r->sleeper) == (int)p &&
             s >= atomic_load(&r->sleep_at)) {
             napped = true;
-            sleep_ns(200000000); /* a stall between two operations */
+            sl_test_sleep_ns(200000000); /* a stall between two operations */
         }
         msg_make(buf, r->esz, p, s);
         sl_status st = sl_mpmc_try_push(&r->q, buf);
@@ -606,9 +329,7 @@ static void *st_consumer(void *arg)
     unsigned char buf[ESZ_MAX];
     char who[64];
     snprintf(who, sizeof who, "consumer %u", c);
-    uint64_t *last = xcalloc(r->np, sizeof *last);
-    for (unsigned p = 0; p < r->np; p++)
-        last[p] = NONE;
+    uint64_t *last = xnones(r->np);
     uint64_t got = 0;
     sl_test_barrier_wait(&r->start);
     for (;;) {
@@ -629,10 +350,7 @@ static void *st_consumer(void *arg)
         uint64_t s;
         if (!msg_read(buf, r->esz, r->np, NONE, &p, &s, who))
             continue;
-        if (last[p] != NONE && s <= last[p])
-            rec_fail("%s: per-producer FIFO broken: producer %u seq %llu after seq %llu", who,
-                     p, ULL(s), ULL(last[p]));
-        last[p] = s;
+        fifo_see(&last[p], p, s, who);
         size_t k = (size_t)c * r->np + p;
         r->cnt[k]++;
         r->sum[k] += s;
@@ -702,10 +420,8 @@ static const st_cfg st_cfgs[] = {
 
 static void st_execute(const st_cfg *cfg)
 {
-    char name[160];
-    snprintf(name, sizeof name, "mpmc_stalled[%s]", cfg->name);
     st_run *r = xaligned(sizeof *r);
-    r->seed = begin_test(name);
+    r->seed = begin_test(SUITE, "mpmc_stalled[%s]", cfg->name);
     r->np = sl_test_env_uint("SL_STRESS_PRODUCERS", cfg->producers);
     r->nc = sl_test_env_uint("SL_STRESS_CONSUMERS", cfg->consumers);
     if (r->np < 2)
@@ -728,25 +444,15 @@ static void st_execute(const st_cfg *cfg)
                            : sl_mpmc_init(&r->q, cfg->esz, cfg->cap);
     CHECK_MSG(st == SL_OK, "init returned %s", sl_status_str(st));
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = stall_handler;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+    install_handler(SIGUSR1, stall_handler);
     atomic_store(&g_in_stall, 0);
     atomic_store(&g_release, 1);
 
-    worker *w = xcalloc(r->np + r->nc, sizeof *w);
-    watchdog wd;
-    watchdog_start(&wd, st_progress, NULL, r);
-    for (unsigned i = 0; i < r->np + r->nc; i++) {
-        w[i].run = r;
-        w[i].idx = i;
-        spawn(&w[i].thr, i < r->np ? st_producer : st_consumer, &w[i]);
-    }
+    const team_role roles[] = {{r->np, st_producer, false}, {r->nc, st_consumer, false}};
+    team t;
+    team_start(&t, r, roles, N_OF(roles), NULL, st_progress, NULL);
     sl_test_barrier_wait(&r->start);
-    sleep_ns(20000000);
+    sl_test_sleep_ns(20000000);
 
     /* During each stall, the others must complete this many successful pushes
      * and as many pops; a held slot in a Vyukov ring stops them within about a
@@ -761,12 +467,12 @@ static void st_execute(const st_cfg *cfg)
         const char *vname = victim < r->np ? "producer 0" : "consumer 0";
         uint64_t p0, c0, t0;
         if (cfg->signals) {
-            sleep_ns(1000000 + sl_test_rng_next(&rng) % 10000000);
+            sl_test_sleep_ns(1000000 + sl_test_rng_next(&rng) % 10000000);
             atomic_store(&g_release, 0);
-            pthread_kill(w[victim].thr, SIGUSR1);
+            pthread_kill(t.w[victim].thr, SIGUSR1);
             uint64_t ts = sl_test_now_ns();
             while (!atomic_load(&g_in_stall) && sl_test_now_ns() - ts < 2000000000ull)
-                sleep_ns(50000);
+                sl_test_sleep_ns(50000);
             if (!atomic_load(&g_in_stall)) {
                 /* Not delivered in time (some sanitizers defer signals): skip. */
                 atomic_store(&g_release, 1);
@@ -785,7 +491,7 @@ static void st_execute(const st_cfg *cfg)
                 if (now_ops == prev && now_ops >= atomic_load(&r->sleep_at))
                     break;
                 prev = now_ops;
-                sleep_ns(2000000);
+                sl_test_sleep_ns(2000000);
             }
         }
         p0 = st_ops(r, true, victim);
@@ -794,7 +500,7 @@ static void st_execute(const st_cfg *cfg)
         uint64_t dp = 0, dc = 0, el = 0;
         uint64_t window_max = cfg->signals ? max_window : 190000000;
         do {
-            sleep_ns(1000000);
+            sl_test_sleep_ns(1000000);
             dp = st_ops(r, true, victim) - p0;
             dc = st_ops(r, false, victim) - c0;
             el = sl_test_now_ns() - t0;
@@ -803,7 +509,7 @@ static void st_execute(const st_cfg *cfg)
         if (cfg->signals) {
             atomic_store(&g_release, 1);
             while (atomic_load(&g_in_stall))
-                sleep_ns(50000);
+                sl_test_sleep_ns(50000);
         }
         fprintf(stderr, "[%s] stall %u of %s: others did %llu pushes, %llu pops in %.0f ms\n",
                 g_test, k, vname, ULL(dp), ULL(dc), (double)el / 1e6);
@@ -816,14 +522,11 @@ static void st_execute(const st_cfg *cfg)
             break;
         }
     }
-    sleep_ns(10000000);
+    sl_test_sleep_ns(10000000);
     atomic_store(&r->stop, true);
-    for (unsigned i = 0; i < r->np; i++)
-        pthread_join(w[i].thr, NULL);
+    team_join(&t, 0, r->np);
     atomic_store(&r->producers_done, true);
-    for (unsigned i = r->np; i < r->np + r->nc; i++)
-        pthread_join(w[i].thr, NULL);
-    watchdog_stop(&wd);
+    team_end(&t);
     signal(SIGUSR1, SIG_DFL);
     if (cfg->signals) {
         fprintf(stderr, "[%s] %u of %u stall signals delivered\n", g_test, delivered, stalls);
@@ -839,7 +542,6 @@ static void st_execute(const st_cfg *cfg)
     free(r->cnt);
     free(r->sum);
     free(r->sq);
-    free(w);
     free(r);
 }
 
@@ -856,45 +558,23 @@ END_TEST
  * barrier, len must equal what a drain finds, and pushed - popped too.
  * ========================================================================= */
 
-static _Thread_local uint64_t t_preempt_rng;
-static atomic_uint_fast64_t g_preempt_hits;
-
-static void preempt_handler(int sig)
-{
-    (void)sig;
-    int saved = errno;
-    uint64_t x = t_preempt_rng ? t_preempt_rng : ((uint64_t)(uintptr_t)&x | 1u);
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    t_preempt_rng = x;
-    atomic_fetch_add_explicit(&g_preempt_hits, 1, memory_order_relaxed);
-    struct timespec ts = {0, (long)(5000 + (x >> 8) % 200000)};
-    nanosleep(&ts, NULL);
-    errno = saved;
-}
+/* Naps up to 205 us, no spins: long enough that the other threads wrap the
+ * ring past a thread stopped inside its operation. */
+static const preempt_timing k_preempt_long = {10000, 100000, 5000, 200000, false};
 
 typedef struct lq_run {
     sl_mpmc q;
     unsigned np, nc, rounds;
     sl_test_barrier go, done;
-    atomic_bool stop_preempt, round_stop;
-    atomic_uint finished;
+    atomic_bool round_stop;
     atomic_uint_fast64_t pushed, popped, round;
-    pthread_t *targets;
-    unsigned ntargets;
     uint64_t seed;
 } lq_run;
 
-typedef struct lq_arg {
-    lq_run *r;
-    unsigned idx;
-} lq_arg;
-
 static void *lq_worker(void *arg)
 {
-    lq_arg *a = arg;
-    lq_run *r = a->r;
+    worker *a = arg;
+    lq_run *r = a->run;
     bool producer = a->idx < r->np;
     uint64_t v[2] = {a->idx, 0};
     for (unsigned round = 0; round < r->rounds; round++) {
@@ -909,19 +589,6 @@ static void *lq_worker(void *arg)
         }
         sl_test_barrier_wait(&r->done);
     }
-    atomic_fetch_add(&r->finished, 1);
-    return NULL;
-}
-
-static void *lq_preemptor(void *arg)
-{
-    lq_run *r = arg;
-    sl_test_rng rng;
-    sl_test_rng_seed(&rng, r->seed ^ 0x9EE3Bull);
-    while (!atomic_load(&r->stop_preempt)) {
-        sleep_ns(10000 + sl_test_rng_next(&rng) % 100000);
-        pthread_kill(r->targets[sl_test_rng_next(&rng) % r->ntargets], SIGUSR2);
-    }
     return NULL;
 }
 
@@ -935,41 +602,21 @@ START_TEST(mpmc_len_quiescent)
 {
     static const size_t caps[] = {7, 64};
     size_t cap = caps[_i];
-    char name[64];
-    snprintf(name, sizeof name, "mpmc_len_quiescent[3/5 cap %zu]", cap);
     lq_run *r = xaligned(sizeof *r);
-    r->seed = begin_test(name);
+    r->seed = begin_test(SUITE, "mpmc_len_quiescent[3/5 cap %zu]", cap);
     r->np = 3;
     r->nc = 5;
     r->rounds = (unsigned)sl_test_scaled(250, 60);
     CHECK_MSG(sl_mpmc_init(&r->q, 16, cap) == SL_OK, "init");
     sl_test_barrier_init(&r->go, r->np + r->nc + 1);
     sl_test_barrier_init(&r->done, r->np + r->nc + 1);
-    atomic_init(&r->stop_preempt, false);
     atomic_init(&r->round_stop, false);
-    atomic_init(&r->finished, 0);
     atomic_init(&r->pushed, 0);
     atomic_init(&r->popped, 0);
     atomic_init(&r->round, 0);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = preempt_handler;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    ck_assert_int_eq(sigaction(SIGUSR2, &sa, NULL), 0);
-    unsigned n = r->np + r->nc;
-    pthread_t *t = xcalloc(n, sizeof *t), pre;
-    lq_arg *a = xcalloc(n, sizeof *a);
-    for (unsigned i = 0; i < n; i++) {
-        a[i].r = r;
-        a[i].idx = i;
-        spawn(&t[i], lq_worker, &a[i]);
-    }
-    r->targets = t;
-    r->ntargets = n;
-    spawn(&pre, lq_preemptor, r);
-    watchdog wd;
-    watchdog_start(&wd, lq_progress, NULL, r);
+    const team_role roles[] = {{r->np + r->nc, lq_worker, true}};
+    team t;
+    team_start(&t, r, roles, N_OF(roles), &k_preempt_long, lq_progress, NULL);
     unsigned bad = 0, first_round = 0;
     size_t first_len = 0;
     uint64_t first_inside = 0;
@@ -978,7 +625,7 @@ START_TEST(mpmc_len_quiescent)
     for (unsigned round = 0; round < r->rounds; round++) {
         atomic_store(&r->round_stop, false);
         sl_test_barrier_wait(&r->go);
-        sleep_ns(100000 + sl_test_rng_next(&rng) % 1000000);
+        sl_test_sleep_ns(100000 + sl_test_rng_next(&rng) % 1000000);
         atomic_store(&r->round_stop, true);
         sl_test_barrier_wait(&r->done);
         /* Every worker is at the barrier: no operation is in progress. */
@@ -1003,14 +650,8 @@ START_TEST(mpmc_len_quiescent)
                   sl_mpmc_len(&r->q));
         atomic_store(&r->round, round + 1);
     }
-    while (atomic_load(&r->finished) < n)
-        sleep_ns(100000);
-    atomic_store(&r->stop_preempt, true);
-    pthread_join(pre, NULL);
-    for (unsigned i = 0; i < n; i++)
-        pthread_join(t[i], NULL);
-    watchdog_stop(&wd);
-    signal(SIGUSR2, SIG_DFL);
+    team_end(&t);
+    signal(SIGUSR2, SIG_DFL); /* every target is joined: nothing is pending */
     fprintf(stderr, "[%s] %u rounds, %llu preemptions, len wrong in %u\n", g_test, r->rounds,
             ULL(atomic_load(&g_preempt_hits)), bad);
     CHECK_MSG(bad == 0,
@@ -1020,8 +661,6 @@ START_TEST(mpmc_len_quiescent)
     sl_mpmc_destroy(&r->q);
     sl_test_barrier_destroy(&r->go);
     sl_test_barrier_destroy(&r->done);
-    free(t);
-    free(a);
     free(r);
 }
 END_TEST
@@ -1051,7 +690,7 @@ typedef struct rs_run {
 
 static void *rs_producer(void *arg)
 {
-    rs_run *r = arg;
+    rs_run *r = ((worker *)arg)->run;
     sl_test_rng rng;
     sl_test_rng_seed(&rng, r->seed ^ GOLDEN);
     unsigned char *batch = xcalloc(r->bmax, r->esz);
@@ -1063,11 +702,7 @@ static void *rs_producer(void *arg)
             msg_make(batch, r->esz, 0, s);
             got = sl_spsc_try_push(&r->q, batch) == SL_OK;
         } else {
-            size_t k = 1 + (size_t)(sl_test_rng_next(&rng) % r->bmax);
-            if (k > r->n - s)
-                k = (size_t)(r->n - s);
-            for (size_t i = 0; i < k; i++)
-                msg_make(batch + i * r->esz, r->esz, 0, s + i);
+            size_t k = msg_batch(batch, r->esz, 0, s, r->n - s, r->bmax, &rng);
             got = sl_spsc_push_n(&r->q, batch, k);
             if (got > k) {
                 rec_fail("producer: sl_spsc_push_n(%zu) returned %zu", k, got);
@@ -1086,7 +721,7 @@ static void *rs_producer(void *arg)
 
 static void *rs_consumer(void *arg)
 {
-    rs_run *r = arg;
+    rs_run *r = ((worker *)arg)->run;
     sl_test_rng rng;
     sl_test_rng_seed(&rng, r->seed ^ (2 * GOLDEN));
     unsigned char *batch = xcalloc(r->bmax, r->esz);
@@ -1127,7 +762,7 @@ static void *rs_consumer(void *arg)
 
 static void *rs_observer(void *arg)
 {
-    rs_run *r = arg;
+    rs_run *r = ((worker *)arg)->run;
     uint64_t looks = 0;
     sl_test_barrier_wait(&r->start);
     while (!atomic_load(&r->done)) {
@@ -1150,11 +785,9 @@ static uint64_t rs_progress(void *arg)
 
 static void rs_execute(const rs_cfg *cfg)
 {
-    char name[160];
-    snprintf(name, sizeof name, "spsc_batches[%s]", cfg->name);
     rs_run *r = xaligned(sizeof *r);
     r->cfg = cfg;
-    r->seed = begin_test(name);
+    r->seed = begin_test(SUITE, "spsc_batches[%s]", cfg->name);
     r->n = sl_test_scaled(cfg->msgs, cfg->floor);
     r->esz = cfg->esz;
     r->cap = cfg->cap;
@@ -1166,17 +799,11 @@ static void rs_execute(const rs_cfg *cfg)
                            : sl_spsc_init(&r->q, cfg->esz, cfg->cap);
     CHECK_MSG(st == SL_OK, "init returned %s", sl_status_str(st));
     CHECK_MSG(sl_spsc_cap(&r->q) == cfg->cap, "cap %zu, asked %zu", sl_spsc_cap(&r->q), cfg->cap);
-    pthread_t t[3];
-    watchdog wd;
-    watchdog_start(&wd, rs_progress, NULL, r);
-    uint64_t t0 = sl_test_now_ns();
-    spawn(&t[0], rs_producer, r);
-    spawn(&t[1], rs_consumer, r);
-    spawn(&t[2], rs_observer, r);
-    for (int i = 0; i < 3; i++)
-        pthread_join(t[i], NULL);
-    uint64_t t1 = sl_test_now_ns();
-    watchdog_stop(&wd);
+    const team_role roles[] = {
+        {1, rs_producer, false}, {1, rs_consumer, false}, {1, rs_observer, false}};
+    team t;
+    team_start(&t, r, roles, N_OF(roles), NULL, rs_progress, NULL);
+    double secs = team_end(&t);
     ASSERT_CLEAN();
     CHECK_MSG(sl_spsc_len(&r->q) == 0, "len %zu at the end", sl_spsc_len(&r->q));
     /* Quiescent: exactly the capacity fits, in one batch. */
@@ -1200,7 +827,7 @@ static void rs_execute(const rs_cfg *cfg)
     free(all);
     sl_spsc_destroy(&r->q);
     fprintf(stderr, "[%s] %llu messages in %.3f s\n", g_test, ULL(r->n),
-            (double)(t1 - t0) / 1e9);
+            secs);
     sl_test_barrier_destroy(&r->start);
     free(r->progress);
     free(r);
@@ -1222,28 +849,10 @@ END_TEST
 static Suite *stress_raw_suite(void)
 {
     Suite *s = suite_create("stress_raw");
-    TCase *tc;
-
-    tc = tcase_create("mpmc_exactly_once");
-    tcase_set_timeout(tc, TC_TIMEOUT);
-    tcase_add_loop_test(tc, mpmc_exactly_once, 0, N_OF(rm_cfgs));
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("mpmc_stalled");
-    tcase_set_timeout(tc, TC_TIMEOUT);
-    tcase_add_loop_test(tc, mpmc_stalled, 0, N_OF(st_cfgs));
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("mpmc_len_quiescent");
-    tcase_set_timeout(tc, TC_TIMEOUT);
-    tcase_add_loop_test(tc, mpmc_len_quiescent, 0, 2);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("spsc_batches");
-    tcase_set_timeout(tc, TC_TIMEOUT);
-    tcase_add_loop_test(tc, spsc_batches, 0, N_OF(rs_cfgs));
-    suite_add_tcase(s, tc);
-
+    sl_test_loop_case(s, "mpmc_exactly_once", TC_TIMEOUT, mpmc_exactly_once, N_OF(rm_cfgs));
+    sl_test_loop_case(s, "mpmc_stalled", TC_TIMEOUT, mpmc_stalled, N_OF(st_cfgs));
+    sl_test_loop_case(s, "mpmc_len_quiescent", TC_TIMEOUT, mpmc_len_quiescent, 2);
+    sl_test_loop_case(s, "spsc_batches", TC_TIMEOUT, spsc_batches, N_OF(rs_cfgs));
     return s;
 }
 

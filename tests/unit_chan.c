@@ -21,33 +21,13 @@
 #include "testing.h"
 #include "sysops.h"
 
-#define MS (1000000ull)
-#define SEC (1000000000ull)
-
 static const sl_flavor flavors[] = { SL_SPSC, SL_MPMC };
 #define N_FLAVORS ((int)(sizeof flavors / sizeof flavors[0]))
 #define FLAVOR (flavors[_i])
 
-static void sleep_ns(uint64_t ns)
-{
-    struct timespec ts = { (time_t)(ns / SEC), (long)(ns % SEC) };
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
-static sl_chan *mk_full(sl_flavor f, size_t esz, size_t cap, sl_drop_fn drop, void *ctx)
-{
-    sl_chan_opts o = { .flavor = f, .elem_size = esz, .capacity = cap, .drop = drop, .drop_ctx = ctx };
-    sl_chan *ch = NULL;
-    sl_status st = sl_chan_new(&ch, &o);
-    ck_assert_msg(st == SL_OK, "sl_chan_new(flavor %d, esz %zu, cap %zu) = %d", (int)f, esz, cap, (int)st);
-    ck_assert_ptr_nonnull(ch);
-    return ch;
-}
-
 static sl_chan *mk(sl_flavor f, size_t cap)
 {
-    return mk_full(f, sizeof(uint64_t), cap, NULL, NULL);
+    return sl_test_chan(f, sizeof(uint64_t), cap, NULL, NULL);
 }
 
 static void send_u64(sl_chan *ch, uint64_t v)
@@ -119,7 +99,7 @@ static void op_start_ptr(op_thread *o, sl_chan *ch, void *p)
 /* Gives the thread time to reach its wait, then checks it is still inside. */
 static void op_expect_blocked(op_thread *o, const char *what)
 {
-    sleep_ns(30 * MS);
+    sl_test_sleep_ns(30 * MS);
     ck_assert_msg(atomic_load(&o->done) == 0, "%s returned (status %d) instead of blocking", what,
                   (int)o->st);
 }
@@ -183,7 +163,7 @@ START_TEST(test_new_reports_opts)
     const sl_flavor f = FLAVOR;
     const size_t caps[] = { 1, 2, 3, 5, 7, 8, 100, 1000 };
     for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
-        sl_chan *ch = mk_full(f, 24, caps[i], NULL, NULL);
+        sl_chan *ch = sl_test_chan(f, 24, caps[i], NULL, NULL);
         ck_assert_uint_eq(sl_chan_cap(ch), caps[i]);
         ck_assert_int_eq(sl_chan_flavor(ch), f);
         ck_assert_uint_eq(sl_chan_elem_size(ch), 24);
@@ -191,7 +171,7 @@ START_TEST(test_new_reports_opts)
         ck_assert(!sl_chan_is_closed(ch));
         sl_chan_free(ch);
     }
-    sl_chan *ch = mk_full(f, SL_ELEM_MAX, 2, NULL, NULL);
+    sl_chan *ch = sl_test_chan(f, SL_ELEM_MAX, 2, NULL, NULL);
     ck_assert_uint_eq(sl_chan_elem_size(ch), SL_ELEM_MAX);
     unsigned char *in = malloc(SL_ELEM_MAX), *out = calloc(1, SL_ELEM_MAX);
     ck_assert_ptr_nonnull(in);
@@ -357,7 +337,7 @@ START_TEST(test_elem_sizes)
     const size_t guard = 16, cap = 4;
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         const size_t esz = sizes[s];
-        sl_chan *ch = mk_full(f, esz, cap, NULL, NULL);
+        sl_chan *ch = sl_test_chan(f, esz, cap, NULL, NULL);
         unsigned char *in = malloc(esz * cap), *out = malloc(esz * cap + guard);
         ck_assert_ptr_nonnull(in);
         ck_assert_ptr_nonnull(out);
@@ -637,7 +617,7 @@ START_TEST(test_close_wakes_many_mpmc)
         op_start(&r[i], rx, i % 2 ? OP_RECV_FOR : OP_RECV, 0, 60 * SEC);
         op_start(&s[i], tx, i % 2 ? OP_SEND_FOR : OP_SEND, 1000 + (uint64_t)i, 60 * SEC);
     }
-    sleep_ns(30 * MS);
+    sl_test_sleep_ns(30 * MS);
     for (int i = 0; i < N; i++) {
         ck_assert_int_eq(atomic_load(&r[i].done), 0);
         ck_assert_int_eq(atomic_load(&s[i].done), 0);
@@ -849,7 +829,7 @@ END_TEST
 START_TEST(test_send_ptr)
 {
     const sl_flavor f = FLAVOR;
-    sl_chan *ch = mk_full(f, sizeof(void *), 2, NULL, NULL);
+    sl_chan *ch = sl_test_chan(f, sizeof(void *), 2, NULL, NULL);
     int a = 1, b = 2;
     void *p = &a;
     ck_assert_int_eq(sl_chan_send_ptr(ch, &p), SL_OK);
@@ -878,7 +858,7 @@ END_TEST
 START_TEST(test_send_ptr_blocked_then_closed)
 {
     const sl_flavor f = FLAVOR;
-    sl_chan *ch = mk_full(f, sizeof(void *), 1, NULL, NULL);
+    sl_chan *ch = sl_test_chan(f, sizeof(void *), 1, NULL, NULL);
     int a = 1, b = 2;
     void *p = &a;
     ck_assert_int_eq(sl_chan_send_ptr(ch, &p), SL_OK);
@@ -899,7 +879,7 @@ END_TEST
 START_TEST(test_send_ptr_blocked_then_received)
 {
     const sl_flavor f = FLAVOR;
-    sl_chan *ch = mk_full(f, sizeof(void *), 1, NULL, NULL);
+    sl_chan *ch = sl_test_chan(f, sizeof(void *), 1, NULL, NULL);
     int a = 1, b = 2;
     void *p = &a;
     ck_assert_int_eq(sl_chan_send_ptr(ch, &p), SL_OK);
@@ -922,7 +902,7 @@ START_TEST(test_send_ptr_wrong_size)
     const sl_flavor f = FLAVOR;
     const size_t sizes[] = { 1, 4, sizeof(void *) * 2, 64 };
     for (size_t i = 0; i < 4; i++) {
-        sl_chan *ch = mk_full(f, sizes[i], 2, NULL, NULL);
+        sl_chan *ch = sl_test_chan(f, sizes[i], 2, NULL, NULL);
         int a = 1;
         void *p = &a;
         ck_assert_msg(sl_chan_send_ptr(ch, &p) == SL_EINVAL, "send_ptr on esz %zu accepted", sizes[i]);
@@ -978,7 +958,7 @@ START_TEST(test_drop_leftovers_in_order)
     const sl_flavor f = FLAVOR;
     static drop_rec r;
     r = (drop_rec){ .magic = DROP_MAGIC };
-    sl_chan *ch = mk_full(f, 8, 8, rec_drop, &r);
+    sl_chan *ch = sl_test_chan(f, 8, 8, rec_drop, &r);
     for (uint64_t i = 10; i < 15; i++) send_u64(ch, i);
     ck_assert_uint_eq(recv_u64(ch), 10);
     ck_assert_uint_eq(recv_u64(ch), 11);
@@ -1023,7 +1003,7 @@ START_TEST(test_drop_large_elems)
     static drop_rec r;
     const size_t esz = 1000;
     r = (drop_rec){ .magic = DROP_MAGIC };
-    sl_chan *ch = mk_full(f, esz, 4, rec_drop, &r);
+    sl_chan *ch = sl_test_chan(f, esz, 4, rec_drop, &r);
     unsigned char *m = calloc(1, esz);
     ck_assert_ptr_nonnull(m);
     for (uint64_t i = 0; i < 4; i++) {
@@ -1044,7 +1024,7 @@ START_TEST(test_drop_none_left)
     const sl_flavor f = FLAVOR;
     static drop_rec r;
     r = (drop_rec){ .magic = DROP_MAGIC };
-    sl_chan *ch = mk_full(f, 8, 4, rec_drop, &r);
+    sl_chan *ch = sl_test_chan(f, 8, 4, rec_drop, &r);
     for (uint64_t i = 0; i < 20; i++) {
         send_u64(ch, i);
         ck_assert_uint_eq(recv_u64(ch), i);
@@ -1053,7 +1033,7 @@ START_TEST(test_drop_none_left)
     ck_assert_uint_eq(r.n, 0);
 
     /* An empty, never-used channel drops nothing either. */
-    ch = mk_full(f, 8, 4, rec_drop, &r);
+    ch = sl_test_chan(f, 8, 4, rec_drop, &r);
     sl_chan_free(ch);
     ck_assert_uint_eq(r.n, 0);
 }
@@ -1084,7 +1064,7 @@ START_TEST(test_drop_owns_pointers)
     const sl_flavor f = FLAVOR;
     static _Atomic int freed;
     atomic_store(&freed, 0);
-    sl_chan *ch = mk_full(f, sizeof(void *), 6, free_drop, (void *)&freed);
+    sl_chan *ch = sl_test_chan(f, sizeof(void *), 6, free_drop, (void *)&freed);
     for (int i = 0; i < 6; i++) {
         int *obj = malloc(sizeof *obj);
         ck_assert_ptr_nonnull(obj);

@@ -14,10 +14,8 @@
  * builds keep unlinked segments until destroy (docs/guarantees.md), so there
  * the test checks that destroy releases them instead.
  */
-#include "harness.h"
+#include "stress_common.h"
 
-#include <errno.h>
-#include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -25,8 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <urcu-bp.h>
 
@@ -44,111 +40,11 @@
 #define UL_TSAN 0
 #endif
 
-#define MS (1000000ull)
-#define SEC (1000000000ull)
-#define ULL(x) ((unsigned long long)(x))
-#define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
-
-/* Calls into Check only on failure: a passing ck_assert writes to the parent
- * process, too slow inside per-message loops. */
-#define CHECK(cond, ...)                                                                    \
-    do {                                                                                    \
-        if (!(cond))                                                                        \
-            ck_abort_msg(__VA_ARGS__);                                                      \
-    } while (0)
-
-static void sleep_ns(uint64_t ns)
-{
-    struct timespec ts = {(time_t)(ns / SEC), (long)(ns % SEC)};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
-static uint64_t test_seed(const char *name)
-{
-    const char *v = getenv("SL_TEST_SEED");
-    uint64_t s = (v && *v) ? strtoull(v, NULL, 0)
-                           : (sl_test_now_ns() * 0x9E3779B97F4A7C15ull) ^
-                                 ((uint64_t)getpid() << 20);
-    if (s == 0)
-        s = 1;
-    fprintf(stderr, "[unit_list %s] seed %llu (SL_TEST_SEED=%llu replays it)\n", name, ULL(s),
-            ULL(s));
-    return s;
-}
-
 /* The same slot count list.c picks (about 32 KiB of messages, 32..1024). */
 static size_t expected_slots(size_t esz)
 {
     size_t n = (32 * 1024) / esz;
     return n < 32 ? 32 : n > 1024 ? 1024 : n;
-}
-
-/* ---- messages: a sequence number and a pad derived from it ---------------- */
-
-static uint64_t pad_word(uint64_t seq, size_t w)
-{
-    return (seq + 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t)w * 0xBF58476D1CE4E5B9ull;
-}
-
-/* Byte i of message seq: its first 8 bytes are seq (little-endian), the rest a
- * pad of words derived from seq (written and compared a word at a time). */
-static void fill(unsigned char *b, size_t esz, uint64_t seq)
-{
-    for (size_t i = 0; i < esz && i < 8; i++)
-        b[i] = (unsigned char)(seq >> (8 * i));
-    size_t i = 8, w = 1;
-    for (; i + 8 <= esz; i += 8, w++) {
-        uint64_t x = pad_word(seq, w);
-        memcpy(b + i, &x, 8);
-    }
-    if (i < esz) {
-        uint64_t x = pad_word(seq, w);
-        memcpy(b + i, &x, esz - i);
-    }
-}
-
-/* Whether b is message seq (for esz < 8 only the low bytes of seq). */
-static bool is_msg(const unsigned char *b, size_t esz, uint64_t seq)
-{
-    for (size_t i = 0; i < esz && i < 8; i++)
-        if (b[i] != (unsigned char)(seq >> (8 * i)))
-            return false;
-    size_t i = 8, w = 1;
-    for (; i + 8 <= esz; i += 8, w++) {
-        uint64_t x = pad_word(seq, w), y;
-        memcpy(&y, b + i, 8);
-        if (x != y)
-            return false;
-    }
-    if (i < esz) {
-        uint64_t x = pad_word(seq, w);
-        if (memcmp(b + i, &x, esz - i) != 0)
-            return false;
-    }
-    return true;
-}
-
-static uint64_t low_seq(const unsigned char *b, size_t esz)
-{
-    uint64_t s = 0;
-    for (size_t i = 0; i < esz && i < 8; i++)
-        s |= (uint64_t)b[i] << (8 * i);
-    return s;
-}
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    ck_assert_ptr_nonnull(p);
-    return p;
-}
-
-static void *xcalloc(size_t n, size_t sz)
-{
-    void *p = calloc(n ? n : 1, sz ? sz : 1);
-    ck_assert_ptr_nonnull(p);
-    return p;
 }
 
 /* =========================================================================
@@ -180,24 +76,24 @@ START_TEST(test_init_bad_input)
         ck_assert_uint_ge(sl_list_segments(&q), 1);
         unsigned char *in = xmalloc(esz), *out = xmalloc(esz);
         for (uint64_t s = 0; s < 40; s++) { /* > 32 slots: crosses a segment */
-            fill(in, esz, s);
+            sl_test_seq_fill(in, esz, s);
             ck_assert_int_eq(sl_list_try_push(&q, in), SL_OK);
         }
         ck_assert_uint_eq(sl_list_len(&q), 40);
         for (uint64_t s = 0; s < 40; s++) {
             memset(out, 0, esz);
             ck_assert_int_eq(sl_list_try_pop(&q, out), SL_OK);
-            ck_assert_msg(is_msg(out, esz, s), "esz %zu: message %llu wrong", esz, ULL(s));
+            ck_assert_msg(sl_test_seq_is(out, esz, s), "esz %zu: message %llu wrong", esz, ULL(s));
         }
         ck_assert_int_eq(sl_list_try_pop(&q, out), SL_EMPTY);
         /* NULL buffers in the batch forms consume nothing. */
-        fill(in, esz, 7);
+        sl_test_seq_fill(in, esz, 7);
         ck_assert_int_eq(sl_list_try_push(&q, in), SL_OK);
         ck_assert_uint_eq(sl_list_push_n(&q, NULL, 3), 0);
         ck_assert_uint_eq(sl_list_pop_n(&q, NULL, 3), 0);
         ck_assert_uint_eq(sl_list_len(&q), 1);
         ck_assert_int_eq(sl_list_try_pop(&q, out), SL_OK);
-        ck_assert(is_msg(out, esz, 7));
+        ck_assert(sl_test_seq_is(out, esz, 7));
         free(in);
         free(out);
         sl_list_destroy(&q);
@@ -217,7 +113,7 @@ START_TEST(test_fifo_across_segments)
     unsigned char *buf = xmalloc(esz), *out = xmalloc(esz + 16);
     for (int round = 0; round < 2; round++) {
         for (uint64_t s = 0; s < n; s++) {
-            fill(buf, esz, s);
+            sl_test_seq_fill(buf, esz, s);
             CHECK(sl_list_try_push(&q, buf) == SL_OK, "esz %zu: push %llu failed", esz, ULL(s));
         }
         ck_assert_uint_eq(sl_list_len(&q), n);
@@ -229,9 +125,9 @@ START_TEST(test_fifo_across_segments)
             memset(out, 0xEE, esz + 16);
             CHECK(sl_list_try_pop(&q, out) == SL_OK, "esz %zu round %d: pop %llu of %llu: empty",
                   esz, round, ULL(s), ULL(n));
-            CHECK(is_msg(out, esz, s),
+            CHECK(sl_test_seq_is(out, esz, s),
                   "esz %zu round %d: pop %llu got message %llu (low bytes)", esz, round, ULL(s),
-                  ULL(low_seq(out, esz)));
+                  ULL(sl_test_seq_low(out, esz)));
             CHECK(out[esz] == 0xEE && out[esz + 15] == 0xEE, "esz %zu: pop wrote past the message",
                   esz);
             if ((s & 4095) == 0)
@@ -266,7 +162,7 @@ START_TEST(test_batches)
     for (int round = 0; round < 40; round++) {
         size_t k = bsz[(size_t)round % (sizeof bsz / sizeof bsz[0])];
         for (size_t i = 0; i < k; i++)
-            fill(in + i * esz, esz, next_in + i);
+            sl_test_seq_fill(in + i * esz, esz, next_in + i);
         ck_assert_uint_eq(sl_list_push_n(&q, in, k), k);
         next_in += k;
         ck_assert_uint_eq(sl_list_len(&q), next_in - next_out);
@@ -279,8 +175,8 @@ START_TEST(test_batches)
         ck_assert_msg(got == want, "esz %zu: pop_n(%zu) with %zu inside returned %zu", esz, j,
                       inside, got);
         for (size_t i = 0; i < got; i++)
-            CHECK(is_msg(out + i * esz, esz, next_out + i), "esz %zu: pop_n element %zu wrong", esz,
-                  i);
+            CHECK(sl_test_seq_is(out + i * esz, esz, next_out + i),
+                  "esz %zu: pop_n element %zu wrong", esz, i);
         CHECK(out[got * esz] == 0xEE || got == j, "esz %zu: pop_n wrote past its result", esz);
         next_out += got;
         ck_assert_uint_eq(sl_list_len(&q), next_in - next_out);
@@ -288,7 +184,8 @@ START_TEST(test_batches)
     /* Drain with single pops. */
     while (next_out < next_in) {
         ck_assert_int_eq(sl_list_try_pop(&q, out), SL_OK);
-        CHECK(is_msg(out, esz, next_out), "esz %zu: final pop %llu wrong", esz, ULL(next_out));
+        CHECK(sl_test_seq_is(out, esz, next_out), "esz %zu: final pop %llu wrong", esz,
+              ULL(next_out));
         next_out++;
     }
     ck_assert_uint_eq(sl_list_pop_n(&q, out, 10), 0);
@@ -307,7 +204,7 @@ START_TEST(test_model_random)
     const size_t esz = model_sizes[_i];
     char name[64];
     snprintf(name, sizeof name, "model esz %zu", esz);
-    const uint64_t seed = test_seed(name);
+    const uint64_t seed = sl_test_seed("unit_list", name);
     sl_test_rng rng;
     sl_test_rng_seed(&rng, seed);
     const unsigned ops = (unsigned)sl_test_scaled(60000, 8000);
@@ -325,14 +222,14 @@ START_TEST(test_model_random)
         unsigned kind = (unsigned)(sl_test_rng_next(&rng) % 10);
         if (r < bias) {
             if (kind < 6) {
-                fill(in, esz, tail);
+                sl_test_seq_fill(in, esz, tail);
                 CHECK(sl_list_try_push(&q, in) == SL_OK, "seed %llu op %u: push failed", ULL(seed),
                       op);
                 tail++;
             } else {
                 size_t k = 1 + (size_t)(sl_test_rng_next(&rng) % maxb);
                 for (size_t i = 0; i < k; i++)
-                    fill(in + i * esz, esz, tail + i);
+                    sl_test_seq_fill(in + i * esz, esz, tail + i);
                 size_t got = sl_list_push_n(&q, in, k);
                 CHECK(got == k, "seed %llu op %u: push_n(%zu) = %zu", ULL(seed), op, k, got);
                 tail += k;
@@ -346,9 +243,9 @@ START_TEST(test_model_random)
                 } else {
                     CHECK(st == SL_OK, "seed %llu op %u: pop with %llu inside returned %d",
                           ULL(seed), op, ULL(tail - head), (int)st);
-                    CHECK(is_msg(out, esz, head),
+                    CHECK(sl_test_seq_is(out, esz, head),
                           "seed %llu op %u: popped %llu (low bytes), model says %llu", ULL(seed),
-                          op, ULL(low_seq(out, esz)), ULL(head));
+                          op, ULL(sl_test_seq_low(out, esz)), ULL(head));
                     head++;
                 }
             } else {
@@ -358,7 +255,7 @@ START_TEST(test_model_random)
                 CHECK(got == want, "seed %llu op %u: pop_n(%zu) with %llu inside = %zu", ULL(seed),
                       op, k, ULL(tail - head), got);
                 for (size_t i = 0; i < got; i++)
-                    CHECK(is_msg(out + i * esz, esz, head + i),
+                    CHECK(sl_test_seq_is(out + i * esz, esz, head + i),
                           "seed %llu op %u: pop_n element %zu wrong", ULL(seed), op, i);
                 head += got;
             }
@@ -370,7 +267,8 @@ START_TEST(test_model_random)
     /* Drain and compare the rest. */
     while (head < tail) {
         CHECK(sl_list_try_pop(&q, out) == SL_OK, "seed %llu: final pop empty", ULL(seed));
-        CHECK(is_msg(out, esz, head), "seed %llu: final pop %llu wrong", ULL(seed), ULL(head));
+        CHECK(sl_test_seq_is(out, esz, head), "seed %llu: final pop %llu wrong", ULL(seed),
+              ULL(head));
         head++;
     }
     ck_assert_int_eq(sl_list_try_pop(&q, out), SL_EMPTY);
@@ -444,12 +342,12 @@ START_TEST(test_destroy_with_messages)
         ck_assert_int_eq(sl_list_init(&q, esz), SL_OK);
         unsigned char *buf = xmalloc(esz);
         for (uint64_t s = 0; s < 5000; s++) {
-            fill(buf, esz, s);
+            sl_test_seq_fill(buf, esz, s);
             ck_assert_int_eq(sl_list_try_push(&q, buf), SL_OK);
         }
         for (uint64_t s = 0; s < 1234; s++)
             ck_assert_int_eq(sl_list_try_pop(&q, buf), SL_OK);
-        ck_assert(is_msg(buf, esz, 1233));
+        ck_assert(sl_test_seq_is(buf, esz, 1233));
         sl_list_destroy(&q);
         ck_assert_uint_eq(sl_list_segments(&q), 0);
         free(buf);
@@ -461,27 +359,6 @@ END_TEST
 
 #define MT_ESZ 1024 /* 32 slots per segment */
 
-typedef struct mt_hdr {
-    uint32_t producer;
-    uint32_t check;
-    uint64_t seq;
-} mt_hdr;
-
-static uint32_t mt_check(uint32_t p, uint64_t s)
-{
-    uint64_t x = (s + 1) * 0x9E3779B97F4A7C15ull ^ ((uint64_t)p + 1) * 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 31;
-    return (uint32_t)x ^ (uint32_t)(x >> 32);
-}
-
-static void mt_make(unsigned char *b, uint32_t p, uint64_t s)
-{
-    mt_hdr h = {p, mt_check(p, s), s};
-    memcpy(b, &h, sizeof h);
-    for (size_t i = sizeof h; i < MT_ESZ; i++)
-        b[i] = (unsigned char)(h.check >> (8 * (i & 3))) ^ (unsigned char)i;
-}
-
 typedef struct mt_run {
     sl_list q;
     unsigned np, nc;
@@ -490,7 +367,7 @@ typedef struct mt_run {
     sl_test_barrier start;
     atomic_uint producers_done;
     atomic_uint_fast64_t received;
-    atomic_uint_fast64_t *seen; /* bitmap np * per */
+    bitmap seen;          /* np * per */
     atomic_int failed;
     char msg[512];
 } mt_run;
@@ -523,17 +400,13 @@ static void *mt_producer(void *arg)
     sl_test_barrier_wait(&r->start);
     for (uint64_t s = 0; s < r->per && !atomic_load_explicit(&r->failed, memory_order_relaxed);) {
         if (sl_test_rng_next(&rng) % 4 == 0) {
-            size_t k = 1 + (size_t)(sl_test_rng_next(&rng) % 8);
-            if (k > r->per - s)
-                k = (size_t)(r->per - s);
-            for (size_t i = 0; i < k; i++)
-                mt_make(buf + i * MT_ESZ, w->idx, s + i);
+            size_t k = msg_batch(buf, MT_ESZ, w->idx, s, r->per - s, 8, &rng);
             size_t got = sl_list_push_n(&r->q, buf, k);
             if (got != k)
                 mt_fail(r, "producer %u: push_n(%zu) = %zu", w->idx, k, got);
             s += k;
         } else {
-            mt_make(buf, w->idx, s);
+            msg_make(buf, MT_ESZ, w->idx, s);
             sl_status st = sl_list_try_push(&r->q, buf);
             if (st != SL_OK)
                 mt_fail(r, "producer %u: push seq %llu returned %d", w->idx, ULL(s), (int)st);
@@ -548,27 +421,19 @@ static void *mt_producer(void *arg)
 
 static bool mt_take(mt_run *r, const unsigned char *b, unsigned c, uint64_t *last)
 {
-    mt_hdr h;
-    memcpy(&h, b, sizeof h);
-    if (h.producer >= r->np || h.seq >= r->per || h.check != mt_check(h.producer, h.seq)) {
-        mt_fail(r, "consumer %u: corrupt message (producer %u seq %llu)", c, h.producer,
-                ULL(h.seq));
+    uint32_t p;
+    uint64_t s;
+    char why[160];
+    if (!msg_parse(b, MT_ESZ, r->np, r->per, &p, &s, why, sizeof why)) {
+        mt_fail(r, "consumer %u: %s", c, why);
         return false;
     }
-    for (size_t i = sizeof h; i < MT_ESZ; i++)
-        if (b[i] != ((unsigned char)(h.check >> (8 * (i & 3))) ^ (unsigned char)i)) {
-            mt_fail(r, "consumer %u: torn message producer %u seq %llu at byte %zu", c,
-                    h.producer, ULL(h.seq), i);
-            return false;
-        }
-    if (last[h.producer] != UINT64_MAX && h.seq <= last[h.producer])
-        mt_fail(r, "consumer %u: producer %u seq %llu after seq %llu (FIFO per producer)", c,
-                h.producer, ULL(h.seq), ULL(last[h.producer]));
-    last[h.producer] = h.seq;
-    uint64_t bit = (uint64_t)h.producer * r->per + h.seq;
-    uint64_t m = 1ull << (bit & 63);
-    if (atomic_fetch_or_explicit(&r->seen[bit >> 6], m, memory_order_relaxed) & m)
-        mt_fail(r, "consumer %u: producer %u seq %llu received twice", c, h.producer, ULL(h.seq));
+    if (last[p] != NONE && s <= last[p])
+        mt_fail(r, "consumer %u: producer %u seq %llu after seq %llu (FIFO per producer)", c, p,
+                ULL(s), ULL(last[p]));
+    last[p] = s;
+    if (bm_set(&r->seen, (uint64_t)p * r->per + s))
+        mt_fail(r, "consumer %u: producer %u seq %llu received twice", c, p, ULL(s));
     return true;
 }
 
@@ -579,10 +444,8 @@ static void *mt_consumer(void *arg)
     unsigned c = w->idx;
     sl_test_rng rng;
     sl_test_rng_seed(&rng, r->seed ^ (w->idx + 101) * 0x9E3779B97F4A7C15ull);
-    uint64_t *last = malloc(r->np * sizeof *last);
+    uint64_t *last = xnones(r->np);
     unsigned char *buf = malloc(MT_ESZ * 8);
-    for (unsigned p = 0; p < r->np; p++)
-        last[p] = UINT64_MAX;
     uint64_t got = 0;
     sl_test_barrier_wait(&r->start);
     while (!atomic_load_explicit(&r->failed, memory_order_relaxed)) {
@@ -617,17 +480,14 @@ static void *mt_consumer(void *arg)
 
 START_TEST(test_mt_segment_boundaries)
 {
-    mt_run *r = aligned_alloc(64, (sizeof(mt_run) + 63) & ~(size_t)63);
-    ck_assert_ptr_nonnull(r);
-    memset(r, 0, sizeof *r);
-    r->seed = test_seed("mt 8x8 esz 1024");
+    mt_run *r = xaligned(sizeof *r);
+    r->seed = sl_test_seed("unit_list", "mt 8x8 esz 1024");
     r->np = sl_test_env_uint("SL_STRESS_PRODUCERS", 8);
     r->nc = sl_test_env_uint("SL_STRESS_CONSUMERS", 8);
     r->per = sl_test_scaled(300000, 20000) / r->np;
     ck_assert_int_eq(sl_list_init(&r->q, MT_ESZ), SL_OK);
     ck_assert_uint_eq(r->q.seg_slots, 32); /* the premise: 32-slot segments */
-    size_t words = (size_t)((r->np * r->per + 63) / 64);
-    r->seen = xcalloc(words, sizeof *r->seen);
+    bm_init(&r->seen, (uint64_t)r->np * r->per);
     sl_test_barrier_init(&r->start, r->np + r->nc);
     mt_worker *w = xcalloc(r->np + r->nc, sizeof *w);
     uint64_t t0 = sl_test_now_ns();
@@ -646,7 +506,7 @@ START_TEST(test_mt_segment_boundaries)
     uint64_t want = (uint64_t)r->np * r->per, got = atomic_load(&r->received);
     if (got != want) {
         for (uint64_t b = 0; b < want; b++)
-            CHECK(atomic_load(&r->seen[b >> 6]) >> (b & 63) & 1,
+            CHECK(bm_get(&r->seen, b),
                   "lost: producer %llu seq %llu never received (%llu of %llu; seed %llu)",
                   ULL(b / r->per), ULL(b % r->per), ULL(got), ULL(want), ULL(r->seed));
     }
@@ -667,7 +527,7 @@ START_TEST(test_mt_segment_boundaries)
     sl_list_destroy(&r->q);
     sl_test_barrier_destroy(&r->start);
     free(w);
-    free(r->seen);
+    bm_free(&r->seen);
     free(r);
 }
 END_TEST
@@ -688,7 +548,7 @@ static void *qlen_push(void *p)
     unsigned char buf[40];
     sl_test_barrier_wait(a->start);
     for (uint64_t s = 0; s < a->count; s++) {
-        fill(buf, sizeof buf, ((uint64_t)a->idx << 40) | s);
+        sl_test_seq_fill(buf, sizeof buf, ((uint64_t)a->idx << 40) | s);
         if (sl_list_try_push(a->q, buf) != SL_OK)
             return (void *)1;
     }
@@ -748,10 +608,10 @@ START_TEST(test_len_exact_when_quiescent)
     for (unsigned i = 0; i < T; i++)
         first[i] = true;
     while (sl_list_try_pop(&q, buf) == SL_OK) {
-        uint64_t v = low_seq(buf, 8);
+        uint64_t v = sl_test_seq_low(buf, 8);
         unsigned p = (unsigned)(v >> 40);
         uint64_t s = v & ((1ull << 40) - 1);
-        CHECK(p < T && is_msg(buf, 40, v), "corrupt message %llx", ULL(v));
+        CHECK(p < T && sl_test_seq_is(buf, 40, v), "corrupt message %llx", ULL(v));
         CHECK(first[p] || s > next[p], "producer %u: seq %llu after %llu", p, ULL(s), ULL(next[p]));
         first[p] = false;
         next[p] = s;
@@ -778,9 +638,9 @@ typedef struct drop_rec {
 static void rec_drop(void *elem, void *ctx)
 {
     drop_rec *d = ctx;
-    if (!is_msg(elem, d->esz, d->next) && d->bad++ == 0) {
+    if (!sl_test_seq_is(elem, d->esz, d->next) && d->bad++ == 0) {
         d->first_bad_at = d->next;
-        d->first_bad_low = low_seq(elem, d->esz);
+        d->first_bad_low = sl_test_seq_low(elem, d->esz);
     }
     d->n++;
     d->next++;
@@ -788,12 +648,7 @@ static void rec_drop(void *elem, void *ctx)
 
 static sl_chan *mk_list(size_t esz, size_t cap, sl_drop_fn drop, void *ctx)
 {
-    sl_chan_opts o = {.flavor = SL_LIST, .elem_size = esz, .capacity = cap, .drop = drop,
-                      .drop_ctx = ctx};
-    sl_chan *ch = NULL;
-    sl_status st = sl_chan_new(&ch, &o);
-    ck_assert_msg(st == SL_OK, "sl_chan_new(SL_LIST, esz %zu, cap %zu) = %d", esz, cap, (int)st);
-    return ch;
+    return sl_test_chan(SL_LIST, esz, cap, drop, ctx);
 }
 
 START_TEST(test_chan_new)
@@ -886,7 +741,7 @@ START_TEST(test_chan_batches_and_len)
     for (int round = 0; round < 30; round++) {
         size_t k = 1 + (size_t)(round * 37 % 150);
         for (size_t i = 0; i < k; i++)
-            fill(in + i * esz, esz, next_in + i);
+            sl_test_seq_fill(in + i * esz, esz, next_in + i);
         ck_assert_uint_eq(sl_chan_try_send_n(ch, in, k), k);
         next_in += k;
         ck_assert_uint_eq(sl_chan_len(ch), next_in - next_out);
@@ -894,7 +749,7 @@ START_TEST(test_chan_batches_and_len)
         size_t inside = (size_t)(next_in - next_out), want = j < inside ? j : inside;
         ck_assert_uint_eq(sl_chan_try_recv_n(ch, out, j), want);
         for (size_t i = 0; i < want; i++)
-            CHECK(is_msg(out + i * esz, esz, next_out + i), "recv_n element %zu wrong", i);
+            CHECK(sl_test_seq_is(out + i * esz, esz, next_out + i), "recv_n element %zu wrong", i);
         next_out += want;
         ck_assert_uint_eq(sl_chan_len(ch), next_in - next_out);
     }
@@ -902,7 +757,8 @@ START_TEST(test_chan_batches_and_len)
         size_t inside = (size_t)(next_in - next_out), want = inside < 200 ? inside : 200;
         ck_assert_uint_eq(sl_chan_try_recv_n(ch, out, 200), want);
         for (size_t i = 0; i < want; i++)
-            CHECK(is_msg(out + i * esz, esz, next_out + i), "final recv_n element %zu wrong", i);
+            CHECK(sl_test_seq_is(out + i * esz, esz, next_out + i),
+                  "final recv_n element %zu wrong", i);
         next_out += want;
     }
     ck_assert_uint_eq(sl_chan_len(ch), 0);
@@ -913,31 +769,12 @@ START_TEST(test_chan_batches_and_len)
 }
 END_TEST
 
-typedef struct recv_thread {
-    pthread_t thr;
-    sl_chan *ch;
-    uint64_t out;
-    sl_status st;
-    atomic_int done;
-} recv_thread;
-
-static void *recv_main(void *arg)
-{
-    recv_thread *t = arg;
-    t->st = sl_chan_recv(t->ch, &t->out);
-    atomic_store(&t->done, 1);
-    return NULL;
-}
-
 START_TEST(test_chan_recv_blocks_until_send)
 {
     sl_chan *ch = mk_list(8, 0, NULL, NULL);
-    recv_thread t = {.ch = ch, .out = 0, .st = (sl_status)-1};
+    sl_test_recv_thread t;
     atomic_init(&t.done, 0);
-    ck_assert_int_eq(pthread_create(&t.thr, NULL, recv_main, &t), 0);
-    sleep_ns(30 * MS);
-    ck_assert_msg(atomic_load(&t.done) == 0, "sl_chan_recv on an empty SL_LIST returned %d",
-                  (int)t.st);
+    sl_test_recv_start(&t, ch);
     uint64_t v = 4242;
     ck_assert_int_eq(sl_chan_send(ch, &v), SL_OK);
     pthread_join(t.thr, NULL);
@@ -945,11 +782,7 @@ START_TEST(test_chan_recv_blocks_until_send)
     ck_assert_uint_eq(t.out, 4242);
 
     /* Close wakes a blocked receiver with SL_CLOSED. */
-    t.st = (sl_status)-1;
-    atomic_store(&t.done, 0);
-    ck_assert_int_eq(pthread_create(&t.thr, NULL, recv_main, &t), 0);
-    sleep_ns(30 * MS);
-    ck_assert_int_eq(atomic_load(&t.done), 0);
+    sl_test_recv_start(&t, ch);
     sl_chan_close(ch);
     pthread_join(t.thr, NULL);
     ck_assert_int_eq(t.st, SL_CLOSED);
@@ -1017,12 +850,12 @@ START_TEST(test_chan_drop_at_free)
         d = (drop_rec){.esz = esz, .next = got};
         sl_chan *ch = mk_list(esz, 0, rec_drop, &d);
         for (uint64_t s = 0; s < sent; s++) {
-            fill(buf, esz, s);
+            sl_test_seq_fill(buf, esz, s);
             ck_assert_int_eq(sl_chan_try_send(ch, buf), SL_OK);
         }
         for (uint64_t s = 0; s < got; s++) {
             ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_OK);
-            CHECK(is_msg(buf, esz, s), "esz %zu: recv %llu wrong", esz, ULL(s));
+            CHECK(sl_test_seq_is(buf, esz, s), "esz %zu: recv %llu wrong", esz, ULL(s));
         }
         if (c % 2)
             sl_chan_close(ch);

@@ -17,16 +17,6 @@
 #include <sluice/park.h>
 #include "sysops.h"
 
-#define MS (1000000ull)
-#define SEC (1000000000ull)
-
-static void sleep_ns(uint64_t ns)
-{
-    struct timespec ts = { (time_t)(ns / SEC), (long)(ns % SEC) };
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
 /* ---- a counting / fault-injecting system-call table ---------------------- */
 
 enum inject_mode {
@@ -282,7 +272,7 @@ START_TEST(test_now_monotonic)
     ck_assert_uint_le(a, b);
     ck_assert_uint_le(b, c);
     /* It advances. */
-    sleep_ns(2 * MS);
+    sl_test_sleep_ns(2 * MS);
     ck_assert_uint_ge(sl_now_ns(), b + 2 * MS);
 }
 END_TEST
@@ -347,7 +337,7 @@ START_TEST(test_notify_one_wakes_blocked_waiter)
     waiter w;
     waiter_start(&w, &ev, 30 * SEC, &payload);
     await_registered(&w, 1);
-    sleep_ns(20 * MS);
+    sl_test_sleep_ns(20 * MS);
     /* Not notified yet: still waiting. */
     ck_assert_int_eq(atomic_load(&w.done), 0);
     ck_assert_uint_eq(sl_event_waiters(&ev), 1);
@@ -369,7 +359,7 @@ START_TEST(test_notify_all_wakes_every_waiter)
     for (int i = 0; i < N; i++)
         waiter_start(&w[i], &ev, 30 * SEC, NULL);
     await_registered(w, N);
-    sleep_ns(10 * MS);
+    sl_test_sleep_ns(10 * MS);
     for (int i = 0; i < N; i++)
         ck_assert_int_eq(atomic_load(&w[i].done), 0);
     sl_event_notify_all(&ev);
@@ -389,7 +379,7 @@ START_TEST(test_two_notify_one_wake_two_waiters)
     waiter_start(&w[0], &ev, 30 * SEC, NULL);
     waiter_start(&w[1], &ev, 30 * SEC, NULL);
     await_registered(w, 2);
-    sleep_ns(10 * MS);
+    sl_test_sleep_ns(10 * MS);
     ck_assert_int_eq(atomic_load(&w[0].done), 0);
     ck_assert_int_eq(atomic_load(&w[1].done), 0);
     sl_event_notify_one(&ev);
@@ -417,7 +407,7 @@ START_TEST(test_notify_n_wakes_n)
     for (int i = 0; i < N; i++)
         waiter_start(&w[i], &ev, 30 * SEC, NULL);
     await_registered(w, N);
-    sleep_ns(10 * MS);
+    sl_test_sleep_ns(10 * MS);
     for (int i = 0; i < N; i++)
         ck_assert_int_eq(atomic_load(&w[i].done), 0);
     sl_event_notify_n(&ev, 2);
@@ -584,7 +574,7 @@ START_TEST(test_sleeping_waiter_woken_through_futex)
         ck_assert_msg(sl_test_now_ns() < give_up, "the waiter never called futex_wait");
         sched_yield();
     }
-    sleep_ns(5 * MS);
+    sl_test_sleep_ns(5 * MS);
     ck_assert_int_eq(atomic_load(&w.done), 0);
     ck_assert_uint_eq(wake_calls(), 0);
     sl_event_notify_one(&ev);
@@ -654,7 +644,7 @@ static void check_injected_untimed(int mode)
         ck_assert_msg(sl_test_now_ns() < give_up, "the waiter stopped calling futex_wait");
         sched_yield();
     }
-    sleep_ns(20 * MS);
+    sl_test_sleep_ns(20 * MS);
     ck_assert_msg(atomic_load(&w.done) == 0, "mode %d: wait returned (%d) without a notify",
                   mode, (int)w.result);
     sl_event_notify_one(&ev);
@@ -694,7 +684,7 @@ START_TEST(test_injected_then_notified_timed)
         waiter w;
         waiter_start(&w, &ev, 30 * SEC, NULL);
         await_registered(&w, 1);
-        sleep_ns(10 * MS);
+        sl_test_sleep_ns(10 * MS);
         ck_assert_int_eq(atomic_load(&w.done), 0);
         sl_event_notify_all(&ev);
         ck_assert_int_eq(pthread_join(w.thr, NULL), 0);

@@ -10,96 +10,16 @@
  * element at capacity; sl_chan_free drops the leftovers in FIFO order. Random
  * tests print their seed; SL_TEST_SEED replays one.
  */
-#include "harness.h"
+#include "stress_common.h" /* xmalloc */
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <sluice/chan.h>
 #include <sluice/ring.h>
-
-#define MS (1000000ull)
-#define SEC (1000000000ull)
-#define ULL(x) ((unsigned long long)(x))
-#define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
-
-#define CHECK(cond, ...)                                                                    \
-    do {                                                                                    \
-        if (!(cond))                                                                        \
-            ck_abort_msg(__VA_ARGS__);                                                      \
-    } while (0)
-
-static void sleep_ns(uint64_t ns)
-{
-    struct timespec ts = {(time_t)(ns / SEC), (long)(ns % SEC)};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
-static uint64_t test_seed(const char *name)
-{
-    const char *v = getenv("SL_TEST_SEED");
-    uint64_t s = (v && *v) ? strtoull(v, NULL, 0)
-                           : (sl_test_now_ns() * 0x9E3779B97F4A7C15ull) ^
-                                 ((uint64_t)getpid() << 20);
-    if (s == 0)
-        s = 1;
-    fprintf(stderr, "[unit_ring %s] seed %llu (SL_TEST_SEED=%llu replays it)\n", name, ULL(s),
-            ULL(s));
-    return s;
-}
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    ck_assert_ptr_nonnull(p);
-    return p;
-}
-
-/* ---- messages: sequence number plus a pad derived from it ----------------- */
-
-static uint64_t pad_word(uint64_t seq, size_t w)
-{
-    return (seq + 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t)w * 0xBF58476D1CE4E5B9ull;
-}
-
-static void fill(unsigned char *b, size_t esz, uint64_t seq)
-{
-    for (size_t i = 0; i < esz && i < 8; i++)
-        b[i] = (unsigned char)(seq >> (8 * i));
-    size_t i = 8, w = 1;
-    for (; i + 8 <= esz; i += 8, w++) {
-        uint64_t x = pad_word(seq, w);
-        memcpy(b + i, &x, 8);
-    }
-    if (i < esz) {
-        uint64_t x = pad_word(seq, w);
-        memcpy(b + i, &x, esz - i);
-    }
-}
-
-static bool is_msg(const unsigned char *b, size_t esz, uint64_t seq)
-{
-    unsigned char tmp[4096];
-    if (esz > sizeof tmp)
-        return false;
-    fill(tmp, esz, seq);
-    return memcmp(tmp, b, esz) == 0;
-}
-
-static uint64_t low_seq(const unsigned char *b, size_t esz)
-{
-    uint64_t s = 0;
-    for (size_t i = 0; i < esz && i < 8; i++)
-        s |= (uint64_t)b[i] << (8 * i);
-    return s;
-}
 
 /* =========================================================================
  * Raw ring
@@ -171,7 +91,7 @@ START_TEST(test_exact_capacity)
         uint64_t next_in = 0, oldest = 0;
         for (int round = 0; round < 4; round++) {
             for (size_t i = 0; i < cap; i++) {
-                fill(in, esz, next_in);
+                sl_test_seq_fill(in, esz, next_in);
                 memset(ev, 0xEE, esz + 16);
                 sl_status st = sl_ring_try_push(&r, in, ev);
                 CHECK(st == SL_OK, "cap %zu esz %zu: push %zu of %zu returned %d", cap, esz, i,
@@ -184,15 +104,15 @@ START_TEST(test_exact_capacity)
             }
             const size_t extra = 2 * cap + 5;
             for (size_t i = 0; i < extra; i++) {
-                fill(in, esz, next_in);
+                sl_test_seq_fill(in, esz, next_in);
                 memset(ev, 0xEE, esz + 16);
                 sl_status st = sl_ring_try_push(&r, in, (i % 5 == 4) ? NULL : ev);
                 CHECK(st == SL_EVICTED, "cap %zu esz %zu: push into a full ring returned %d", cap,
                       esz, (int)st);
                 if (i % 5 != 4) {
-                    CHECK(is_msg(ev, esz, oldest),
+                    CHECK(sl_test_seq_is(ev, esz, oldest),
                           "cap %zu esz %zu: evicted %llu (low bytes), the oldest is %llu", cap, esz,
-                          ULL(low_seq(ev, esz)), ULL(oldest));
+                          ULL(sl_test_seq_low(ev, esz)), ULL(oldest));
                     CHECK(ev[esz] == 0xEE && ev[esz + 15] == 0xEE,
                           "cap %zu esz %zu: eviction wrote past the message", cap, esz);
                 }
@@ -207,23 +127,24 @@ START_TEST(test_exact_capacity)
             for (size_t i = 0; i < take; i++) {
                 memset(out, 0xEE, esz + 16);
                 CHECK(sl_ring_try_pop(&r, out) == SL_OK, "cap %zu: pop %zu empty", cap, i);
-                CHECK(is_msg(out, esz, oldest), "cap %zu esz %zu: popped %llu, expected %llu", cap,
-                      esz, ULL(low_seq(out, esz)), ULL(oldest));
+                CHECK(sl_test_seq_is(out, esz, oldest),
+                      "cap %zu esz %zu: popped %llu, expected %llu", cap, esz,
+                      ULL(sl_test_seq_low(out, esz)), ULL(oldest));
                 CHECK(out[esz] == 0xEE, "cap %zu: pop wrote past the message", cap);
                 oldest++;
             }
             ck_assert_uint_eq(sl_ring_len(&r), next_in - oldest);
             /* Refill the gap, then overflow again in the next round. */
             while (next_in - oldest < cap) {
-                fill(in, esz, next_in++);
+                sl_test_seq_fill(in, esz, next_in++);
                 ck_assert_int_eq(sl_ring_try_push(&r, in, ev), SL_OK);
             }
             ck_assert_uint_eq(sl_ring_len(&r), cap);
             /* The pushes at the top of the next round all evict: drain first. */
             while (oldest < next_in) {
                 ck_assert_int_eq(sl_ring_try_pop(&r, out), SL_OK);
-                CHECK(is_msg(out, esz, oldest), "cap %zu: drain got %llu, expected %llu", cap,
-                      ULL(low_seq(out, esz)), ULL(oldest));
+                CHECK(sl_test_seq_is(out, esz, oldest), "cap %zu: drain got %llu, expected %llu",
+                      cap, ULL(sl_test_seq_low(out, esz)), ULL(oldest));
                 oldest++;
             }
             ck_assert_int_eq(sl_ring_try_pop(&r, out), SL_EMPTY);
@@ -270,7 +191,7 @@ START_TEST(test_model_random)
     const size_t cap = model_caps[_i];
     char name[64];
     snprintf(name, sizeof name, "raw model cap %zu", cap);
-    const uint64_t seed = test_seed(name);
+    const uint64_t seed = sl_test_seed("unit_ring", name);
     sl_test_rng rng;
     sl_test_rng_seed(&rng, seed);
     const size_t esz = 16;
@@ -285,7 +206,7 @@ START_TEST(test_model_random)
             bias = 10 + (unsigned)(sl_test_rng_next(&rng) % 80);
         unsigned x = (unsigned)(sl_test_rng_next(&rng) % 100);
         if (x < bias) {
-            fill(in, esz, tail);
+            sl_test_seq_fill(in, esz, tail);
             memset(ev, 0, sizeof ev);
             bool give = sl_test_rng_next(&rng) % 4 != 0;
             sl_status st = sl_ring_try_push(&r, in, give ? ev : NULL);
@@ -293,9 +214,9 @@ START_TEST(test_model_random)
             if (tail - head > cap) {
                 CHECK(st == SL_EVICTED, "seed %llu op %u: push into a full ring returned %d",
                       ULL(seed), op, (int)st);
-                CHECK(!give || is_msg(ev, esz, head),
+                CHECK(!give || sl_test_seq_is(ev, esz, head),
                       "seed %llu op %u: evicted %llu, model's oldest %llu", ULL(seed), op,
-                      ULL(low_seq(ev, esz)), ULL(head));
+                      ULL(sl_test_seq_low(ev, esz)), ULL(head));
                 head++;
             } else {
                 CHECK(st == SL_OK, "seed %llu op %u: push with %llu of %zu inside returned %d",
@@ -307,9 +228,9 @@ START_TEST(test_model_random)
                 CHECK(st == SL_EMPTY, "seed %llu op %u: pop on empty returned %d", ULL(seed), op,
                       (int)st);
             } else {
-                CHECK(st == SL_OK && is_msg(out, esz, head),
+                CHECK(st == SL_OK && sl_test_seq_is(out, esz, head),
                       "seed %llu op %u: pop returned %d / %llu, model %llu", ULL(seed), op,
-                      (int)st, ULL(low_seq(out, esz)), ULL(head));
+                      (int)st, ULL(sl_test_seq_low(out, esz)), ULL(head));
                 head++;
             }
         } else {
@@ -319,8 +240,8 @@ START_TEST(test_model_random)
             CHECK(got == want, "seed %llu op %u: pop_n(%zu) with %llu inside = %zu", ULL(seed), op,
                   k, ULL(tail - head), got);
             for (size_t i = 0; i < got; i++)
-                CHECK(is_msg(out + i * esz, esz, head + i), "seed %llu op %u: pop_n[%zu] wrong",
-                      ULL(seed), op, i);
+                CHECK(sl_test_seq_is(out + i * esz, esz, head + i),
+                      "seed %llu op %u: pop_n[%zu] wrong", ULL(seed), op, i);
             head += got;
         }
         size_t len = sl_ring_len(&r);
@@ -338,7 +259,7 @@ START_TEST(test_destroy_with_messages)
     ck_assert_int_eq(sl_ring_init(&r, 40, 7), SL_OK);
     unsigned char b[40];
     for (uint64_t s = 0; s < 20; s++) {
-        fill(b, 40, s);
+        sl_test_seq_fill(b, 40, s);
         sl_ring_try_push(&r, b, NULL);
     }
     ck_assert_uint_eq(sl_ring_len(&r), 7);
@@ -370,20 +291,7 @@ static void rec_drop(void *elem, void *ctx)
 
 static sl_chan *mk_ring(size_t esz, size_t cap, sl_drop_fn drop, void *ctx)
 {
-    sl_chan_opts o = {.flavor = SL_RING, .elem_size = esz, .capacity = cap, .drop = drop,
-                      .drop_ctx = ctx};
-    sl_chan *ch = NULL;
-    sl_status st = sl_chan_new(&ch, &o);
-    ck_assert_msg(st == SL_OK, "sl_chan_new(SL_RING, esz %zu, cap %zu) = %d", esz, cap, (int)st);
-    return ch;
-}
-
-static sl_chan *mk_other(sl_flavor f, size_t esz, size_t cap)
-{
-    sl_chan_opts o = {.flavor = f, .elem_size = esz, .capacity = cap};
-    sl_chan *ch = NULL;
-    ck_assert_int_eq(sl_chan_new(&ch, &o), SL_OK);
-    return ch;
+    return sl_test_chan(SL_RING, esz, cap, drop, ctx);
 }
 
 START_TEST(test_chan_new)
@@ -539,7 +447,7 @@ START_TEST(test_chan_send_evict)
     /* Every other flavour refuses it and consumes nothing. */
     const sl_flavor others[] = {SL_SPSC, SL_MPMC, SL_LIST};
     for (int i = 0; i < N_OF(others); i++) {
-        ch = mk_other(others[i], 8, 1);
+        ch = sl_test_chan(others[i], 8, 1, NULL, NULL);
         uint64_t a = 1, b = 2;
         ev = 555;
         ck_assert_int_eq(sl_chan_send_evict(ch, &a, &ev), SL_EINVAL);
@@ -668,7 +576,7 @@ START_TEST(test_chan_model)
     const size_t cap = chan_model_caps[_i];
     char name[64];
     snprintf(name, sizeof name, "chan model cap %zu", cap);
-    const uint64_t seed = test_seed(name);
+    const uint64_t seed = sl_test_seed("unit_ring", name);
     sl_test_rng rng;
     sl_test_rng_seed(&rng, seed);
     static drops d;
@@ -831,50 +739,22 @@ END_TEST
 
 /* ---- blocking receive and close ----------------------------------------- */
 
-typedef struct recv_thread {
-    pthread_t thr;
-    sl_chan *ch;
-    uint64_t out;
-    sl_status st;
-    atomic_int done;
-} recv_thread;
-
-static void *recv_main(void *arg)
-{
-    recv_thread *t = arg;
-    t->st = sl_chan_recv(t->ch, &t->out);
-    atomic_store(&t->done, 1);
-    return NULL;
-}
-
-static void start_recv(recv_thread *t, sl_chan *ch)
-{
-    t->ch = ch;
-    t->out = 0;
-    t->st = (sl_status)-1;
-    atomic_store(&t->done, 0);
-    ck_assert_int_eq(pthread_create(&t->thr, NULL, recv_main, t), 0);
-    sleep_ns(30 * MS);
-    ck_assert_msg(atomic_load(&t->done) == 0, "sl_chan_recv on an empty ring returned %s",
-                  sl_status_str(t->st));
-}
-
 START_TEST(test_chan_blocking_recv)
 {
     static drops d;
     memset(&d, 0, sizeof d);
     sl_chan *ch = mk_ring(8, 2, rec_drop, &d);
-    recv_thread t;
+    sl_test_recv_thread t;
     atomic_init(&t.done, 0);
 
-    start_recv(&t, ch);
+    sl_test_recv_start(&t, ch);
     uint64_t v = 11;
     ck_assert_int_eq(sl_chan_send(ch, &v), SL_OK);
     pthread_join(t.thr, NULL);
     ck_assert_int_eq(t.st, SL_OK);
     ck_assert_uint_eq(t.out, 11);
 
-    start_recv(&t, ch);
+    sl_test_recv_start(&t, ch);
     uint64_t ev = 0;
     v = 12;
     ck_assert_int_eq(sl_chan_send_evict(ch, &v, &ev), SL_OK);
@@ -882,7 +762,7 @@ START_TEST(test_chan_blocking_recv)
     ck_assert_int_eq(t.st, SL_OK);
     ck_assert_uint_eq(t.out, 12);
 
-    start_recv(&t, ch);
+    sl_test_recv_start(&t, ch);
     uint64_t b[3] = {13, 14, 15};
     ck_assert_uint_eq(sl_chan_try_send_n(ch, b, 3), 3);
     pthread_join(t.thr, NULL);
@@ -894,7 +774,7 @@ START_TEST(test_chan_blocking_recv)
     uint64_t o;
     while (sl_chan_try_recv(ch, &o) == SL_OK) {
     }
-    start_recv(&t, ch);
+    sl_test_recv_start(&t, ch);
     sl_chan_close(ch);
     pthread_join(t.thr, NULL);
     ck_assert_int_eq(t.st, SL_CLOSED);

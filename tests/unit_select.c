@@ -29,35 +29,6 @@
 
 #include "chan_impl.h" /* the channels' selector counts, to check they are released */
 
-#define MS (1000000ull)
-#define SEC (1000000000ull)
-#define ULL(x) ((unsigned long long)(x))
-#define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
-
-#define CHECK(cond, ...)                                                                    \
-    do {                                                                                    \
-        if (!(cond))                                                                        \
-            ck_abort_msg(__VA_ARGS__);                                                      \
-    } while (0)
-
-static void sleep_ns(uint64_t ns)
-{
-    struct timespec ts = {(time_t)(ns / SEC), (long)(ns % SEC)};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
-static const char *fname(sl_flavor f)
-{
-    switch (f) {
-    case SL_SPSC: return "SPSC";
-    case SL_MPMC: return "MPMC";
-    case SL_LIST: return "LIST";
-    case SL_RING: return "RING";
-    default: return "?";
-    }
-}
-
 static const sl_flavor all_flavors[] = {SL_SPSC, SL_MPMC, SL_LIST, SL_RING};
 
 /* Records every dropped message (8-byte values). */
@@ -78,12 +49,7 @@ static void rec_drop(void *elem, void *ctx)
 
 static sl_chan *mk(sl_flavor f, size_t cap, sl_drop_fn drop, void *ctx)
 {
-    sl_chan_opts o = {.flavor = f, .elem_size = 8, .capacity = cap, .drop = drop,
-                      .drop_ctx = ctx};
-    sl_chan *ch = NULL;
-    sl_status st = sl_chan_new(&ch, &o);
-    ck_assert_msg(st == SL_OK, "sl_chan_new(%s, cap %zu) = %s", fname(f), cap, sl_status_str(st));
-    return ch;
+    return sl_test_chan(f, 8, cap, drop, ctx);
 }
 
 static void put(sl_chan *ch, uint64_t v)
@@ -143,7 +109,7 @@ static void sel_start(sel_thread *t, size_t n, uint64_t timeout)
     t->index = SIZE_MAX;
     atomic_store(&t->done, 0);
     ck_assert_int_eq(pthread_create(&t->thr, NULL, sel_main, t), 0);
-    sleep_ns(30 * MS);
+    sl_test_sleep_ns(30 * MS);
     ck_assert_msg(atomic_load(&t->done) == 0,
                   "sl_select returned %s (index %zu) instead of blocking", sl_status_str(t->st),
                   t->index);
@@ -339,23 +305,24 @@ START_TEST(test_exactly_one_recv)
         sl_select_case cs[2] = {{a, SL_SEL_RECV, &x}, {b, SL_SEL_RECV, &y}};
         size_t idx = 99;
         sl_status st = sl_select(cs, 2, (round & 1) ? 0 : SL_FOREVER, &idx);
-        CHECK(st == SL_OK, "%s/%s: %s", fname(fa), fname(fb), sl_status_str(st));
+        CHECK(st == SL_OK, "%s/%s: %s", sl_test_flavor_name(fa), sl_test_flavor_name(fb),
+              sl_status_str(st));
         size_t la = sl_chan_len(a), lb = sl_chan_len(b);
-        CHECK(la + lb == 1, "%s/%s: %zu + %zu messages left after one select", fname(fa),
-              fname(fb), la, lb);
+        CHECK(la + lb == 1, "%s/%s: %zu + %zu messages left after one select",
+              sl_test_flavor_name(fa), sl_test_flavor_name(fb), la, lb);
         if (idx == 0)
             CHECK(la == 0 && x == 111 && y == 0, "%s/%s: index 0 but a len %zu x %llu y %llu",
-                  fname(fa), fname(fb), la, ULL(x), ULL(y));
+                  sl_test_flavor_name(fa), sl_test_flavor_name(fb), la, ULL(x), ULL(y));
         else
             CHECK(idx == 1 && lb == 0 && y == 222 && x == 0,
-                  "%s/%s: index %zu, b len %zu x %llu y %llu", fname(fa), fname(fb), idx, lb,
-                  ULL(x), ULL(y));
+                  "%s/%s: index %zu, b len %zu x %llu y %llu", sl_test_flavor_name(fa),
+                  sl_test_flavor_name(fb), idx, lb, ULL(x), ULL(y));
         picked[idx]++;
         sl_chan_free(a);
         sl_chan_free(b);
     }
     ck_assert_msg(picked[0] > 0 && picked[1] > 0, "%s/%s: one case never chosen (%d / %d)",
-                  fname(fa), fname(fb), picked[0], picked[1]);
+                  sl_test_flavor_name(fa), sl_test_flavor_name(fb), picked[0], picked[1]);
 }
 END_TEST
 
@@ -379,7 +346,7 @@ START_TEST(test_exactly_one_send)
         for (int i = 0; i < 4; i++) {
             size_t want = (size_t)i == idx ? 1 : 0;
             CHECK(sl_chan_len(c[i]) == want, "send select chose %zu, but %s holds %zu", idx,
-                  fname(all_flavors[i]), sl_chan_len(c[i]));
+                  sl_test_flavor_name(all_flavors[i]), sl_chan_len(c[i]));
         }
         CHECK(get(c[idx]) == 1000 + idx, "wrong message sent");
         picked[idx]++;
@@ -387,7 +354,8 @@ START_TEST(test_exactly_one_send)
             sl_chan_free(c[i]);
     }
     for (int i = 0; i < 4; i++)
-        ck_assert_msg(picked[i] > 0, "send case on %s never chosen", fname(all_flavors[i]));
+        ck_assert_msg(picked[i] > 0, "send case on %s never chosen",
+                      sl_test_flavor_name(all_flavors[i]));
 }
 END_TEST
 
@@ -491,8 +459,8 @@ START_TEST(test_closed_case)
     for (int i = 0; i < 3; i++) {
         idx = 99;
         sl_status st = sl_select(cs, 2, i == 0 ? 0 : i == 1 ? 5 * MS : SL_FOREVER, &idx);
-        ck_assert_msg(st == SL_CLOSED && idx == 1, "%s closed and drained: %s index %zu", fname(f),
-                      sl_status_str(st), idx);
+        ck_assert_msg(st == SL_CLOSED && idx == 1, "%s closed and drained: %s index %zu",
+                      sl_test_flavor_name(f), sl_status_str(st), idx);
     }
     /* Send into a closed channel: SL_CLOSED, nothing consumed. */
     uint64_t v = 7;
@@ -527,15 +495,16 @@ START_TEST(test_fairness_recv)
     for (int k = 0; k < rounds; k++) {
         size_t idx = 99;
         sl_status st = sl_select(cs, 3, 0, &idx);
-        CHECK(st == SL_OK && idx < 3, "%s: %s index %zu", fname(f), sl_status_str(st), idx);
-        CHECK(v[idx] == idx, "%s: case %zu got %llu", fname(f), idx, ULL(v[idx]));
+        CHECK(st == SL_OK && idx < 3, "%s: %s index %zu", sl_test_flavor_name(f),
+              sl_status_str(st), idx);
+        CHECK(v[idx] == idx, "%s: case %zu got %llu", sl_test_flavor_name(f), idx, ULL(v[idx]));
         count[idx]++;
         put(c[idx], idx); /* always ready again */
     }
     for (int i = 0; i < 3; i++) {
         ck_assert_msg(count[i] >= rounds / 4 && count[i] <= rounds * 42 / 100,
-                      "%s: case %d chosen %d of %d times (counts %d %d %d)", fname(f), i, count[i],
-                      rounds, count[0], count[1], count[2]);
+                      "%s: case %d chosen %d of %d times (counts %d %d %d)",
+                      sl_test_flavor_name(f), i, count[i], rounds, count[0], count[1], count[2]);
         ck_assert_uint_eq(sl_chan_len(c[i]), 1);
         sl_chan_free(c[i]);
     }
@@ -594,7 +563,7 @@ START_TEST(test_wake_on_send)
     sel_start(t, 4, SL_FOREVER);
     for (int i = 0; i < 4; i++)
         ck_assert_msg(selectors(c[i]) >= 1, "a blocked selector is not registered on %s",
-                      fname(all_flavors[i]));
+                      sl_test_flavor_name(all_flavors[i]));
     uint64_t v = 4000 + (uint64_t)target, ev;
     switch (form) {
     case 0: ck_assert_int_eq(sl_chan_send(c[target], &v), SL_OK); break;
@@ -609,7 +578,7 @@ START_TEST(test_wake_on_send)
     sl_status st = sel_join(t);
     ck_assert_msg(st == SL_OK && t->index == (size_t)target && buf[target] == v,
                   "woken by a send on %s (form %d): %s index %zu value %llu",
-                  fname(all_flavors[target]), form, sl_status_str(st), t->index,
+                  sl_test_flavor_name(all_flavors[target]), form, sl_status_str(st), t->index,
                   ULL(buf[target]));
     for (int i = 0; i < 4; i++) {
         ck_assert_uint_eq(sl_chan_len(c[i]), 0);
@@ -644,8 +613,8 @@ START_TEST(test_wake_on_room)
         ck_assert_uint_eq(sl_chan_try_recv_n(full, o, 1), 1);
     ck_assert_uint_eq(o[0], 1);
     sl_status st = sel_join(t);
-    ck_assert_msg(st == SL_OK && t->index == 1, "woken by room on %s: %s index %zu", fname(f),
-                  sl_status_str(st), t->index);
+    ck_assert_msg(st == SL_OK && t->index == 1, "woken by room on %s: %s index %zu",
+                  sl_test_flavor_name(f), sl_status_str(st), t->index);
     ck_assert_uint_eq(sl_chan_len(full), 2);
     ck_assert_uint_eq(get(full), 2);
     ck_assert_uint_eq(get(full), 77);
@@ -673,7 +642,7 @@ START_TEST(test_wake_on_close)
     sl_chan_close(c[target]);
     sl_status st = sel_join(t);
     ck_assert_msg(st == SL_CLOSED && t->index == (size_t)target,
-                  "woken by closing %s: %s index %zu", fname(all_flavors[target]),
+                  "woken by closing %s: %s index %zu", sl_test_flavor_name(all_flavors[target]),
                   sl_status_str(st), t->index);
     for (int i = 0; i < 4; i++) {
         ck_assert_uint_eq(selectors(c[i]), 0);
@@ -730,7 +699,7 @@ START_TEST(test_wake_timed_and_duplicate)
         atomic_init(&u[i].done, 0);
         ck_assert_int_eq(pthread_create(&u[i].thr, NULL, sel_main, &u[i]), 0);
     }
-    sleep_ns(30 * MS);
+    sl_test_sleep_ns(30 * MS);
     put(a, 100);
     put(b, 200);
     put(a, 300);
@@ -763,7 +732,7 @@ START_TEST(test_no_busy_wait)
     for (int i = 0; i < 3; i++)
         t->cases[i] = (sl_select_case){c[i], SL_SEL_RECV, &buf[i]};
     sel_start(t, 3, SL_FOREVER);
-    sleep_ns(170 * MS); /* 200 ms blocked in all */
+    sl_test_sleep_ns(170 * MS); /* 200 ms blocked in all */
     ck_assert_int_eq(atomic_load(&t->done), 0);
     put(c[1], 9);
     ck_assert_int_eq(sel_join(t), SL_OK);
@@ -823,7 +792,8 @@ START_TEST(test_all_flavours_one_call)
         idx = 99;
         sl_status st = sl_select(cs, 8, (i & 1) ? 0 : SL_FOREVER, &idx);
         ck_assert_msg(st == SL_OK && idx == (size_t)(2 * i) && rbuf[i] == 900 + (uint64_t)i,
-                      "recv from %s: %s index %zu", fname(all_flavors[i]), sl_status_str(st), idx);
+                      "recv from %s: %s index %zu", sl_test_flavor_name(all_flavors[i]),
+                      sl_status_str(st), idx);
     }
     /* Room in the SPSC and MPMC send channels, one at a time. */
     for (int i = 0; i < 2; i++) {
@@ -833,7 +803,7 @@ START_TEST(test_all_flavours_one_call)
         idx = 99;
         sl_status st = sl_select(cs, 8, SL_FOREVER, &idx);
         ck_assert_msg(st == SL_OK && idx == (size_t)(2 * i + 1), "send to %s: %s index %zu",
-                      fname(all_flavors[i]), sl_status_str(st), idx);
+                      sl_test_flavor_name(all_flavors[i]), sl_status_str(st), idx);
         ck_assert_uint_eq(get(tx[i]), 700 + (uint64_t)i);
         put(tx[i], 1);
     }
@@ -861,7 +831,7 @@ START_TEST(test_all_flavours_one_call)
     }
     for (int i = 0; i < 8; i++)
         ck_assert_msg(count[i] > 8000 / 8 / 2, "case %d (%s %s) chosen %d of 8000 times", i,
-                      fname(all_flavors[i / 2]), (i & 1) ? "send" : "recv", count[i]);
+                      sl_test_flavor_name(all_flavors[i / 2]), (i & 1) ? "send" : "recv", count[i]);
     for (int i = 0; i < 4; i++) {
         ck_assert_uint_eq(selectors(rx[i]) + selectors(tx[i]), 0);
         sl_chan_free(rx[i]);

@@ -73,20 +73,18 @@ static void raw_drain_destroy(sl_chan *ch, sl_visit_fn fn, void *ctx)
     }
 }
 
-/* One push: SL_OK, SL_EVICTED (SL_RING: the displaced message went to the drop
- * function), SL_FULL or SL_ENOMEM. On success the publication is ordered
- * before a following seq_cst load (SPSC publishes with a release store and
- * needs sl_event_fence for that; the others publish with a seq_cst RMW). */
-static inline sl_status raw_push(sl_chan *ch, const void *elem)
+/* One push: SL_OK, SL_EVICTED (SL_RING: the displaced message went to
+ * `displaced`), SL_FULL or SL_ENOMEM. Callers run it between send_begin and
+ * send_end: SPSC publishes with a release store, and send_end's
+ * sl_event_fence orders that store before the notify's waiter load (the
+ * others publish with a seq_cst RMW). */
+static inline sl_status raw_push(sl_chan *ch, const void *elem, sl_visit_fn displaced,
+                                 void *ctx)
 {
     switch (ch->flavor) {
-    case SL_SPSC:
-        if (sl_spsc_try_push(&ch->q.spsc, elem) != SL_OK)
-            return SL_FULL;
-        sl_event_fence(); /* tail store before waiter load (asymmetric: see park.h) */
-        return SL_OK;
+    case SL_SPSC: return sl_spsc_try_push(&ch->q.spsc, elem) == SL_OK ? SL_OK : SL_FULL;
     case SL_MPMC: return sl_mpmc_try_push(&ch->q.mpmc, elem);
-    case SL_RING: return sl__ring_push_visit(&ch->q.ring, elem, ch->drop, ch->drop_ctx);
+    case SL_RING: return sl__ring_push_visit(&ch->q.ring, elem, displaced, ctx);
     default: return sl_list_try_push(&ch->q.list, elem);
     }
 }
@@ -117,12 +115,8 @@ static size_t ring_push_n(sl_chan *ch, const void *elems, size_t n)
 
 static size_t raw_push_n(sl_chan *ch, const void *elems, size_t n)
 {
-    size_t k;
     switch (ch->flavor) {
-    case SL_SPSC:
-        k = sl_spsc_push_n(&ch->q.spsc, elems, n);
-        sl_event_fence(); /* tail store before waiter load (asymmetric: see park.h) */
-        return k;
+    case SL_SPSC: return sl_spsc_push_n(&ch->q.spsc, elems, n); /* fenced by send_end */
     case SL_MPMC: return sl_mpmc_push_n(&ch->q.mpmc, elems, n);
     case SL_RING: return ring_push_n(ch, elems, n);
     default: return sl_list_push_n(&ch->q.list, elems, n);
@@ -272,15 +266,16 @@ static bool senders_in_flight(const sl_chan *ch)
     return false;
 }
 
-/* One non-blocking send: SL_OK, SL_EVICTED, SL_FULL, SL_ENOMEM or SL_CLOSED.
- * Notifies one receiver and any selector. */
-static sl_status try_send_once(sl_chan *ch, void *elem)
+/* One non-blocking send: SL_OK, SL_EVICTED (the displaced message went to
+ * `displaced`), SL_FULL, SL_ENOMEM or SL_CLOSED. Notifies one receiver and any
+ * selector. Every send form goes through here. */
+static sl_status send_once(sl_chan *ch, const void *elem, sl_visit_fn displaced, void *ctx)
 {
     SL_ATOMIC(uint32_t) *mark = send_begin(ch);
     sl_status st = SL_CLOSED;
     SL_FI(); /* marked in flight, closed not yet checked */
     if (!atomic_load_explicit(&ch->closed, memory_order_seq_cst))
-        st = raw_push(ch, elem);
+        st = raw_push(ch, elem, displaced, ctx);
     SL_FI(); /* pushed, still marked */
     send_end(ch, mark);
     if (st == SL_OK || st == SL_EVICTED) {
@@ -288,6 +283,12 @@ static sl_status try_send_once(sl_chan *ch, void *elem)
         ring_selectors(ch);
     }
     return st;
+}
+
+/* The chan_op form: a displaced message goes to the drop function. */
+static sl_status try_send_once(sl_chan *ch, void *elem)
+{
+    return send_once(ch, elem, ch->drop, ch->drop_ctx);
 }
 
 static inline sl_status pop_once(sl_chan *ch, void *out)
@@ -430,17 +431,8 @@ SL_API sl_status sl_chan_send_evict(sl_chan *ch, const void *elem, void *evicted
 {
     if (!ch || !elem || !evicted || ch->flavor != SL_RING)
         return SL_EINVAL;
-    SL_ATOMIC(uint32_t) *mark = send_begin(ch);
-    if (atomic_load_explicit(&ch->closed, memory_order_seq_cst)) {
-        send_end(ch, mark);
-        return SL_CLOSED;
-    }
     void *ctx[2] = {ch, evicted};
-    sl_status st = sl__ring_push_visit(&ch->q.ring, elem, copy_displaced, ctx);
-    send_end(ch, mark);
-    sl_event_notify_one(&ch->not_empty);
-    ring_selectors(ch);
-    return st;
+    return send_once(ch, elem, copy_displaced, ctx);
 }
 
 SL_API sl_status sl_chan_try_recv(sl_chan *ch, void *out)

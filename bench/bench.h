@@ -137,5 +137,8 @@ bool slb_plot(const char *png, const slb_workload *w, size_t n);
 
 /* chan_bench.c */
 int slb_chan_main(const slb_opts *o);
+/* `sl-bench pool` and `sl-bench exec`: argv[0] is the subcommand's name. */
+int slb_pool_main(int argc, char **argv);
+int slb_exec_main(int argc, char **argv);
 
 #endif /* SLB_BENCH_H */

@@ -272,9 +272,14 @@ int main(int argc, char **argv)
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
+    /* The pool and executor benchmarks parse their own options. */
+    if (strcmp(argv[1], "pool") == 0)
+        return slb_pool_main(argc - 1, argv + 1);
+    if (strcmp(argv[1], "exec") == 0)
+        return slb_exec_main(argc - 1, argv + 1);
     if (strcmp(argv[1], "chan") != 0) {
         fprintf(stderr, "sl-bench: '%s' is not a benchmark this version has "
-                        "(available: chan)\n", argv[1]);
+                        "(available: chan, pool, exec)\n", argv[1]);
         return 2;
     }
     slb_opts o;

@@ -17,5 +17,6 @@
 #include "sluice/ring.h"
 #include "sluice/chan.h"
 #include "sluice/select.h"
+#include "sluice/pool.h"
 
 #endif /* SLUICE_H */

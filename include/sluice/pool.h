@@ -1,0 +1,221 @@
+/*
+ * sluice/pool.h — a worker pool: futex-parked threads running submitted jobs.
+ *
+ * One pool covers the pools people write by hand: a fixed set of workers over
+ * one queue, a pool that grows under load and trims itself when idle, a job
+ * market where each key (a player, a connection) has at most one job running,
+ * prioritised jobs, back-pressure on a bounded queue, and a pool that can be
+ * paused, resized, purged and shut down while it runs — with nothing lost:
+ * every accepted job runs exactly once or reaches on_discard exactly once.
+ *
+ * States and commands (commands return at once; a command completes later):
+ *
+ *     SL_POOL_STOPPED --start--> SL_POOL_RUNNING --stop--> SL_POOL_STOPPED
+ *          |  set_workers, reset        |  set_workers
+ *          +------- shutdown ---------->+------- shutdown --> SL_POOL_SHUTDOWN
+ *
+ *   - While a command is in progress every further command returns SL_BUSY
+ *     (a command the state forbids may return SL_EINVAL first). It completes
+ *     when sl_pool_ready() turns true; on_state is then called once, from a
+ *     pool thread, with the new state.
+ *   - stop: running jobs finish, queued jobs wait, workers sleep. It completes
+ *     once no job is running. Jobs submitted while stopped run after start.
+ *   - set_workers(n): the active-worker target, 1 .. max_workers, in the
+ *     running or the stopped state. Growing completes when the workers exist
+ *     (running state; stopped pools spawn on start); shrinking completes when
+ *     the extra workers have finished their jobs and exited.
+ *   - reset: stopped state only; every queued job goes to on_discard with
+ *     SL_DISCARD_RESET.
+ *   - shutdown(SL_DRAIN): every queued job runs (also from the stopped
+ *     state), then the workers exit. shutdown(SL_CANCEL): queued jobs go to
+ *     on_discard with SL_DISCARD_CANCELLED, running ones finish. Either way
+ *     submit returns SL_CLOSED from the moment shutdown is called, and every
+ *     command after it returns SL_EINVAL.
+ *
+ * Jobs: a job is (fn, arg, priority, key, flags). Higher priorities run first,
+ * FIFO within a level. Jobs with one non-zero key never run at once and run
+ * in submission order whatever their priorities; a job whose key is busy waits
+ * aside and never holds back jobs of other keys. SL_JOB_UNIQUE refuses a job
+ * whose key is already queued or running (SL_EXISTS).
+ *
+ * Workers: the pool starts active_workers of them (max_workers by default).
+ * A submit that finds every worker busy and fewer workers than the target
+ * has one more spawned (by the pool's control thread, "<name>/ctl"). Workers
+ * above min_workers retire after idle_timeout_ns without work. A worker that
+ * dies inside a job (pthread_exit, cancellation) is noticed by the cleanup
+ * handler the pool installs around its loop: the job goes to on_discard with
+ * SL_DISCARD_WORKER_DIED, its key is released, worker_fini runs, and a
+ * replacement is spawned while the live workers are below what the target
+ * and the backlog call for. Workers are named "<name>/<id>" (ids count up
+ * from 0 and are never reused; the thread name is cut to 15 bytes by Linux).
+ *
+ * Idle workers sleep in the kernel on the parking layer (sluice/park.h): an
+ * idle pool uses no CPU; a submit wakes at most one sleeping worker, and none
+ * while a worker is already searching for work.
+ *
+ * Concurrency:
+ *   | operation                          | may run concurrently with          |
+ *   |------------------------------------|------------------------------------|
+ *   | submit, try_submit, submit_job     | everything, any number of threads, |
+ *   |                                    | also from inside jobs              |
+ *   | commands, ready, wait_ready,       | everything, any number of threads; |
+ *   | wait_idle, get_stats               | commands serialise (SL_BUSY)       |
+ *   | sl_pool_free                       | nothing but callbacks it waits for;|
+ *   |                                    | never from inside a job            |
+ *
+ * Callbacks (worker_init, worker_fini, on_state, on_discard) run on pool
+ * threads and may submit jobs; on_discard may also run on the thread calling
+ * sl_pool_free. They must not call sl_pool_free, and wait_* from on_state or
+ * on_discard would wait on itself.
+ */
+#ifndef SLUICE_POOL_H
+#define SLUICE_POOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice/base.h"
+#include "sluice/status.h"
+
+SL_BEGIN_DECLS
+
+typedef struct sl_pool sl_pool;
+
+/* A job's function: arg as submitted, worker_ctx as returned by worker_init
+ * on the worker running it (NULL without worker_init). */
+typedef void (*sl_job_fn)(void *arg, void *worker_ctx);
+
+typedef enum sl_pool_state { SL_POOL_STOPPED, SL_POOL_RUNNING, SL_POOL_SHUTDOWN } sl_pool_state;
+typedef enum sl_shutdown { SL_DRAIN, SL_CANCEL } sl_shutdown;
+
+typedef enum sl_discard {           /* why a job will not run */
+    SL_DISCARD_CANCELLED = 1,       /* shutdown(SL_CANCEL), or sl_pool_free */
+    SL_DISCARD_RESET,               /* sl_pool_reset */
+    SL_DISCARD_WORKER_DIED,         /* its worker thread died inside it */
+} sl_discard;
+
+enum { SL_JOB_UNIQUE = 1 };  /* refuse with SL_EXISTS if the key is queued or running */
+
+#define SL_POOL_MAX_PRIORITIES 8u
+#define SL_POOL_MAX_WORKERS 1024u
+
+typedef struct sl_job {
+    sl_job_fn fn;
+    void     *arg;
+    unsigned  priority;     /* 0 .. priority_levels-1; higher runs first */
+    uint64_t  key;          /* 0: none; jobs with one key never run at once, and run in order */
+    unsigned  flags;        /* 0 or SL_JOB_UNIQUE */
+} sl_job;
+
+/* Where a submitted job waits for a worker. */
+typedef enum sl_dispatch {
+    SL_DISPATCH_SHARED = 0,     /* one queue for all workers (the default) */
+    SL_DISPATCH_ROUND_ROBIN,    /* per-worker inboxes, fed in turn */
+    SL_DISPATCH_LEAST_LOADED,   /* per-worker inboxes, the shortest is fed */
+} sl_dispatch;
+/* With inboxes, a worker takes from its own inbox first and, when that is
+ * empty, from the others' (so no job waits while a worker is idle); priority
+ * order is kept within each inbox and, with one worker, overall. Keys and
+ * everything else behave as with the shared queue. */
+
+typedef struct sl_pool_opts {
+    unsigned max_workers;       /* 0: online CPUs; at most SL_POOL_MAX_WORKERS */
+    unsigned min_workers;       /* kept while idle; at most max_workers */
+    unsigned active_workers;    /* initial target; 0: max_workers */
+    uint64_t idle_timeout_ns;   /* workers above min retire after this; 0: never */
+    size_t   queue_capacity;    /* pending bound (back-pressure); 0: unbounded */
+    unsigned priority_levels;   /* 1 .. 8; 0 means 1 */
+    bool     start_stopped;     /* begin in SL_POOL_STOPPED */
+    sl_dispatch dispatch;       /* SL_DISPATCH_SHARED unless set */
+    const char *name;           /* thread names: "<name>/<id>"; NULL: "sl-pool" */
+    void *(*worker_init)(unsigned worker_id, void *user);               /* -> worker_ctx */
+    void  (*worker_fini)(unsigned worker_id, void *worker_ctx, void *user);
+    void  (*on_state)(sl_pool *p, sl_pool_state now, void *user);      /* a command finished */
+    void  (*on_discard)(const sl_job *job, sl_discard why, void *user); /* an accepted job that will not run */
+    void *user;
+} sl_pool_opts;
+
+/* A snapshot, taken without stopping the pool: each field is exact at some
+ * moment during the call, and submitted == queued + running + completed +
+ * discarded holds between quiescent points (enough for a progress bar). */
+typedef struct sl_pool_stats {
+    sl_pool_state state;
+    unsigned workers;    /* live worker threads */
+    unsigned target;     /* the active-worker target (set_workers) */
+    unsigned running;    /* jobs running now */
+    unsigned idle;       /* live workers not running a job */
+    unsigned parked;     /* of those, asleep in the kernel (futex wait) */
+    uint64_t queued;     /* accepted, not yet started */
+    uint64_t submitted;  /* accepted, ever */
+    uint64_t completed;  /* ran to the end, ever */
+    uint64_t discarded;  /* handed to on_discard, ever */
+    uint64_t spawned;    /* worker threads ever started (== worker_init calls) */
+    uint64_t retired;    /* worker threads that exited on purpose (idle timeout or
+                            set_workers shrinking), ever; not deaths, not shutdown */
+    uint64_t respawned;  /* worker threads started to replace one that died, ever */
+    uint64_t died;       /* worker threads that died inside a job, ever */
+    size_t   capacity;   /* queue_capacity (0: unbounded) */
+    bool     busy;       /* a command is in progress (!sl_pool_ready) */
+} sl_pool_stats;
+
+/* Creates a pool and its threads. opts may be NULL (all defaults). Returns
+ * SL_OK with *out set; SL_EINVAL for NULL out, min_workers > max_workers,
+ * active_workers > max_workers, max_workers or priority_levels too large, or an
+ * unknown dispatch; SL_ENOMEM (or SL_ENOMEM when a thread cannot be created),
+ * with *out untouched. */
+SL_API sl_status sl_pool_new(sl_pool **out, const sl_pool_opts *opts);
+
+/* Submits fn(arg) at priority 0 with no key, waiting while the queue is full.
+ * Returns SL_OK (accepted: it will run or be discarded, exactly once),
+ * SL_CLOSED (shut down, also while waiting), SL_EINVAL (NULL p or fn).
+ * Lock-free when the queue has room; blocking when it is full. The submit
+ * happens-before the job runs (acts as release). */
+SL_API sl_status sl_pool_submit(sl_pool *p, sl_job_fn fn, void *arg);
+
+/* As sl_pool_submit, without waiting: SL_FULL when the queue is full. */
+SL_API sl_status sl_pool_try_submit(sl_pool *p, sl_job_fn fn, void *arg);
+
+/* Submits a copy of *job, waiting up to timeout_ns (0: try once, SL_FOREVER:
+ * no limit) while the queue is full. Returns SL_OK; SL_FULL (timeout 0) or
+ * SL_TIMEDOUT when no room came; SL_CLOSED; SL_EXISTS (SL_JOB_UNIQUE and the
+ * key is queued or running); SL_EINVAL (NULL p, job or fn, priority out of
+ * range, unknown flags, SL_JOB_UNIQUE without a key); SL_ENOMEM (a keyed job
+ * that must wait aside could not be stored). Keyless jobs: lock-free with
+ * room. Keyed jobs take a short internal lock. */
+SL_API sl_status sl_pool_submit_job(sl_pool *p, const sl_job *job, uint64_t timeout_ns);
+
+/* Commands. Each returns SL_OK (begun; see sl_pool_ready), SL_BUSY (another
+ * command has not completed), or SL_EINVAL (NULL p, a state that forbids it —
+ * any command after shutdown — or a bad argument). */
+SL_API sl_status sl_pool_start(sl_pool *p);               /* stopped -> running */
+SL_API sl_status sl_pool_stop(sl_pool *p);                /* running -> stopped (pause) */
+SL_API sl_status sl_pool_set_workers(sl_pool *p, unsigned n); /* 1 .. max_workers */
+SL_API sl_status sl_pool_reset(sl_pool *p);               /* stopped: discard queued jobs */
+SL_API sl_status sl_pool_shutdown(sl_pool *p, sl_shutdown how);
+
+/* True when no command is in progress (the last one has completed). Acts as
+ * acquire: what the completed transition did is visible. false for NULL. */
+SL_API bool sl_pool_ready(sl_pool *p);
+
+/* Waits until sl_pool_ready, up to timeout_ns. Returns SL_OK, SL_TIMEDOUT, or
+ * SL_EINVAL for NULL p. Blocking (parks). */
+SL_API sl_status sl_pool_wait_ready(sl_pool *p, uint64_t timeout_ns);
+
+/* Waits until every accepted job has run or been discarded (nothing queued,
+ * nothing running), up to timeout_ns. A stopped pool with queued jobs is not
+ * idle. Returns SL_OK, SL_TIMEDOUT, or SL_EINVAL for NULL p. Blocking. */
+SL_API sl_status sl_pool_wait_idle(sl_pool *p, uint64_t timeout_ns);
+
+/* Fills *out with a snapshot (see sl_pool_stats). NULL p or out: nothing. */
+SL_API void sl_pool_get_stats(sl_pool *p, sl_pool_stats *out);
+
+/* shutdown(SL_CANCEL) unless shut down already (also while a command is in
+ * progress), waits for running jobs — and for a drain in progress — and for
+ * every thread to exit, then frees the pool. NULL does nothing. Not from a
+ * pool thread. */
+SL_API void sl_pool_free(sl_pool *p);
+
+SL_END_DECLS
+
+#endif /* SLUICE_POOL_H */

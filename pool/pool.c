@@ -114,7 +114,7 @@ SL_API sl_status sl_pool_new(sl_pool **out, const sl_pool_opts *opts)
     }
     /* The control thread may be spawning too: both stop at the target. */
     sl_status spawned;
-    while ((spawned = sl__pool_spawn(p, false, o.active_workers)) == SL_OK)
+    while ((spawned = sl__pool_spawn(p, o.active_workers)) == SL_OK)
         continue;
     if (spawned == SL_ENOMEM) {
         sl_pool_free(p);
@@ -175,9 +175,13 @@ static sl_status admissible(const sl_pool *p, enum pool_cmd cmd, unsigned arg)
     case CMD_SHUTDOWN: ok = arg == SL_DRAIN || arg == SL_CANCEL; break;
     default: ok = false; break;
     }
-    if (p->shut || !ok)
+    if (p->shut)
         return SL_EINVAL;
-    return p->cmd != CMD_NONE ? SL_BUSY : SL_OK;
+    /* Busy before the state: the state a command in progress leads to is
+     * not reported yet, so stop right after start is SL_BUSY, not EINVAL. */
+    if (p->cmd != CMD_NONE && (cmd != CMD_WORKERS || ok) && (cmd != CMD_SHUTDOWN || ok))
+        return SL_BUSY;
+    return ok ? SL_OK : SL_EINVAL;
 }
 
 /* Under lock: the command's immediate effect. */
@@ -271,8 +275,7 @@ static bool is_idle(sl_pool *p)
     bool idle = true;
     pthread_mutex_lock(&p->lock);
     for (unsigned s = 0; s < p->opts.max_workers && idle; s++) {
-        pool_worker *w = atomic_load_explicit(&p->slots[s].worker, memory_order_acquire);
-        if (w && atomic_load_explicit(&w->running, memory_order_acquire))
+        if (atomic_load_explicit(&p->slots[s].running, memory_order_acquire))
             idle = false;
     }
     pthread_mutex_unlock(&p->lock);
@@ -291,7 +294,7 @@ static void worker_stats(sl_pool *p, sl_pool_stats *out)
         pool_worker *w = atomic_load_explicit(&p->slots[s].worker, memory_order_acquire);
         if (!w)
             continue;
-        out->running += atomic_load_explicit(&w->running, memory_order_acquire);
+        out->running += atomic_load_explicit(&p->slots[s].running, memory_order_acquire);
         out->parked += atomic_load_explicit(&w->parked, memory_order_relaxed);
         out->completed += atomic_load_explicit(&w->completed, memory_order_relaxed);
     }

@@ -60,16 +60,18 @@ static void discard_waiting(const sl_job *job, void *arg)
     sl__pool_pending_done(c->pool, 1);
 }
 
-/* Hands every queued job to on_discard: first the jobs waiting for their
- * keys, then the lists (a keyed job's discard releases its key). Each job
- * leaves `pending` after its report, so wait_idle has seen it. */
-static void sweep(sl_pool *p, sl_discard why)
+/* Hands queued jobs to on_discard: first the jobs waiting for their keys,
+ * then the lists (a keyed job's discard releases its key), at most `limit`
+ * of those — reset takes what was queued when it began, and does not chase
+ * submitters that keep the lists full. Each job leaves `pending` after its
+ * report, so wait_idle has seen it. */
+static void sweep(sl_pool *p, sl_discard why, size_t limit)
 {
     sweep_ctx c = {p, why};
     sl__pool_keys_drop_list(sl__pool_keys_take_waiting(&p->keys), discard_waiting, &c);
     sl_job job;
     unsigned from;
-    while (sl__pool_queue_pop(&p->queue, 0, &job, &from)) {
+    while (limit-- > 0 && sl__pool_queue_pop(&p->queue, 0, &job, &from)) {
         if (p->opts.dispatch == SL_DISPATCH_LEAST_LOADED)
             atomic_fetch_sub_explicit(&p->slots[from].load, 1, memory_order_relaxed);
         sl__pool_discard(p, &job, why);
@@ -84,9 +86,7 @@ static unsigned running_now(sl_pool *p)
     unsigned n = 0;
     pthread_mutex_lock(&p->lock);
     for (unsigned s = 0; s < p->opts.max_workers; s++) {
-        pool_worker *w = atomic_load_explicit(&p->slots[s].worker, memory_order_acquire);
-        if (w)
-            n += atomic_load_explicit(&w->running, memory_order_relaxed);
+        n += atomic_load_explicit(&p->slots[s].running, memory_order_relaxed);
     }
     pthread_mutex_unlock(&p->lock);
     return n;
@@ -118,29 +118,10 @@ static bool ensure_workers(sl_pool *p)
     if (run == RUN_CANCELLING || (run == RUN_DRAINING && pending == 0))
         return true;
     unsigned want = wanted(p, run, pending, asked);
-    for (;;) {
-        pthread_mutex_lock(&p->lock);
-        bool replacement = p->deaths > 0;
-        p->deaths -= replacement;
-        pthread_mutex_unlock(&p->lock);
-        sl_status st = sl__pool_spawn(p, replacement, want);
-        if (st != SL_OK) {
-            pthread_mutex_lock(&p->lock);
-            p->deaths += replacement;
-            pthread_mutex_unlock(&p->lock);
-            if (st == SL_FULL)
-                break;
-            return false;
-        }
-    }
-    /* Deaths the pool did not need to replace stay unreplaced: a later
-     * spawn on demand is not a replacement. (Under lock: a death decrements
-     * live and counts itself in one step.) */
-    pthread_mutex_lock(&p->lock);
-    if (atomic_load_explicit(&p->live, memory_order_relaxed) >= want)
-        p->deaths = 0;
-    pthread_mutex_unlock(&p->lock);
-    return true;
+    sl_status st;
+    while ((st = sl__pool_spawn(p, want)) == SL_OK)
+        continue;
+    return st == SL_FULL;
 }
 
 /* Under lock: no worker is in a run of jobs (stop's condition). */
@@ -173,9 +154,13 @@ static bool completed(sl_pool *p, sl_pool_state *now)
     case CMD_STOP:
         *now = SL_POOL_STOPPED;
         return all_inactive(p);
-    case CMD_WORKERS:
-        return live <= atomic_load_explicit(&p->target, memory_order_seq_cst) &&
+    case CMD_WORKERS: {
+        /* Threads that exist, not the live count: a shrink completes once
+         * the extra workers have run worker_fini and been joined. */
+        uint64_t threads = atomic_load_explicit(&p->spawned, memory_order_relaxed) - p->joined;
+        return threads <= atomic_load_explicit(&p->target, memory_order_seq_cst) &&
                live >= sl__pool_floor(p);
+    }
     case CMD_RESET:
         return p->reset_swept;
     default:
@@ -214,14 +199,16 @@ static bool ctl_pass(sl_pool *p)
     join_exited(p);
     bool poll = false;
     if (atomic_load_explicit(&p->run_state, memory_order_seq_cst) == RUN_CANCELLING) {
-        sweep(p, SL_DISCARD_CANCELLED);
+        sweep(p, SL_DISCARD_CANCELLED, SIZE_MAX); /* nothing new can come */
         poll = PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) != 0;
     }
     pthread_mutex_lock(&p->lock);
     bool reset = p->cmd == CMD_RESET && !p->reset_swept;
     pthread_mutex_unlock(&p->lock);
     if (reset) {
-        sweep(p, SL_DISCARD_RESET);
+        /* What was queued when the sweep began, and the keyed successors
+         * that their discards release (at most as many again). */
+        sweep(p, SL_DISCARD_RESET, 2 * sl__pool_queue_len(&p->queue));
         pthread_mutex_lock(&p->lock);
         p->reset_swept = true;
         pthread_mutex_unlock(&p->lock);

@@ -109,13 +109,16 @@ void sl__pool_keys_drop_list(key_job *list, void (*visit)(const sl_job *, void *
 typedef struct pool_slot {
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(pool_worker *) worker; /* NULL: vacant */
     SL_ATOMIC(uint64_t) load;   /* jobs pushed to this inbox and not yet popped */
+    /* The occupant is running a job. Here rather than in the worker so that
+     * dispatch, stats and wait_idle read it without touching a worker that
+     * may be exiting; written only by the occupant. */
+    SL_ATOMIC(unsigned) running;
 } pool_slot;
 
 struct pool_worker {
     /* Written by the worker, read by stats and the control thread: its own
      * line, so that workers do not slow each other down. */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(unsigned) active; /* in a run of jobs (see stop) */
-    SL_ATOMIC(unsigned) running;   /* a job is running */
     SL_ATOMIC(unsigned) parked;    /* asleep in the kernel */
     SL_ATOMIC(uint64_t) completed; /* jobs run to the end */
     /* The worker's own (plain: read by its cleanup handler, same thread). */
@@ -134,6 +137,7 @@ struct sl_pool {
     /* Submitters and workers: the reservation count and the searchers. */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) pending; /* accepted, not started | CLOSED */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(unsigned) spinning; /* workers searching before parking */
+    SL_ATOMIC(unsigned) waking;        /* a notify of work_ev is in flight */
     SL_ATOMIC(unsigned) rr;            /* round-robin cursor */
     /* Read on every take, written by commands only. */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(int) run_state; /* enum pool_run */
@@ -191,9 +195,10 @@ void sl__pool_want_worker(sl_pool *p);
 void sl__pool_key_done(sl_pool *p, uint64_t key);
 
 /* pool_worker.c */
-/* Starts a worker if fewer than limit (and max_workers) are live: SL_OK;
+/* Starts a worker if fewer than limit (and max_workers) are live — a
+ * replacement (respawned) if a death is not yet made good: SL_OK;
  * SL_FULL when there are enough (or no slot is free yet); SL_ENOMEM. */
-sl_status sl__pool_spawn(sl_pool *p, bool replacement, unsigned limit);
+sl_status sl__pool_spawn(sl_pool *p, unsigned limit);
 
 /* pool_ctl.c */
 void *sl__pool_ctl_main(void *arg);

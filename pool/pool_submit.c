@@ -10,10 +10,10 @@
  * already searching. Only (2) takes a lock, and only for keyed jobs.
  *
  * Wake-ups and the searcher count follow the Go scheduler: a submit wakes a
- * sleeper only when no worker is spinning (a spinner will find the job),
- * and a spinner that finds work while it was the last spinner wakes the
- * next (pool_worker.c), so bursts fan out one worker at a time and a single
- * job never wakes more than one.
+ * sleeper only when no worker is spinning (a spinner will find the job) and
+ * no wake-up is already in flight (`waking`), and a worker that takes a job
+ * with more waiting does the same (pool_worker.c), so bursts fan out one
+ * worker at a time and a single job never wakes more than one.
  */
 #include <sched.h>
 
@@ -122,12 +122,10 @@ static unsigned pick_least_loaded(sl_pool *p)
     uint64_t best_load = UINT64_MAX;
     for (unsigned k = 0; k < n && best_load > 0; k++) {
         unsigned s = start + k < n ? start + k : start + k - n;
-        pool_worker *w = atomic_load_explicit(&p->slots[s].worker, memory_order_relaxed);
-        if (!w)
-            continue;
-        uint64_t load = atomic_load_explicit(&p->slots[s].load, memory_order_relaxed);
-        if (atomic_load_explicit(&w->running, memory_order_relaxed))
-            load++;
+        if (!atomic_load_explicit(&p->slots[s].worker, memory_order_relaxed))
+            continue; /* vacant: only a pointer test, never a dereference */
+        uint64_t load = atomic_load_explicit(&p->slots[s].load, memory_order_relaxed) +
+                        atomic_load_explicit(&p->slots[s].running, memory_order_relaxed);
         if (load < best_load)
             best = s, best_load = load;
     }
@@ -136,9 +134,6 @@ static unsigned pick_least_loaded(sl_pool *p)
 
 static void request_spawn(sl_pool *p)
 {
-    int run = atomic_load_explicit(&p->run_state, memory_order_relaxed);
-    if (run != RUN_RUNNING && run != RUN_DRAINING)
-        return;
     if (atomic_load_explicit(&p->live, memory_order_relaxed) >=
         atomic_load_explicit(&p->target, memory_order_relaxed))
         return;
@@ -162,10 +157,35 @@ void sl__pool_want_worker(sl_pool *p)
     sl_event_fence();
     if (atomic_load_explicit(&p->spinning, memory_order_seq_cst) != 0)
         return;
-    if (sl_event_waiters(&p->work_ev) != 0)
-        sl_event_notify_one(&p->work_ev);
-    else
+    /* Stopped or cancelling: nobody may take it; start wakes everyone. (A
+     * start racing with this load is covered by start's own notify_all,
+     * which follows its store of the run state.) */
+    int run = atomic_load_explicit(&p->run_state, memory_order_seq_cst);
+    if (run != RUN_RUNNING && run != RUN_DRAINING)
+        return;
+    if (sl_event_waiters(&p->work_ev) == 0) {
         request_spawn(p);
+        return;
+    }
+    /* One wake-up in flight at a time: while a woken worker has not yet
+     * left work_ev it will look at the lists after this push (it clears
+     * `waking` after it deregisters, then searches), so a second notify
+     * would only cost a system call. */
+    unsigned idle = 0;
+    if (atomic_load_explicit(&p->waking, memory_order_relaxed) != 0 ||
+        !atomic_compare_exchange_strong_explicit(&p->waking, &idle, 1, memory_order_seq_cst,
+                                                 memory_order_relaxed))
+        return;
+    /* seq_cst: read after the token is taken. A waiter seen here leaves
+     * work_ev after this read and clears the token after that; with none,
+     * give the token back — a worker registering later re-checks and sees
+     * the job itself. */
+    if (sl_event_waiters(&p->work_ev) != 0) {
+        sl_event_notify_one(&p->work_ev);
+        return;
+    }
+    atomic_store_explicit(&p->waking, 0, memory_order_seq_cst);
+    request_spawn(p);
 }
 
 /* Pushes an accepted job (a new one, or a keyed job whose key came free)

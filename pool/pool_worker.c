@@ -100,7 +100,7 @@ static bool take(pool_worker *w)
     w->has_job = true;
     /* Relaxed: published by the release in pending_done below, which is
      * what wait_idle reads first. */
-    atomic_store_explicit(&w->running, 1, memory_order_relaxed);
+    atomic_store_explicit(&p->slots[w->slot].running, 1, memory_order_relaxed);
     sl__pool_pending_done(p, 1);
     /* More waiting behind this job: the backlog exceeds the workers that
      * were woken for it (a burst of submits can all see one sleeper that is
@@ -123,7 +123,7 @@ static void job_over(pool_worker *w, bool ran)
                               atomic_load_explicit(&w->completed, memory_order_relaxed) + 1,
                               memory_order_relaxed);
     /* Release: the job's effects and the count precede "not running". */
-    atomic_store_explicit(&w->running, 0, memory_order_release);
+    atomic_store_explicit(&p->slots[w->slot].running, 0, memory_order_release);
     /* Orders the store above before the loads below (wait_idle registers,
      * then reads running and pending). */
     sl_event_fence();
@@ -158,14 +158,8 @@ static bool search(sl_pool *p)
     atomic_fetch_add_explicit(&p->spinning, 1, memory_order_seq_cst);
     for (unsigned i = 0; i < POOL_SPIN_POLLS; i++) {
         if (has_work(p) && may_take(p)) {
-            unsigned was = atomic_fetch_sub_explicit(&p->spinning, 1, memory_order_seq_cst);
-            /* The last searcher out wakes the next when more than the one
-             * job it goes to take is waiting. */
-            uint64_t pending =
-                PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst));
-            if (was == 1 && pending > 1 + atomic_load_explicit(&p->keys.waiting,
-                                                               memory_order_seq_cst))
-                sl_event_notify_one(&p->work_ev);
+            /* The taker fans out if more is waiting (take). */
+            atomic_fetch_sub_explicit(&p->spinning, 1, memory_order_seq_cst);
             return true;
         }
         sl_cpu_relax();
@@ -183,30 +177,45 @@ static uint64_t idle_deadline(const sl_pool *p)
     return sl_deadline_after(p->opts.idle_timeout_ns);
 }
 
+/* The worker has left work_ev (cancel or wait). It clears the wake-up
+ * token: a notify that counted on a registered waiter is answered by
+ * whichever waiter leaves first — this one. seq_cst: ordered before its
+ * next look at the lists. A worker that will not look (it exits) passes
+ * the wake-up on. */
+static void left_work_ev(sl_pool *p, bool will_look)
+{
+    atomic_store_explicit(&p->waking, 0, memory_order_seq_cst);
+    if (!will_look && may_take(p) && has_work(p))
+        sl__pool_want_worker(p);
+}
+
 static enum worker_end park(pool_worker *w)
 {
     sl_pool *p = w->pool;
     uint32_t key = sl_event_prepare(&p->work_ev);
     /* After the barrier in prepare: a submit that pushed before it is seen
      * here, one that pushes after it sees this registration. */
-    if (may_take(p) && has_work(p)) {
+    enum worker_end end = END_NONE;
+    if ((may_take(p) && has_work(p)) || (end = exit_due(w)) != END_NONE) {
         sl_event_cancel(&p->work_ev);
-        return END_NONE;
-    }
-    enum worker_end end = exit_due(w);
-    if (end != END_NONE) {
-        sl_event_cancel(&p->work_ev);
+        left_work_ev(p, end == END_NONE);
         return end;
     }
+    /* Going to sleep: give the wake-up token back too. The notify that took
+     * it may have bumped the epoch before this worker read its key, and then
+     * it does not wake this worker — and if every worker sleeps, nobody else
+     * would ever clear the token. */
+    atomic_store_explicit(&p->waking, 0, memory_order_seq_cst);
     atomic_store_explicit(&w->parked, 1, memory_order_relaxed);
     sl_status st = sl_event_wait(&p->work_ev, key, idle_deadline(p));
     atomic_store_explicit(&w->parked, 0, memory_order_relaxed);
     if (st == SL_TIMEDOUT && !(may_take(p) && has_work(p)) &&
         leave_above(p, sl__pool_floor(p))) {
         w->counted = false;
-        return END_RETIRED;
+        end = END_RETIRED;
     }
-    return END_NONE;
+    left_work_ev(p, end == END_NONE);
+    return end;
 }
 
 static enum worker_end work(pool_worker *w)
@@ -310,7 +319,6 @@ static bool claim_slot(sl_pool *p, pool_worker *w)
     for (unsigned s = 0; s < p->opts.max_workers; s++) {
         if (!atomic_load_explicit(&p->slots[s].worker, memory_order_relaxed)) {
             w->slot = s;
-            /* Release: the dispatchers that pick this inbox read w->running. */
             atomic_store_explicit(&p->slots[s].worker, w, memory_order_release);
             return true;
         }
@@ -331,8 +339,9 @@ static bool enter_below(sl_pool *p, unsigned limit)
     return false;
 }
 
-sl_status sl__pool_spawn(sl_pool *p, bool replacement, unsigned limit)
+sl_status sl__pool_spawn(sl_pool *p, unsigned limit)
 {
+    bool replacement = false;
     if (limit > p->opts.max_workers)
         limit = p->opts.max_workers;
     pool_worker *w = aligned_alloc(SL_CACHELINE, sizeof(*w));
@@ -349,8 +358,13 @@ sl_status sl__pool_spawn(sl_pool *p, bool replacement, unsigned limit)
         atomic_fetch_sub_explicit(&p->live, 1, memory_order_acq_rel);
         slotted = false;
     }
-    if (slotted)
+    if (slotted) {
         w->id = p->next_id++;
+        /* Decided here, under the lock a death counts itself under: a
+         * spawn after a death restores the dead worker's place. */
+        replacement = p->deaths > 0;
+        p->deaths -= replacement;
+    }
     pthread_mutex_unlock(&p->lock);
     if (!slotted) {
         free(w);
@@ -367,6 +381,7 @@ sl_status sl__pool_spawn(sl_pool *p, bool replacement, unsigned limit)
         if (replacement)
             atomic_fetch_sub_explicit(&p->respawned, 1, memory_order_relaxed);
         pthread_mutex_lock(&p->lock);
+        p->deaths += replacement;
         atomic_store_explicit(&p->slots[w->slot].worker, NULL, memory_order_release);
         pthread_mutex_unlock(&p->lock);
         free(w);

@@ -509,8 +509,9 @@ START_TEST(test_worker_ctx_and_names)
         CHECK_MSG(sl_pool_submit(p, named_job, &n) == SL_OK, "submit");
     wait_idle_ok(p);
     CHECK_MSG(atomic_load(&n) == 300, "%u of 300 ran", atomic_load(&n));
+    /* Quiescent: every worker parked, so every one has run worker_init. */
     sl_pool_stats s;
-    CHECK_MSG(wait_workers(p, 3, POOL_SOON_NS, &s), "%u workers", s.workers);
+    CHECK_MSG(wait_parked(p, 3, POOL_SOON_NS, &s), "%u workers, %u parked", s.workers, s.parked);
     CHECK_MSG(s.spawned == book_inits(g_book), "stats.spawned %llu, worker_init calls %u",
               ULL(s.spawned), book_inits(g_book));
     CHECK_MSG(g_book->ctx[0] != NULL, "no worker has id 0 (ids count up from 0)");
@@ -1350,8 +1351,9 @@ START_TEST(test_worker_death)
               "times (its key must be released)", atomic_load(&g_dr.after_key));
     CHECK_MSG(atomic_load(&g_dr.others) == 20, "%u of 20 other jobs ran",
               atomic_load(&g_dr.others));
-    CHECK_MSG(wait_workers(p, workers, POOL_SOON_NS, &s), "after the death: %u workers, want %u",
-              s.workers, workers);
+    /* Quiescent (every worker parked, so past worker_init). */
+    CHECK_MSG(wait_parked(p, workers, POOL_SOON_NS, &s), "after the death: %u workers (%u parked), "
+              "want %u", s.workers, s.parked, workers);
     CHECK_MSG(s.died == 1 && s.respawned == 1, "stats.died %llu respawned %llu, want 1 and 1",
               ULL(s.died), ULL(s.respawned));
     CHECK_MSG(s.submitted == 23 && s.completed == 22 && s.discarded == 1 && s.retired == 0,

@@ -1296,12 +1296,12 @@ START_TEST(reset_under_submission)
     fprintf(stderr, "[%s] reset %s after %.3f s; %llu discarded, %llu submitted\n", g_test,
             ready == SL_OK ? "completed" : "still in progress", took, ULL(s.discarded),
             ULL(s.submitted));
+    sl_pool_free(r->pool); /* first: a failed check below must not leak its threads */
     CHECK_MSG(st == SL_OK, "reset = %s", sl_status_str(st));
     CHECK_MSG(ready == SL_OK && !submitters_done,
               "reset completed: %d, after %.3f s, %s (%llu jobs discarded): it chases the "
               "submitters instead of discarding what was queued", ready == SL_OK, took,
               submitters_done ? "only once every submitter had finished" : "", ULL(s.discarded));
-    sl_pool_free(r->pool);
     free(r->progress);
     free(r);
 }

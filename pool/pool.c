@@ -1,0 +1,327 @@
+/*
+ * pool/pool.c — the worker pool's life: creation, the commands of the state
+ * machine, waits, statistics and free. Submitting is in pool_submit.c, the
+ * workers in pool_worker.c, the control thread in pool_ctl.c.
+ *
+ * A command checks and applies its immediate effect under the pool lock —
+ * the run state the workers read, the target, the closed bit — and leaves
+ * the rest to the control thread, which completes it (ready, then on_state)
+ * once its condition holds: a stop when no worker is in a run of jobs, a
+ * resize when the live count fits, a reset after its sweep, a shutdown when
+ * nothing is pending and every worker has been joined.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pool_impl.h"
+
+void sl__pool_discard(sl_pool *p, const sl_job *job, sl_discard why)
+{
+    if (p->opts.on_discard)
+        p->opts.on_discard(job, why, p->opts.user);
+    /* Release: the report precedes the count (and the count precedes the
+     * pending decrement that the caller makes next). */
+    atomic_fetch_add_explicit(&p->discarded, 1, memory_order_release);
+}
+
+unsigned sl__pool_floor(const sl_pool *p)
+{
+    unsigned target = atomic_load_explicit(&p->target, memory_order_seq_cst);
+    if (!p->opts.idle_timeout_ns)
+        return target;
+    return p->opts.min_workers < target ? p->opts.min_workers : target;
+}
+
+/* ---- creation and free --------------------------------------------------- */
+
+static sl_status fill_opts(sl_pool_opts *o, const sl_pool_opts *given)
+{
+    *o = given ? *given : (sl_pool_opts){0};
+    if (o->max_workers == 0) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        o->max_workers = cpus < 1 ? 1u
+                         : cpus > (long)SL_POOL_MAX_WORKERS ? SL_POOL_MAX_WORKERS
+                                                            : (unsigned)cpus;
+    }
+    if (o->priority_levels == 0)
+        o->priority_levels = 1;
+    if (o->max_workers > SL_POOL_MAX_WORKERS || o->min_workers > o->max_workers ||
+        o->active_workers > o->max_workers ||
+        o->priority_levels > SL_POOL_MAX_PRIORITIES ||
+        (unsigned)o->dispatch > (unsigned)SL_DISPATCH_LEAST_LOADED)
+        return SL_EINVAL;
+    if (o->active_workers == 0)
+        o->active_workers = o->max_workers;
+    return SL_OK;
+}
+
+static void pool_destroy(sl_pool *p)
+{
+    sl__pool_queue_destroy(&p->queue);
+    sl__pool_keys_destroy(&p->keys);
+    free(p->slots);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}
+
+static sl_status pool_alloc(sl_pool **out, const sl_pool_opts *o)
+{
+    sl_pool *p = aligned_alloc(SL_CACHELINE, sizeof(*p));
+    if (!p)
+        return SL_ENOMEM;
+    memset(p, 0, sizeof(*p));
+    p->opts = *o;
+    strncpy(p->name, o->name ? o->name : "sl-pool", sizeof(p->name) - 1);
+    p->opts.name = p->name; /* the caller's string need not outlive the call */
+    p->levels = o->priority_levels;
+    p->cap = o->queue_capacity;
+    pthread_mutex_init(&p->lock, NULL);
+    p->slots = aligned_alloc(SL_CACHELINE, o->max_workers * sizeof(pool_slot));
+    if (p->slots)
+        memset(p->slots, 0, o->max_workers * sizeof(pool_slot));
+    unsigned inboxes = o->dispatch == SL_DISPATCH_SHARED ? 1u : o->max_workers;
+    if (!p->slots || sl__pool_keys_init(&p->keys) != SL_OK ||
+        sl__pool_queue_init(&p->queue, p->levels, inboxes) != SL_OK) {
+        pool_destroy(p);
+        return SL_ENOMEM;
+    }
+    sl_event *events[] = {&p->work_ev, &p->space_ev, &p->idle_ev, &p->ready_ev, &p->ctl_ev};
+    for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++)
+        sl_event_init(events[i]);
+    bool stopped = o->start_stopped;
+    atomic_store_explicit(&p->run_state, stopped ? RUN_STOPPED : RUN_RUNNING,
+                          memory_order_relaxed);
+    atomic_store_explicit(&p->state, stopped ? SL_POOL_STOPPED : SL_POOL_RUNNING,
+                          memory_order_relaxed);
+    atomic_store_explicit(&p->target, o->active_workers, memory_order_relaxed);
+    *out = p;
+    return SL_OK;
+}
+
+SL_API sl_status sl_pool_new(sl_pool **out, const sl_pool_opts *opts)
+{
+    sl_pool_opts o;
+    if (!out || fill_opts(&o, opts) != SL_OK)
+        return SL_EINVAL;
+    sl_pool *p;
+    sl_status st = pool_alloc(&p, &o);
+    if (st != SL_OK)
+        return st;
+    if (pthread_create(&p->ctl, NULL, sl__pool_ctl_main, p) != 0) {
+        pool_destroy(p);
+        return SL_ENOMEM;
+    }
+    /* The control thread may be spawning too: both stop at the target. */
+    sl_status spawned;
+    while ((spawned = sl__pool_spawn(p, false, o.active_workers)) == SL_OK)
+        continue;
+    if (spawned == SL_ENOMEM) {
+        sl_pool_free(p);
+        return SL_ENOMEM;
+    }
+    *out = p;
+    return SL_OK;
+}
+
+/* Under lock. From here on submits get SL_CLOSED and commands SL_EINVAL. */
+static void begin_shutdown(sl_pool *p, sl_shutdown how)
+{
+    p->shut = true;
+    p->how = how;
+    /* seq_cst: in one total order with every reservation (pool_submit.c). */
+    atomic_fetch_or_explicit(&p->pending, PENDING_CLOSED, memory_order_seq_cst);
+    atomic_store_explicit(&p->run_state, how == SL_DRAIN ? RUN_DRAINING : RUN_CANCELLING,
+                          memory_order_seq_cst);
+}
+
+/* After a change the workers and waiting submitters must see. */
+static void wake_everyone(sl_pool *p)
+{
+    sl_event_notify_all(&p->work_ev);
+    sl_event_notify_all(&p->space_ev);
+    sl__pool_ctl_poke(p);
+}
+
+SL_API void sl_pool_free(sl_pool *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->freeing = true;
+    if (!p->shut) {
+        p->cmd = CMD_NONE; /* a command in progress is overtaken */
+        atomic_store_explicit(&p->busy, 1, memory_order_seq_cst);
+        begin_shutdown(p, SL_CANCEL);
+    }
+    pthread_mutex_unlock(&p->lock);
+    wake_everyone(p);
+    pthread_join(p->ctl, NULL); /* it exits once the shutdown completed */
+    pool_destroy(p);
+}
+
+/* ---- commands ------------------------------------------------------------ */
+
+/* Under lock: SL_OK if cmd may begin now. */
+static sl_status admissible(const sl_pool *p, enum pool_cmd cmd, unsigned arg)
+{
+    int state = atomic_load_explicit(&p->state, memory_order_relaxed);
+    bool ok;
+    switch (cmd) {
+    case CMD_START: ok = state == SL_POOL_STOPPED; break;
+    case CMD_STOP: ok = state == SL_POOL_RUNNING; break;
+    case CMD_WORKERS: ok = arg >= 1 && arg <= p->opts.max_workers; break;
+    case CMD_RESET: ok = state == SL_POOL_STOPPED; break;
+    case CMD_SHUTDOWN: ok = arg == SL_DRAIN || arg == SL_CANCEL; break;
+    default: ok = false; break;
+    }
+    if (p->shut || !ok)
+        return SL_EINVAL;
+    return p->cmd != CMD_NONE ? SL_BUSY : SL_OK;
+}
+
+/* Under lock: the command's immediate effect. */
+static void apply(sl_pool *p, enum pool_cmd cmd, unsigned arg)
+{
+    p->cmd = cmd;
+    /* seq_cst: the condition wait_ready re-checks after its prepare. */
+    atomic_store_explicit(&p->busy, 1, memory_order_seq_cst);
+    switch (cmd) {
+    case CMD_START:
+        atomic_store_explicit(&p->run_state, RUN_RUNNING, memory_order_seq_cst);
+        break;
+    case CMD_STOP:
+        /* seq_cst, both: stop's Dekker pairs with the workers' `active`
+         * (pool_worker.c); cmd_waiting makes idle-going workers poke. */
+        atomic_store_explicit(&p->cmd_waiting, 1, memory_order_seq_cst);
+        atomic_store_explicit(&p->run_state, RUN_STOPPED, memory_order_seq_cst);
+        break;
+    case CMD_WORKERS:
+        atomic_store_explicit(&p->target, arg, memory_order_seq_cst);
+        break;
+    case CMD_RESET:
+        p->reset_swept = false;
+        break;
+    case CMD_SHUTDOWN:
+        begin_shutdown(p, (sl_shutdown)arg);
+        break;
+    default:
+        break;
+    }
+}
+
+static sl_status command(sl_pool *p, enum pool_cmd cmd, unsigned arg)
+{
+    if (!p)
+        return SL_EINVAL;
+    pthread_mutex_lock(&p->lock);
+    sl_status st = admissible(p, cmd, arg);
+    if (st == SL_OK)
+        apply(p, cmd, arg);
+    pthread_mutex_unlock(&p->lock);
+    if (st == SL_OK)
+        wake_everyone(p); /* start, a shrink, a drain: parked workers look again */
+    return st;
+}
+
+SL_API sl_status sl_pool_start(sl_pool *p) { return command(p, CMD_START, 0); }
+SL_API sl_status sl_pool_stop(sl_pool *p) { return command(p, CMD_STOP, 0); }
+SL_API sl_status sl_pool_set_workers(sl_pool *p, unsigned n) { return command(p, CMD_WORKERS, n); }
+SL_API sl_status sl_pool_reset(sl_pool *p) { return command(p, CMD_RESET, 0); }
+
+SL_API sl_status sl_pool_shutdown(sl_pool *p, sl_shutdown how)
+{
+    return command(p, CMD_SHUTDOWN, (unsigned)how);
+}
+
+/* ---- waits and statistics ------------------------------------------------ */
+
+SL_API bool sl_pool_ready(sl_pool *p)
+{
+    return p && !atomic_load_explicit(&p->busy, memory_order_seq_cst);
+}
+
+/* The eventcount protocol around a condition: check, register, re-check,
+ * sleep; SL_OK once cond holds, SL_TIMEDOUT at the deadline. */
+static sl_status wait_until(sl_pool *p, sl_event *ev, bool (*cond)(sl_pool *),
+                            uint64_t timeout_ns)
+{
+    uint64_t deadline = sl_deadline_after(timeout_ns);
+    while (!cond(p)) {
+        uint32_t key = sl_event_prepare(ev);
+        if (cond(p)) {
+            sl_event_cancel(ev);
+            break;
+        }
+        if (sl_event_wait(ev, key, deadline) == SL_TIMEDOUT)
+            return cond(p) ? SL_OK : SL_TIMEDOUT;
+    }
+    return SL_OK;
+}
+
+SL_API sl_status sl_pool_wait_ready(sl_pool *p, uint64_t timeout_ns)
+{
+    return p ? wait_until(p, &p->ready_ev, sl_pool_ready, timeout_ns) : SL_EINVAL;
+}
+
+static bool is_idle(sl_pool *p)
+{
+    if (PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) != 0)
+        return false;
+    bool idle = true;
+    pthread_mutex_lock(&p->lock);
+    for (unsigned s = 0; s < p->opts.max_workers && idle; s++) {
+        pool_worker *w = atomic_load_explicit(&p->slots[s].worker, memory_order_acquire);
+        if (w && atomic_load_explicit(&w->running, memory_order_acquire))
+            idle = false;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return idle;
+}
+
+SL_API sl_status sl_pool_wait_idle(sl_pool *p, uint64_t timeout_ns)
+{
+    return p ? wait_until(p, &p->idle_ev, is_idle, timeout_ns) : SL_EINVAL;
+}
+
+/* Under lock: the live workers' part of the snapshot. */
+static void worker_stats(sl_pool *p, sl_pool_stats *out)
+{
+    for (unsigned s = 0; s < p->opts.max_workers; s++) {
+        pool_worker *w = atomic_load_explicit(&p->slots[s].worker, memory_order_acquire);
+        if (!w)
+            continue;
+        out->running += atomic_load_explicit(&w->running, memory_order_acquire);
+        out->parked += atomic_load_explicit(&w->parked, memory_order_relaxed);
+        out->completed += atomic_load_explicit(&w->completed, memory_order_relaxed);
+    }
+}
+
+SL_API void sl_pool_get_stats(sl_pool *p, sl_pool_stats *out)
+{
+    if (!p || !out)
+        return;
+    memset(out, 0, sizeof(*out));
+    pthread_mutex_lock(&p->lock);
+    /* Finished and discarded counts first, pending last: a job moves from
+     * pending to running to completed, so reading against that flow never
+     * counts one job twice; it may miss one in flight, never more. */
+    out->discarded = atomic_load_explicit(&p->discarded, memory_order_acquire);
+    out->completed = atomic_load_explicit(&p->completed_gone, memory_order_relaxed);
+    worker_stats(p, out);
+    out->queued = PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst));
+    out->state = (sl_pool_state)atomic_load_explicit(&p->state, memory_order_relaxed);
+    out->workers = atomic_load_explicit(&p->live, memory_order_relaxed);
+    out->target = atomic_load_explicit(&p->target, memory_order_relaxed);
+    pthread_mutex_unlock(&p->lock);
+    out->idle = out->workers > out->running ? out->workers - out->running : 0;
+    if (out->parked > out->idle)
+        out->parked = out->idle;
+    out->submitted = out->queued + out->running + out->completed + out->discarded;
+    out->spawned = atomic_load_explicit(&p->spawned, memory_order_relaxed);
+    out->retired = atomic_load_explicit(&p->retired, memory_order_relaxed);
+    out->respawned = atomic_load_explicit(&p->respawned, memory_order_relaxed);
+    out->died = atomic_load_explicit(&p->died, memory_order_relaxed);
+    out->capacity = (size_t)p->cap;
+    out->busy = !sl_pool_ready(p);
+}

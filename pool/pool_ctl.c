@@ -1,0 +1,255 @@
+/*
+ * pool/pool_ctl.c — the pool's control thread ("<name>/ctl"): everything
+ * slow, in one place and one thread, so that commands can return at once
+ * and the hot path never creates or joins a thread.
+ *
+ * It joins workers that exited (retired, shut down or died), spawns workers
+ * up to what the target, the floor and the backlog call for (replacing dead
+ * ones), sweeps queued jobs to on_discard for reset and cancel, completes
+ * the command in progress — marks the pool ready, then calls on_state — and
+ * exits once a shutdown has completed.
+ *
+ * It sleeps on ctl_ev with a kick counter as its condition: every poke
+ * increments the counter and notifies, and the thread re-checks the counter
+ * after registering, so no poke is lost. Pokes are rare: a worker exiting,
+ * a submit that found no idle worker below the target, a worker going idle
+ * while a stop waits for that, the pending count reaching 0 after shutdown,
+ * a command. An idle pool's control thread sleeps without a timeout.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "pool_impl.h"
+
+/* While a cancel waits for submits that reserved before the shutdown but
+ * have not pushed yet, or a spawn failed, the thread polls this often. */
+#define CTL_POLL_NS (1000000ull)
+
+void sl__pool_ctl_poke(sl_pool *p)
+{
+    /* seq_cst: the kick is the condition the control thread re-reads after
+     * its prepare; it must precede the notify's read of the waiter count. */
+    atomic_fetch_add_explicit(&p->ctl_kicks, 1, memory_order_seq_cst);
+    sl_event_notify_one(&p->ctl_ev);
+}
+
+static void join_exited(sl_pool *p)
+{
+    pthread_mutex_lock(&p->lock);
+    pool_worker *w = p->exited;
+    p->exited = NULL;
+    pthread_mutex_unlock(&p->lock);
+    while (w) {
+        pool_worker *next = w->next_exited;
+        pthread_join(w->thread, NULL);
+        free(w);
+        p->joined++;
+        w = next;
+    }
+}
+
+typedef struct sweep_ctx {
+    sl_pool *pool;
+    sl_discard why;
+} sweep_ctx;
+
+static void discard_waiting(const sl_job *job, void *arg)
+{
+    sweep_ctx *c = arg;
+    sl__pool_discard(c->pool, job, c->why);
+    sl__pool_pending_done(c->pool, 1);
+}
+
+/* Hands every queued job to on_discard: first the jobs waiting for their
+ * keys, then the lists (a keyed job's discard releases its key). Each job
+ * leaves `pending` after its report, so wait_idle has seen it. */
+static void sweep(sl_pool *p, sl_discard why)
+{
+    sweep_ctx c = {p, why};
+    sl__pool_keys_drop_list(sl__pool_keys_take_waiting(&p->keys), discard_waiting, &c);
+    sl_job job;
+    unsigned from;
+    while (sl__pool_queue_pop(&p->queue, 0, &job, &from)) {
+        if (p->opts.dispatch == SL_DISPATCH_LEAST_LOADED)
+            atomic_fetch_sub_explicit(&p->slots[from].load, 1, memory_order_relaxed);
+        sl__pool_discard(p, &job, why);
+        if (job.key)
+            sl__pool_key_done(p, job.key);
+        sl__pool_pending_done(p, 1);
+    }
+}
+
+static unsigned running_now(sl_pool *p)
+{
+    unsigned n = 0;
+    pthread_mutex_lock(&p->lock);
+    for (unsigned s = 0; s < p->opts.max_workers; s++) {
+        pool_worker *w = atomic_load_explicit(&p->slots[s].worker, memory_order_acquire);
+        if (w)
+            n += atomic_load_explicit(&w->running, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return n;
+}
+
+/* How many workers the pool should have now. */
+static unsigned wanted(sl_pool *p, int run, uint64_t pending, bool asked)
+{
+    unsigned target = atomic_load_explicit(&p->target, memory_order_seq_cst);
+    unsigned want = sl__pool_floor(p);
+    if (run == RUN_STOPPED)
+        return want;
+    uint64_t waiting = atomic_load_explicit(&p->keys.waiting, memory_order_seq_cst);
+    uint64_t demand = running_now(p) + (pending > waiting ? pending - waiting : 0);
+    unsigned live = atomic_load_explicit(&p->live, memory_order_seq_cst);
+    if (asked && demand < (uint64_t)live + 1)
+        demand = (uint64_t)live + 1; /* a submit found every worker busy */
+    if (demand > target)
+        demand = target;
+    return demand > want ? (unsigned)demand : want;
+}
+
+/* Spawns up to what is wanted. false if a spawn failed (retried later). */
+static bool ensure_workers(sl_pool *p)
+{
+    int run = atomic_load_explicit(&p->run_state, memory_order_seq_cst);
+    uint64_t pending = PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst));
+    bool asked = atomic_exchange_explicit(&p->spawn_req, 0, memory_order_seq_cst);
+    if (run == RUN_CANCELLING || (run == RUN_DRAINING && pending == 0))
+        return true;
+    unsigned want = wanted(p, run, pending, asked);
+    for (;;) {
+        pthread_mutex_lock(&p->lock);
+        bool replacement = p->deaths > 0;
+        p->deaths -= replacement;
+        pthread_mutex_unlock(&p->lock);
+        sl_status st = sl__pool_spawn(p, replacement, want);
+        if (st != SL_OK) {
+            pthread_mutex_lock(&p->lock);
+            p->deaths += replacement;
+            pthread_mutex_unlock(&p->lock);
+            if (st == SL_FULL)
+                break;
+            return false;
+        }
+    }
+    /* Deaths the pool did not need to replace stay unreplaced: a later
+     * spawn on demand is not a replacement. (Under lock: a death decrements
+     * live and counts itself in one step.) */
+    pthread_mutex_lock(&p->lock);
+    if (atomic_load_explicit(&p->live, memory_order_relaxed) >= want)
+        p->deaths = 0;
+    pthread_mutex_unlock(&p->lock);
+    return true;
+}
+
+/* Under lock: no worker is in a run of jobs (stop's condition). */
+static bool all_inactive(sl_pool *p)
+{
+    for (unsigned s = 0; s < p->opts.max_workers; s++) {
+        pool_worker *w = atomic_load_explicit(&p->slots[s].worker, memory_order_acquire);
+        if (w && atomic_load_explicit(&w->active, memory_order_seq_cst))
+            return false;
+    }
+    return true;
+}
+
+/* Under lock: whether the command in progress (or free's shutdown) has
+ * completed, and the state it leads to. */
+static bool completed(sl_pool *p, sl_pool_state *now)
+{
+    unsigned live = atomic_load_explicit(&p->live, memory_order_seq_cst);
+    *now = (sl_pool_state)atomic_load_explicit(&p->state, memory_order_relaxed);
+    if (p->shut) {
+        *now = SL_POOL_SHUTDOWN;
+        return live == 0 &&
+               p->joined == atomic_load_explicit(&p->spawned, memory_order_relaxed) &&
+               PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) == 0;
+    }
+    switch (p->cmd) {
+    case CMD_START:
+        *now = SL_POOL_RUNNING;
+        return true;
+    case CMD_STOP:
+        *now = SL_POOL_STOPPED;
+        return all_inactive(p);
+    case CMD_WORKERS:
+        return live <= atomic_load_explicit(&p->target, memory_order_seq_cst) &&
+               live >= sl__pool_floor(p);
+    case CMD_RESET:
+        return p->reset_swept;
+    default:
+        return false;
+    }
+}
+
+/* Completes the command in progress if it is done. true once the pool is
+ * shut down and this thread should exit. */
+static bool try_complete(sl_pool *p)
+{
+    sl_pool_state now;
+    pthread_mutex_lock(&p->lock);
+    bool user_cmd = p->cmd != CMD_NONE;
+    if ((!user_cmd && !p->shut) || !completed(p, &now)) {
+        pthread_mutex_unlock(&p->lock);
+        return false;
+    }
+    p->cmd = CMD_NONE;
+    atomic_store_explicit(&p->cmd_waiting, 0, memory_order_relaxed);
+    atomic_store_explicit(&p->state, (int)now, memory_order_relaxed);
+    pthread_mutex_unlock(&p->lock);
+    /* seq_cst: the condition wait_ready re-checks after its prepare. */
+    atomic_store_explicit(&p->busy, 0, memory_order_seq_cst);
+    sl_event_notify_all(&p->ready_ev);
+    if (user_cmd && p->opts.on_state)
+        p->opts.on_state(p, now, p->opts.user);
+    return now == SL_POOL_SHUTDOWN;
+}
+
+/* One pass over everything there is to do. true when it should be
+ * repeated soon without a poke (a cancel waits for late pushes, or a spawn
+ * failed). */
+static bool ctl_pass(sl_pool *p)
+{
+    join_exited(p);
+    bool poll = false;
+    if (atomic_load_explicit(&p->run_state, memory_order_seq_cst) == RUN_CANCELLING) {
+        sweep(p, SL_DISCARD_CANCELLED);
+        poll = PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) != 0;
+    }
+    pthread_mutex_lock(&p->lock);
+    bool reset = p->cmd == CMD_RESET && !p->reset_swept;
+    pthread_mutex_unlock(&p->lock);
+    if (reset) {
+        sweep(p, SL_DISCARD_RESET);
+        pthread_mutex_lock(&p->lock);
+        p->reset_swept = true;
+        pthread_mutex_unlock(&p->lock);
+    }
+    if (!ensure_workers(p))
+        poll = true;
+    return poll;
+}
+
+void *sl__pool_ctl_main(void *arg)
+{
+    sl_pool *p = arg;
+    char name[48];
+    snprintf(name, sizeof(name), "%s/ctl", p->name);
+    name[15] = '\0'; /* Linux keeps 15 bytes */
+    pthread_setname_np(pthread_self(), name);
+    for (;;) {
+        uint64_t seen = atomic_load_explicit(&p->ctl_kicks, memory_order_seq_cst);
+        bool poll = ctl_pass(p);
+        if (try_complete(p))
+            break;
+        uint32_t key = sl_event_prepare(&p->ctl_ev);
+        if (atomic_load_explicit(&p->ctl_kicks, memory_order_seq_cst) != seen) {
+            sl_event_cancel(&p->ctl_ev);
+            continue;
+        }
+        sl_event_wait(&p->ctl_ev, key, poll ? sl_deadline_after(CTL_POLL_NS) : SL_FOREVER);
+    }
+    join_exited(p);
+    return NULL;
+}

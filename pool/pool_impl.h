@@ -1,0 +1,199 @@
+/*
+ * pool/pool_impl.h — the worker pool's insides, shared by its files:
+ *
+ *   pool.c         the public calls: new/free, submit, commands, stats, waits
+ *   pool_queue.c   the job queues: priority levels x inboxes of SL_LIST
+ *   pool_keys.c    the key table: which keys are busy, jobs waiting per key
+ *   pool_worker.c  a worker thread: take, run, search, park, retire, die
+ *   pool_ctl.c     the control thread: spawns, joins, sweeps, completes commands
+ *
+ * The hot path (a keyless submit, a worker taking a job) is lock-free: one
+ * reservation on `pending`, one push or pop on an SL_LIST, and the parking
+ * layer's cheap notify. Everything rare — commands, spawning and joining
+ * threads, keyed jobs — goes through a mutex or the control thread.
+ */
+#ifndef SLUICE_POOL_IMPL_H
+#define SLUICE_POOL_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "sluice/list.h"
+#include "sluice/park.h"
+#include "sluice/pool.h"
+
+/* pending's top bit: the pool is shut down and accepts nothing. Kept in the
+ * same word as the count so that a submit's reservation and shutdown are
+ * ordered by one read-modify-write each: every reservation either precedes
+ * the shutdown (and is counted, so the drain or cancel waits for it) or sees
+ * the bit and takes nothing. */
+#define PENDING_CLOSED (UINT64_C(1) << 63)
+#define PENDING_COUNT(v) ((v) & ~PENDING_CLOSED)
+
+/* What the workers may do now (run_state). */
+enum pool_run {
+    RUN_STOPPED,    /* take nothing; park */
+    RUN_RUNNING,    /* take and run jobs */
+    RUN_DRAINING,   /* shutdown(SL_DRAIN): run what is queued, then exit */
+    RUN_CANCELLING, /* shutdown(SL_CANCEL) or free: take nothing, exit */
+};
+
+/* The command in progress (cmd), completed by the control thread. */
+enum pool_cmd { CMD_NONE, CMD_START, CMD_STOP, CMD_WORKERS, CMD_RESET, CMD_SHUTDOWN };
+
+/* Why a worker thread ended. */
+enum worker_end { END_NONE, END_RETIRED, END_SHUTDOWN, END_DIED };
+
+typedef struct pool_worker pool_worker;
+
+/* ---- job queues (pool_queue.c) ------------------------------------------ */
+
+/* levels x inboxes lists of sl_job; inboxes == 1 for the shared queue. */
+typedef struct pool_queue {
+    sl_list *lists;       /* [inbox * levels + level] */
+    unsigned levels, inboxes;
+} pool_queue;
+
+sl_status sl__pool_queue_init(pool_queue *q, unsigned levels, unsigned inboxes);
+void sl__pool_queue_destroy(pool_queue *q);
+/* Pushes job into inbox's list of its level. SL_OK or SL_ENOMEM. */
+sl_status sl__pool_queue_push(pool_queue *q, unsigned inbox, const sl_job *job);
+/* Pops the highest-priority job, own inbox first at each level, then the
+ * others'. true with *out set, or false when every list looked empty. The
+ * inbox it came from goes to *from. */
+bool sl__pool_queue_pop(pool_queue *q, unsigned own, sl_job *out, unsigned *from);
+/* Jobs in inbox (all levels); a snapshot. */
+size_t sl__pool_queue_inbox_len(const pool_queue *q, unsigned inbox);
+/* Jobs in all lists; a snapshot. */
+size_t sl__pool_queue_len(const pool_queue *q);
+
+/* ---- key table (pool_keys.c) -------------------------------------------- */
+
+typedef struct key_job key_job; /* a job waiting for its key */
+typedef struct key_entry {
+    uint64_t key;               /* 0: free slot */
+    key_job *head, *tail;       /* waiting jobs, in submission order */
+} key_entry;
+
+typedef struct pool_keys {
+    pthread_mutex_t lock;
+    key_entry *slots;           /* open addressing, linear probing */
+    size_t mask, used;
+    /* Jobs waiting for their key (written under lock, read lock-free by
+     * workers deciding whether the lists hold anything). */
+    SL_ATOMIC(uint64_t) waiting;
+} pool_keys;
+
+sl_status sl__pool_keys_init(pool_keys *k);
+void sl__pool_keys_destroy(pool_keys *k);
+/* Admits a keyed job: SL_OK when its key was free (the key is now busy and
+ * the caller queues the job); SL_FULL when the key is busy (the job was
+ * stored to wait for it — the caller is done); SL_EXISTS for SL_JOB_UNIQUE
+ * on a busy key; SL_ENOMEM. */
+sl_status sl__pool_keys_admit(pool_keys *k, const sl_job *job);
+/* The job holding key is over (ran, died or was discarded): true with the
+ * key's next waiting job in *next (the key stays busy for it), or false
+ * after freeing the key. */
+bool sl__pool_keys_release(pool_keys *k, uint64_t key, sl_job *next);
+/* Detaches every job waiting for its key (not the ones holding keys) and
+ * returns them as a list for sl__pool_keys_drop_list; the keys stay busy
+ * until their holders are over. */
+key_job *sl__pool_keys_take_waiting(pool_keys *k);
+/* Visits and frees a list from sl__pool_keys_take_waiting. */
+void sl__pool_keys_drop_list(key_job *list, void (*visit)(const sl_job *, void *), void *ctx);
+
+/* ---- the pool ------------------------------------------------------------ */
+
+/* One inbox slot per possible worker. A worker owns the slot it was given at
+ * spawn; the slot (and its inbox) outlives it. */
+typedef struct pool_slot {
+    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(pool_worker *) worker; /* NULL: vacant */
+    SL_ATOMIC(uint64_t) load;   /* jobs pushed to this inbox and not yet popped */
+} pool_slot;
+
+struct pool_worker {
+    /* Written by the worker, read by stats and the control thread: its own
+     * line, so that workers do not slow each other down. */
+    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(unsigned) active; /* in a run of jobs (see stop) */
+    SL_ATOMIC(unsigned) running;   /* a job is running */
+    SL_ATOMIC(unsigned) parked;    /* asleep in the kernel */
+    SL_ATOMIC(uint64_t) completed; /* jobs run to the end */
+    /* The worker's own (plain: read by its cleanup handler, same thread). */
+    sl_pool *pool;
+    unsigned id, slot;
+    pthread_t thread;
+    void *ctx;                     /* from worker_init */
+    sl_job job;                    /* the job running now, when has_job */
+    bool has_job, init_done, fini_done;
+    bool counted;                  /* still counted in pool->live */
+    enum worker_end end;
+    pool_worker *next_exited;      /* the control thread's join list */
+};
+
+struct sl_pool {
+    /* Submitters and workers: the reservation count and the searchers. */
+    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) pending; /* accepted, not started | CLOSED */
+    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(unsigned) spinning; /* workers searching before parking */
+    SL_ATOMIC(unsigned) rr;            /* round-robin cursor */
+    /* Read on every take, written by commands only. */
+    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(int) run_state; /* enum pool_run */
+    SL_ATOMIC(unsigned) live;          /* worker threads counted alive */
+    SL_ATOMIC(unsigned) target;        /* set_workers */
+    SL_ATOMIC(int) cmd_waiting;        /* the control thread waits for workers to go idle */
+    SL_ATOMIC(int) spawn_req;          /* a submit found no idle worker */
+    SL_ATOMIC(int) busy;               /* a command is in progress */
+    SL_ATOMIC(int) state;              /* sl_pool_state, as reported */
+    sl_event work_ev;                  /* idle workers */
+    sl_event space_ev;                 /* submitters waiting for room */
+    sl_event idle_ev;                  /* wait_idle, and pending reaching 0 */
+    sl_event ready_ev;                 /* wait_ready */
+    sl_event ctl_ev;                   /* the control thread */
+    SL_ATOMIC(uint64_t) discarded, completed_gone, spawned, retired, respawned, died;
+
+    pool_queue queue;
+    pool_keys keys;
+    pool_slot *slots;                  /* max_workers of them */
+    sl_pool_opts opts;                 /* as given, defaults filled in */
+    char name[32];
+    unsigned levels;
+    uint64_t cap;                      /* queue_capacity, 0: unbounded */
+
+    /* Commands and thread bookkeeping, under lock. */
+    pthread_mutex_t lock;
+    enum pool_cmd cmd;                 /* in progress, or CMD_NONE */
+    sl_shutdown how;
+    bool freeing;                      /* sl_pool_free was called */
+    bool shut;                         /* shutdown was called (commands: EINVAL) */
+    pool_worker *exited;               /* to be joined by the control thread */
+    unsigned next_id;                  /* worker ids, never reused */
+    unsigned deaths;                   /* deaths not yet replaced */
+    uint64_t joined;                   /* workers joined (control thread only) */
+    bool reset_swept;                  /* CMD_RESET: the sweep is done */
+    SL_ATOMIC(uint64_t) ctl_kicks;     /* the control thread's condition */
+    pthread_t ctl;
+};
+
+/* pool.c */
+/* Hands an accepted job to on_discard and counts it. */
+void sl__pool_discard(sl_pool *p, const sl_job *job, sl_discard why);
+/* The workers kept while idle: the target, or min_workers when idle
+ * workers retire. */
+unsigned sl__pool_floor(const sl_pool *p);
+
+/* pool_submit.c */
+/* n jobs left `pending`: wakes whoever waits on that. */
+void sl__pool_pending_done(sl_pool *p, uint64_t n);
+/* The job holding key is over: queues the key's next job, if any. */
+void sl__pool_key_done(sl_pool *p, uint64_t key);
+
+/* pool_worker.c */
+/* Starts a worker if fewer than limit (and max_workers) are live: SL_OK;
+ * SL_FULL when there are enough (or no slot is free yet); SL_ENOMEM. */
+sl_status sl__pool_spawn(sl_pool *p, bool replacement, unsigned limit);
+
+/* pool_ctl.c */
+void *sl__pool_ctl_main(void *arg);
+void sl__pool_ctl_poke(sl_pool *p);
+void sl__pool_sweep(sl_pool *p, sl_discard why);
+
+#endif /* SLUICE_POOL_IMPL_H */

@@ -1,0 +1,196 @@
+/*
+ * pool/pool_keys.c — the key table: at most one job per key is queued or
+ * running; the key's later jobs wait here, in submission order.
+ *
+ * A key is busy from the moment its first job is queued until its last job
+ * is over. While busy, further jobs of the key wait in the key's list and
+ * are not in the queues at all — so a busy key never holds back the jobs of
+ * other keys, and each key's jobs reach the queues (and run) one after the
+ * other in submission order, whatever their priorities.
+ *
+ * Keyed jobs are the rare, heavier case: one mutex guards the table. The
+ * table is open addressing with linear probing and backward-shift deletion
+ * (no tombstones), grown at half full; key 0 marks a free slot, which is
+ * why 0 means "no key" in the API.
+ */
+#include <stdlib.h>
+
+#include "pool_impl.h"
+
+struct key_job {
+    sl_job job;
+    key_job *next;
+};
+
+#define KEYS_MIN_SLOTS 64u
+
+static size_t hash_key(uint64_t key)
+{
+    key ^= key >> 33; /* murmur3's finaliser: keys are often small and dense */
+    key *= UINT64_C(0xff51afd7ed558ccd);
+    key ^= key >> 33;
+    return (size_t)key;
+}
+
+sl_status sl__pool_keys_init(pool_keys *k)
+{
+    k->slots = calloc(KEYS_MIN_SLOTS, sizeof(key_entry));
+    if (!k->slots)
+        return SL_ENOMEM;
+    k->mask = KEYS_MIN_SLOTS - 1;
+    k->used = 0;
+    atomic_init(&k->waiting, 0);
+    pthread_mutex_init(&k->lock, NULL);
+    return SL_OK;
+}
+
+void sl__pool_keys_destroy(pool_keys *k)
+{
+    if (!k->slots)
+        return;
+    for (size_t i = 0; i <= k->mask; i++) {
+        for (key_job *j = k->slots[i].head, *next; j; j = next) {
+            next = j->next;
+            free(j);
+        }
+    }
+    free(k->slots);
+    k->slots = NULL;
+    pthread_mutex_destroy(&k->lock);
+}
+
+static key_entry *find(pool_keys *k, uint64_t key)
+{
+    for (size_t i = hash_key(key) & k->mask;; i = (i + 1) & k->mask) {
+        if (k->slots[i].key == key)
+            return &k->slots[i];
+        if (k->slots[i].key == 0)
+            return NULL;
+    }
+}
+
+static key_entry *free_slot_for(key_entry *slots, size_t mask, uint64_t key)
+{
+    size_t i = hash_key(key) & mask;
+    while (slots[i].key != 0)
+        i = (i + 1) & mask;
+    return &slots[i];
+}
+
+static bool grow(pool_keys *k)
+{
+    size_t n = (k->mask + 1) * 2;
+    key_entry *slots = calloc(n, sizeof(key_entry));
+    if (!slots)
+        return false;
+    for (size_t i = 0; i <= k->mask; i++) {
+        if (k->slots[i].key != 0)
+            *free_slot_for(slots, n - 1, k->slots[i].key) = k->slots[i];
+    }
+    free(k->slots);
+    k->slots = slots;
+    k->mask = n - 1;
+    return true;
+}
+
+/* Backward-shift deletion: later members of the probe run move into the
+ * hole when their home slot is at or before it (cyclically). */
+static void erase(pool_keys *k, key_entry *e)
+{
+    size_t hole = (size_t)(e - k->slots);
+    for (size_t i = (hole + 1) & k->mask; k->slots[i].key != 0; i = (i + 1) & k->mask) {
+        size_t home = hash_key(k->slots[i].key) & k->mask;
+        if (((i - home) & k->mask) >= ((i - hole) & k->mask)) {
+            k->slots[hole] = k->slots[i];
+            hole = i;
+        }
+    }
+    k->slots[hole] = (key_entry){0};
+    k->used--;
+}
+
+static sl_status admit_locked(pool_keys *k, const sl_job *job)
+{
+    key_entry *e = find(k, job->key);
+    if (!e) {
+        if ((k->used + 1) * 2 > k->mask + 1 && !grow(k))
+            return SL_ENOMEM;
+        e = free_slot_for(k->slots, k->mask, job->key);
+        *e = (key_entry){.key = job->key};
+        k->used++;
+        return SL_OK;
+    }
+    if (job->flags & SL_JOB_UNIQUE)
+        return SL_EXISTS;
+    key_job *w = malloc(sizeof(*w));
+    if (!w)
+        return SL_ENOMEM;
+    *w = (key_job){.job = *job};
+    if (e->tail)
+        e->tail->next = w;
+    else
+        e->head = w;
+    e->tail = w;
+    /* seq_cst, after the submit's reservation: see has_work in pool_worker.c. */
+    atomic_fetch_add_explicit(&k->waiting, 1, memory_order_seq_cst);
+    return SL_FULL;
+}
+
+sl_status sl__pool_keys_admit(pool_keys *k, const sl_job *job)
+{
+    pthread_mutex_lock(&k->lock);
+    sl_status st = admit_locked(k, job);
+    pthread_mutex_unlock(&k->lock);
+    return st;
+}
+
+bool sl__pool_keys_release(pool_keys *k, uint64_t key, sl_job *next)
+{
+    key_job *w = NULL;
+    pthread_mutex_lock(&k->lock);
+    key_entry *e = find(k, key);
+    if (e && e->head) {
+        w = e->head;
+        /* seq_cst, before the job is pushed: see has_work in pool_worker.c. */
+        atomic_fetch_sub_explicit(&k->waiting, 1, memory_order_seq_cst);
+        e->head = w->next;
+        if (!e->head)
+            e->tail = NULL;
+    } else if (e) {
+        erase(k, e);
+    }
+    pthread_mutex_unlock(&k->lock);
+    if (!w)
+        return false;
+    *next = w->job;
+    free(w);
+    return true;
+}
+
+key_job *sl__pool_keys_take_waiting(pool_keys *k)
+{
+    key_job *all = NULL;
+    pthread_mutex_lock(&k->lock);
+    for (size_t i = 0; i <= k->mask; i++) {
+        key_entry *e = &k->slots[i];
+        if (e->head) {
+            for (key_job *j = e->head; j; j = j->next)
+                atomic_fetch_sub_explicit(&k->waiting, 1, memory_order_seq_cst);
+            e->tail->next = all;
+            all = e->head;
+            e->head = e->tail = NULL;
+        }
+    }
+    pthread_mutex_unlock(&k->lock);
+    return all;
+}
+
+void sl__pool_keys_drop_list(key_job *list, void (*visit)(const sl_job *, void *), void *ctx)
+{
+    while (list) {
+        key_job *next = list->next;
+        visit(&list->job, ctx);
+        free(list);
+        list = next;
+    }
+}

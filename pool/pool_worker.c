@@ -1,0 +1,371 @@
+/*
+ * pool/pool_worker.c — one worker thread: take jobs and run them, search a
+ * little when there are none, park on the pool's eventcount, retire when the
+ * pool has too many workers or this one was idle too long, and — if the
+ * thread dies inside a job — report the job, release its key and leave the
+ * pool in order.
+ *
+ * A worker's life:
+ *
+ *   spawn -> init -> [ run streak -> search -> park ]* -> fini -> exit
+ *                         |            |         |
+ *                         +------------+---------+--> retire / shutdown
+ *
+ * Run streak: `active` is set (seq_cst) before the state is read, so a stop
+ * either sees the worker active (and waits for it) or the worker sees the
+ * stop; it stays set across consecutive jobs and is cleared when the lists
+ * look empty, which is when a pending stop is told.
+ *
+ * Search: the worker counts itself in `spinning` and polls briefly; submits
+ * skip their wake-up while anyone spins. A spinner that finds work and was
+ * the last one wakes the next sleeper if more work is waiting.
+ *
+ * Park: stop counting as a spinner, register on work_ev (a full barrier),
+ * re-check for work and for reasons to exit, sleep. The timeout is the idle
+ * timeout when the pool is above its floor, else none (an idle pool uses no
+ * CPU).
+ */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pool_impl.h"
+#include "spin.h"
+
+/* Polls of the work count before parking. Each poll is two loads; with the
+ * pause in between this is a few microseconds — long enough to catch the
+ * next job of a steady stream, short enough not to matter when idle. */
+#define POOL_SPIN_POLLS 200u
+
+static bool may_take(const sl_pool *p)
+{
+    int run = atomic_load_explicit(&p->run_state, memory_order_seq_cst);
+    return run == RUN_RUNNING || run == RUN_DRAINING;
+}
+
+/* Whether some job is in the lists (or about to be): pending minus the
+ * keyed jobs waiting aside. `waiting` is read first: a job that left it was
+ * counted there before its push, so a stale `waiting` can only overstate
+ * the jobs that wait aside when its push has not been seen — and then the
+ * pusher, whose push precedes its wake-up check, sees this worker's
+ * registration (see wake_for_job). */
+static bool has_work(const sl_pool *p)
+{
+    uint64_t waiting = atomic_load_explicit(&p->keys.waiting, memory_order_seq_cst);
+    uint64_t pending = PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst));
+    return pending > waiting;
+}
+
+/* Leaves the live count if there are more workers than `limit`. */
+static bool leave_above(sl_pool *p, unsigned limit)
+{
+    unsigned live = atomic_load_explicit(&p->live, memory_order_relaxed);
+    while (live > limit) {
+        if (atomic_compare_exchange_weak_explicit(&p->live, &live, live - 1,
+                                                  memory_order_acq_rel,
+                                                  memory_order_relaxed))
+            return true;
+    }
+    return false;
+}
+
+static enum worker_end exit_due(pool_worker *w)
+{
+    sl_pool *p = w->pool;
+    int run = atomic_load_explicit(&p->run_state, memory_order_seq_cst);
+    bool done = run == RUN_CANCELLING ||
+                (run == RUN_DRAINING &&
+                 PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) == 0);
+    if (done) {
+        atomic_fetch_sub_explicit(&p->live, 1, memory_order_acq_rel);
+        w->counted = false;
+        return END_SHUTDOWN;
+    }
+    if (leave_above(p, atomic_load_explicit(&p->target, memory_order_seq_cst))) {
+        w->counted = false;
+        return END_RETIRED;
+    }
+    return END_NONE;
+}
+
+static bool take(pool_worker *w)
+{
+    sl_pool *p = w->pool;
+    unsigned from;
+    if (!sl__pool_queue_pop(&p->queue, w->slot, &w->job, &from))
+        return false;
+    if (p->opts.dispatch == SL_DISPATCH_LEAST_LOADED)
+        atomic_fetch_sub_explicit(&p->slots[from].load, 1, memory_order_relaxed);
+    w->has_job = true;
+    /* Relaxed: published by the release in pending_done below, which is
+     * what wait_idle reads first. */
+    atomic_store_explicit(&w->running, 1, memory_order_relaxed);
+    sl__pool_pending_done(p, 1);
+    return true;
+}
+
+/* After a job (run or died): the job's key, the counters, wait_idle. */
+static void job_over(pool_worker *w, bool ran)
+{
+    sl_pool *p = w->pool;
+    uint64_t key = w->job.key;
+    w->has_job = false;
+    if (key)
+        sl__pool_key_done(p, key);
+    if (ran) /* only this thread writes it: a load and a store, no RMW */
+        atomic_store_explicit(&w->completed,
+                              atomic_load_explicit(&w->completed, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+    /* Release: the job's effects and the count precede "not running". */
+    atomic_store_explicit(&w->running, 0, memory_order_release);
+    /* Orders the store above before the loads below (wait_idle registers,
+     * then reads running and pending). */
+    sl_event_fence();
+    if (PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) == 0)
+        sl_event_notify_all(&p->idle_ev);
+}
+
+static void run_streak(pool_worker *w)
+{
+    sl_pool *p = w->pool;
+    /* seq_cst: a Dekker pair with stop, which stores run_state and then
+     * reads every worker's `active`. */
+    atomic_store_explicit(&w->active, 1, memory_order_seq_cst);
+    while (may_take(p) && take(w)) {
+        w->job.fn(w->job.arg, w->ctx);
+        job_over(w, true);
+        if (atomic_load_explicit(&p->live, memory_order_relaxed) >
+            atomic_load_explicit(&p->target, memory_order_relaxed))
+            break; /* let exit_due retire this worker */
+    }
+    /* seq_cst: pairs with the control thread's store of cmd_waiting before
+     * it reads `active` — one of the two sees the other. */
+    atomic_store_explicit(&w->active, 0, memory_order_seq_cst);
+    if (atomic_load_explicit(&p->cmd_waiting, memory_order_seq_cst))
+        sl__pool_ctl_poke(p);
+}
+
+/* Spins for work. true: work appeared (the worker goes back to run). */
+static bool search(sl_pool *p)
+{
+    /* seq_cst: submits read spinning after their push (wake_for_job). */
+    atomic_fetch_add_explicit(&p->spinning, 1, memory_order_seq_cst);
+    for (unsigned i = 0; i < POOL_SPIN_POLLS; i++) {
+        if (has_work(p) && may_take(p)) {
+            unsigned was = atomic_fetch_sub_explicit(&p->spinning, 1, memory_order_seq_cst);
+            /* The last searcher out wakes the next when more than the one
+             * job it goes to take is waiting. */
+            uint64_t pending =
+                PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst));
+            if (was == 1 && pending > 1 + atomic_load_explicit(&p->keys.waiting,
+                                                               memory_order_seq_cst))
+                sl_event_notify_one(&p->work_ev);
+            return true;
+        }
+        sl_cpu_relax();
+    }
+    atomic_fetch_sub_explicit(&p->spinning, 1, memory_order_seq_cst);
+    return false;
+}
+
+/* Workers above the floor sleep at most idle_timeout_ns. */
+static uint64_t idle_deadline(const sl_pool *p)
+{
+    if (!p->opts.idle_timeout_ns ||
+        atomic_load_explicit(&p->live, memory_order_relaxed) <= sl__pool_floor(p))
+        return SL_FOREVER;
+    return sl_deadline_after(p->opts.idle_timeout_ns);
+}
+
+static enum worker_end park(pool_worker *w)
+{
+    sl_pool *p = w->pool;
+    uint32_t key = sl_event_prepare(&p->work_ev);
+    /* After the barrier in prepare: a submit that pushed before it is seen
+     * here, one that pushes after it sees this registration. */
+    if (may_take(p) && has_work(p)) {
+        sl_event_cancel(&p->work_ev);
+        return END_NONE;
+    }
+    enum worker_end end = exit_due(w);
+    if (end != END_NONE) {
+        sl_event_cancel(&p->work_ev);
+        return end;
+    }
+    atomic_store_explicit(&w->parked, 1, memory_order_relaxed);
+    sl_status st = sl_event_wait(&p->work_ev, key, idle_deadline(p));
+    atomic_store_explicit(&w->parked, 0, memory_order_relaxed);
+    if (st == SL_TIMEDOUT && !(may_take(p) && has_work(p)) &&
+        leave_above(p, sl__pool_floor(p))) {
+        w->counted = false;
+        return END_RETIRED;
+    }
+    return END_NONE;
+}
+
+static enum worker_end work(pool_worker *w)
+{
+    for (;;) {
+        enum worker_end end = exit_due(w);
+        if (end != END_NONE)
+            return end;
+        run_streak(w);
+        if (may_take(w->pool) && search(w->pool))
+            continue;
+        end = park(w);
+        if (end != END_NONE)
+            return end;
+    }
+}
+
+/* Hands the worker to the control thread, which joins and frees it. The
+ * thread touches nothing of the pool after this. */
+static void worker_exit(pool_worker *w, enum worker_end end)
+{
+    sl_pool *p = w->pool;
+    pthread_mutex_lock(&p->lock);
+    atomic_store_explicit(&p->slots[w->slot].worker, NULL, memory_order_release);
+    atomic_fetch_add_explicit(&p->completed_gone,
+                              atomic_load_explicit(&w->completed, memory_order_relaxed),
+                              memory_order_relaxed);
+    if (end == END_RETIRED)
+        atomic_fetch_add_explicit(&p->retired, 1, memory_order_relaxed);
+    if (end == END_DIED) {
+        atomic_fetch_add_explicit(&p->died, 1, memory_order_relaxed);
+        p->deaths++;
+    }
+    if (w->counted) /* a death: leaves the live count with its death counted */
+        atomic_fetch_sub_explicit(&p->live, 1, memory_order_acq_rel);
+    w->counted = false;
+    w->end = end;
+    w->next_exited = p->exited;
+    p->exited = w;
+    pthread_mutex_unlock(&p->lock);
+    sl__pool_ctl_poke(p);
+}
+
+static void run_fini(pool_worker *w)
+{
+    sl_pool *p = w->pool;
+    if (w->fini_done || !w->init_done)
+        return;
+    w->fini_done = true; /* before: a fini that dies is not run again */
+    if (p->opts.worker_fini)
+        p->opts.worker_fini(w->id, w->ctx, p->opts.user);
+}
+
+/* The cleanup handler around the worker's life: runs only when the thread
+ * dies (pthread_exit or cancellation) inside a job or a callback. */
+static void worker_died(void *arg)
+{
+    pool_worker *w = arg;
+    sl_pool *p = w->pool;
+    if (w->has_job) {
+        /* Reported before the job counts as over, so that a wait_idle that
+         * returns has seen the report. */
+        sl__pool_discard(p, &w->job, SL_DISCARD_WORKER_DIED);
+        job_over(w, false);
+    }
+    atomic_store_explicit(&w->active, 0, memory_order_seq_cst);
+    if (atomic_load_explicit(&p->cmd_waiting, memory_order_seq_cst))
+        sl__pool_ctl_poke(p);
+    run_fini(w);
+    worker_exit(w, END_DIED);
+}
+
+static void name_thread(const pool_worker *w)
+{
+    char name[48];
+    snprintf(name, sizeof(name), "%s/%u", w->pool->name, w->id);
+    name[15] = '\0'; /* Linux keeps 15 bytes */
+    pthread_setname_np(pthread_self(), name);
+}
+
+static void *worker_main(void *arg)
+{
+    pool_worker *w = arg;
+    sl_pool *p = w->pool;
+    w->thread = pthread_self();
+    name_thread(w);
+    pthread_cleanup_push(worker_died, w);
+    if (p->opts.worker_init)
+        w->ctx = p->opts.worker_init(w->id, p->opts.user);
+    w->init_done = true;
+    w->end = work(w);
+    run_fini(w);
+    pthread_cleanup_pop(0);
+    worker_exit(w, w->end);
+    return NULL;
+}
+
+/* Takes a vacant slot for w (under the pool lock). */
+static bool claim_slot(sl_pool *p, pool_worker *w)
+{
+    for (unsigned s = 0; s < p->opts.max_workers; s++) {
+        if (!atomic_load_explicit(&p->slots[s].worker, memory_order_relaxed)) {
+            w->slot = s;
+            /* Release: the dispatchers that pick this inbox read w->running. */
+            atomic_store_explicit(&p->slots[s].worker, w, memory_order_release);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Counts one more live worker if there are fewer than limit. */
+static bool enter_below(sl_pool *p, unsigned limit)
+{
+    unsigned live = atomic_load_explicit(&p->live, memory_order_relaxed);
+    while (live < limit) {
+        if (atomic_compare_exchange_weak_explicit(&p->live, &live, live + 1,
+                                                  memory_order_acq_rel,
+                                                  memory_order_relaxed))
+            return true;
+    }
+    return false;
+}
+
+sl_status sl__pool_spawn(sl_pool *p, bool replacement, unsigned limit)
+{
+    if (limit > p->opts.max_workers)
+        limit = p->opts.max_workers;
+    pool_worker *w = aligned_alloc(SL_CACHELINE, sizeof(*w));
+    if (!w)
+        return SL_ENOMEM;
+    memset(w, 0, sizeof(*w));
+    w->pool = p;
+    w->counted = true;
+    pthread_mutex_lock(&p->lock);
+    /* Under lock with the slot: a worker that has left the live count but
+     * not yet its slot holds the slot a moment longer. */
+    bool slotted = enter_below(p, limit);
+    if (slotted && !claim_slot(p, w)) {
+        atomic_fetch_sub_explicit(&p->live, 1, memory_order_acq_rel);
+        slotted = false;
+    }
+    if (slotted)
+        w->id = p->next_id++;
+    pthread_mutex_unlock(&p->lock);
+    if (!slotted) {
+        free(w);
+        return SL_FULL;
+    }
+    /* Counted before the thread runs worker_init: spawned never lags it. */
+    atomic_fetch_add_explicit(&p->spawned, 1, memory_order_relaxed);
+    if (replacement)
+        atomic_fetch_add_explicit(&p->respawned, 1, memory_order_relaxed);
+    pthread_t t;
+    if (pthread_create(&t, NULL, worker_main, w) != 0) {
+        atomic_fetch_sub_explicit(&p->live, 1, memory_order_acq_rel);
+        atomic_fetch_sub_explicit(&p->spawned, 1, memory_order_relaxed);
+        if (replacement)
+            atomic_fetch_sub_explicit(&p->respawned, 1, memory_order_relaxed);
+        pthread_mutex_lock(&p->lock);
+        atomic_store_explicit(&p->slots[w->slot].worker, NULL, memory_order_release);
+        pthread_mutex_unlock(&p->lock);
+        free(w);
+        return SL_ENOMEM;
+    }
+    return SL_OK;
+}

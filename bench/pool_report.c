@@ -237,7 +237,7 @@ void slp_print_dispatch(FILE *f, const slp_workload *w, unsigned n)
         for (unsigned j = 0; j < w[i].n && k < 3; j++)
             if (w[i].entries[j].ops && w[i].entries[j].ops->ours && w[i].entries[j].done)
                 ours[k++] = &w[i].entries[j];
-        if (k < 2)
+        if (k < 2 || w[i].test == SLP_IDLE) /* idle: zero or not, see the targets */
             continue;
         for (unsigned a = 0; a < k; a++) /* insertion sort, best first */
             for (unsigned b = a; b > 0 && better(&w[i], ours[b]->med, ours[b - 1]->med); b--) {

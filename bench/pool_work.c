@@ -193,6 +193,7 @@ typedef struct submitter {
     void *pool;
     unsigned id;
     uint64_t count;
+    uint64_t started;   /* clock when this submitter began */
     pthread_barrier_t *start;
 } submitter;
 
@@ -200,6 +201,7 @@ static void *submit_loop(void *arg)
 {
     submitter *s = arg;
     pthread_barrier_wait(s->start);
+    s->started = slb_now_ns();
     for (uint64_t i = 0; i < s->count; i++)
         s->ops->submit(s->pool, (void *)(uintptr_t)job_value(s->id, i));
     return NULL;
@@ -233,11 +235,17 @@ static double tput_once(const slp_ops *c, const slp_opts *o, slp_test t, unsigne
             slb_die(c->name, "cannot start submitter %u", i);
     }
     pthread_barrier_wait(&start);
-    uint64_t t0 = slb_now_ns();
     for (unsigned i = 0; i < submitters; i++)
         pthread_join(subs[i].thread, NULL);
     c->wait_idle(pool, share * submitters);
-    uint64_t elapsed = slb_now_ns() - t0;
+    uint64_t end = slb_now_ns();
+    /* The run starts when the first submitter does: this thread may well be
+     * preempted between the barrier and a clock read of its own (more
+     * threads than CPUs), and would then start the clock after the work. */
+    uint64_t t0 = subs[0].started;
+    for (unsigned i = 1; i < submitters; i++)
+        t0 = subs[i].started < t0 ? subs[i].started : t0;
+    uint64_t elapsed = end > t0 ? end - t0 : 1;
     c->destroy(pool);
     pthread_barrier_destroy(&start);
     verify_tallies(c->name, submitters, share);

@@ -4,9 +4,9 @@
  * task_group::run) and a well-written mutex/condvar pool.
  *
  * Workloads (pool_work.c): CPU while idle; empty-job throughput from 1, 4
- * and 8 submitters; an uneven mix (every k-th job long) from one submitter,
- * where the dispatch modes differ most; and the wake-up latency of a pool
- * whose workers have gone to sleep.
+ * and 8 submitters; an uneven mix (every k-th job long) offered at a steady
+ * load, where the dispatch modes should differ most: how long jobs wait;
+ * and the wake-up latency of a pool whose workers have gone to sleep.
  *
  * Method, as `sl-bench chan`'s: every figure is the median of R rounds; each
  * round runs the workload's contenders once in an order shuffled afresh
@@ -30,11 +30,6 @@
 
 /* ---- the contenders ----------------------------------------------------- */
 
-#if SLB_HAVE_POOL_SLUICE
-#define SLUICE_POOLS slp_pools_sluice
-#else
-#define SLUICE_POOLS NULL
-#endif
 #if SLB_HAVE_POOL_GLIB
 #define GLIB_POOLS slp_pools_glib
 #else
@@ -54,8 +49,7 @@ typedef struct pool_set {
 } pool_set;
 
 static const pool_set pool_sets[] = {
-    { "sluice", SLUICE_POOLS,
-      { "sluice shared", "sluice round-robin", "sluice least-loaded" }, NULL },
+    { "sluice", slp_pools_sluice, { NULL, NULL, NULL }, NULL },
     { "glib", GLIB_POOLS, { "GLib GThreadPool", NULL, NULL }, "libglib2.0-dev" },
     { "tbb", TBB_POOLS, { "tbb arena.enqueue", "tbb task_group.run", NULL }, "libtbb-dev" },
     { "mutex", slp_pools_mutex, { NULL, NULL, NULL }, NULL },
@@ -92,12 +86,8 @@ static unsigned collect(const slp_opts *o, contender *out)
         if (!ours && !in_list(o->peers, s->id))
             continue;
         if (!s->get) {
-            if (ours)
-                snprintf(why[i], sizeof(why[i]), "sluice's pool (pool/*.c) is not in this "
-                                                 "tree");
-            else
-                snprintf(why[i], sizeof(why[i]), "not installed when sl-bench was "
-                                                 "configured (Debian: %s)", s->package);
+            snprintf(why[i], sizeof(why[i]), "not installed when sl-bench was configured "
+                                             "(Debian: %s)", s->package);
             for (unsigned k = 0; k < 3 && s->missing[k]; k++)
                 out[n++] = (contender){ NULL, s->missing[k], why[i] };
             continue;
@@ -130,6 +120,8 @@ static void usage(FILE *f)
         "  --idle-ms MS        idle: the measured window (default 500; 50 ms settle first)\n"
         "  --uneven K          uneven: every K-th job is long (default 16)\n"
         "  --long-us US        uneven: the long jobs' length (default 200; short ones 1)\n"
+        "  --uneven-jobs N     uneven: jobs per run (default 10k)\n"
+        "  --load PCT          uneven: offered load, %% of the workers' capacity (default 30)\n"
         "  --seed S            shuffle seed (default: from the clock; always printed)\n"
         "  --timeout S         a run longer than this is a hang (default 120)\n"
         "  --csv FILE          one row per workload, contender and round\n"
@@ -196,7 +188,7 @@ static bool parse_gap(const char *s, slp_opts *o)
 
 enum { O_TESTS = 256, O_WORKERS, O_SUBMITTERS, O_PEERS, O_DISPATCH, O_ROUNDS, O_RUNMS,
        O_JOBS, O_SAMPLES, O_GAP, O_IDLEMS, O_UNEVEN, O_LONGUS, O_SEED, O_TIMEOUT, O_CSV,
-       O_QUICK, O_LIST, O_HELP };
+       O_QUICK, O_LIST, O_HELP, O_UJOBS, O_LOAD };
 
 static const struct option long_opts[] = {
     { "tests", 1, 0, O_TESTS }, { "workers", 1, 0, O_WORKERS },
@@ -206,7 +198,8 @@ static const struct option long_opts[] = {
     { "gap-ms", 1, 0, O_GAP }, { "idle-ms", 1, 0, O_IDLEMS }, { "uneven", 1, 0, O_UNEVEN },
     { "long-us", 1, 0, O_LONGUS }, { "seed", 1, 0, O_SEED }, { "timeout", 1, 0, O_TIMEOUT },
     { "csv", 1, 0, O_CSV }, { "quick", 0, 0, O_QUICK }, { "list", 0, 0, O_LIST },
-    { "help", 0, 0, O_HELP }, { 0, 0, 0, 0 },
+    { "help", 0, 0, O_HELP }, { "uneven-jobs", 1, 0, O_UJOBS }, { "load", 1, 0, O_LOAD },
+    { 0, 0, 0, 0 },
 };
 
 static void set_defaults(slp_opts *o)
@@ -223,6 +216,8 @@ static void set_defaults(slp_opts *o)
     o->settle_ns = 50000000u;
     o->idle_ns = 500000000u;
     o->uneven_every = 16;
+    o->uneven_jobs = 10000;
+    o->load = 0.3;
     o->short_ns = 1000;
     o->long_ns = 200000;
     o->seed = slb_now_ns() ^ ((uint64_t)getpid() << 32);
@@ -245,6 +240,8 @@ static void apply_quick(slp_opts *o, uint64_t given)
         o->gap_min_ns = 2000000u, o->gap_max_ns = 3000000u;
     if (!GIVEN(O_IDLEMS))
         o->idle_ns = 50000000u;
+    if (!GIVEN(O_UJOBS))
+        o->uneven_jobs = 2000;
     o->settle_ns = 10000000u;
 #undef GIVEN
 }
@@ -274,6 +271,12 @@ static bool parse_value(int c, const char *arg, slp_opts *o)
     case O_IDLEMS: o->idle_ns = v * 1000000u; break;
     case O_UNEVEN: o->uneven_every = (unsigned)(v < 1000000 ? v : 1000000); break;
     case O_LONGUS: o->long_ns = v * 1000u; break;
+    case O_UJOBS: o->uneven_jobs = (unsigned)(v < 10000000 ? v : 10000000); break;
+    case O_LOAD:
+        if (v > 95)
+            return false;
+        o->load = (double)v / 100.0;
+        break;
     case O_SEED: o->seed = v; break;
     case O_TIMEOUT: o->timeout_s = (unsigned)v; break;
     default: return false;
@@ -381,8 +384,10 @@ static void run_one(const slp_opts *o, slp_workload *w, slp_entry *e, uint64_t *
         slp_run_idle(e->ops, o, out);
     else if (w->test == SLP_WAKE)
         slp_run_wake(e->ops, o, rng, out);
+    else if (w->test == SLP_UNEVEN)
+        slp_run_uneven(e->ops, o, out);
     else
-        slp_run_tput(e->ops, o, w->test, w->submitters, e->jobs, out);
+        slp_run_tput(e->ops, o, w->submitters, e->jobs, out);
     alarm(0);
 }
 
@@ -397,14 +402,13 @@ static void progress(const slp_workload *w, const char *what, const char *name)
 static void run_workload(const slp_opts *o, slp_workload *w, uint64_t *rng)
 {
     unsigned order[SLP_MAX_CONTENDERS];
-    bool tput = w->test == SLP_TPUT || w->test == SLP_UNEVEN;
-    for (unsigned i = 0; tput && i < w->n; i++) {
+    for (unsigned i = 0; w->test == SLP_TPUT && i < w->n; i++) {
         slp_entry *e = &w->entries[i];
         if (e->skip)
             continue;
         progress(w, "sizing", e->name);
         arm(o, w, e->name);
-        e->jobs = o->jobs ? o->jobs : slp_size_tput(e->ops, o, w->test, w->submitters);
+        e->jobs = o->jobs ? o->jobs : slp_size_tput(e->ops, o, w->submitters);
         alarm(0);
     }
     for (unsigned r = 0; r < o->rounds; r++) {

@@ -2,15 +2,8 @@
 # mutex/condvar pool). Included from bench/CMakeLists.txt, after the chan peers
 # have been looked for: GLib and oneTBB are found there (SLB_GLIB_FOUND,
 # TBB::tbb) and reused here. A missing peer is a "skipped" row, never an error.
-target_sources(sl-bench PRIVATE pool_bench.c pool_work.c pool_report.c pool_mutex.c)
-# sluice's pool lives in pool/*.c (globbed at the top level); a tree without
-# it still builds the benchmark, with sluice's rows shown as skipped.
-if(SLUICE_POOL_SOURCES)
-  target_sources(sl-bench PRIVATE pool_sluice.c)
-  target_compile_definitions(sl-bench PRIVATE SLB_HAVE_POOL_SLUICE=1)
-else()
-  message(STATUS "sl-bench pool: sluice's pool is not in this tree (pool/*.c); its rows are skipped")
-endif()
+target_sources(sl-bench PRIVATE pool_bench.c pool_work.c pool_report.c pool_mutex.c
+               pool_sluice.c)
 
 if(SLB_GLIB_FOUND)
   target_sources(sl-bench PRIVATE pool_glib.c)

@@ -20,7 +20,7 @@
 typedef enum slp_test {
     SLP_IDLE,   /* CPU used by an idle pool's threads, getrusage */
     SLP_TPUT,   /* empty jobs from S submitters: Mjobs/s */
-    SLP_UNEVEN, /* one submitter; mostly short jobs, every k-th long: Mjobs/s */
+    SLP_UNEVEN, /* mostly short jobs, every k-th long, at a steady load: wait */
     SLP_WAKE,   /* submit -> job start after the workers have gone to sleep */
     SLP_TESTS
 } slp_test;
@@ -37,6 +37,8 @@ typedef struct slp_opts {
     uint64_t gap_min_ns, gap_max_ns; /* sleep before each wake-up, drawn uniformly */
     uint64_t settle_ns, idle_ns;    /* idle: settle, then the measured window */
     unsigned uneven_every;          /* uneven: every k-th job is long */
+    unsigned uneven_jobs;           /* uneven: jobs per run */
+    double load;                    /* uneven: offered load, of the workers' capacity */
     uint64_t short_ns, long_ns;     /* uneven: the two job lengths (busy loops) */
     uint64_t seed;
     unsigned timeout_s;             /* a run longer than this is a hang */
@@ -48,10 +50,12 @@ typedef struct slp_opts {
 
 /* One run's figures. */
 typedef struct slp_result {
-    double value;    /* tput/uneven: Mjobs/s; wake: p50 us; idle: CPU us */
-    double p99;      /* wake: p99 us */
-    double extra;    /* wake: max us; idle: context switches */
-    double extra2;   /* idle: the pool's threads */
+    double value;    /* tput: Mjobs/s; wake, uneven: p50 us; idle: CPU us */
+    double p99;      /* wake, uneven: p99 us */
+    double extra;    /* wake, uneven: max us; idle: context switches;
+                        tput: context switches per 1000 jobs */
+    double extra2;   /* idle: the pool's threads; tput: CPU ns per job;
+                        uneven: Mjobs/s achieved */
     uint64_t jobs;   /* jobs run (wake: samples) */
 } slp_result;
 
@@ -81,9 +85,10 @@ typedef struct slp_workload {
 /* pool_work.c — every run verifies what it can and dies on a mismatch. */
 void slp_calibrate(void);                 /* the busy loop of the uneven jobs */
 double slp_spin_iters_per_us(void);
-void slp_run_tput(const slp_ops *c, const slp_opts *o, slp_test t, unsigned submitters,
-                  uint64_t jobs, slp_result *out);
-uint64_t slp_size_tput(const slp_ops *c, const slp_opts *o, slp_test t, unsigned submitters);
+void slp_run_tput(const slp_ops *c, const slp_opts *o, unsigned submitters, uint64_t jobs,
+                  slp_result *out);
+uint64_t slp_size_tput(const slp_ops *c, const slp_opts *o, unsigned submitters);
+void slp_run_uneven(const slp_ops *c, const slp_opts *o, slp_result *out);
 void slp_run_wake(const slp_ops *c, const slp_opts *o, uint64_t *rng, slp_result *out);
 void slp_run_idle(const slp_ops *c, const slp_opts *o, slp_result *out);
 

@@ -25,7 +25,7 @@
 
 bool slp_lower_is_better(slp_test t)
 {
-    return t == SLP_WAKE || t == SLP_IDLE;
+    return t != SLP_TPUT;
 }
 
 static bool better(const slp_workload *w, double a, double b)
@@ -73,7 +73,8 @@ void slp_summarize(slp_workload *w)
         slp_entry *e = &w->entries[i];
         e->best = e->skip || !e->done ? NULL : best;
         e->ratio = e->best ? ratio_of(w, e->med, best->med) : 0;
-        e->ratio99 = e->best && w->test == SLP_WAKE ? ratio_of(w, e->p99_med, best->p99_med) : 0;
+        bool lat = w->test == SLP_WAKE || w->test == SLP_UNEVEN;
+        e->ratio99 = e->best && lat ? ratio_of(w, e->p99_med, best->p99_med) : 0;
     }
 }
 
@@ -125,9 +126,10 @@ static void print_header(FILE *f, const slp_workload *w, const slp_opts *o)
                 o->workers, r, r > 1 ? "s" : "");
         break;
     case SLP_UNEVEN:
-        fprintf(f, "### %s · 1 submitter · every %u%s job ~%.0f us, the rest ~%.1f us · %u "
-                   "workers · Mjobs/s, %u round%s\n", w->label, o->uneven_every,
-                o->uneven_every == 2 ? "nd" : o->uneven_every == 3 ? "rd" : "th",
+        fprintf(f, "### %s · submit -> start wait of %u jobs offered at %.0f%% load by 1 "
+                   "submitter · every %u%s job ~%.0f us, the rest ~%.1f us · %u workers · "
+                   "us, %u round%s\n", w->label, o->uneven_jobs, o->load * 100,
+                o->uneven_every, o->uneven_every == 2 ? "nd" : o->uneven_every == 3 ? "rd" : "th",
                 (double)o->long_ns / 1e3, (double)o->short_ns / 1e3, o->workers, r,
                 r > 1 ? "s" : "");
         break;
@@ -143,15 +145,15 @@ static void print_header(FILE *f, const slp_workload *w, const slp_opts *o)
                 (double)o->idle_ns / 1e6, (double)o->settle_ns / 1e6, o->workers, r,
                 r > 1 ? "s" : "");
     }
-    if (w->test == SLP_WAKE)
+    if (w->test == SLP_WAKE || w->test == SLP_UNEVEN)
         fprintf(f, "%-22s %8s %8s %8s %8s %8s %8s %8s  %s\n", "contender", "p50", "p50 min",
                 "p50 max", "p99", "max", "vs peer", "p99 vs", "target");
     else if (w->test == SLP_IDLE)
         fprintf(f, "%-22s %8s %8s %8s %8s %8s  %s\n", "contender", "CPU us", "min", "max",
                 "switches", "threads", "target");
     else
-        fprintf(f, "%-22s %8s %8s %8s %8s %8s  %s\n", "contender", "median", "min", "max",
-                "min/med", "vs peer", "target");
+        fprintf(f, "%-22s %8s %8s %8s %8s %8s %8s %8s  %s\n", "contender", "median", "min",
+                "max", "min/med", "cs/kjob", "CPU ns/j", "vs peer", "target");
 }
 
 static void fmt_ratio(char *buf, size_t len, double r)
@@ -175,15 +177,15 @@ static void print_row(FILE *f, const slp_workload *w, const slp_entry *e)
     fmt_ratio(ratio, sizeof(ratio), e->best == e ? 0 : e->ratio);
     fmt_ratio(ratio99, sizeof(ratio99), e->best == e ? 0 : e->ratio99);
     const char *tgt = e->best == e ? "best peer" : target(w, e);
-    if (w->test == SLP_WAKE)
+    if (w->test == SLP_WAKE || w->test == SLP_UNEVEN)
         fprintf(f, "%8.1f %8.1f %8.1f %8.1f %8.1f %8s %8s  %s\n", e->med, e->min, e->max,
                 e->p99_med, e->extra_med, ratio, ratio99, tgt);
     else if (w->test == SLP_IDLE)
         fprintf(f, "%8.1f %8.1f %8.1f %8.0f %8.0f  %s\n", e->med, e->min, e->max,
                 e->extra_med, e->extra2_med, target(w, e));
     else
-        fprintf(f, "%8.3f %8.3f %8.3f %8.2f %8s  %s\n", e->med, e->min, e->max,
-                e->med > 0 ? e->min / e->med : 0, ratio, tgt);
+        fprintf(f, "%8.3f %8.3f %8.3f %8.2f %8.1f %8.0f %8s  %s\n", e->med, e->min, e->max,
+                e->med > 0 ? e->min / e->med : 0, e->extra_med, e->extra2_med, ratio, tgt);
 }
 
 void slp_print_workload(FILE *f, const slp_workload *w, const slp_opts *o)
@@ -257,30 +259,33 @@ void slp_print_dispatch(FILE *f, const slp_workload *w, unsigned n)
 bool slp_write_csv(const char *path, const slp_workload *w, unsigned n, const slp_opts *o)
 {
     static const char *const tests[] = { "idle", "tput", "uneven", "wake" };
-    static const char *const units[] = { "cpu_us", "Mjobs/s", "Mjobs/s", "p50_us" };
+    static const char *const units[] = { "cpu_us", "Mjobs/s", "p50_wait_us", "p50_us" };
     FILE *f = fopen(path, "w");
     if (!f) {
         fprintf(stderr, "sl-bench: cannot write %s\n", path);
         return false;
     }
     fprintf(f, "workload,test,submitters,workers,contender,peer,round,order,jobs,value,unit,"
-               "p99_us,max_us,switches,threads\n");
+               "p99_us,max_us,switches,threads,switches_per_kjob,cpu_ns_per_job,"
+               "achieved_mjobs_s\n");
     for (unsigned i = 0; i < n; i++)
         for (unsigned j = 0; j < w[i].n; j++) {
             const slp_entry *e = &w[i].entries[j];
             for (unsigned r = 0; r < e->done && !e->skip; r++) {
                 const slp_result *x = &e->res[r];
-                bool wake = w[i].test == SLP_WAKE, idle = w[i].test == SLP_IDLE;
+                bool idle = w[i].test == SLP_IDLE, tput = w[i].test == SLP_TPUT;
                 fprintf(f, "%s,%s,%u,%u,\"%s\",%s,%u,%u,%llu,%.4f,%s,", w[i].label,
                         tests[w[i].test], w[i].submitters, o->workers, e->name, e->ops->peer,
                         r + 1, e->order[r] + 1, (unsigned long long)x->jobs, x->value,
                         units[w[i].test]);
-                if (wake)
-                    fprintf(f, "%.2f,%.2f,,\n", x->p99, x->extra);
-                else if (idle)
-                    fprintf(f, ",,%.0f,%.0f\n", x->extra, x->extra2);
+                if (idle)
+                    fprintf(f, ",,%.0f,%.0f,,,\n", x->extra, x->extra2);
+                else if (tput)
+                    fprintf(f, ",,,,%.2f,%.1f,\n", x->extra, x->extra2);
+                else if (w[i].test == SLP_UNEVEN)
+                    fprintf(f, "%.2f,%.2f,,,,,%.4f\n", x->p99, x->extra, x->extra2);
                 else
-                    fprintf(f, ",,,\n");
+                    fprintf(f, "%.2f,%.2f,,,,,\n", x->p99, x->extra);
             }
         }
     bool ok = fclose(f) == 0;

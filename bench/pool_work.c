@@ -130,8 +130,6 @@ static void verify_tallies(const char *who, unsigned submitters, uint64_t per_su
 /* ---- the jobs ----------------------------------------------------------- */
 
 static double iters_per_us = 100;
-static uint64_t short_iters, long_iters;
-static unsigned uneven_every = 16;
 
 /* The busy loop of the uneven jobs: a fixed amount of CPU work, not of wall
  * time, so that a preempted job does not shorten its successors' work. */
@@ -176,14 +174,6 @@ static void empty_job(void *arg, void *ctx)
     tally_job((uint64_t)(uintptr_t)arg);
 }
 
-static void uneven_job(void *arg, void *ctx)
-{
-    (void)ctx;
-    uint64_t v = (uint64_t)(uintptr_t)arg;
-    uint64_t seq = (v - 1) & ((UINT64_C(1) << SEQ_BITS) - 1);
-    spin(seq % uneven_every == uneven_every - 1 ? long_iters : short_iters);
-    tally_job(v);
-}
 
 /* ---- throughput --------------------------------------------------------- */
 
@@ -215,18 +205,32 @@ static void *make_pool(const slp_ops *c, unsigned workers, slp_job_fn fn)
     return pool;
 }
 
-/* One run of `jobs` jobs (rounded down to whole shares); its rate. */
-static double tput_once(const slp_ops *c, const slp_opts *o, slp_test t, unsigned submitters,
-                        uint64_t jobs, uint64_t *ran)
+static uint64_t clock_ns(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t switches(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (uint64_t)(ru.ru_nvcsw + ru.ru_nivcsw);
+}
+
+/* One run of `jobs` jobs (rounded down to whole shares): its rate, and in
+ * out->extra / extra2 the process's context switches and CPU per 1000 jobs
+ * (every thread: submitters, workers, the waiting driver). */
+static double tput_once(const slp_ops *c, const slp_opts *o, unsigned submitters,
+                        uint64_t jobs, slp_result *out)
 {
     uint64_t share = jobs / submitters ? jobs / submitters : 1;
     submitter subs[SLP_MAX_SUBMITTERS];
     pthread_barrier_t start;
-    short_iters = (uint64_t)(iters_per_us * (double)o->short_ns / 1000.0);
-    long_iters = (uint64_t)(iters_per_us * (double)o->long_ns / 1000.0);
-    uneven_every = o->uneven_every;
     reset_tallies();
-    void *pool = make_pool(c, o->workers, t == SLP_UNEVEN ? uneven_job : empty_job);
+    void *pool = make_pool(c, o->workers, empty_job);
+    uint64_t sw0 = switches(), cpu0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
     pthread_barrier_init(&start, NULL, submitters + 1);
     for (unsigned i = 0; i < submitters; i++) {
         subs[i] = (submitter){ .ops = c, .pool = pool, .id = i, .count = share,
@@ -246,18 +250,21 @@ static double tput_once(const slp_ops *c, const slp_opts *o, slp_test t, unsigne
     for (unsigned i = 1; i < submitters; i++)
         t0 = subs[i].started < t0 ? subs[i].started : t0;
     uint64_t elapsed = end > t0 ? end - t0 : 1;
+    uint64_t sw = switches() - sw0, cpu = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
     c->destroy(pool);
     pthread_barrier_destroy(&start);
     verify_tallies(c->name, submitters, share);
-    *ran = share * submitters;
-    return (double)*ran / ((double)elapsed / 1e3); /* jobs per us = Mjobs/s */
+    uint64_t ran = share * submitters;
+    *out = (slp_result){ .value = (double)ran / ((double)elapsed / 1e3), /* Mjobs/s */
+                         .extra = 1000.0 * (double)sw / (double)ran,
+                         .extra2 = (double)cpu / (double)ran, .jobs = ran };
+    return out->value;
 }
 
-void slp_run_tput(const slp_ops *c, const slp_opts *o, slp_test t, unsigned submitters,
-                  uint64_t jobs, slp_result *out)
+void slp_run_tput(const slp_ops *c, const slp_opts *o, unsigned submitters, uint64_t jobs,
+                  slp_result *out)
 {
-    memset(out, 0, sizeof(*out));
-    out->value = tput_once(c, o, t, submitters, jobs, &out->jobs);
+    tput_once(c, o, submitters, jobs, out);
 }
 
 #define SIZING_MIN_NS 20000000u  /* a probe shorter than this is not trusted */
@@ -267,12 +274,13 @@ void slp_run_tput(const slp_ops *c, const slp_opts *o, slp_test t, unsigned subm
 /* Rates span orders of magnitude (empty jobs vs the uneven mix, one peer vs
  * another), so each contender is sized by probe runs (verified, not
  * recorded) growing fourfold until one lasts SIZING_MIN_NS. */
-uint64_t slp_size_tput(const slp_ops *c, const slp_opts *o, slp_test t, unsigned submitters)
+uint64_t slp_size_tput(const slp_ops *c, const slp_opts *o, unsigned submitters)
 {
-    uint64_t jobs = 1000u * submitters, ran;
+    uint64_t jobs = 1000u * submitters;
     for (;;) {
         uint64_t t0 = slb_now_ns();
-        double rate = tput_once(c, o, t, submitters, jobs, &ran);
+        slp_result probe;
+        double rate = tput_once(c, o, submitters, jobs, &probe);
         if (slb_now_ns() - t0 >= SIZING_MIN_NS || jobs >= MAX_JOBS) {
             double want = rate * ((double)o->run_ns / 1e3);
             want = want < MIN_JOBS ? MIN_JOBS : want > MAX_JOBS ? MAX_JOBS : want;
@@ -358,6 +366,75 @@ void slp_run_wake(const slp_ops *c, const slp_opts *o, uint64_t *rng, slp_result
     free(submitted_at);
 }
 
+/* ---- uneven jobs at a steady load --------------------------------------- */
+
+static wake_sample *uneven_base;
+static unsigned uneven_every;
+static uint64_t short_iters, long_iters;
+
+static void uneven_job(void *arg, void *ctx)
+{
+    (void)ctx;
+    wake_sample *s = arg;
+    size_t i = (size_t)(s - uneven_base);
+    atomic_store_explicit(&s->started, slb_now_ns(), memory_order_relaxed);
+    spin(i % uneven_every == uneven_every - 1 ? long_iters : short_iters);
+    /* Release: the driver that sees runs sees started. */
+    atomic_fetch_add_explicit(&s->runs, 1, memory_order_release);
+}
+
+/*
+ * One submitter hands the pool jobs at a steady rate, `load` of what the
+ * workers can do (workers / mean job length), in small bursts: it sleeps
+ * until the next job is due and then submits every job that is due. Each
+ * job stamps its start; the figure is how long jobs waited in the pool
+ * (start - the stamp taken just before their submit). A short job queued
+ * behind a long one in a worker's inbox waits until that worker is done or
+ * another worker takes it: this is where the dispatch modes differ.
+ */
+void slp_run_uneven(const slp_ops *c, const slp_opts *o, slp_result *out)
+{
+    unsigned n = o->uneven_jobs;
+    wake_sample *s = calloc(n, sizeof(*s));
+    uint64_t *wait = calloc(n, sizeof(uint64_t)), *submitted_at = calloc(n, sizeof(uint64_t));
+    if (!s || !wait || !submitted_at)
+        slb_die("sl-bench", "out of memory");
+    uneven_base = s;
+    uneven_every = o->uneven_every;
+    short_iters = (uint64_t)(iters_per_us * (double)o->short_ns / 1000.0);
+    long_iters = (uint64_t)(iters_per_us * (double)o->long_ns / 1000.0);
+    double mean_ns = ((double)(uneven_every - 1) * (double)o->short_ns + (double)o->long_ns) /
+                     uneven_every;
+    double gap_ns = mean_ns / ((double)o->workers * o->load);
+    void *pool = make_pool(c, o->workers, uneven_job);
+    uint64_t t0 = slb_now_ns();
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t due = t0 + (uint64_t)(gap_ns * i), now = slb_now_ns();
+        if (due > now + 20000u)
+            sleep_ns(due - now);
+        submitted_at[i] = slb_now_ns();
+        c->submit(pool, &s[i]);
+    }
+    c->wait_idle(pool, n);
+    uint64_t elapsed = slb_now_ns() - t0;
+    c->destroy(pool);
+    for (unsigned i = 0; i < n; i++) {
+        if (atomic_load_explicit(&s[i].runs, memory_order_acquire) != 1)
+            slb_die(c->name, "uneven job %u ran %u times", i,
+                    atomic_load_explicit(&s[i].runs, memory_order_relaxed));
+        uint64_t started = atomic_load_explicit(&s[i].started, memory_order_relaxed);
+        wait[i] = started > submitted_at[i] ? started - submitted_at[i] : 0;
+    }
+    slb_sort_u64(wait, n);
+    *out = (slp_result){ .value = (double)slb_percentile(wait, n, 0.50) / 1e3,
+                         .p99 = (double)slb_percentile(wait, n, 0.99) / 1e3,
+                         .extra = (double)wait[n - 1] / 1e3,
+                         .extra2 = (double)n / ((double)elapsed / 1e3), .jobs = n };
+    free(s);
+    free(wait);
+    free(submitted_at);
+}
+
 /* ---- CPU while idle ----------------------------------------------------- */
 
 static unsigned thread_count(void)
@@ -372,13 +449,6 @@ static unsigned thread_count(void)
             break;
     fclose(f);
     return n;
-}
-
-static uint64_t clock_ns(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* CPU (ns) and context switches of every thread but the calling one. The

@@ -183,6 +183,10 @@ unsigned sl__pool_floor(const sl_pool *p);
 /* pool_submit.c */
 /* n jobs left `pending`: wakes whoever waits on that. */
 void sl__pool_pending_done(sl_pool *p, uint64_t n);
+/* Work is waiting: wakes a sleeper unless someone spins, or asks the
+ * control thread for a worker when none sleeps and the pool is below its
+ * target. */
+void sl__pool_want_worker(sl_pool *p);
 /* The job holding key is over: queues the key's next job, if any. */
 void sl__pool_key_done(sl_pool *p, uint64_t key);
 

@@ -150,8 +150,10 @@ static void request_spawn(sl_pool *p)
         sl__pool_ctl_poke(p);
 }
 
-/* A job was just pushed: make sure a worker will look. */
-static void wake_for_job(sl_pool *p)
+/* A job was just pushed (or a worker took one and saw more waiting): make
+ * sure a worker will look — a spinner, else a sleeper, else a new worker
+ * when the pool is below its target. */
+void sl__pool_want_worker(sl_pool *p)
 {
     /* Orders the push before the loads of spinning and of the waiter count:
      * a searcher stops counting itself, then registers on work_ev (a full
@@ -183,7 +185,7 @@ static sl_status push_job(sl_pool *p, const sl_job *job)
             atomic_fetch_sub_explicit(&p->slots[inbox].load, 1, memory_order_relaxed);
         return st;
     }
-    wake_for_job(p);
+    sl__pool_want_worker(p);
     return SL_OK;
 }
 

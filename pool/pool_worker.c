@@ -49,7 +49,7 @@ static bool may_take(const sl_pool *p)
  * counted there before its push, so a stale `waiting` can only overstate
  * the jobs that wait aside when its push has not been seen — and then the
  * pusher, whose push precedes its wake-up check, sees this worker's
- * registration (see wake_for_job). */
+ * registration (see sl__pool_want_worker). */
 static bool has_work(const sl_pool *p)
 {
     uint64_t waiting = atomic_load_explicit(&p->keys.waiting, memory_order_seq_cst);
@@ -102,6 +102,11 @@ static bool take(pool_worker *w)
      * what wait_idle reads first. */
     atomic_store_explicit(&w->running, 1, memory_order_relaxed);
     sl__pool_pending_done(p, 1);
+    /* More waiting behind this job: the backlog exceeds the workers that
+     * were woken for it (a burst of submits can all see one sleeper that is
+     * only waking up) — fan out one more worker, as a searcher would. */
+    if (has_work(p))
+        sl__pool_want_worker(p);
     return true;
 }
 
@@ -149,7 +154,7 @@ static void run_streak(pool_worker *w)
 /* Spins for work. true: work appeared (the worker goes back to run). */
 static bool search(sl_pool *p)
 {
-    /* seq_cst: submits read spinning after their push (wake_for_job). */
+    /* seq_cst: submits read spinning after their push (sl__pool_want_worker). */
     atomic_fetch_add_explicit(&p->spinning, 1, memory_order_seq_cst);
     for (unsigned i = 0; i < POOL_SPIN_POLLS; i++) {
         if (has_work(p) && may_take(p)) {

@@ -75,6 +75,8 @@ static sl_status pool_alloc(sl_pool **out, const sl_pool_opts *o)
     strncpy(p->name, o->name ? o->name : "sl-pool", sizeof(p->name) - 1);
     p->opts.name = p->name; /* the caller's string need not outlive the call */
     p->levels = o->priority_levels;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    p->spin_limit = cpus >= 4 ? (unsigned)(cpus / 2) : 1u;
     p->cap = o->queue_capacity;
     pthread_mutex_init(&p->lock, NULL);
     p->slots = aligned_alloc(SL_CACHELINE, o->max_workers * sizeof(pool_slot));

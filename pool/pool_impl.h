@@ -160,6 +160,7 @@ struct sl_pool {
     sl_pool_opts opts;                 /* as given, defaults filled in */
     char name[32];
     unsigned levels;
+    unsigned spin_limit;               /* searchers at once: online CPUs / 2, at least 1 */
     uint64_t cap;                      /* queue_capacity, 0: unbounded */
 
     /* Commands and thread bookkeeping, under lock. */

@@ -154,6 +154,10 @@ static void run_streak(pool_worker *w)
 /* Spins for work. true: work appeared (the worker goes back to run). */
 static bool search(sl_pool *p)
 {
+    /* Enough spinners already (one per two CPUs, as Go allows): more would
+     * only take CPU from the threads that submit and run jobs. */
+    if (atomic_load_explicit(&p->spinning, memory_order_relaxed) >= p->spin_limit)
+        return false;
     /* seq_cst: submits read spinning after their push (sl__pool_want_worker). */
     atomic_fetch_add_explicit(&p->spinning, 1, memory_order_seq_cst);
     for (unsigned i = 0; i < POOL_SPIN_POLLS; i++) {

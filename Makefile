@@ -4,6 +4,7 @@
 #                suites once more with fault injection at every atomic step,
 #                and each flavour's libFuzzer target for 30 s against its model
 #   make bench   build and run the flavour comparison; results in build/bench/
+#   make bench-pool, make bench-exec   the pool's and the executor's comparisons
 #   make build   the default build only
 
 JOBS      ?= $(shell nproc)
@@ -13,7 +14,7 @@ BENCH_DEPS = libck-dev libboost-dev libtbb-dev libglib2.0-dev \
              libconcurrentqueue-dev libreaderwriterqueue-dev gnuplot-nox
 BENCH_ARGS ?=
 
-.PHONY: all build test bench deps bench-deps clean
+.PHONY: all build test bench bench-pool bench-exec deps bench-deps clean
 # test-default, test-asan, test-tsan: one build each. Not .PHONY on purpose:
 # make skips pattern rules for phony targets.
 
@@ -49,6 +50,13 @@ bench: bench-deps
 	@mkdir -p build/bench
 	./build/default/bench/sl-bench chan --csv build/bench/chan.csv \
 	    --plot build/bench/chan.png $(BENCH_ARGS) | tee build/bench/chan.txt
+
+bench-pool bench-exec: bench-%: bench-deps
+	cmake --preset default >/dev/null
+	cmake --build --preset default -j $(JOBS) --target sl-bench
+	@mkdir -p build/bench
+	./build/default/bench/sl-bench $* --csv build/bench/$*.csv $(BENCH_ARGS) \
+	    | tee build/bench/$*.txt
 
 clean:
 	rm -rf build

@@ -11,7 +11,9 @@
  * completion it waits for.
  *
  * Foreign threads never run tasks: their spawns go through the injector and
- * their syncs wait parked on the task's own eventcount. That is also what
+ * their syncs wait parked on the task's own eventcount. A worker of another
+ * executor is foreign here too, but while it waits it runs tasks of its own
+ * executor. That is also what
  * keeps sl_submit's promise for them; a worker's sl_submit goes to another
  * worker's mailbox, and the searching loop never runs a task its own thread
  * submitted (docs/exec.md, "Submit").
@@ -357,12 +359,20 @@ SL_API sl_status sl_sync(sl_future *f, void *ret)
                                                  memory_order_relaxed))
         return SL_EINVAL;
     sl_exec *ex = t->ex;
-    sl__worker *w = sl__exec_worker_of(ex);
+    sl__worker *self = sl__tls_worker;
+    sl__worker *w = self && self->ex == ex ? self : NULL;
     bool inline_ran = false;
-    if (w)
+    if (w) {
         inline_ran = sync_on_worker(w, t, ret);
-    else
+    } else if (self) {
+        /* A worker of another executor: it keeps running its own executor's
+         * tasks while it waits, so that executors waiting on each other
+         * cannot deadlock (its tasks may be what the awaited one needs). */
+        sl__wait wt = { t, NULL };
+        sl__exec_help(self, &wt);
+    } else {
         wait_foreign(t);
+    }
     if (!inline_ran && ret && t->ret_size)
         memcpy(ret, t->payload + sl__task_ret_offset(t), t->ret_size);
     sl__task_free(ex, w, t);

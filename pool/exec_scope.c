@@ -30,7 +30,9 @@ SL_API void sl_scope_begin(sl_exec *ex, sl_scope *s)
     atomic_init(&s->sl__pending, 0);
     s->sl__ex = ex;
     if (ex) {
-        sl__worker *w = sl__exec_worker_of(ex);
+        /* A worker (of any executor) helps its own executor in sl_scope_end
+         * and sleeps on its own event; a foreign thread on ex's. */
+        sl__worker *w = sl__tls_worker;
         s->sl__sleep = w ? &w->ev : &ex->foreign;
     }
 }
@@ -110,7 +112,7 @@ SL_API void sl_scope_end(sl_scope *s)
 {
     if (!s || !s->sl__ex)
         return;
-    sl__worker *w = sl__exec_worker_of(s->sl__ex);
+    sl__worker *w = sl__tls_worker;
     if (w && s->sl__sleep == &w->ev) {
         sl__wait wt = { NULL, s };
         sl__exec_help(w, &wt);

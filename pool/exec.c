@@ -108,11 +108,16 @@ static sl__task *steal_any(sl_exec *ex, sl__worker *w)
     return n > 1 ? steal_mail(ex, w, start) : NULL;
 }
 
-bool sl__exec_has_work(sl_exec *ex)
+bool sl__exec_has_work(sl_exec *ex, const sl__worker *w)
 {
     for (unsigned i = 0; i < ex->nworkers; i++) {
-        if (!sl__deque_is_empty(&ex->workers[i].deque) ||
-            sl_list_len(&ex->workers[i].mailbox) != 0)
+        const sl__worker *v = &ex->workers[i];
+        if (!sl__deque_is_empty(&v->deque))
+            return true;
+        /* Others' mailboxes are their owners' to watch (a submit wakes the
+         * owner itself); a parking worker that counted them would spin on a
+         * task it submitted and may not run. */
+        if ((!w || v == w) && sl_list_len(&v->mailbox) != 0)
             return true;
     }
     return sl_list_len(&ex->injector) != 0;

@@ -201,7 +201,10 @@ bool sl__idle_park(sl_exec *ex, sl__worker *w, const sl__wait *wt)
     w->searching = false;
     /* Full fence inside: the registration above before the re-check below. */
     uint32_t key = sl_event_prepare(&w->ev);
-    bool awake = sl__exec_has_work(ex) || sl__wait_done(wt);
+    /* Stay awake if a waker has claimed us already (its notify may have come
+     * before our prepare), if there is work, or if our wait is over. */
+    bool awake = !(atomic_load_explicit(word, memory_order_seq_cst) & bit) ||
+                 sl__exec_has_work(ex, w) || sl__wait_done(wt);
     bool keep = wt || quiet_check(ex);
     if (awake || !keep)
         sl_event_cancel(&w->ev);
@@ -227,7 +230,7 @@ void sl__idle_quiesce(sl_exec *ex)
     for (;;) {
         uint32_t key = sl_event_prepare(&ex->freer);
         uint64_t q = atomic_load_explicit(&ex->quiet, memory_order_seq_cst);
-        if (q == n && !sl__exec_has_work(ex)) {
+        if (q == n && !sl__exec_has_work(ex, NULL)) {
             /* seq_cst: a worker's quiet_leave after this CAS fails and exits */
             bool done = atomic_compare_exchange_strong_explicit(
                 &ex->quiet, &q, n | SL__QUIET_EXIT, memory_order_seq_cst, memory_order_relaxed);

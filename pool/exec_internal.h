@@ -174,8 +174,9 @@ void sl__idle_quiesce(sl_exec *ex);
 void sl__scope_complete(sl_scope *s);
 
 /* ---- exec.c ---- */
-/* True when some queue of ex may hold a task: a deque, a mailbox, the injector. */
-bool sl__exec_has_work(sl_exec *ex);
+/* True when some queue of ex may hold a task: a deque, the injector, a
+ * mailbox — only w's own when w is given (the parking re-check of w). */
+bool sl__exec_has_work(sl_exec *ex, const sl__worker *w);
 /* Runs task t (not inline for a syncer) on worker w and completes it. */
 void sl__exec_run(sl__worker *w, sl__task *t);
 /* Runs tasks on worker w until wt is done (sl_sync, sl_scope_end). */

@@ -500,8 +500,9 @@ SL_API sl_status sl_exec_new(sl_exec **out, const sl_exec_opts *opts)
             exec_stop(ex); /* the workers started so far exit; nothing left */
             return SL_ENOMEM;
         }
-        char tname[16];
-        snprintf(tname, sizeof tname, "%.10s/%u", ex->name, i);
+        char tname[32];
+        snprintf(tname, sizeof tname, "%s/%u", ex->name, i);
+        tname[15] = '\0'; /* Linux keeps 15 bytes of a thread's name */
         pthread_setname_np(w->thread, tname);
         atomic_store_explicit(&ex->started, i + 1, memory_order_relaxed);
     }

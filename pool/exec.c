@@ -219,41 +219,6 @@ static bool task_ok(sl_exec *ex, sl_task_fn fn, const void *args, size_t args_si
     return ex && fn && (args || !args_size) && SL_EXEC_FITS(args_size, ret_size);
 }
 
-sl__task *sl__exec_task_new(sl_exec *ex, sl__worker *w, sl_task_fn fn, const void *args,
-                          size_t args_size, size_t ret_size)
-{
-    sl__task *t = sl__task_alloc(ex, w);
-    if (!t)
-        return NULL;
-    t->fn = fn;
-    t->args_size = (uint16_t)args_size;
-    t->ret_size = (uint16_t)ret_size;
-    t->scope = NULL;
-    t->link.submitter = NULL;
-    if (args_size)
-        memcpy(t->payload, args, args_size);
-    return t;
-}
-
-bool sl__exec_queue(sl_exec *ex, sl__worker *w, sl__task *t)
-{
-    if (w) {
-        if (!sl__deque_push(&w->deque, t))
-            return false;
-    } else if (sl_list_try_push(&ex->injector, &t) != SL_OK) {
-        return false;
-    }
-    /* Our push before the reads of the searching count and the sleep bits:
-     * the Dekker pair with a parking worker's registration and re-check. */
-    sl_event_fence();
-    /* relaxed: ordered by the fence. Both loads hit read-shared lines while
-     * every worker is busy (nobody searching, nobody asleep). */
-    if (atomic_load_explicit(&ex->idle, memory_order_relaxed) == 0 &&
-        (ex->nwords > 1 || atomic_load_explicit(&ex->sleep_bits[0], memory_order_relaxed) != 0))
-        sl__idle_notify_work(ex);
-    return true;
-}
-
 SL_API sl_future sl_spawn(sl_exec *ex, sl_task_fn fn, const void *args, size_t args_size,
                           size_t ret_size)
 {

@@ -84,7 +84,7 @@ static sl__task *steal_mail(sl_exec *ex, sl__worker *w, unsigned start)
          * allocation can refuse, and the task must not be lost: retry. */
         while (sl_list_try_push(&ex->workers[v].mailbox, &t) != SL_OK)
             sched_yield();
-        sl__idle_notify_mailbox(ex, v); /* the push is a seq_cst RMW */
+        sl__idle_notify_mailbox(ex, v);
     }
     return NULL;
 }
@@ -267,7 +267,7 @@ SL_API sl_future sl_submit(sl_exec *ex, sl_task_fn fn, const void *args, size_t 
         sl__task_free(ex, w, t);
         return cleared_future;
     }
-    sl__idle_notify_mailbox(ex, v); /* the push is a seq_cst RMW */
+    sl__idle_notify_mailbox(ex, v);
     return (sl_future){ t, gen };
 }
 

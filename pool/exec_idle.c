@@ -135,6 +135,9 @@ void sl__idle_notify_work(sl_exec *ex)
 void sl__idle_notify_mailbox(sl_exec *ex, unsigned v)
 {
     uint64_t bit = (uint64_t)1 << (v & 63u);
+    /* The caller's push into v's mailbox before our read of v's bit: the
+     * Dekker pair with v's registration and re-check of its mailbox. */
+    sl_event_fence();
     if (atomic_load_explicit(&ex->sleep_bits[v >> 6], memory_order_relaxed) & bit) {
         /* The token first, then the claim: the woken worker counts itself as
          * searching as soon as it sees its bit cleared. */

@@ -128,6 +128,7 @@ void sl__exec_run(sl__worker *w, sl__task *t)
     sl_scope *scope = t->scope;
     t->fn(t->args_size ? t->payload : NULL,
           t->ret_size ? t->payload + sl__task_ret_offset(t) : NULL);
+    SL_FI();
     if (scope) {
         sl__task_free(w->ex, w, t);
         sl__scope_complete(scope);
@@ -137,6 +138,7 @@ void sl__exec_run(sl__worker *w, sl__task *t)
      * read of the waiter count (sluice/park.h). */
     uint32_t old = atomic_exchange_explicit(&t->state, SL__TASK_DONE, memory_order_seq_cst);
     if (old == SL__TASK_WAITED) {
+        SL_FI();
         /* The syncer may already have seen DONE and recycled the record;
          * then this reads a later waiter's event and wakes it spuriously,
          * which every sleeper tolerates. */
@@ -150,6 +152,7 @@ void sl__exec_run(sl__worker *w, sl__task *t)
 static bool register_waiter(sl__task *t, sl_event *ev)
 {
     atomic_store_explicit(&t->sleep, ev, memory_order_relaxed);
+    SL_FI();
     uint32_t st = SL__TASK_PENDING;
     /* release: the sleep pointer before WAITED, read by the completer's exchange */
     if (atomic_compare_exchange_strong_explicit(&t->state, &st, SL__TASK_WAITED,
@@ -283,6 +286,7 @@ static void wait_foreign(sl__task *t)
         return;
     for (;;) {
         uint32_t key = sl_event_prepare(&t->done);
+        SL_FI();
         /* acquire: the task's result before our copy of it */
         if (atomic_load_explicit(&t->state, memory_order_acquire) == SL__TASK_DONE) {
             sl_event_cancel(&t->done);

@@ -247,6 +247,7 @@ static inline bool sl__exec_queue(sl_exec *ex, sl__worker *w, sl__task *t)
     } else if (sl_list_try_push(&ex->injector, &t) != SL_OK) {
         return false;
     }
+    SL_FI();
     /* Our push before the reads of the searching count and the sleep bits:
      * the Dekker pair with a parking worker's registration and re-check. */
     sl_event_fence();

@@ -10,13 +10,12 @@
  * waiting in sl_sync or sl_scope_end does the same, and is also woken by the
  * completion it waits for.
  *
- * Foreign threads never run tasks: their spawns go through the injector and
- * their syncs wait parked on the task's own eventcount. A worker of another
- * executor is foreign here too, but while it waits it runs tasks of its own
- * executor. That is also what
- * keeps sl_submit's promise for them; a worker's sl_submit goes to another
- * worker's mailbox, and the searching loop never runs a task its own thread
- * submitted (docs/exec.md, "Submit").
+ * Foreign threads never run tasks of this executor: their spawns go through
+ * the injector and their syncs wait parked on the task's own eventcount (a
+ * worker of another executor runs its own executor's tasks meanwhile). That
+ * is also what keeps sl_submit's promise for them; a worker's sl_submit goes
+ * to another worker's mailbox, and the searching loop never runs a task its
+ * own thread submitted (docs/exec.md, "Submit never runs on its caller").
  */
 #include "exec_internal.h"
 

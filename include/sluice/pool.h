@@ -21,9 +21,10 @@
  *   - stop: running jobs finish, queued jobs wait, workers sleep. It completes
  *     once no job is running. Jobs submitted while stopped run after start.
  *   - set_workers(n): the active-worker target, 1 .. max_workers, in the
- *     running or the stopped state. Growing completes when the workers exist
- *     (running state; stopped pools spawn on start); shrinking completes when
- *     the extra workers have finished their jobs and exited.
+ *     running or the stopped state. Growing completes when the pool has its
+ *     floor of workers (the target, or min_workers when idle workers retire;
+ *     more are spawned on demand); shrinking completes when the extra workers
+ *     have finished their jobs, run worker_fini and exited.
  *   - reset: stopped state only; every queued job goes to on_discard with
  *     SL_DISCARD_RESET.
  *   - shutdown(SL_DRAIN): every queued job runs (also from the stopped
@@ -64,9 +65,10 @@
  *   |                                    | never from inside a job            |
  *
  * Callbacks (worker_init, worker_fini, on_state, on_discard) run on pool
- * threads and may submit jobs; on_discard may also run on the thread calling
- * sl_pool_free. They must not call sl_pool_free, and wait_* from on_state or
- * on_discard would wait on itself.
+ * threads and may submit jobs. They must not call sl_pool_free; wait_ready
+ * from on_state or on_discard, and wait_idle from a job or a callback, would
+ * wait on themselves. A job may submit (a full queue then waits for room that
+ * other workers make) and issue commands.
  */
 #ifndef SLUICE_POOL_H
 #define SLUICE_POOL_H

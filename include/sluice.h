@@ -18,5 +18,6 @@
 #include "sluice/chan.h"
 #include "sluice/select.h"
 #include "sluice/pool.h"
+#include "sluice/exec.h"
 
 #endif /* SLUICE_H */

@@ -42,9 +42,13 @@ if(OpenMP_C_FOUND)
     set(SLB_OMP_RUNTIME "${CMAKE_C_COMPILER_ID} OpenMP")
   endif()
   separate_arguments(SLB_OMP_FLAGS NATIVE_COMMAND "${OpenMP_C_FLAGS}")
+  # The runtime alone: FindOpenMP may also list a static libpthread, and
+  # sl-bench has Threads::Threads already.
+  set(SLB_OMP_LIBS ${OpenMP_C_LIBRARIES})
+  list(FILTER SLB_OMP_LIBS EXCLUDE REGEX "pthread")
   target_sources(sl-bench PRIVATE exec_omp.c)
   set_source_files_properties(exec_omp.c PROPERTIES COMPILE_OPTIONS "${SLB_OMP_FLAGS}")
-  target_link_libraries(sl-bench PRIVATE ${OpenMP_C_LIBRARIES})
+  target_link_libraries(sl-bench PRIVATE ${SLB_OMP_LIBS})
   target_compile_definitions(sl-bench PRIVATE SLB_HAVE_GOMP=1
                              SLB_OMP_RUNTIME="${SLB_OMP_RUNTIME}")
   message(STATUS "sl-bench exec: peer OpenMP tasks (${SLB_OMP_RUNTIME}): found")

@@ -25,7 +25,7 @@
  * Threads. The executor's own threads are its workers. Any other thread
  * (the main thread, a worker of another executor, a pool thread) is a
  * "foreign" thread: its spawns go through the executor's injector queue, and
- * its sl_sync waits parked without running tasks (see sl_sync). Tasks may
+ * its sl_sync never runs the executor's tasks (see sl_sync). Tasks may
  * spawn, sync, submit and open scopes on any executor; they must not rely on
  * which thread runs them, nor on thread-local storage.
  *
@@ -163,6 +163,8 @@ SL_API sl_future sl_spawn(sl_exec *ex, sl_task_fn fn, const void *args, size_t a
  * on the deque are run first. Otherwise the caller runs its own deque's tasks,
  * then steals from other workers, and parks only when there is nothing it
  * could run — it is woken when the task completes or new work appears.
+ * On a worker of another executor: runs its own executor's tasks while it
+ * waits, as above (so that executors waiting on each other cannot deadlock).
  * On any other thread: waits without running tasks (spins briefly, then parks
  * in the kernel until the task completes). Blocking. The task's completion
  * happens-before the return. */
@@ -217,8 +219,9 @@ SL_API void sl_scope_begin(sl_exec *ex, sl_scope *s);
 SL_API void sl_scope_spawn(sl_scope *s, sl_task_fn fn, const void *args, size_t args_size);
 
 /* Waits until every task of s has completed, running tasks meanwhile as
- * sl_sync does (foreign threads wait parked). Every task of s happens-before
- * the return. Afterwards s may be begun again. NULL s: nothing. Blocking. */
+ * sl_sync does (a worker runs its own executor's tasks; other threads wait
+ * parked). Every task of s happens-before the return. Afterwards s may be
+ * begun again. NULL s: nothing. Blocking. */
 SL_API void sl_scope_end(sl_scope *s);
 
 /* Calls body(i, ctx) exactly once for every i in [begin, end), in parallel on

@@ -1,0 +1,191 @@
+/*
+ * pool/exec_internal.h — the executor's shared layout (internal, not installed).
+ *
+ * Files: exec_deque.{h,c} the work-stealing deque; exec_task.c task records
+ * and their caches; exec_idle.c searching/sleeping workers (the wake policy,
+ * parking, and the quiescence test of sl_exec_free); exec.c workers, spawn,
+ * sync, stealing; exec_scope.c scopes, parallel_for, cancellation tokens.
+ * docs/exec.md gives the design and the arguments.
+ */
+#ifndef SLUICE_POOL_EXEC_INTERNAL_H
+#define SLUICE_POOL_EXEC_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sluice/exec.h"
+#include "sluice/list.h"
+#include "sluice/park.h"
+#include "exec_deque.h"
+
+typedef struct sl__worker sl__worker;
+
+/* Task state, for tasks with a future. PENDING until the task completes when
+ * run by a thread other than its syncer; WAITED once the syncer has published
+ * where it sleeps (task->sleep) and may park; DONE once the result is in the
+ * payload. A task run inline by its syncer never leaves PENDING. */
+enum { SL__TASK_PENDING = 0, SL__TASK_WAITED = 1, SL__TASK_DONE = 2 };
+
+/* A task record: one header line and the payload (arguments, then result).
+ * Records live in slabs owned by the executor and are recycled through the
+ * caches; they are never freed while the executor lives, so a stale future's
+ * generation check always reads valid memory. */
+typedef struct sl__task {
+    SL_ALIGNAS(SL_CACHELINE) sl_task_fn fn; /* records never share a line */
+    /* Even: spawned and unclaimed (the future's gen), or free. Odd: claimed
+     * by the one sl_sync that will complete it. Each free adds 2 to the even
+     * value, so a future from an earlier life never matches again. */
+    SL_ATOMIC(uint64_t) gen;
+    SL_ATOMIC(uint32_t) state;
+    uint16_t args_size;
+    uint16_t ret_size;
+    union {
+        struct sl__task *next;   /* free: the cache's link */
+        sl__worker *submitter;   /* queued by sl_submit from a worker: never run there */
+    } link;
+    sl_scope *scope;             /* a scope task (no future), or NULL */
+    sl_exec *ex;
+    SL_ATOMIC(sl_event *) sleep; /* where the syncer sleeps (WAITED) */
+    sl_event done;               /* a foreign syncer sleeps here */
+    SL_ALIGNAS(16) unsigned char payload[SL_EXEC_PAYLOAD_MAX];
+} sl__task;
+_Static_assert(sizeof(sl__task) == 64 + SL_EXEC_PAYLOAD_MAX, "one header line, then the payload");
+
+/* Where the result sits in the payload: behind the arguments, 16-aligned. */
+static inline size_t sl__task_ret_offset(const sl__task *t)
+{
+    return ((size_t)t->args_size + 15u) & ~(size_t)15u;
+}
+
+struct sl__worker {
+    sl__deque deque;                 /* cache-line aligned inside */
+    /* Owner-only state (read by nobody else): its own line. */
+    SL_ALIGNAS(SL_CACHELINE) sl__task *cache; /* free records */
+    unsigned cache_len;
+    unsigned id;
+    bool searching;                  /* counted in the executor's searching count */
+    uint64_t rng;                    /* victim selection (xorshift64) */
+    unsigned submit_next;            /* round-robin mailbox target */
+    sl_exec *ex;
+    pthread_t thread;
+    bool thread_started;
+    /* Where this worker sleeps; notified by wakers and by completions of
+     * tasks it waits for: its own line, written by other threads. */
+    SL_ALIGNAS(SL_CACHELINE) sl_event ev;
+    /* Tasks other workers submitted for this one (sl_submit from a worker):
+     * this worker is responsible for them; others may take them too, but
+     * never their submitter. */
+    sl_list mailbox;
+};
+
+/* Records are allocated in slabs of this many. */
+#define SL__SLAB_TASKS 64u
+
+typedef struct sl__slab {
+    struct sl__slab *next;
+    sl__task *tasks;                 /* SL__SLAB_TASKS records, 64-aligned */
+} sl__slab;
+
+struct sl_exec {
+    /* Workers searching, plus wake tokens in flight (exec_idle.c): read by
+     * every spawn (the wake check), written only when workers start or stop
+     * searching: its own line. */
+    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) idle;
+    /* Workers parked in the main loop (not inside sl_sync or a scope), with
+     * SL__QUIET_EXIT once sl_exec_free has found the executor quiescent. */
+    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) quiet;
+    SL_ATOMIC(uint32_t) stopping;    /* sl_exec_free has begun */
+    SL_ATOMIC(uint32_t) started;     /* worker threads created (all of them, unless
+                                        creation failed part-way) */
+    /* Read-mostly after creation. */
+    SL_ALIGNAS(SL_CACHELINE) unsigned nworkers;
+    unsigned nwords;                 /* words in sleep_bits */
+    sl__worker *workers;             /* nworkers, each cache-line aligned */
+    SL_ATOMIC(uint64_t) *sleep_bits; /* bit i: worker i is parked, not yet claimed */
+    char name[16];
+    /* Tasks from foreign threads (FIFO). */
+    sl_list injector;
+    /* Foreign threads in sl_scope_end sleep here; sl_exec_free sleeps on freer. */
+    SL_ALIGNAS(SL_CACHELINE) sl_event foreign;
+    sl_event freer;
+    /* Shared record pool (cold: refills and overflow of worker caches,
+     * foreign threads). */
+    SL_ALIGNAS(SL_CACHELINE) pthread_mutex_t pool_lock;
+    sl__task *pool_free;
+    unsigned pool_len;
+    sl__slab *slabs;
+};
+
+#define SL__QUIET_EXIT ((uint64_t)1 << 63)
+
+/* The calling thread's worker, if it is a worker of some executor. Initial-
+ * exec TLS: one load off the thread pointer, even in the shared library. */
+extern _Thread_local sl__worker *sl__tls_worker __attribute__((tls_model("initial-exec")));
+
+/* The calling thread's worker if it is a worker of ex, else NULL. */
+static inline sl__worker *sl__exec_worker_of(const sl_exec *ex)
+{
+    sl__worker *w = sl__tls_worker;
+    return w && w->ex == ex ? w : NULL;
+}
+
+/* ---- exec_task.c: records ---- */
+/* A free record for the worker w (its cache; refilled from the shared pool or
+ * a new slab), or for a foreign thread when w is NULL. NULL when out of memory. */
+sl__task *sl__task_alloc(sl_exec *ex, sl__worker *w);
+/* Returns t to w's cache (or the shared pool when w is NULL), advancing its
+ * generation so that every future of this life is stale. */
+void sl__task_free(sl_exec *ex, sl__worker *w, sl__task *t);
+/* Frees every slab (sl_exec_free, after the workers have exited). */
+void sl__task_free_all(sl_exec *ex);
+
+/* ---- exec_idle.c: the wake policy and parking ---- */
+/* What a parking thread waits for besides work: a task's completion or the
+ * end of a scope (both NULL in the worker's main loop). */
+typedef struct sl__wait {
+    sl__task *task;
+    sl_scope *scope;
+} sl__wait;
+
+bool sl__wait_done(const sl__wait *wt);
+/* The calling worker starts searching for work (counted), if not already. */
+void sl__idle_search_begin(sl_exec *ex, sl__worker *w);
+/* The calling worker stops searching because it has something to run; if it
+ * was the last searcher, it wakes a sleeper to search in its place. */
+void sl__idle_search_end(sl_exec *ex, sl__worker *w);
+/* Work was published (the caller has ordered the publication before this
+ * with a seq_cst RMW or sl_event_fence): wakes one sleeper if none searches. */
+void sl__idle_notify_work(sl_exec *ex);
+/* Work was put in worker v's mailbox: wakes v if it sleeps, else as above. */
+void sl__idle_notify_mailbox(sl_exec *ex, unsigned v);
+/* The calling worker, searching and out of work, parks until woken for work,
+ * until wt is done, or (wt NULL) until the executor exits. Returns false when
+ * the worker must exit (main loop only). Leaves the worker searching. */
+bool sl__idle_park(sl_exec *ex, sl__worker *w, const sl__wait *wt);
+/* A parked worker not searching, or SL_EXEC_MAX_THREADS if none (a hint). */
+unsigned sl__idle_find_sleeper(sl_exec *ex, unsigned not_this);
+/* sl_exec_free: waits until every worker is parked in its main loop with no
+ * work anywhere, then lets them exit. */
+void sl__idle_quiesce(sl_exec *ex);
+
+/* ---- exec_scope.c ---- */
+/* One task of s has completed: the last one wakes the thread in sl_scope_end. */
+void sl__scope_complete(sl_scope *s);
+
+/* ---- exec.c ---- */
+/* True when some queue of ex may hold a task: a deque, a mailbox, the injector. */
+bool sl__exec_has_work(sl_exec *ex);
+/* Runs task t (not inline for a syncer) on worker w and completes it. */
+void sl__exec_run(sl__worker *w, sl__task *t);
+/* Runs tasks on worker w until wt is done (sl_sync, sl_scope_end). */
+void sl__exec_help(sl__worker *w, const sl__wait *wt);
+/* A record for fn(args) with the given sizes (not queued), or NULL when out
+ * of memory. */
+sl__task *sl__exec_task_new(sl_exec *ex, sl__worker *w, sl_task_fn fn, const void *args,
+                            size_t args_size, size_t ret_size);
+/* Queues a filled record: on w's deque, or (w NULL) on the injector. Returns
+ * false when it could not be queued (out of memory). */
+bool sl__exec_queue(sl_exec *ex, sl__worker *w, sl__task *t);
+
+#endif /* SLUICE_POOL_EXEC_INTERNAL_H */

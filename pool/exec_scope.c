@@ -1,0 +1,208 @@
+/*
+ * pool/exec_scope.c — structured parallelism on the executor: scopes,
+ * sl_parallel_for (lazy binary splitting), cancellation tokens.
+ *
+ * A scope counts its tasks that have not completed (sl__pending). A task is
+ * counted before it is queued and uncounted after it has run, and a task of
+ * the scope that spawns into the scope counts the child before it uncounts
+ * itself, so the count reaches zero only when the whole tree is done — and
+ * then stays zero, since only the scope's thread and its tasks spawn into it.
+ *
+ * The thread in sl_scope_end sleeps on an event that outlives the scope (its
+ * worker's, or the executor's event for foreign threads), chosen at
+ * sl_scope_begin: the last completer reads it before its decrement, because
+ * after the decrement the scope may already be gone from the waiter's stack.
+ */
+#include "exec_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../channels/spin.h"
+
+/* sl_scope_end on a foreign thread spins this many times before parking. */
+#define SCOPE_SPINS 256u
+
+SL_API void sl_scope_begin(sl_exec *ex, sl_scope *s)
+{
+    if (!s)
+        return;
+    atomic_init(&s->sl__pending, 0);
+    s->sl__ex = ex;
+    if (ex) {
+        /* A worker (of any executor) helps its own executor in sl_scope_end
+         * and sleeps on its own event; a foreign thread on ex's. */
+        sl__worker *w = sl__tls_worker;
+        s->sl__sleep = w ? &w->ev : &ex->foreign;
+    }
+}
+
+void sl__scope_complete(sl_scope *s)
+{
+    sl_event *sleep = s->sl__sleep; /* now: after the decrement s may be gone */
+    /* release: the task's effects before the zero the waiter acquires;
+     * seq_cst: the zero before the notify's read of the waiter count */
+    if (atomic_fetch_sub_explicit(&s->sl__pending, 1, memory_order_seq_cst) == 1)
+        sl_event_notify_all(sleep);
+}
+
+/* Runs fn on the calling thread with its own copy of the arguments (a task
+ * that could not be queued). */
+static void run_here(sl_task_fn fn, const void *args, size_t args_size)
+{
+    if (!args_size) {
+        fn(NULL, NULL);
+        return;
+    }
+    void *copy = aligned_alloc(16, (args_size + 15u) & ~(size_t)15u);
+    if (!copy) {
+        /* Not even that: the caller's bytes, read-only as far as the caller
+         * knows; a task that writes its arguments would write them. */
+        fn((void *)(uintptr_t)args, NULL);
+        return;
+    }
+    memcpy(copy, args, args_size);
+    fn(copy, NULL);
+    free(copy);
+}
+
+SL_API void sl_scope_spawn(sl_scope *s, sl_task_fn fn, const void *args, size_t args_size)
+{
+    if (!s || !s->sl__ex || !fn || (!args && args_size))
+        return;
+    sl_exec *ex = s->sl__ex;
+    sl__worker *w = sl__exec_worker_of(ex);
+    sl__task *t = SL_EXEC_FITS(args_size, 0)
+                      ? sl__exec_task_new(ex, w, fn, args, args_size, 0) : NULL;
+    if (t) {
+        t->scope = s;
+        /* relaxed: the queueing below publishes the count with the task, and
+         * the completer's decrement is an RMW, which reads the latest value */
+        atomic_fetch_add_explicit(&s->sl__pending, 1, memory_order_relaxed);
+        if (sl__exec_queue(ex, w, t))
+            return;
+        /* Cannot reach zero here: the caller is the scope's thread (not yet
+         * in sl_scope_end) or one of its tasks (still counted). */
+        atomic_fetch_sub_explicit(&s->sl__pending, 1, memory_order_relaxed);
+        sl__task_free(ex, w, t);
+    }
+    run_here(fn, args, args_size);
+}
+
+/* Waits for s's count to reach zero, parked on sleep, without running tasks. */
+static void scope_wait_parked(sl_scope *s, sl_event *sleep)
+{
+    for (unsigned i = 0; i < SCOPE_SPINS; i++) {
+        /* acquire: every task of the scope before our return */
+        if (atomic_load_explicit(&s->sl__pending, memory_order_acquire) == 0)
+            return;
+        sl_cpu_relax();
+    }
+    for (;;) {
+        uint32_t key = sl_event_prepare(sleep);
+        if (atomic_load_explicit(&s->sl__pending, memory_order_acquire) == 0) {
+            sl_event_cancel(sleep);
+            return;
+        }
+        sl_event_wait(sleep, key, SL_FOREVER);
+    }
+}
+
+SL_API void sl_scope_end(sl_scope *s)
+{
+    if (!s || !s->sl__ex)
+        return;
+    sl__worker *w = sl__tls_worker;
+    if (w && s->sl__sleep == &w->ev) {
+        sl__wait wt = { NULL, s };
+        sl__exec_help(w, &wt);
+    } else {
+        /* A foreign thread (or, misused, a thread other than the one that
+         * began s): wait where the completer will look. */
+        scope_wait_parked(s, s->sl__sleep);
+    }
+}
+
+/* ---- sl_parallel_for ---- */
+
+typedef struct pf_range {
+    size_t begin, end, grain;
+    void (*body)(size_t i, void *ctx);
+    void *ctx;
+    sl_scope *scope;
+} pf_range;
+
+static void pf_task(void *args, void *ret);
+
+/* Lazy binary splitting (Tzannes, Caragea, Barua, Vishkin, PPoPP 2010): work
+ * through the range grain by grain, and whenever the worker's own deque is
+ * empty — a thief has taken everything it offered, so others are hungry —
+ * give away the upper half as a task first. */
+static void pf_run(pf_range r)
+{
+    sl__worker *w = sl__exec_worker_of(r.scope->sl__ex);
+    while (r.end - r.begin > r.grain) {
+        if (w && sl__deque_is_empty(&w->deque)) {
+            pf_range upper = r;
+            upper.begin = r.begin + (r.end - r.begin) / 2;
+            r.end = upper.begin;
+            sl_scope_spawn(r.scope, pf_task, &upper, sizeof upper);
+            continue;
+        }
+        for (size_t stop = r.begin + r.grain; r.begin < stop; r.begin++)
+            r.body(r.begin, r.ctx);
+    }
+    for (; r.begin < r.end; r.begin++)
+        r.body(r.begin, r.ctx);
+}
+
+static void pf_task(void *args, void *ret)
+{
+    (void)ret;
+    pf_range r;
+    memcpy(&r, args, sizeof r);
+    pf_run(r);
+}
+
+/* grain 0: pieces small enough for 32 per worker, so that late imbalance is
+ * absorbed, and at most 4096 indices between two looks at the deque. */
+static size_t pf_grain(sl_exec *ex, size_t n)
+{
+    size_t g = n / (32u * (size_t)ex->nworkers);
+    return g < 1 ? 1 : g > 4096 ? 4096 : g;
+}
+
+SL_API void sl_parallel_for(sl_exec *ex, size_t begin, size_t end, size_t grain,
+                            void (*body)(size_t i, void *ctx), void *ctx)
+{
+    if (!ex || !body || begin >= end)
+        return;
+    sl_scope s;
+    sl_scope_begin(ex, &s);
+    pf_range r = { begin, end, grain ? grain : pf_grain(ex, end - begin), body, ctx, &s };
+    if (sl__exec_worker_of(ex))
+        pf_run(r);
+    else
+        sl_scope_spawn(&s, pf_task, &r, sizeof r);
+    sl_scope_end(&s);
+}
+
+/* ---- cancellation tokens ---- */
+
+SL_API void sl_cancel_init(sl_cancel *c)
+{
+    if (c)
+        atomic_init(&c->sl__requested, 0);
+}
+
+SL_API void sl_cancel_request(sl_cancel *c)
+{
+    if (c) /* release: the requester's writes before the flag */
+        atomic_store_explicit(&c->sl__requested, 1, memory_order_release);
+}
+
+SL_API bool sl_cancelled(const sl_cancel *c)
+{
+    /* acquire: pairs with the request */
+    return c && atomic_load_explicit(&c->sl__requested, memory_order_acquire) != 0;
+}

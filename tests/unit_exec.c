@@ -1,0 +1,912 @@
+/*
+ * tests/unit_exec.c — the spawn/sync executor (sluice/exec.h), one behaviour
+ * per test.
+ *
+ * Workers per executor: SL_EXEC_WORKERS (default 4: more than this machine's
+ * cores, so that stealing, parking and waking all happen). Sizes scale with
+ * SL_STRESS_SCALE. Tasks never call into Check: they record failures with
+ * rec_fail and the test asserts ASSERT_CLEAN() at the end.
+ */
+#include "harness.h"
+#include "stress_common.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <sluice/exec.h>
+
+static unsigned workers(void)
+{
+    return sl_test_env_uint("SL_EXEC_WORKERS", 4);
+}
+
+static sl_exec *new_exec(unsigned threads)
+{
+    sl_exec_opts o = { threads, "t-exec" };
+    sl_exec *ex = NULL;
+    ck_assert_int_eq(sl_exec_new(&ex, &o), SL_OK);
+    ck_assert_ptr_nonnull(ex);
+    return ex;
+}
+
+/* ---- fib and nqueens: spawn at every level ------------------------------ */
+
+typedef struct fib_args {
+    sl_exec *ex;
+    long n;
+} fib_args;
+
+static void fib_task(void *args, void *ret)
+{
+    fib_args a = *(fib_args *)args;
+    if (a.n < 2) {
+        *(long *)ret = a.n;
+        return;
+    }
+    long x = 0, y = 0;
+    fib_args child = { a.ex, a.n - 1 };
+    sl_future f = sl_spawn(a.ex, fib_task, &child, sizeof child, sizeof x);
+    if (!sl_is_spawned(&f))
+        rec_fail("fib(%ld): spawn refused", child.n);
+    child.n = a.n - 2;
+    fib_task(&child, &y);
+    if (sl_sync(&f, &x) != SL_OK)
+        rec_fail("fib(%ld): sync failed", a.n - 1);
+    *(long *)ret = x + y;
+}
+
+static long fib_serial(long n)
+{
+    return n < 2 ? n : fib_serial(n - 1) + fib_serial(n - 2);
+}
+
+static long fib_on(sl_exec *ex, long n)
+{
+    fib_args a = { ex, n };
+    long r = -1;
+    sl_future f = sl_spawn(ex, fib_task, &a, sizeof a, sizeof r);
+    ck_assert(sl_is_spawned(&f));
+    ck_assert_int_eq(sl_sync(&f, &r), SL_OK);
+    return r;
+}
+
+START_TEST(test_fib_matches_serial)
+{
+    begin_test("exec", "fib");
+    sl_exec *ex = new_exec(workers());
+    ck_assert_int_eq(fib_on(ex, 27), fib_serial(27));
+    ck_assert_int_eq(fib_on(ex, 1), 1);
+    sl_exec_free(ex);
+    ASSERT_CLEAN();
+}
+END_TEST
+
+typedef struct queens_args {
+    sl_exec *ex;
+    int n, row;
+    uint32_t cols, diag1, diag2;
+} queens_args;
+
+/* Counts placements of queens in rows row..n-1; one task per free column. */
+static void queens_task(void *args, void *ret)
+{
+    queens_args a = *(queens_args *)args;
+    long count = 0;
+    if (a.row == a.n) {
+        *(long *)ret = 1;
+        return;
+    }
+    sl_future f[32];
+    int nf = 0;
+    uint32_t all = (1u << a.n) - 1u;
+    uint32_t free_cols = all & ~(a.cols | a.diag1 | a.diag2);
+    while (free_cols) {
+        uint32_t bit = free_cols & -free_cols;
+        free_cols &= free_cols - 1;
+        queens_args c = { a.ex, a.n, a.row + 1, a.cols | bit, ((a.diag1 | bit) << 1) & all,
+                          (a.diag2 | bit) >> 1 };
+        f[nf++] = sl_spawn(a.ex, queens_task, &c, sizeof c, sizeof(long));
+    }
+    for (int i = 0; i < nf; i++) {
+        long sub = 0;
+        if (sl_sync(&f[i], &sub) != SL_OK)
+            rec_fail("queens: sync failed");
+        count += sub;
+    }
+    *(long *)ret = count;
+}
+
+START_TEST(test_nqueens_10)
+{
+    begin_test("exec", "nqueens");
+    sl_exec *ex = new_exec(workers());
+    queens_args a = { ex, 10, 0, 0, 0, 0 };
+    long r = 0;
+    sl_future f = sl_spawn(ex, queens_task, &a, sizeof a, sizeof r);
+    ck_assert_int_eq(sl_sync(&f, &r), SL_OK);
+    ck_assert_int_eq(r, 724);
+    sl_exec_free(ex);
+    ASSERT_CLEAN();
+}
+END_TEST
+
+/* ---- parallel_for -------------------------------------------------------- */
+
+typedef struct pf_ctx {
+    atomic_uint *hits;
+    size_t lo, hi; /* the allocated index range */
+    atomic_int bad;
+} pf_ctx;
+
+static void pf_body(size_t i, void *ctx)
+{
+    pf_ctx *c = ctx;
+    if (i < c->lo || i >= c->hi) {
+        atomic_store(&c->bad, 1);
+        return;
+    }
+    atomic_fetch_add_explicit(&c->hits[i - c->lo], 1, memory_order_relaxed);
+}
+
+/* Runs parallel_for over [begin, end) with grain and checks exactly-once;
+ * the hit array covers [begin - 8, end + 8) to catch overruns. */
+static void check_parallel_for(sl_exec *ex, size_t begin, size_t end, size_t grain)
+{
+    size_t lo = begin >= 8 ? begin - 8 : 0, hi = (end > begin ? end : begin) + 8;
+    pf_ctx c = { xcalloc(hi - lo, sizeof(atomic_uint)), lo, hi, 0 };
+    sl_parallel_for(ex, begin, end, grain, pf_body, &c);
+    ck_assert_int_eq(atomic_load(&c.bad), 0);
+    for (size_t i = lo; i < hi; i++) {
+        unsigned want = i >= begin && i < end ? 1 : 0;
+        unsigned got = atomic_load(&c.hits[i - lo]);
+        CHECK(got == want, "parallel_for [%zu, %zu) grain %zu: index %zu ran %u times", begin,
+              end, grain, i, got);
+    }
+    free(c.hits);
+}
+
+START_TEST(test_parallel_for_exactly_once)
+{
+    sl_exec *ex = new_exec(workers());
+    const size_t grains[] = { 0, 1, 7, 1000, 1u << 20 };
+    const size_t ranges[][2] = { { 0, 1 }, { 0, 1000 }, { 13, 20013 }, { 5, 6 }, { 0, 100000 } };
+    for (int r = 0; r < N_OF(ranges); r++)
+        for (int g = 0; g < N_OF(grains); g++)
+            check_parallel_for(ex, ranges[r][0], ranges[r][1], grains[g]);
+    check_parallel_for(ex, 50, 50, 0);  /* empty */
+    check_parallel_for(ex, 60, 10, 1);  /* begin > end: nothing */
+    sl_parallel_for(NULL, 0, 10, 1, pf_body, NULL); /* refused, no crash */
+    sl_parallel_for(ex, 0, 10, 1, NULL, NULL);
+    sl_exec_free(ex);
+}
+END_TEST
+
+typedef struct nested_pf {
+    sl_exec *ex;
+    atomic_uint *hits; /* rows * cols */
+    size_t cols;
+} nested_pf;
+
+typedef struct row_ctx {
+    nested_pf *outer;
+    size_t row;
+} row_ctx;
+
+static void nested_col(size_t j, void *ctx)
+{
+    row_ctx *r = ctx;
+    atomic_fetch_add(&r->outer->hits[r->row * r->outer->cols + j], 1);
+}
+
+static void nested_row(size_t i, void *ctx)
+{
+    nested_pf *n = ctx;
+    row_ctx r = { n, i };
+    sl_parallel_for(n->ex, 0, n->cols, 3, nested_col, &r);
+}
+
+START_TEST(test_parallel_for_nested)
+{
+    sl_exec *ex = new_exec(workers());
+    size_t rows = 40, cols = 77;
+    nested_pf n = { ex, xcalloc(rows * cols, sizeof(atomic_uint)), cols };
+    sl_parallel_for(ex, 0, rows, 1, nested_row, &n);
+    for (size_t i = 0; i < rows * cols; i++)
+        CHECK(atomic_load(&n.hits[i]) == 1, "cell %zu ran %u times", i, atomic_load(&n.hits[i]));
+    free(n.hits);
+    sl_exec_free(ex);
+}
+END_TEST
+
+/* ---- scopes -------------------------------------------------------------- */
+
+typedef struct tree_args {
+    sl_scope *scope;
+    atomic_ulong *nodes;
+    int depth, fanout;
+} tree_args;
+
+/* Each node counts itself and spawns fanout children into the same scope. */
+static void tree_node(void *args, void *ret)
+{
+    (void)ret;
+    tree_args a = *(tree_args *)args;
+    atomic_fetch_add(a.nodes, 1);
+    if (a.depth == 0)
+        return;
+    tree_args c = a;
+    c.depth = a.depth - 1;
+    for (int i = 0; i < a.fanout; i++)
+        sl_scope_spawn(a.scope, tree_node, &c, sizeof c);
+}
+
+static unsigned long tree_size(int depth, int fanout)
+{
+    unsigned long n = 1, level = 1;
+    for (int d = 0; d < depth; d++) {
+        level *= (unsigned long)fanout;
+        n += level;
+    }
+    return n;
+}
+
+static void run_tree(sl_exec *ex, int depth, int fanout)
+{
+    atomic_ulong nodes = 0;
+    sl_scope s;
+    sl_scope_begin(ex, &s);
+    tree_args a = { &s, &nodes, depth, fanout };
+    sl_scope_spawn(&s, tree_node, &a, sizeof a);
+    sl_scope_end(&s);
+    if (atomic_load(&nodes) != tree_size(depth, fanout))
+        rec_fail("scope ended with %lu of %lu nodes done", atomic_load(&nodes),
+                 tree_size(depth, fanout));
+}
+
+typedef struct scope_in_task_args {
+    sl_exec *ex;
+} scope_in_task_args;
+
+/* A task that opens its own scope on a worker (the helping path). */
+static void scope_in_task(void *args, void *ret)
+{
+    scope_in_task_args a = *(scope_in_task_args *)args;
+    run_tree(a.ex, 5, 3);
+    *(int *)ret = 1;
+}
+
+START_TEST(test_scope_nested_spawns)
+{
+    begin_test("exec", "scope");
+    sl_exec *ex = new_exec(workers());
+    run_tree(ex, 8, 3); /* from a foreign thread */
+    scope_in_task_args a = { ex };
+    sl_future f[8];
+    for (int i = 0; i < 8; i++)
+        f[i] = sl_spawn(ex, scope_in_task, &a, sizeof a, sizeof(int));
+    for (int i = 0; i < 8; i++) {
+        int one = 0;
+        ck_assert_int_eq(sl_sync(&f[i], &one), SL_OK);
+        ck_assert_int_eq(one, 1);
+    }
+    /* An empty scope ends at once; a scope may be begun again. */
+    sl_scope s;
+    sl_scope_begin(ex, &s);
+    sl_scope_end(&s);
+    sl_scope_begin(ex, &s);
+    sl_scope_spawn(&s, NULL, NULL, 0); /* refused */
+    sl_scope_end(&s);
+    sl_scope_begin(NULL, &s); /* unusable: every call does nothing */
+    sl_scope_spawn(&s, tree_node, NULL, 0);
+    sl_scope_end(&s);
+    sl_scope_end(NULL);
+    sl_exec_free(ex);
+    ASSERT_CLEAN();
+}
+END_TEST
+
+typedef struct big_args {
+    unsigned char bytes[SL_EXEC_PAYLOAD_MAX + 40];
+    atomic_uint *sum;
+} big_args;
+
+static void big_task(void *args, void *ret)
+{
+    (void)ret;
+    big_args *a = args;
+    unsigned s = 0;
+    for (size_t i = 0; i < sizeof a->bytes; i++)
+        s += a->bytes[i];
+    a->bytes[0] = 0; /* its own copy: the caller's block must not change */
+    atomic_fetch_add(a->sum, s);
+}
+
+START_TEST(test_scope_spawn_too_big_runs_inline)
+{
+    sl_exec *ex = new_exec(2);
+    atomic_uint sum = 0;
+    big_args a;
+    for (size_t i = 0; i < sizeof a.bytes; i++)
+        a.bytes[i] = (unsigned char)(i & 7);
+    a.sum = &sum;
+    unsigned want = 0;
+    for (size_t i = 0; i < sizeof a.bytes; i++)
+        want += a.bytes[i];
+    sl_scope s;
+    sl_scope_begin(ex, &s);
+    sl_scope_spawn(&s, big_task, &a, sizeof a);
+    ck_assert_uint_eq(atomic_load(&sum), want); /* ran before the spawn returned */
+    sl_scope_end(&s);
+    ck_assert_uint_eq(a.bytes[0], 0);
+    ck_assert_uint_eq(a.bytes[1], 1);
+    sl_exec_free(ex);
+}
+END_TEST
+
+/* ---- submit never runs on the caller ------------------------------------- */
+
+static void record_thread(void *args, void *ret)
+{
+    (void)args;
+    *(pthread_t *)ret = pthread_self();
+}
+
+typedef struct submitter_args {
+    sl_exec *ex;
+    int rounds;
+} submitter_args;
+
+/* On a worker: submit, then sync at once — the caller has nothing else to do,
+ * so a helping sync would be tempted to run the task itself. */
+static void submitter_task(void *args, void *ret)
+{
+    submitter_args a = *(submitter_args *)args;
+    int bad = 0;
+    for (int i = 0; i < a.rounds; i++) {
+        pthread_t ran;
+        sl_future f = sl_submit(a.ex, record_thread, NULL, 0, sizeof ran);
+        if (!sl_is_spawned(&f)) {
+            rec_fail("submit from a worker refused");
+            break;
+        }
+        if (sl_sync(&f, &ran) != SL_OK)
+            rec_fail("sync of a submitted task failed");
+        else if (pthread_equal(ran, pthread_self()))
+            bad++;
+    }
+    *(int *)ret = bad;
+}
+
+START_TEST(test_submit_never_on_caller)
+{
+    begin_test("exec", "submit");
+    for (unsigned threads = 2; threads <= workers() + 1; threads += 2) {
+        sl_exec *ex = new_exec(threads);
+        int rounds = (int)sl_test_scaled(2000, 100);
+        for (int i = 0; i < rounds; i++) { /* from a foreign thread */
+            pthread_t ran;
+            sl_future f = sl_submit(ex, record_thread, NULL, 0, sizeof ran);
+            ck_assert(sl_is_spawned(&f));
+            ck_assert_int_eq(sl_sync(&f, &ran), SL_OK);
+            ck_assert(!pthread_equal(ran, pthread_self()));
+        }
+        submitter_args a = { ex, rounds };
+        sl_future fs[3];
+        for (int i = 0; i < 3; i++) /* several submitters at once, all on workers */
+            fs[i] = sl_spawn(ex, submitter_task, &a, sizeof a, sizeof(int));
+        for (int i = 0; i < 3; i++) {
+            int bad = -1;
+            ck_assert_int_eq(sl_sync(&fs[i], &bad), SL_OK);
+            ck_assert_msg(bad == 0, "%d submitted tasks ran on their submitter", bad);
+        }
+        sl_exec_free(ex);
+    }
+    ASSERT_CLEAN();
+}
+END_TEST
+
+static void submit_on_single(void *args, void *ret)
+{
+    sl_exec *ex = *(sl_exec **)args;
+    sl_future f = sl_submit(ex, record_thread, NULL, 0, sizeof(pthread_t));
+    *(int *)ret = sl_is_spawned(&f);
+}
+
+START_TEST(test_submit_single_worker)
+{
+    sl_exec *ex = new_exec(1);
+    pthread_t ran;
+    sl_future f = sl_submit(ex, record_thread, NULL, 0, sizeof ran);
+    ck_assert_int_eq(sl_sync(&f, &ran), SL_OK); /* a foreign submit is fine */
+    ck_assert(!pthread_equal(ran, pthread_self()));
+    int spawned = -1;
+    f = sl_spawn(ex, submit_on_single, &ex, sizeof ex, sizeof spawned);
+    ck_assert_int_eq(sl_sync(&f, &spawned), SL_OK);
+    ck_assert_int_eq(spawned, 0); /* the only worker cannot submit to itself */
+    sl_exec_free(ex);
+}
+END_TEST
+
+/* ---- futures: order, move-only, limits ----------------------------------- */
+
+static void square_task(void *args, void *ret)
+{
+    uint64_t x = *(uint64_t *)args;
+    *(uint64_t *)ret = x * x + 1;
+}
+
+typedef struct order_args {
+    sl_exec *ex;
+    uint64_t seed;
+    int n;
+} order_args;
+
+/* Spawns n tasks, then syncs them in reverse and in a random order. */
+static int spawn_and_sync_shuffled(sl_exec *ex, uint64_t seed, int n)
+{
+    sl_future *f = xcalloc((size_t)n, sizeof *f);
+    int *order = xcalloc((size_t)n, sizeof *order);
+    int bad = 0;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, seed);
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < n; i++) {
+            uint64_t x = (uint64_t)i;
+            f[i] = sl_spawn(ex, square_task, &x, sizeof x, sizeof x);
+            order[i] = n - 1 - i;
+        }
+        for (int i = n - 1; pass == 1 && i > 0; i--) {
+            int j = (int)(sl_test_rng_next(&rng) % (uint64_t)(i + 1)), tmp = order[i];
+            order[i] = order[j];
+            order[j] = tmp;
+        }
+        for (int k = 0; k < n; k++) {
+            int i = order[k];
+            uint64_t r = 0;
+            if (sl_sync(&f[i], &r) != SL_OK || r != (uint64_t)i * (uint64_t)i + 1)
+                bad++;
+        }
+    }
+    free(order);
+    free(f);
+    return bad;
+}
+
+static void order_task(void *args, void *ret)
+{
+    order_args a = *(order_args *)args;
+    *(int *)ret = spawn_and_sync_shuffled(a.ex, a.seed, a.n);
+}
+
+START_TEST(test_sync_any_order)
+{
+    uint64_t seed = begin_test("exec", "order");
+    sl_exec *ex = new_exec(workers());
+    ck_assert_int_eq(spawn_and_sync_shuffled(ex, seed, 300), 0); /* foreign */
+    order_args a = { ex, seed + 1, 300 };
+    sl_future f[4];
+    for (int i = 0; i < 4; i++)
+        f[i] = sl_spawn(ex, order_task, &a, sizeof a, sizeof(int));
+    for (int i = 3; i >= 0; i--) {
+        int bad = -1;
+        ck_assert_int_eq(sl_sync(&f[i], &bad), SL_OK);
+        ck_assert_int_eq(bad, 0);
+    }
+    sl_exec_free(ex);
+}
+END_TEST
+
+/* Returns NULL, or the first check that failed (tasks do not call Check). */
+#define MO(cond)                                                                           \
+    do {                                                                                   \
+        if (!(cond))                                                                       \
+            return #cond;                                                                  \
+    } while (0)
+
+static const char *move_only_checks(sl_exec *ex)
+{
+    uint64_t x = 7, r = 0;
+    sl_future f = sl_spawn(ex, square_task, &x, sizeof x, sizeof r);
+    sl_future copy = f;
+    MO(sl_is_spawned(&f) && sl_is_spawned(&copy));
+    MO(sl_sync(&f, &r) == SL_OK);
+    MO(r == 50);
+    MO(!sl_is_spawned(&f));            /* cleared */
+    MO(sl_sync(&f, &r) == SL_EINVAL);  /* twice */
+    MO(!sl_is_spawned(&copy));         /* the copy is stale */
+    MO(!sl_is_ready(&copy));
+    r = 99;
+    MO(sl_sync(&copy, &r) == SL_EINVAL); /* a copy after the original */
+    MO(r == 99);                       /* untouched */
+    MO(copy.task != NULL);             /* and not consumed */
+    /* The record is reused by later spawns: the stale copy still fails and
+     * the new futures are unaffected. */
+    sl_future g[64];
+    for (uint64_t i = 0; i < 64; i++)
+        g[i] = sl_spawn(ex, square_task, &i, sizeof i, sizeof r);
+    MO(sl_sync(&copy, &r) == SL_EINVAL);
+    for (uint64_t i = 0; i < 64; i++) {
+        MO(sl_sync(&g[i], &r) == SL_OK);
+        MO(r == i * i + 1);
+    }
+    /* The copy synced first: now the original is the stale one. */
+    f = sl_spawn(ex, square_task, &x, sizeof x, sizeof r);
+    copy = f;
+    MO(sl_sync(&copy, NULL) == SL_OK); /* result discarded */
+    MO(sl_sync(&f, &r) == SL_EINVAL);
+    /* Cleared, never spawned and forged futures. */
+    sl_future cleared = { NULL, 0 };
+    MO(sl_sync(&cleared, &r) == SL_EINVAL);
+    MO(sl_sync(NULL, &r) == SL_EINVAL);
+    MO(!sl_is_spawned(&cleared) && !sl_is_ready(&cleared));
+    MO(!sl_is_spawned(NULL) && !sl_is_ready(NULL));
+    sl_future odd = { f.task, 3 }; /* an odd generation is never handed out */
+    MO(sl_sync(&odd, &r) == SL_EINVAL);
+    return NULL;
+}
+
+static void move_only_task(void *args, void *ret)
+{
+    *(const char **)ret = move_only_checks(*(sl_exec **)args);
+}
+
+START_TEST(test_move_only_futures)
+{
+    sl_exec *ex = new_exec(workers());
+    const char *why = move_only_checks(ex); /* foreign */
+    ck_assert_msg(why == NULL, "foreign: %s", why);
+    sl_future f = sl_spawn(ex, move_only_task, &ex, sizeof ex, sizeof why);
+    why = "not run";
+    ck_assert_int_eq(sl_sync(&f, &why), SL_OK);
+    ck_assert_msg(why == NULL, "on a worker: %s", why);
+    sl_exec_free(ex);
+}
+END_TEST
+
+typedef struct payload_args {
+    unsigned char in[SL_EXEC_PAYLOAD_MAX];
+} payload_args;
+
+static void reverse_task(void *args, void *ret)
+{
+    /* Reads the arguments while writing the result: they must not overlap. */
+    unsigned char *in = args, *out = ret;
+    for (size_t i = 0; i < 16; i++)
+        out[i] = in[15 - i];
+}
+
+static void fill_task(void *args, void *ret)
+{
+    (void)args;
+    memset(ret, 0xab, SL_EXEC_RET_MAX);
+}
+
+static void noop_task(void *args, void *ret)
+{
+    (void)args;
+    (void)ret;
+}
+
+START_TEST(test_cleared_futures_and_limits)
+{
+    sl_exec *ex = new_exec(2);
+    unsigned char buf[SL_EXEC_PAYLOAD_MAX + 16] = { 0 };
+    sl_future f;
+    f = sl_spawn(ex, NULL, NULL, 0, 0);
+    ck_assert(!sl_is_spawned(&f) && f.task == NULL);
+    ck_assert_int_eq(sl_sync(&f, NULL), SL_EINVAL);
+    f = sl_spawn(NULL, noop_task, NULL, 0, 0);
+    ck_assert(!sl_is_spawned(&f));
+    f = sl_spawn(ex, noop_task, NULL, 8, 0); /* NULL args with a size */
+    ck_assert(!sl_is_spawned(&f));
+    f = sl_spawn(ex, noop_task, buf, SL_EXEC_ARGS_MAX + 1, 0);
+    ck_assert(!sl_is_spawned(&f));
+    f = sl_spawn(ex, noop_task, NULL, 0, SL_EXEC_RET_MAX + 1);
+    ck_assert(!sl_is_spawned(&f));
+    f = sl_spawn(ex, noop_task, buf, 177, 16); /* 192 + 16 > the payload */
+    ck_assert(!sl_is_spawned(&f));
+    f = sl_submit(ex, NULL, NULL, 0, 0);
+    ck_assert(!sl_is_spawned(&f));
+    f = sl_submit(ex, noop_task, buf, SL_EXEC_ARGS_MAX + 1, 0);
+    ck_assert(!sl_is_spawned(&f));
+    ck_assert(!SL_EXEC_FITS(SL_EXEC_PAYLOAD_MAX, 1));
+    ck_assert(SL_EXEC_FITS(176, 16));
+    /* The limits themselves work, and the copy is taken at spawn time. */
+    for (size_t i = 0; i < sizeof buf; i++)
+        buf[i] = (unsigned char)i;
+    unsigned char out[SL_EXEC_RET_MAX];
+    f = sl_spawn(ex, reverse_task, buf, 176, 16);
+    memset(buf, 0, sizeof buf);
+    ck_assert_int_eq(sl_sync(&f, out), SL_OK);
+    for (size_t i = 0; i < 16; i++)
+        ck_assert_uint_eq(out[i], 15 - i);
+    f = sl_spawn(ex, noop_task, buf, SL_EXEC_ARGS_MAX, 0);
+    ck_assert_int_eq(sl_sync(&f, NULL), SL_OK);
+    f = sl_spawn(ex, fill_task, NULL, 0, SL_EXEC_RET_MAX);
+    memset(out, 0, sizeof out);
+    ck_assert_int_eq(sl_sync(&f, out), SL_OK);
+    for (size_t i = 0; i < sizeof out; i++)
+        ck_assert_uint_eq(out[i], 0xab);
+    sl_exec_free(ex);
+}
+END_TEST
+
+typedef struct gate_args {
+    atomic_int *open;
+    int value;
+} gate_args;
+
+static void gated_task(void *args, void *ret)
+{
+    gate_args a = *(gate_args *)args;
+    while (!atomic_load(a.open))
+        sl_test_sleep_ns(100000);
+    *(int *)ret = a.value;
+}
+
+START_TEST(test_is_ready)
+{
+    sl_exec *ex = new_exec(2);
+    atomic_int open = 0;
+    gate_args a = { &open, 42 };
+    sl_future f = sl_spawn(ex, gated_task, &a, sizeof a, sizeof(int));
+    ck_assert(sl_is_spawned(&f));
+    sl_test_sleep_ns(20 * MS);
+    ck_assert(!sl_is_ready(&f)); /* still waiting for the gate */
+    atomic_store(&open, 1);
+    uint64_t deadline = sl_test_now_ns() + 20 * SEC;
+    while (!sl_is_ready(&f) && sl_test_now_ns() < deadline)
+        sl_test_sleep_ns(MS);
+    ck_assert(sl_is_ready(&f));
+    int v = 0;
+    ck_assert_int_eq(sl_sync(&f, &v), SL_OK);
+    ck_assert_int_eq(v, 42);
+    ck_assert(!sl_is_ready(&f));
+    sl_exec_free(ex);
+}
+END_TEST
+
+/* ---- cancellation -------------------------------------------------------- */
+
+typedef struct cancel_args {
+    sl_cancel *token;
+    atomic_int *started, *stopped;
+} cancel_args;
+
+static void until_cancelled(void *args, void *ret)
+{
+    (void)ret;
+    cancel_args a = *(cancel_args *)args;
+    atomic_fetch_add(a.started, 1);
+    while (!sl_cancelled(a.token))
+        sl_test_sleep_ns(200000);
+    atomic_fetch_add(a.stopped, 1);
+}
+
+START_TEST(test_cancel_token)
+{
+    sl_exec *ex = new_exec(workers());
+    sl_cancel token;
+    sl_cancel_init(&token);
+    ck_assert(!sl_cancelled(&token));
+    ck_assert(!sl_cancelled(NULL));
+    atomic_int started = 0, stopped = 0;
+    cancel_args a = { &token, &started, &stopped };
+    sl_scope s;
+    sl_scope_begin(ex, &s);
+    int n = (int)workers();
+    for (int i = 0; i < n; i++)
+        sl_scope_spawn(&s, until_cancelled, &a, sizeof a);
+    uint64_t deadline = sl_test_now_ns() + 20 * SEC;
+    while (atomic_load(&started) < n && sl_test_now_ns() < deadline)
+        sl_test_sleep_ns(MS);
+    ck_assert_int_eq(atomic_load(&started), n);
+    ck_assert_int_eq(atomic_load(&stopped), 0);
+    sl_cancel_request(&token);
+    sl_cancel_request(&token); /* idempotent */
+    sl_scope_end(&s);
+    ck_assert_int_eq(atomic_load(&stopped), n);
+    ck_assert(sl_cancelled(&token));
+    sl_cancel_request(NULL);
+    sl_exec_free(ex);
+}
+END_TEST
+
+/* ---- executors: creation, global, several at once, free ------------------ */
+
+START_TEST(test_new_and_free)
+{
+    sl_exec *ex = NULL;
+    ck_assert_int_eq(sl_exec_new(NULL, NULL), SL_EINVAL);
+    sl_exec_opts o = { SL_EXEC_MAX_THREADS + 1, NULL };
+    ck_assert_int_eq(sl_exec_new(&ex, &o), SL_EINVAL);
+    ck_assert_ptr_null(ex);
+    ck_assert_int_eq(sl_exec_new(&ex, NULL), SL_OK);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    ck_assert_uint_eq(sl_exec_threads(ex), (unsigned)(cpus < 1 ? 1 : cpus));
+    sl_exec_free(ex);
+    ex = new_exec(1);
+    ck_assert_uint_eq(sl_exec_threads(ex), 1);
+    ck_assert_int_eq(fib_on(ex, 15), fib_serial(15));
+    sl_exec_free(ex);
+    ck_assert_uint_eq(sl_exec_threads(NULL), 0);
+    sl_exec_free(NULL);
+}
+END_TEST
+
+START_TEST(test_global_executor)
+{
+    sl_exec *g = sl_exec_global();
+    ck_assert_ptr_nonnull(g);
+    ck_assert_ptr_eq(sl_exec_global(), g);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    ck_assert_uint_eq(sl_exec_threads(g), (unsigned)(cpus < 1 ? 1 : cpus));
+    ck_assert_int_eq(fib_on(g, 20), fib_serial(20));
+}
+END_TEST
+
+typedef struct cross_args {
+    sl_exec *other;
+    long n;
+} cross_args;
+
+/* A task of one executor computes fib on the other (a foreign thread there). */
+static void cross_task(void *args, void *ret)
+{
+    cross_args a = *(cross_args *)args;
+    fib_args f = { a.other, a.n };
+    long r = -1;
+    sl_future fut = sl_spawn(a.other, fib_task, &f, sizeof f, sizeof r);
+    if (sl_sync(&fut, &r) != SL_OK)
+        rec_fail("cross-executor sync failed");
+    *(long *)ret = r;
+}
+
+START_TEST(test_two_executors)
+{
+    begin_test("exec", "two");
+    sl_exec *a = new_exec(2), *b = new_exec(3);
+    cross_args ab = { b, 20 }, ba = { a, 21 };
+    sl_future fa[4], fb[4];
+    for (int i = 0; i < 4; i++) {
+        fa[i] = sl_spawn(a, cross_task, &ab, sizeof ab, sizeof(long));
+        fb[i] = sl_spawn(b, cross_task, &ba, sizeof ba, sizeof(long));
+    }
+    long want_a = fib_serial(20), want_b = fib_serial(21);
+    for (int i = 0; i < 4; i++) {
+        long r = 0;
+        ck_assert_int_eq(sl_sync(&fa[i], &r), SL_OK);
+        ck_assert_int_eq(r, want_a);
+        ck_assert_int_eq(sl_sync(&fb[i], &r), SL_OK);
+        ck_assert_int_eq(r, want_b);
+    }
+    ck_assert_int_eq(fib_on(a, 22), fib_serial(22));
+    ck_assert_int_eq(fib_on(b, 22), fib_serial(22));
+    sl_exec_free(a);
+    sl_exec_free(b);
+    ASSERT_CLEAN();
+}
+END_TEST
+
+typedef struct late_args {
+    sl_exec *ex;
+    atomic_int *done;
+    int depth;
+} late_args;
+
+/* Sleeps a little, spawns two more (never synced), counts itself. */
+static void late_task(void *args, void *ret)
+{
+    (void)ret;
+    late_args a = *(late_args *)args;
+    sl_test_sleep_ns(200000);
+    if (a.depth > 0) {
+        late_args c = a;
+        c.depth--;
+        (void)sl_spawn(a.ex, late_task, &c, sizeof c, 0);
+        (void)sl_spawn(a.ex, late_task, &c, sizeof c, 0);
+    }
+    atomic_fetch_add(a.done, 1);
+}
+
+START_TEST(test_free_waits_for_every_task)
+{
+    sl_exec *ex = new_exec(workers());
+    atomic_int done = 0;
+    late_args a = { ex, &done, 4 };
+    for (int i = 0; i < 4; i++)
+        (void)sl_spawn(ex, late_task, &a, sizeof a, 0); /* futures dropped on purpose */
+    sl_exec_free(ex);
+    ck_assert_int_eq(atomic_load(&done), 4 * 31);
+}
+END_TEST
+
+static void free_self(void *args, void *ret)
+{
+    (void)ret;
+    sl_exec_free(*(sl_exec **)args); /* refused: it would wait for itself */
+}
+
+START_TEST(test_free_from_own_task_refused)
+{
+    sl_exec *ex = new_exec(2);
+    sl_future f = sl_spawn(ex, free_self, &ex, sizeof ex, 0);
+    ck_assert_int_eq(sl_sync(&f, NULL), SL_OK);
+    ck_assert_int_eq(fib_on(ex, 10), fib_serial(10)); /* still alive */
+    sl_exec_free(ex);
+}
+END_TEST
+
+/* ---- an idle executor uses no CPU ---------------------------------------- */
+
+static uint64_t cpu_ns(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * SEC +
+           (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
+}
+
+START_TEST(test_idle_uses_no_cpu)
+{
+    sl_exec *ex = new_exec(4);
+    ck_assert_int_eq(fib_on(ex, 18), fib_serial(18)); /* every worker has run */
+    sl_test_sleep_ns(100 * MS);                       /* settle: searchers park */
+    uint64_t c0 = cpu_ns();
+    sl_test_sleep_ns(500 * MS);
+    uint64_t used = cpu_ns() - c0;
+    ck_assert_msg(used < 5 * MS, "an idle executor used %llu us of CPU in 500 ms",
+                  ULL(used / 1000));
+    ck_assert_int_eq(fib_on(ex, 12), fib_serial(12)); /* and wakes up again */
+    sl_exec_free(ex);
+}
+END_TEST
+
+static Suite *exec_suite(void)
+{
+    Suite *s = suite_create("exec");
+    TCase *tc = tcase_create("compute");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_fib_matches_serial);
+    tcase_add_test(tc, test_nqueens_10);
+    tcase_add_test(tc, test_parallel_for_exactly_once);
+    tcase_add_test(tc, test_parallel_for_nested);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("scopes");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_scope_nested_spawns);
+    tcase_add_test(tc, test_scope_spawn_too_big_runs_inline);
+    tcase_add_test(tc, test_cancel_token);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("futures");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_submit_never_on_caller);
+    tcase_add_test(tc, test_submit_single_worker);
+    tcase_add_test(tc, test_sync_any_order);
+    tcase_add_test(tc, test_move_only_futures);
+    tcase_add_test(tc, test_cleared_futures_and_limits);
+    tcase_add_test(tc, test_is_ready);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("executors");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_new_and_free);
+    tcase_add_test(tc, test_global_executor);
+    tcase_add_test(tc, test_two_executors);
+    tcase_add_test(tc, test_free_waits_for_every_task);
+    tcase_add_test(tc, test_free_from_own_task_refused);
+    tcase_add_test(tc, test_idle_uses_no_cpu);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return sl_test_run(exec_suite());
+}

@@ -10,13 +10,12 @@
  * waiting in sl_sync or sl_scope_end does the same, and is also woken by the
  * completion it waits for.
  *
- * Foreign threads never run tasks: their spawns go through the injector and
- * their syncs wait parked on the task's own eventcount. A worker of another
- * executor is foreign here too, but while it waits it runs tasks of its own
- * executor. That is also what
- * keeps sl_submit's promise for them; a worker's sl_submit goes to another
- * worker's mailbox, and the searching loop never runs a task its own thread
- * submitted (docs/exec.md, "Submit").
+ * Foreign threads never run tasks of this executor: their spawns go through
+ * the injector and their syncs wait parked on the task's own eventcount (a
+ * worker of another executor runs its own executor's tasks meanwhile). That
+ * is also what keeps sl_submit's promise for them; a worker's sl_submit goes
+ * to another worker's mailbox, and the searching loop never runs a task its
+ * own thread submitted (docs/exec.md, "Submit never runs on its caller").
  */
 #include "exec_internal.h"
 
@@ -84,7 +83,7 @@ static sl__task *steal_mail(sl_exec *ex, sl__worker *w, unsigned start)
          * allocation can refuse, and the task must not be lost: retry. */
         while (sl_list_try_push(&ex->workers[v].mailbox, &t) != SL_OK)
             sched_yield();
-        sl__idle_notify_mailbox(ex, v); /* the push is a seq_cst RMW */
+        sl__idle_notify_mailbox(ex, v);
     }
     return NULL;
 }
@@ -108,11 +107,16 @@ static sl__task *steal_any(sl_exec *ex, sl__worker *w)
     return n > 1 ? steal_mail(ex, w, start) : NULL;
 }
 
-bool sl__exec_has_work(sl_exec *ex)
+bool sl__exec_has_work(sl_exec *ex, const sl__worker *w)
 {
     for (unsigned i = 0; i < ex->nworkers; i++) {
-        if (!sl__deque_is_empty(&ex->workers[i].deque) ||
-            sl_list_len(&ex->workers[i].mailbox) != 0)
+        const sl__worker *v = &ex->workers[i];
+        if (!sl__deque_is_empty(&v->deque))
+            return true;
+        /* Others' mailboxes are their owners' to watch (a submit wakes the
+         * owner itself); a parking worker that counted them would spin on a
+         * task it submitted and may not run. */
+        if ((!w || v == w) && sl_list_len(&v->mailbox) != 0)
             return true;
     }
     return sl_list_len(&ex->injector) != 0;
@@ -123,6 +127,7 @@ void sl__exec_run(sl__worker *w, sl__task *t)
     sl_scope *scope = t->scope;
     t->fn(t->args_size ? t->payload : NULL,
           t->ret_size ? t->payload + sl__task_ret_offset(t) : NULL);
+    SL_FI();
     if (scope) {
         sl__task_free(w->ex, w, t);
         sl__scope_complete(scope);
@@ -132,6 +137,7 @@ void sl__exec_run(sl__worker *w, sl__task *t)
      * read of the waiter count (sluice/park.h). */
     uint32_t old = atomic_exchange_explicit(&t->state, SL__TASK_DONE, memory_order_seq_cst);
     if (old == SL__TASK_WAITED) {
+        SL_FI();
         /* The syncer may already have seen DONE and recycled the record;
          * then this reads a later waiter's event and wakes it spuriously,
          * which every sleeper tolerates. */
@@ -145,6 +151,7 @@ void sl__exec_run(sl__worker *w, sl__task *t)
 static bool register_waiter(sl__task *t, sl_event *ev)
 {
     atomic_store_explicit(&t->sleep, ev, memory_order_relaxed);
+    SL_FI();
     uint32_t st = SL__TASK_PENDING;
     /* release: the sleep pointer before WAITED, read by the completer's exchange */
     if (atomic_compare_exchange_strong_explicit(&t->state, &st, SL__TASK_WAITED,
@@ -214,41 +221,6 @@ static bool task_ok(sl_exec *ex, sl_task_fn fn, const void *args, size_t args_si
     return ex && fn && (args || !args_size) && SL_EXEC_FITS(args_size, ret_size);
 }
 
-sl__task *sl__exec_task_new(sl_exec *ex, sl__worker *w, sl_task_fn fn, const void *args,
-                          size_t args_size, size_t ret_size)
-{
-    sl__task *t = sl__task_alloc(ex, w);
-    if (!t)
-        return NULL;
-    t->fn = fn;
-    t->args_size = (uint16_t)args_size;
-    t->ret_size = (uint16_t)ret_size;
-    t->scope = NULL;
-    t->link.submitter = NULL;
-    if (args_size)
-        memcpy(t->payload, args, args_size);
-    return t;
-}
-
-bool sl__exec_queue(sl_exec *ex, sl__worker *w, sl__task *t)
-{
-    if (w) {
-        if (!sl__deque_push(&w->deque, t))
-            return false;
-    } else if (sl_list_try_push(&ex->injector, &t) != SL_OK) {
-        return false;
-    }
-    /* Our push before the reads of the searching count and the sleep bits:
-     * the Dekker pair with a parking worker's registration and re-check. */
-    sl_event_fence();
-    /* relaxed: ordered by the fence. Both loads hit read-shared lines while
-     * every worker is busy (nobody searching, nobody asleep). */
-    if (atomic_load_explicit(&ex->idle, memory_order_relaxed) == 0 &&
-        (ex->nwords > 1 || atomic_load_explicit(&ex->sleep_bits[0], memory_order_relaxed) != 0))
-        sl__idle_notify_work(ex);
-    return true;
-}
-
 SL_API sl_future sl_spawn(sl_exec *ex, sl_task_fn fn, const void *args, size_t args_size,
                           size_t ret_size)
 {
@@ -297,7 +269,7 @@ SL_API sl_future sl_submit(sl_exec *ex, sl_task_fn fn, const void *args, size_t 
         sl__task_free(ex, w, t);
         return cleared_future;
     }
-    sl__idle_notify_mailbox(ex, v); /* the push is a seq_cst RMW */
+    sl__idle_notify_mailbox(ex, v);
     return (sl_future){ t, gen };
 }
 
@@ -313,6 +285,7 @@ static void wait_foreign(sl__task *t)
         return;
     for (;;) {
         uint32_t key = sl_event_prepare(&t->done);
+        SL_FI();
         /* acquire: the task's result before our copy of it */
         if (atomic_load_explicit(&t->state, memory_order_acquire) == SL__TASK_DONE) {
             sl_event_cancel(&t->done);
@@ -495,8 +468,9 @@ SL_API sl_status sl_exec_new(sl_exec **out, const sl_exec_opts *opts)
             exec_stop(ex); /* the workers started so far exit; nothing left */
             return SL_ENOMEM;
         }
-        char tname[16];
-        snprintf(tname, sizeof tname, "%.10s/%u", ex->name, i);
+        char tname[32];
+        snprintf(tname, sizeof tname, "%s/%u", ex->name, i);
+        tname[15] = '\0'; /* Linux keeps 15 bytes of a thread's name */
         pthread_setname_np(w->thread, tname);
         atomic_store_explicit(&ex->started, i + 1, memory_order_relaxed);
     }

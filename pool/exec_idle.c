@@ -87,8 +87,10 @@ static void wake_one(sl_exec *ex)
     if (!atomic_compare_exchange_strong_explicit(&ex->idle, &none, 1,
                                                  memory_order_seq_cst, memory_order_relaxed))
         return; /* a searcher exists (or another waker holds the token) */
+    SL_FI();
     unsigned i = claim_any(ex);
     if (i != UINT32_MAX) {
+        SL_FI();
         sl_event_notify_one(&ex->workers[i].ev); /* it wakes up searching, with our token */
         return;
     }
@@ -135,11 +137,16 @@ void sl__idle_notify_work(sl_exec *ex)
 void sl__idle_notify_mailbox(sl_exec *ex, unsigned v)
 {
     uint64_t bit = (uint64_t)1 << (v & 63u);
+    /* The caller's push into v's mailbox before our read of v's bit: the
+     * Dekker pair with v's registration and re-check of its mailbox. */
+    sl_event_fence();
     if (atomic_load_explicit(&ex->sleep_bits[v >> 6], memory_order_relaxed) & bit) {
         /* The token first, then the claim: the woken worker counts itself as
          * searching as soon as it sees its bit cleared. */
         atomic_fetch_add_explicit(&ex->idle, 1, memory_order_seq_cst);
+        SL_FI();
         if (claim(ex, v)) {
+            SL_FI();
             sl_event_notify_one(&ex->workers[v].ev);
             return;
         }
@@ -182,6 +189,7 @@ static bool quiet_check(sl_exec *ex)
     if (q & SL__QUIET_EXIT)
         return false;
     /* seq_cst: Dekker with sl_exec_free's store of stopping and load of quiet */
+    SL_FI();
     if (atomic_load_explicit(&ex->stopping, memory_order_seq_cst) &&
         q == atomic_load_explicit(&ex->started, memory_order_relaxed))
         sl_event_notify_all(&ex->freer);
@@ -197,11 +205,17 @@ bool sl__idle_park(sl_exec *ex, sl__worker *w, const sl__wait *wt)
     /* Register as a sleeper, then stop counting as a searcher (in this order
      * a waker always sees one of the two). */
     atomic_fetch_or_explicit(word, bit, memory_order_seq_cst);
+    SL_FI();
     atomic_fetch_sub_explicit(&ex->idle, 1, memory_order_seq_cst);
     w->searching = false;
+    SL_FI();
     /* Full fence inside: the registration above before the re-check below. */
     uint32_t key = sl_event_prepare(&w->ev);
-    bool awake = sl__exec_has_work(ex) || sl__wait_done(wt);
+    SL_FI();
+    /* Stay awake if a waker has claimed us already (its notify may have come
+     * before our prepare), if there is work, or if our wait is over. */
+    bool awake = !(atomic_load_explicit(word, memory_order_seq_cst) & bit) ||
+                 sl__exec_has_work(ex, w) || sl__wait_done(wt);
     bool keep = wt || quiet_check(ex);
     if (awake || !keep)
         sl_event_cancel(&w->ev);
@@ -227,7 +241,7 @@ void sl__idle_quiesce(sl_exec *ex)
     for (;;) {
         uint32_t key = sl_event_prepare(&ex->freer);
         uint64_t q = atomic_load_explicit(&ex->quiet, memory_order_seq_cst);
-        if (q == n && !sl__exec_has_work(ex)) {
+        if (q == n && !sl__exec_has_work(ex, NULL)) {
             /* seq_cst: a worker's quiet_leave after this CAS fails and exits */
             bool done = atomic_compare_exchange_strong_explicit(
                 &ex->quiet, &q, n | SL__QUIET_EXIT, memory_order_seq_cst, memory_order_relaxed);

@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "sluice/exec.h"
 #include "sluice/list.h"
@@ -131,14 +132,44 @@ static inline sl__worker *sl__exec_worker_of(const sl_exec *ex)
 }
 
 /* ---- exec_task.c: records ---- */
-/* A free record for the worker w (its cache; refilled from the shared pool or
- * a new slab), or for a foreign thread when w is NULL. NULL when out of memory. */
-sl__task *sl__task_alloc(sl_exec *ex, sl__worker *w);
-/* Returns t to w's cache (or the shared pool when w is NULL), advancing its
- * generation so that every future of this life is stale. */
-void sl__task_free(sl_exec *ex, sl__worker *w, sl__task *t);
+/* A worker's cache longer than this gives half of it back to the pool. */
+#define SL__CACHE_HIGH 512u
+
+/* The slow paths of the two below: the shared pool, under its lock. */
+sl__task *sl__task_alloc_slow(sl_exec *ex, sl__worker *w);
+void sl__task_free_slow(sl_exec *ex, sl__worker *w, sl__task *t);
 /* Frees every slab (sl_exec_free, after the workers have exited). */
 void sl__task_free_all(sl_exec *ex);
+
+/* A free record for the worker w (from its cache, refilled from the shared
+ * pool or a new slab when dry), or for a foreign thread when w is NULL. NULL
+ * when out of memory. */
+static inline sl__task *sl__task_alloc(sl_exec *ex, sl__worker *w)
+{
+    sl__task *t = w ? w->cache : NULL;
+    if (!t)
+        return sl__task_alloc_slow(ex, w);
+    w->cache = t->link.next;
+    w->cache_len--;
+    return t;
+}
+
+/* Returns t to w's cache (or the shared pool when w is NULL), advancing its
+ * generation so that every future of this life is stale. */
+static inline void sl__task_free(sl_exec *ex, sl__worker *w, sl__task *t)
+{
+    uint64_t g = atomic_load_explicit(&t->gen, memory_order_relaxed);
+    /* release: this life's last accesses before the generation that ends it */
+    atomic_store_explicit(&t->gen, (g | 1u) + 1u, memory_order_release);
+    atomic_store_explicit(&t->state, SL__TASK_PENDING, memory_order_relaxed);
+    if (!w || w->cache_len >= SL__CACHE_HIGH) {
+        sl__task_free_slow(ex, w, t);
+        return;
+    }
+    t->link.next = w->cache;
+    w->cache = t;
+    w->cache_len++;
+}
 
 /* ---- exec_idle.c: the wake policy and parking ---- */
 /* What a parking thread waits for besides work: a task's completion or the
@@ -174,18 +205,58 @@ void sl__idle_quiesce(sl_exec *ex);
 void sl__scope_complete(sl_scope *s);
 
 /* ---- exec.c ---- */
-/* True when some queue of ex may hold a task: a deque, a mailbox, the injector. */
-bool sl__exec_has_work(sl_exec *ex);
+/* True when some queue of ex may hold a task: a deque, the injector, a
+ * mailbox — only w's own when w is given (the parking re-check of w). */
+bool sl__exec_has_work(sl_exec *ex, const sl__worker *w);
 /* Runs task t (not inline for a syncer) on worker w and completes it. */
 void sl__exec_run(sl__worker *w, sl__task *t);
 /* Runs tasks on worker w until wt is done (sl_sync, sl_scope_end). */
 void sl__exec_help(sl__worker *w, const sl__wait *wt);
 /* A record for fn(args) with the given sizes (not queued), or NULL when out
- * of memory. */
-sl__task *sl__exec_task_new(sl_exec *ex, sl__worker *w, sl_task_fn fn, const void *args,
-                            size_t args_size, size_t ret_size);
-/* Queues a filled record: on w's deque, or (w NULL) on the injector. Returns
- * false when it could not be queued (out of memory). */
-bool sl__exec_queue(sl_exec *ex, sl__worker *w, sl__task *t);
+ * of memory. The usual argument sizes are copied with fixed-size moves. */
+static inline sl__task *sl__exec_task_new(sl_exec *ex, sl__worker *w, sl_task_fn fn,
+                                          const void *args, size_t args_size, size_t ret_size)
+{
+    sl__task *t = sl__task_alloc(ex, w);
+    if (!t)
+        return NULL;
+    t->fn = fn;
+    t->args_size = (uint16_t)args_size;
+    t->ret_size = (uint16_t)ret_size;
+    t->scope = NULL;
+    t->link.submitter = NULL;
+    switch (args_size) {
+    case 0: break;
+    case 8: memcpy(t->payload, args, 8); break;
+    case 16: memcpy(t->payload, args, 16); break;
+    case 24: memcpy(t->payload, args, 24); break;
+    case 32: memcpy(t->payload, args, 32); break;
+    default: memcpy(t->payload, args, args_size); break;
+    }
+    return t;
+}
+
+/* Queues a filled record: on w's deque, or (w NULL) on the injector, then
+ * wakes a sleeper if nobody searches. Returns false when it could not be
+ * queued (out of memory). */
+static inline bool sl__exec_queue(sl_exec *ex, sl__worker *w, sl__task *t)
+{
+    if (w) {
+        if (!sl__deque_push(&w->deque, t))
+            return false;
+    } else if (sl_list_try_push(&ex->injector, &t) != SL_OK) {
+        return false;
+    }
+    SL_FI();
+    /* Our push before the reads of the searching count and the sleep bits:
+     * the Dekker pair with a parking worker's registration and re-check. */
+    sl_event_fence();
+    /* relaxed: ordered by the fence. Both loads hit read-shared lines while
+     * every worker is busy (nobody searching, nobody asleep). */
+    if (atomic_load_explicit(&ex->idle, memory_order_relaxed) == 0 &&
+        (ex->nwords > 1 || atomic_load_explicit(&ex->sleep_bits[0], memory_order_relaxed) != 0))
+        sl__idle_notify_work(ex);
+    return true;
+}
 
 #endif /* SLUICE_POOL_EXEC_INTERNAL_H */

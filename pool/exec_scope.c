@@ -40,6 +40,7 @@ SL_API void sl_scope_begin(sl_exec *ex, sl_scope *s)
 void sl__scope_complete(sl_scope *s)
 {
     sl_event *sleep = s->sl__sleep; /* now: after the decrement s may be gone */
+    SL_FI();
     /* release: the task's effects before the zero the waiter acquires;
      * seq_cst: the zero before the notify's read of the waiter count */
     if (atomic_fetch_sub_explicit(&s->sl__pending, 1, memory_order_seq_cst) == 1)

@@ -6,7 +6,7 @@
  * it back there: no atomic operation, no allocation. Only when a cache runs
  * dry does its worker refill a batch from the shared pool, under the pool's
  * mutex, and only when the pool is dry is a slab of SL__SLAB_TASKS records
- * allocated. A cache that grows past CACHE_HIGH (a worker that syncs more
+ * allocated. A cache that grows past SL__CACHE_HIGH (a worker that syncs more
  * tasks than it spawns) returns half of itself to the pool. Foreign threads
  * allocate and free through the pool directly.
  *
@@ -24,8 +24,6 @@
 
 /* A dry cache takes this many records from the pool at once. */
 #define CACHE_REFILL 32u
-/* A cache longer than this gives half back to the pool. */
-#define CACHE_HIGH 512u
 
 /* Allocates a slab and chains its records onto the pool. Called with the pool
  * lock held. Returns false when out of memory. */
@@ -69,14 +67,8 @@ static sl__task *pool_pop_locked(sl_exec *ex)
     return t;
 }
 
-sl__task *sl__task_alloc(sl_exec *ex, sl__worker *w)
+sl__task *sl__task_alloc_slow(sl_exec *ex, sl__worker *w)
 {
-    if (w && w->cache) {
-        sl__task *t = w->cache;
-        w->cache = t->link.next;
-        w->cache_len--;
-        return t;
-    }
     pthread_mutex_lock(&ex->pool_lock);
     sl__task *t = pool_pop_locked(ex);
     /* A worker takes a batch so that its next spawns need no lock. */
@@ -108,17 +100,14 @@ static void cache_spill(sl_exec *ex, sl__worker *w)
     pthread_mutex_unlock(&ex->pool_lock);
 }
 
-void sl__task_free(sl_exec *ex, sl__worker *w, sl__task *t)
+/* t's generation has been advanced (sl__task_free). */
+void sl__task_free_slow(sl_exec *ex, sl__worker *w, sl__task *t)
 {
-    uint64_t g = atomic_load_explicit(&t->gen, memory_order_relaxed);
-    /* release: this life's last accesses before the generation that ends it */
-    atomic_store_explicit(&t->gen, (g | 1u) + 1u, memory_order_release);
-    atomic_store_explicit(&t->state, SL__TASK_PENDING, memory_order_relaxed);
     if (w) {
         t->link.next = w->cache;
         w->cache = t;
-        if (++w->cache_len > CACHE_HIGH)
-            cache_spill(ex, w);
+        w->cache_len++;
+        cache_spill(ex, w);
         return;
     }
     pthread_mutex_lock(&ex->pool_lock);

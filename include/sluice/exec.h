@@ -126,8 +126,9 @@ SL_API sl_status sl_exec_new(sl_exec **out, const sl_exec_opts *opts);
  * may spawn more; those are waited for too), stops and joins the workers and
  * frees everything, including the records of futures never synced. Futures of
  * ex must not be used afterwards. NULL does nothing. The caller guarantees that
- * no thread other than ex's own tasks spawns into ex once this is called, and
- * that it is not called from a task of ex (it would wait for itself). Blocking. */
+ * once this is called no thread but ex's own tasks uses ex (spawns, syncs,
+ * scopes); called from a task of ex it returns at once without freeing
+ * anything, since it would wait for itself. Blocking. */
 SL_API void sl_exec_free(sl_exec *ex);
 
 /* The process-wide executor, created on first use with one worker per online

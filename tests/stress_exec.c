@@ -1,0 +1,535 @@
+/*
+ * tests/stress_exec.c — the executor under load: many foreign threads, lost
+ * wake-up hunts, random fork-join trees, futures crossing threads, racing
+ * syncs of copies, executors created and freed with work in flight.
+ *
+ * A hang fails through the test case's time-out. Workers per executor:
+ * SL_EXEC_WORKERS (default 4); foreign threads: SL_STRESS_PRODUCERS (default
+ * 4). Sizes scale with SL_STRESS_SCALE; SL_STRESS_SEED replays the random
+ * choices. Tasks record failures with rec_fail; tests check ASSERT_CLEAN().
+ */
+#include "harness.h"
+#include "stress_common.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sluice/chan.h>
+#include <sluice/exec.h>
+
+static unsigned workers(void)
+{
+    return sl_test_env_uint("SL_EXEC_WORKERS", 4);
+}
+
+static unsigned foreigners(void)
+{
+    return sl_test_env_uint("SL_STRESS_PRODUCERS", 4);
+}
+
+static sl_exec *new_exec(unsigned threads)
+{
+    sl_exec_opts o = { threads, "s-exec" };
+    sl_exec *ex = NULL;
+    ck_assert_int_eq(sl_exec_new(&ex, &o), SL_OK);
+    return ex;
+}
+
+/* Every run begins with the count of syncs done, which the watchdog watches:
+ * a run that stops moving for 30 s is a lost wake-up and fails with it. */
+typedef struct run_head {
+    atomic_uint_fast64_t progress;
+} run_head;
+
+static uint64_t run_progress(void *run)
+{
+    return atomic_load(&((run_head *)run)->progress);
+}
+
+static void step(void *run)
+{
+    atomic_fetch_add_explicit(&((run_head *)run)->progress, 1, memory_order_relaxed);
+}
+
+/* n foreign threads running fn under the watchdog and the preemptor (which
+ * stops them at random instants: between a push and its wake-up, inside a
+ * sync's registration). */
+static void run_team(unsigned n, void *(*fn)(void *), void *run)
+{
+    team t;
+    team_role role = { n, fn, true };
+    team_start(&t, run, &role, 1, &k_preempt_brief, run_progress, NULL);
+    team_end(&t);
+}
+
+static void add_one(void *args, void *ret)
+{
+    *(uint64_t *)ret = *(uint64_t *)args + 1;
+}
+
+/* ---- a million tiny tasks from foreign threads --------------------------- */
+
+typedef struct tiny_run {
+    run_head head;
+    sl_exec *ex;
+    uint64_t per_thread;
+    atomic_uint_fast64_t completed;
+} tiny_run;
+
+static void *tiny_thread(void *p)
+{
+    worker *me = p;
+    tiny_run *r = me->run;
+    enum { BATCH = 256 };
+    sl_future f[BATCH];
+    uint64_t done = 0;
+    for (uint64_t base = 0; base < r->per_thread; base += BATCH) {
+        unsigned n = (unsigned)(r->per_thread - base < BATCH ? r->per_thread - base : BATCH);
+        for (unsigned i = 0; i < n; i++) {
+            uint64_t x = (uint64_t)me->idx << 40 | (base + i);
+            /* every eighth through submit: the same injector, other bookkeeping */
+            f[i] = (i & 7) ? sl_spawn(r->ex, add_one, &x, sizeof x, sizeof x)
+                           : sl_submit(r->ex, add_one, &x, sizeof x, sizeof x);
+            if (!sl_is_spawned(&f[i]))
+                rec_fail("thread %u: spawn %llu refused", me->idx, ULL(base + i));
+        }
+        for (unsigned k = 0; k < n; k++) {
+            unsigned i = (k & 1) ? n - 1 - k / 2 : k / 2; /* from both ends */
+            uint64_t got = 0, want = ((uint64_t)me->idx << 40 | (base + i)) + 1;
+            if (sl_sync(&f[i], &got) != SL_OK || got != want)
+                rec_fail("thread %u: task %llu gave %llu", me->idx, ULL(base + i), ULL(got));
+            else
+                done++;
+            step(r);
+        }
+    }
+    atomic_fetch_add(&r->completed, done);
+    return NULL;
+}
+
+START_TEST(test_million_tiny_tasks_from_foreign_threads)
+{
+    unsigned nf = foreigners();
+    begin_test("exec", "tiny x%u", nf);
+    tiny_run r = { { 0 }, new_exec(workers()), sl_test_scaled(1000000, 4000) / nf, 0 };
+    run_team(nf, tiny_thread, &r);
+    ck_assert_uint_eq(atomic_load(&r.completed), r.per_thread * nf);
+    sl_exec_free(r.ex);
+    ASSERT_CLEAN();
+}
+END_TEST
+
+/* ---- lost wake-up hunt --------------------------------------------------- */
+
+/* One task at a time from a foreign thread, each after a pause drawn to land
+ * anywhere in the workers' search-then-park window (and, now and then, long
+ * after they have parked): a submit that strands its task hangs the test. */
+static void hunt(sl_exec *ex, uint64_t rounds, uint64_t seed, bool use_submit)
+{
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, seed);
+    for (uint64_t i = 0; i < rounds; i++) {
+        uint64_t pick = sl_test_rng_next(&rng) % 64;
+        if (pick == 0)
+            sl_test_sleep_ns(200000);          /* every worker is parked by now */
+        else if (pick < 32)
+            busy_wait(pick * 500);             /* 0.5 .. 15.5 us: in the window */
+        uint64_t x = i, got = 0;
+        sl_future f = use_submit ? sl_submit(ex, add_one, &x, sizeof x, sizeof x)
+                                 : sl_spawn(ex, add_one, &x, sizeof x, sizeof x);
+        if (sl_sync(&f, &got) != SL_OK || got != i + 1) {
+            rec_fail("round %llu: got %llu", ULL(i), ULL(got));
+            return;
+        }
+    }
+}
+
+START_TEST(test_lost_wakeup_hunt)
+{
+    uint64_t seed = begin_test("exec", "hunt");
+    sl_exec *ex = new_exec(workers());
+    uint64_t rounds = sl_test_scaled(1000000, 5000);
+    sl_test_sleep_ns(20 * MS); /* the workers park first */
+    hunt(ex, rounds / 2, seed, true);
+    hunt(ex, rounds / 2, seed ^ GOLDEN, false);
+    sl_exec_free(ex);
+    ASSERT_CLEAN();
+}
+END_TEST
+
+/* The same from a worker: a task submits to its own executor, one at a time. */
+typedef struct hunt_args {
+    sl_exec *ex;
+    uint64_t rounds, seed;
+} hunt_args;
+
+static void hunt_task(void *args, void *ret)
+{
+    (void)ret;
+    hunt_args a = *(hunt_args *)args;
+    hunt(a.ex, a.rounds, a.seed, true);
+}
+
+START_TEST(test_lost_wakeup_hunt_from_worker)
+{
+    uint64_t seed = begin_test("exec", "hunt-worker");
+    sl_exec *ex = new_exec(workers());
+    hunt_args a = { ex, sl_test_scaled(200000, 2000), seed };
+    sl_future f = sl_spawn(ex, hunt_task, &a, sizeof a, 0);
+    ck_assert_int_eq(sl_sync(&f, NULL), SL_OK);
+    sl_exec_free(ex);
+    ASSERT_CLEAN();
+}
+END_TEST
+
+/* ---- random fork-join trees ---------------------------------------------- */
+
+/* A node's shape comes from its id alone, so the serial count is exact. */
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
+}
+
+static unsigned node_fanout(uint64_t id, unsigned depth)
+{
+    return depth == 0 ? 0 : (unsigned)(mix(id) % 5); /* 0..4 children */
+}
+
+static uint64_t tree_serial(uint64_t id, unsigned depth)
+{
+    uint64_t n = 1;
+    for (unsigned c = 0; c < node_fanout(id, depth); c++)
+        n += tree_serial(mix(id + c + 1), depth - 1);
+    return n;
+}
+
+typedef struct rtree_args {
+    sl_exec *ex, *other;          /* children go to either */
+    uint64_t id;
+    unsigned depth;
+    atomic_uint_fast64_t *sink;   /* a scope child adds its count here */
+} rtree_args;
+
+static void rtree_task(void *args, void *ret);
+
+/* A scope task has no result: it adds its subtree's count to the parent's sink. */
+static void rtree_scoped(void *args, void *ret)
+{
+    (void)ret;
+    rtree_args a = *(rtree_args *)args;
+    uint64_t n = 0;
+    rtree_task(&a, &n);
+    atomic_fetch_add(a.sink, n);
+}
+
+/* Counts the subtree: children through spawn, submit or a scope, synced in a
+ * random order; some on the other executor. */
+static void rtree_task(void *args, void *ret)
+{
+    rtree_args a = *(rtree_args *)args;
+    unsigned n = node_fanout(a.id, a.depth);
+    uint64_t r = mix(a.id ^ GOLDEN), total = 1;
+    sl_future f[4];
+    uint64_t sub[4] = { 0, 0, 0, 0 };
+    atomic_uint_fast64_t scoped_sum = 0;
+    bool scoped = (r & 3) == 0;
+    sl_scope s;
+    if (scoped)
+        sl_scope_begin(a.ex, &s);
+    for (unsigned c = 0; c < n; c++) {
+        rtree_args child = { a.ex, a.other, mix(a.id + c + 1), a.depth - 1, &scoped_sum };
+        if (scoped) {
+            sl_scope_spawn(&s, rtree_scoped, &child, sizeof child);
+            continue;
+        }
+        if ((r >> (8 + c)) % 16 == 0) { /* now and then across executors */
+            child.ex = a.other;
+            child.other = a.ex;
+        }
+        f[c] = ((r >> (4 + c)) & 1) ? sl_submit(child.ex, rtree_task, &child, sizeof child, 8)
+                                     : sl_spawn(child.ex, rtree_task, &child, sizeof child, 8);
+        if (!sl_is_spawned(&f[c]))
+            rec_fail("node %llx: spawn refused", ULL(a.id));
+    }
+    if (scoped) {
+        sl_scope_end(&s);
+        total += atomic_load(&scoped_sum);
+    } else {
+        for (unsigned k = 0; k < n; k++) {
+            unsigned c = (unsigned)((k + (r >> 20)) % n);
+            if (sl_sync(&f[c], &sub[c]) != SL_OK)
+                rec_fail("node %llx: sync failed", ULL(a.id));
+            total += sub[c];
+        }
+    }
+    *(uint64_t *)ret = total;
+}
+
+typedef struct forest_run {
+    run_head head;
+    sl_exec *a, *b;
+    unsigned trees, depth;
+    uint64_t seed;
+} forest_run;
+
+static void *forest_thread(void *p)
+{
+    worker *me = p;
+    forest_run *r = me->run;
+    for (unsigned i = 0; i < r->trees; i++) {
+        rtree_args root = { (i & 1) ? r->a : r->b, (i & 1) ? r->b : r->a,
+                            mix(r->seed + me->idx * 1000003u + i), r->depth, NULL };
+        uint64_t got = 0;
+        sl_future f = sl_spawn(root.ex, rtree_task, &root, sizeof root, sizeof got);
+        if (sl_sync(&f, &got) != SL_OK || got != tree_serial(root.id, root.depth))
+            rec_fail("tree %llx: %llu nodes, want %llu", ULL(root.id), ULL(got),
+                     ULL(tree_serial(root.id, root.depth)));
+        step(r);
+    }
+    return NULL;
+}
+
+START_TEST(test_random_trees_two_executors)
+{
+    uint64_t seed = begin_test("exec", "trees");
+    forest_run r = { { 0 }, new_exec(workers()), new_exec(2), (unsigned)sl_test_scaled(40, 4), 9,
+                     seed };
+    run_team(foreigners(), forest_thread, &r);
+    sl_exec_free(r.a);
+    sl_exec_free(r.b);
+    ASSERT_CLEAN();
+}
+END_TEST
+
+/* ---- futures crossing threads -------------------------------------------- */
+
+typedef struct relay_run {
+    run_head head;
+    sl_exec *ex;
+    sl_chan *futures;
+    uint64_t per_producer;
+    unsigned producers;
+    atomic_uint producers_done;
+    atomic_uint_fast64_t synced;
+} relay_run;
+
+/* Even threads spawn and send the futures (the last one done closes the
+ * channel); odd threads receive and sync them. */
+static void *relay_thread(void *p)
+{
+    worker *me = p;
+    relay_run *r = me->run;
+    if (me->idx % 2 == 0) {
+        for (uint64_t i = 0; i < r->per_producer; i++) {
+            uint64_t x = (uint64_t)me->idx << 32 | i;
+            sl_future f = sl_spawn(r->ex, add_one, &x, sizeof x, sizeof x);
+            if (sl_chan_send(r->futures, &f) != SL_OK)
+                rec_fail("send of a future failed");
+            step(r);
+        }
+        if (atomic_fetch_add(&r->producers_done, 1) + 1 == r->producers)
+            sl_chan_close(r->futures);
+        return NULL;
+    }
+    sl_future f;
+    while (sl_chan_recv(r->futures, &f) == SL_OK) {
+        uint64_t got = 0;
+        if (sl_sync(&f, &got) != SL_OK || (got & 0xffffffffu) == 0)
+            rec_fail("relayed future gave %llu", ULL(got));
+        atomic_fetch_add(&r->synced, 1);
+    }
+    return NULL;
+}
+
+START_TEST(test_futures_cross_threads)
+{
+    begin_test("exec", "relay");
+    unsigned n = foreigners() < 2 ? 2 : foreigners() & ~1u;
+    relay_run r = { { 0 }, new_exec(workers()), NULL, sl_test_scaled(50000, 500), n / 2, 0, 0 };
+    sl_chan_opts o = { 0 };
+    o.flavor = SL_MPMC;
+    o.elem_size = sizeof(sl_future);
+    o.capacity = 64;
+    ck_assert_int_eq(sl_chan_new(&r.futures, &o), SL_OK);
+    run_team(n, relay_thread, &r);
+    ck_assert_uint_eq(atomic_load(&r.synced), r.per_producer * (n / 2));
+    sl_chan_free(r.futures);
+    sl_exec_free(r.ex);
+    ASSERT_CLEAN();
+}
+END_TEST
+
+/* ---- racing syncs of copies ---------------------------------------------- */
+
+typedef struct race_run {
+    sl_exec *ex;
+    sl_future f;
+    sl_test_barrier go;
+    atomic_int ok, einval;
+} race_run;
+
+static void *race_thread(void *p)
+{
+    race_run *r = p;
+    sl_future mine = r->f; /* a copy each */
+    sl_test_barrier_wait(&r->go);
+    uint64_t got = 0;
+    sl_status st = sl_sync(&mine, &got);
+    if (st == SL_OK && got == 8)
+        atomic_fetch_add(&r->ok, 1);
+    else if (st == SL_EINVAL)
+        atomic_fetch_add(&r->einval, 1);
+    else
+        rec_fail("racing sync: status %d, result %llu", (int)st, ULL(got));
+    return NULL;
+}
+
+START_TEST(test_racing_syncs_of_copies)
+{
+    begin_test("exec", "race");
+    race_run r;
+    memset(&r, 0, sizeof r);
+    r.ex = new_exec(2);
+    uint64_t rounds = sl_test_scaled(2000, 100);
+    for (uint64_t i = 0; i < rounds; i++) {
+        uint64_t x = 7;
+        r.f = sl_spawn(r.ex, add_one, &x, sizeof x, sizeof x);
+        atomic_store(&r.ok, 0);
+        atomic_store(&r.einval, 0);
+        sl_test_barrier_init(&r.go, 3);
+        pthread_t t[3];
+        for (int k = 0; k < 3; k++)
+            ck_assert_int_eq(pthread_create(&t[k], NULL, race_thread, &r), 0);
+        for (int k = 0; k < 3; k++)
+            pthread_join(t[k], NULL);
+        sl_test_barrier_destroy(&r.go);
+        ck_assert_int_eq(atomic_load(&r.ok), 1);
+        ck_assert_int_eq(atomic_load(&r.einval), 2);
+    }
+    sl_exec_free(r.ex);
+    ASSERT_CLEAN();
+}
+END_TEST
+
+/* ---- executors freed with work in flight --------------------------------- */
+
+typedef struct burst_args {
+    sl_exec *ex;
+    atomic_uint *ran;
+    unsigned depth;
+} burst_args;
+
+static void burst_task(void *args, void *ret)
+{
+    (void)ret;
+    burst_args a = *(burst_args *)args;
+    atomic_fetch_add(a.ran, 1);
+    if (a.depth == 0)
+        return;
+    burst_args c = a;
+    c.depth--;
+    (void)sl_spawn(a.ex, burst_task, &c, sizeof c, 0); /* never synced */
+    (void)sl_submit(a.ex, burst_task, &c, sizeof c, 0);
+}
+
+START_TEST(test_free_with_work_in_flight)
+{
+    uint64_t rounds = sl_test_scaled(200, 20);
+    for (uint64_t i = 0; i < rounds; i++) {
+        sl_exec *ex = new_exec(1 + (unsigned)(i % workers()));
+        atomic_uint ran = 0;
+        burst_args a = { ex, &ran, 6 };
+        (void)sl_spawn(ex, burst_task, &a, sizeof a, 0);
+        if (i % 3 == 0)
+            sl_test_sleep_ns(100000);
+        sl_exec_free(ex);
+        /* with one worker its submits are refused: 7 tasks along one path */
+        unsigned want = (i % workers()) == 0 ? 7 : 127;
+        ck_assert_uint_eq(atomic_load(&ran), want);
+    }
+}
+END_TEST
+
+/* ---- parallel_for from several threads at once --------------------------- */
+
+typedef struct pf_run {
+    run_head head;
+    sl_exec *ex;
+    uint64_t seed;
+    unsigned loops;
+} pf_run;
+
+static void count_body(size_t i, void *ctx)
+{
+    atomic_fetch_add_explicit(&((atomic_uint *)ctx)[i], 1, memory_order_relaxed);
+}
+
+static void *pf_thread(void *p)
+{
+    worker *me = p;
+    pf_run *r = me->run;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, r->seed ^ (me->idx + 1u) * GOLDEN);
+    for (unsigned l = 0; l < r->loops; l++) {
+        size_t n = (size_t)(sl_test_rng_next(&rng) % 20000);
+        size_t grain = (size_t)(sl_test_rng_next(&rng) % 64);
+        atomic_uint *hits = xcalloc(n + 1, sizeof *hits);
+        sl_parallel_for(r->ex, 1, n + 1, grain, count_body, hits);
+        for (size_t i = 0; i <= n; i++) {
+            if (atomic_load(&hits[i]) != (i ? 1u : 0u)) {
+                rec_fail("thread %u: [1, %zu) grain %zu: index %zu ran %u times", me->idx, n + 1,
+                         grain, i, atomic_load(&hits[i]));
+                break;
+            }
+        }
+        free(hits);
+        step(r);
+    }
+    return NULL;
+}
+
+START_TEST(test_parallel_for_concurrent)
+{
+    uint64_t seed = begin_test("exec", "pfor");
+    pf_run r = { { 0 }, new_exec(workers()), seed, (unsigned)sl_test_scaled(100, 5) };
+    run_team(foreigners(), pf_thread, &r);
+    sl_exec_free(r.ex);
+    ASSERT_CLEAN();
+}
+END_TEST
+
+static Suite *exec_stress_suite(void)
+{
+    Suite *s = suite_create("exec-stress");
+    TCase *tc = tcase_create("load");
+    tcase_set_timeout(tc, 180);
+    tcase_add_test(tc, test_million_tiny_tasks_from_foreign_threads);
+    tcase_add_test(tc, test_random_trees_two_executors);
+    tcase_add_test(tc, test_futures_cross_threads);
+    tcase_add_test(tc, test_parallel_for_concurrent);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("wakeups");
+    tcase_set_timeout(tc, 180);
+    tcase_add_test(tc, test_lost_wakeup_hunt);
+    tcase_add_test(tc, test_lost_wakeup_hunt_from_worker);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("misuse");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_racing_syncs_of_copies);
+    tcase_add_test(tc, test_free_with_work_in_flight);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return sl_test_run(exec_stress_suite());
+}

@@ -89,8 +89,11 @@ static void print_row(FILE *f, const slb_xworkload *w, const slb_xentry *e,
         snprintf(vs, sizeof(vs), "best peer");
     else if (best && best->wall_med > 0 && !(e->c->flags & SLB_XSERIAL))
         snprintf(vs, sizeof(vs), "%.2fx", e->wall_med / best->wall_med);
-    fprintf(f, "%9.2f %9.2f %9.2f %9.2f %9s %8s  %s\n", e->wall_med / 1e6, e->wall_min / 1e6,
-            e->wall_max / 1e6, e->cpu_med / 1e6, per_spawn, speedup, vs);
+    /* cores: CPU over wall time, the threads that really ran. Well below the
+     * thread count on a parallel run means the machine was busy elsewhere. */
+    fprintf(f, "%9.2f %9.2f %9.2f %9.2f %6.2f %9s %8s  %s\n", e->wall_med / 1e6,
+            e->wall_min / 1e6, e->wall_max / 1e6, e->cpu_med / 1e6,
+            e->wall_med > 0 ? e->cpu_med / e->wall_med : 0, per_spawn, speedup, vs);
 }
 
 void slb_x_print_workload(FILE *f, const slb_xworkload *w, unsigned rounds, unsigned threads)
@@ -104,8 +107,8 @@ void slb_x_print_workload(FILE *f, const slb_xworkload *w, unsigned rounds, unsi
     fprintf(f, "### %s · %s · %llu spawns · %u thread%s · %u round%s\n", w->label, w->what,
             (unsigned long long)w->tasks, threads, threads > 1 ? "s" : "", rounds,
             rounds > 1 ? "s" : "");
-    fprintf(f, "%-28s %9s %9s %9s %9s %9s %8s  %s\n", "contender", "wall ms", "min", "max",
-            "cpu ms", "ns/spawn", "speed-up", "vs best peer (wall)");
+    fprintf(f, "%-28s %9s %9s %9s %9s %6s %9s %8s  %s\n", "contender", "wall ms", "min",
+            "max", "cpu ms", "cores", "ns/spawn", "speed-up", "vs best peer (wall)");
     for (size_t i = 0; i < w->n; i++)
         print_row(f, w, &w->e[rows[i]], best, serial);
     if (best)

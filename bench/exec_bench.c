@@ -39,9 +39,6 @@ const slb_xcontender slb_x_gomp = {
 #endif
 
 /* Placeholders for what CMake did not find: shown as skipped rows. */
-#ifndef SLB_HAVE_SLUICE_EXEC
-static const slb_xcontender missing_sluice = { "sluice spawn/sync", "sluice", SLB_XOURS, 0, 0, 0 };
-#endif
 #ifndef SLB_HAVE_XTBB
 static const slb_xcontender missing_tbb = { "oneTBB task_group", "tbb", 0, 0, 0, 0 };
 #endif
@@ -56,11 +53,7 @@ typedef struct known {
 
 static const known all[] = {
     { &slb_x_serial, NULL },
-#ifdef SLB_HAVE_SLUICE_EXEC
     { &slb_x_sluice, NULL },
-#else
-    { &missing_sluice, "this tree has no include/sluice/exec.h yet" },
-#endif
 #ifdef SLB_HAVE_XTBB
     { &slb_x_tbb, NULL },
 #else

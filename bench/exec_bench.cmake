@@ -5,7 +5,7 @@
 # As for the chan peers, every peer is optional: a missing one is reported
 # here with a STATUS line and shown by `sl-bench exec` as a skipped row.
 
-target_sources(sl-bench PRIVATE exec_bench.c exec_report.c exec_child.c)
+target_sources(sl-bench PRIVATE exec_bench.c exec_report.c exec_child.c exec_sluice.c)
 
 # The kernels every contender shares (serial versions, UTS's SHA-1, BPC's
 # busy work, the nqueens test), compiled once by the project's compiler and
@@ -15,12 +15,6 @@ add_library(slb_exec_kernels STATIC exec_work.c exec_uts.c)
 target_compile_options(slb_exec_kernels PRIVATE ${SLUICE_WARNINGS})
 target_link_libraries(slb_exec_kernels PUBLIC m)
 target_link_libraries(sl-bench PRIVATE slb_exec_kernels)
-
-# sluice's executor.
-if(EXISTS ${PROJECT_SOURCE_DIR}/include/sluice/exec.h)
-  target_sources(sl-bench PRIVATE exec_sluice.c)
-  target_compile_definitions(sl-bench PRIVATE SLB_HAVE_SLUICE_EXEC=1)
-endif()
 
 # oneTBB task_group (the package was looked for in CMakeLists.txt).
 if(TARGET TBB::tbb)

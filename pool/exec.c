@@ -10,12 +10,16 @@
  * waiting in sl_sync or sl_scope_end does the same, and is also woken by the
  * completion it waits for.
  *
- * Foreign threads never run tasks of this executor: their spawns go through
- * the injector and their syncs wait parked on the task's own eventcount (a
- * worker of another executor runs its own executor's tasks meanwhile). That
- * is also what keeps sl_submit's promise for them; a worker's sl_submit goes
- * to another worker's mailbox, and the searching loop never runs a task its
- * own thread submitted (docs/exec.md, "Submit never runs on its caller").
+ * A foreign thread's spawns go through the injector. Its sl_sync (and
+ * sl_scope_end) helps while it waits: it steals from the workers' deques —
+ * never from the injector or a mailbox — and runs what it steals, then, after
+ * a bounded search, parks on the task's own eventcount (a worker of another
+ * executor runs its own executor's tasks instead). Deques only ever hold
+ * tasks spawned by workers of this executor, never a submitted one, which is
+ * what keeps sl_submit's promise for foreign submitters; a worker's sl_submit
+ * goes to another worker's mailbox, and the searching loop never runs a task
+ * its own thread submitted (docs/exec.md, "Submit never runs on its caller"
+ * and "Foreign threads help").
  */
 #include "exec_internal.h"
 
@@ -28,6 +32,16 @@
 #include "../channels/spin.h"
 
 _Thread_local sl__worker *sl__tls_worker __attribute__((tls_model("initial-exec")));
+/* A foreign thread helping ex (sl__exec_help_foreign); frames nest on its
+ * stack, innermost first, as helped tasks sync in turn. */
+typedef struct help_frame {
+    const sl_exec *ex;
+    const struct help_frame *up;
+} help_frame;
+/* The calling thread's innermost frame, NULL on workers and on foreign
+ * threads not helping: sl_exec_free(ex) must refuse from a task of ex that a
+ * foreign thread runs, as it does from a worker of ex. */
+static _Thread_local const help_frame *foreign_frames;
 
 /* A searcher's budget before it parks: SEARCH_SPINS rounds over every queue
  * with pause hints doubling up to 2^SEARCH_SPINS between them, then
@@ -39,17 +53,14 @@ _Thread_local sl__worker *sl__tls_worker __attribute__((tls_model("initial-exec"
 #define SEARCH_YIELDS 3u
 /* Steal attempts on one victim whose top moved under us before moving on. */
 #define STEAL_RETRIES 4u
-/* A foreign sync spins this many times on the task's state before parking. */
-#define FOREIGN_SPINS 256u
-
-static uint64_t next_random(sl__worker *w)
+static uint64_t next_random(uint64_t *state)
 {
     /* xorshift64: good enough to spread victims, one cycle of state */
-    uint64_t x = w->rng;
+    uint64_t x = *state;
     x ^= x << 13;
     x ^= x >> 7;
     x ^= x << 17;
-    w->rng = x;
+    *state = x;
     return x;
 }
 
@@ -88,6 +99,20 @@ static sl__task *steal_mail(sl_exec *ex, sl__worker *w, unsigned start)
     return NULL;
 }
 
+/* One pass over the workers' deques from start, skipping worker `skip`
+ * (nworkers or more: none). */
+static sl__task *steal_deques(sl_exec *ex, unsigned start, unsigned skip)
+{
+    unsigned n = ex->nworkers;
+    for (unsigned k = 0; k < n; k++) {
+        unsigned v = (start + k) % n;
+        sl__task *t;
+        if (v != skip && (t = steal_from(&ex->workers[v])) != NULL)
+            return t;
+    }
+    return NULL;
+}
+
 /* One search round: own mailbox, victims' deques from a random start, the
  * injector, then other mailboxes. */
 static sl__task *steal_any(sl_exec *ex, sl__worker *w)
@@ -96,12 +121,9 @@ static sl__task *steal_any(sl_exec *ex, sl__worker *w)
     if (sl_list_try_pop(&w->mailbox, &t) == SL_OK)
         return t;
     unsigned n = ex->nworkers;
-    unsigned start = (unsigned)(next_random(w) % n);
-    for (unsigned k = 0; k < n; k++) {
-        unsigned v = (start + k) % n;
-        if (v != w->id && (t = steal_from(&ex->workers[v])) != NULL)
-            return t;
-    }
+    unsigned start = (unsigned)(next_random(&w->rng) % n);
+    if ((t = steal_deques(ex, start, w->id)) != NULL)
+        return t;
     if (sl_list_try_pop(&ex->injector, &t) == SL_OK)
         return t;
     return n > 1 ? steal_mail(ex, w, start) : NULL;
@@ -122,14 +144,16 @@ bool sl__exec_has_work(sl_exec *ex, const sl__worker *w)
     return sl_list_len(&ex->injector) != 0;
 }
 
-void sl__exec_run(sl__worker *w, sl__task *t)
+/* Runs t on worker w, or on a foreign thread of ex when w is NULL, and
+ * completes it. */
+static inline void run_task(sl_exec *ex, sl__worker *w, sl__task *t)
 {
     sl_scope *scope = t->scope;
     t->fn(t->args_size ? t->payload : NULL,
           t->ret_size ? t->payload + sl__task_ret_offset(t) : NULL);
     SL_FI();
     if (scope) {
-        sl__task_free(w->ex, w, t);
+        sl__task_free(ex, w, t);
         sl__scope_complete(scope);
         return;
     }
@@ -144,6 +168,11 @@ void sl__exec_run(sl__worker *w, sl__task *t)
         sl_event *ev = atomic_load_explicit(&t->sleep, memory_order_relaxed);
         sl_event_notify_one(ev);
     }
+}
+
+void sl__exec_run(sl__worker *w, sl__task *t)
+{
+    run_task(w->ex, w, t);
 }
 
 /* Publishes where the syncer sleeps and marks the task WAITED; false when the
@@ -202,6 +231,41 @@ void sl__exec_help(sl__worker *w, const sl__wait *wt)
     }
 }
 
+bool sl__exec_help_foreign(sl_exec *ex, const sl__wait *wt)
+{
+    help_frame frame = { ex, foreign_frames };
+    /* Seeded from the frame's address: distinct per thread and nesting level;
+     * the low bit keeps xorshift off its zero fixed point. */
+    uint64_t rng = ((uint64_t)(uintptr_t)&frame * 0x9e3779b97f4a7c15ull) | 1u;
+    foreign_frames = &frame;
+    unsigned fails = 0;
+    while (!sl__wait_done(wt)) {
+        /* Deques only: the injector and the mailboxes hold what sl_submit
+         * queued, which must never run on its submitter. */
+        unsigned start = (unsigned)(next_random(&rng) % ex->nworkers);
+        sl__task *t = steal_deques(ex, start, ex->nworkers);
+        if (t) {
+            run_task(ex, NULL, t);
+            fails = 0;
+            continue;
+        }
+        if (++fails > SEARCH_SPINS + SEARCH_YIELDS)
+            break;
+        search_pause(fails);
+    }
+    foreign_frames = frame.up;
+    return sl__wait_done(wt);
+}
+
+/* True when the calling thread is a foreign thread running a task of ex. */
+static bool foreign_helping(const sl_exec *ex)
+{
+    for (const help_frame *f = foreign_frames; f; f = f->up)
+        if (f->ex == ex)
+            return true;
+    return false;
+}
+
 static void *worker_main(void *arg)
 {
     sl__worker *w = arg;
@@ -255,7 +319,7 @@ SL_API sl_future sl_submit(sl_exec *ex, sl_task_fn fn, const void *args, size_t 
     if (!task_ok(ex, fn, args, args_size, ret_size))
         return cleared_future;
     sl__worker *w = sl__exec_worker_of(ex);
-    if (!w) /* a foreign thread never runs tasks: the injector will do */
+    if (!w) /* the injector: a foreign thread's helping sync never takes from it */
         return sl_spawn(ex, fn, args, args_size, ret_size);
     if (ex->nworkers < 2)
         return cleared_future; /* no other thread could ever run it */
@@ -273,14 +337,17 @@ SL_API sl_future sl_submit(sl_exec *ex, sl_task_fn fn, const void *args, size_t 
     return (sl_future){ t, gen };
 }
 
-/* A foreign thread waits for t: a short spin, then parked on t's own event. */
-static void wait_foreign(sl__task *t)
+/* A foreign thread waits for t: it helps (runs stolen tasks) while there
+ * are any, then parks on t's own event. The help loop leaves t's state
+ * alone, so the park below is the same Dekker pair as without helping: a
+ * completion that came first is seen by register_waiter (or the re-check),
+ * one that comes after reads WAITED and notifies t->done. */
+static void wait_foreign(sl_exec *ex, sl__task *t)
 {
-    for (unsigned i = 0; i < FOREIGN_SPINS; i++) {
-        if (atomic_load_explicit(&t->state, memory_order_acquire) == SL__TASK_DONE)
-            return;
-        sl_cpu_relax();
-    }
+    sl__wait wt = { t, NULL };
+    if (sl__exec_help_foreign(ex, &wt))
+        return;
+    SL_FI();
     if (!register_waiter(t, &t->done))
         return;
     for (;;) {
@@ -344,7 +411,7 @@ SL_API sl_status sl_sync(sl_future *f, void *ret)
         sl__wait wt = { t, NULL };
         sl__exec_help(self, &wt);
     } else {
-        wait_foreign(t);
+        wait_foreign(ex, t);
     }
     if (!inline_ran && ret && t->ret_size)
         memcpy(ret, t->payload + sl__task_ret_offset(t), t->ret_size);
@@ -480,7 +547,7 @@ SL_API sl_status sl_exec_new(sl_exec **out, const sl_exec_opts *opts)
 
 SL_API void sl_exec_free(sl_exec *ex)
 {
-    if (!ex || sl__exec_worker_of(ex))
+    if (!ex || sl__exec_worker_of(ex) || foreign_helping(ex))
         return; /* from one of its own tasks it would wait for itself forever */
     exec_stop(ex);
 }

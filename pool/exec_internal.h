@@ -212,6 +212,11 @@ bool sl__exec_has_work(sl_exec *ex, const sl__worker *w);
 void sl__exec_run(sl__worker *w, sl__task *t);
 /* Runs tasks on worker w until wt is done (sl_sync, sl_scope_end). */
 void sl__exec_help(sl__worker *w, const sl__wait *wt);
+/* A foreign thread (no worker of any executor) waiting for wt on ex: steals
+ * from ex's deques — never the injector or a mailbox — and runs what it
+ * steals, until wt is done or a bounded search finds nothing. Returns whether
+ * wt is done (acquire); when false the caller parks. Re-entrant. */
+bool sl__exec_help_foreign(sl_exec *ex, const sl__wait *wt);
 /* A record for fn(args) with the given sizes (not queued), or NULL when out
  * of memory. The usual argument sizes are copied with fixed-size moves. */
 static inline sl__task *sl__exec_task_new(sl_exec *ex, sl__worker *w, sl_task_fn fn,
@@ -237,8 +242,11 @@ static inline sl__task *sl__exec_task_new(sl_exec *ex, sl__worker *w, sl_task_fn
 }
 
 /* Queues a filled record: on w's deque, or (w NULL) on the injector, then
- * wakes a sleeper if nobody searches. Returns false when it could not be
- * queued (out of memory). */
+ * wakes a sleeper if nobody searches. Nothing else ever pushes on a deque,
+ * and nothing moves a task from the injector or a mailbox to a deque: deques
+ * hold only tasks that workers spawned, never a submitted one, which is why
+ * foreign threads may steal from them while they wait (docs/exec.md).
+ * Returns false when it could not be queued (out of memory). */
 static inline bool sl__exec_queue(sl_exec *ex, sl__worker *w, sl__task *t)
 {
     if (w) {

@@ -118,9 +118,12 @@ SL_API void sl_scope_end(sl_scope *s)
         sl__wait wt = { NULL, s };
         sl__exec_help(w, &wt);
     } else {
-        /* A foreign thread (or, misused, a thread other than the one that
-         * began s): wait where the completer will look. */
-        scope_wait_parked(s, s->sl__sleep);
+        /* A foreign thread helps as in sl_sync, then (or, misused, a thread
+         * other than the one that began s, at once) waits where the
+         * completer will look. */
+        sl__wait wt = { NULL, s };
+        if (w || !sl__exec_help_foreign(s->sl__ex, &wt))
+            scope_wait_parked(s, s->sl__sleep);
     }
 }
 
@@ -143,7 +146,11 @@ static void pf_run(pf_range r)
 {
     sl__worker *w = sl__exec_worker_of(r.scope->sl__ex);
     while (r.end - r.begin > r.grain) {
-        if (w && sl__deque_is_empty(&w->deque)) {
+        /* A foreign thread that stole a piece while it waits (w NULL) has no
+         * deque to watch: it gives every upper half away at once, through
+         * the injector, and keeps one grain — its help must not become the
+         * one slow piece the others wait for. */
+        if (!w || sl__deque_is_empty(&w->deque)) {
             pf_range upper = r;
             upper.begin = r.begin + (r.end - r.begin) / 2;
             r.end = upper.begin;

@@ -12,6 +12,8 @@
 #include "stress_common.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -504,6 +506,129 @@ START_TEST(test_parallel_for_concurrent)
 }
 END_TEST
 
+/* ---- foreign threads help while they sync -------------------------------- */
+
+/* One foreign thread's view: the tasks that ran on it while it synced. */
+typedef struct helper_stats {
+    pthread_t owner;
+    atomic_uint_fast64_t ran_here;
+    atomic_int started;          /* the round's root has begun (its subtree exists) */
+} helper_stats;
+
+typedef struct hfib_args {
+    sl_exec *ex;
+    helper_stats *st;
+    long n;
+} hfib_args;
+
+static void record_thread(void *args, void *ret)
+{
+    (void)args;
+    *(pthread_t *)ret = pthread_self();
+}
+
+/* Submits a task from the current thread and checks it ran elsewhere. */
+static void submit_and_check(sl_exec *ex, const char *where)
+{
+    pthread_t ran;
+    sl_future f = sl_submit(ex, record_thread, NULL, 0, sizeof ran);
+    if (sl_sync(&f, &ran) != SL_OK)
+        rec_fail("%s: sync of a submitted task failed", where);
+    else if (pthread_equal(ran, pthread_self()))
+        rec_fail("%s: a submitted task ran on its submitter", where);
+}
+
+/* fib, counting the calls that run on the owner (a foreign thread, so only
+ * through its helping syncs); those submit now and then, from inside the
+ * help, and check the submitted task ran elsewhere. */
+static void hfib_task(void *args, void *ret)
+{
+    hfib_args a = *(hfib_args *)args;
+    atomic_store_explicit(&a.st->started, 1, memory_order_relaxed);
+    if (pthread_equal(pthread_self(), a.st->owner)) {
+        uint64_t k = atomic_fetch_add_explicit(&a.st->ran_here, 1, memory_order_relaxed);
+        if (k % 64 == 0)
+            submit_and_check(a.ex, "helped task");
+    }
+    if (a.n < 2) {
+        *(long *)ret = a.n;
+        return;
+    }
+    long x = 0, y = 0;
+    hfib_args c = { a.ex, a.st, a.n - 1 };
+    sl_future f = sl_spawn(a.ex, hfib_task, &c, sizeof c, sizeof x);
+    c.n = a.n - 2;
+    hfib_task(&c, &y);
+    if (sl_sync(&f, &x) != SL_OK)
+        rec_fail("hfib(%ld): sync failed", a.n - 1);
+    *(long *)ret = x + y;
+}
+
+typedef struct help_run {
+    run_head head;
+    sl_exec *ex;
+    unsigned rounds;
+    long n, want;
+    atomic_uint_fast64_t ran_on_foreign;
+} help_run;
+
+enum { HELP_SUBMITS = 16 };
+
+/* Each round: submit a batch, spawn a fib root, wait until it has begun (so
+ * that its subtree is on the deques), sync it — helping — then sync the batch:
+ * no submitted task may have run here, helping or not. */
+static void *helper_thread(void *p)
+{
+    worker *me = p;
+    help_run *r = me->run;
+    helper_stats st = { .owner = pthread_self() };
+    for (unsigned round = 0; round < r->rounds; round++) {
+        sl_future sub[HELP_SUBMITS];
+        for (int i = 0; i < HELP_SUBMITS; i++)
+            sub[i] = sl_submit(r->ex, record_thread, NULL, 0, sizeof(pthread_t));
+        atomic_store_explicit(&st.started, 0, memory_order_relaxed);
+        hfib_args a = { r->ex, &st, r->n };
+        long got = -1;
+        sl_future f = sl_spawn(r->ex, hfib_task, &a, sizeof a, sizeof got);
+        while (!atomic_load_explicit(&st.started, memory_order_relaxed))
+            sched_yield();
+        if (sl_sync(&f, &got) != SL_OK || got != r->want)
+            rec_fail("thread %u: fib(%ld) gave %ld", me->idx, r->n, got);
+        for (int i = 0; i < HELP_SUBMITS; i++) {
+            pthread_t ran;
+            if (sl_sync(&sub[i], &ran) != SL_OK)
+                rec_fail("thread %u: sync of submit %d failed", me->idx, i);
+            else if (pthread_equal(ran, st.owner))
+                rec_fail("thread %u: submit %d ran on its submitter", me->idx, i);
+        }
+        step(r);
+    }
+    atomic_fetch_add(&r->ran_on_foreign, atomic_load(&st.ran_here));
+    return NULL;
+}
+
+static long fib_plain(long n)
+{
+    return n < 2 ? n : fib_plain(n - 1) + fib_plain(n - 2);
+}
+
+START_TEST(test_foreign_syncs_help_under_load)
+{
+    unsigned nf = foreigners();
+    begin_test("exec", "foreign-help x%u", nf);
+    help_run r = { { 0 }, new_exec(workers()), (unsigned)sl_test_scaled(40, 4), 20, 0, 0 };
+    r.want = fib_plain(r.n);
+    run_team(nf, helper_thread, &r);
+    sl_exec_free(r.ex);
+    ASSERT_CLEAN();
+    ck_assert_msg(atomic_load(&r.ran_on_foreign) > 0,
+                  "no task ran on a foreign thread while it synced");
+    fprintf(stderr, "[exec foreign-help] %llu of %llu fib calls ran on the syncing threads\n",
+            ULL(atomic_load(&r.ran_on_foreign)),
+            ULL((uint64_t)nf * r.rounds * (uint64_t)(2 * r.want - 1)));
+}
+END_TEST
+
 static Suite *exec_stress_suite(void)
 {
     Suite *s = suite_create("exec-stress");
@@ -513,6 +638,7 @@ static Suite *exec_stress_suite(void)
     tcase_add_test(tc, test_random_trees_two_executors);
     tcase_add_test(tc, test_futures_cross_threads);
     tcase_add_test(tc, test_parallel_for_concurrent);
+    tcase_add_test(tc, test_foreign_syncs_help_under_load);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("wakeups");

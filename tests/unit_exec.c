@@ -11,6 +11,7 @@
 #include "stress_common.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -428,6 +429,143 @@ START_TEST(test_submit_single_worker)
     ck_assert_int_eq(sl_sync(&f, &spawned), SL_OK);
     ck_assert_int_eq(spawned, 0); /* the only worker cannot submit to itself */
     sl_exec_free(ex);
+}
+END_TEST
+
+/* ---- a foreign thread's sync helps --------------------------------------- */
+
+enum { HELP_KIDS = 8 };
+
+/* Shared by the blocker (on the only worker), its children and the test. */
+typedef struct help_board {
+    sl_exec *ex;
+    sl_future kids[HELP_KIDS];
+    pthread_t ran[HELP_KIDS];
+    atomic_int published;        /* the blocker has spawned and stored the kids */
+    atomic_int released;         /* the test lets the blocker return */
+    atomic_int kids_done;
+    sl_scope *scope;             /* the scope variant: kids go there, no futures */
+} help_board;
+
+typedef struct help_kid_args {
+    help_board *b;
+    int idx;
+} help_kid_args;
+
+/* Waits for flag, a bounded time; false (and a failure recorded) on time-out. */
+static bool await_flag(atomic_int *flag, const char *what)
+{
+    uint64_t deadline = sl_test_now_ns() + 20 * SEC;
+    while (!atomic_load_explicit(flag, memory_order_acquire)) {
+        if (sl_test_now_ns() > deadline) {
+            rec_fail("%s never came", what);
+            return false;
+        }
+        sched_yield();
+    }
+    return true;
+}
+
+/* Kid 0 (with futures) first tries to free the executor — refused, since it
+ * is a task of it even on a foreign thread — then syncs every other kid:
+ * nested helping on the foreign thread's stack. */
+static void help_kid(void *args, void *ret)
+{
+    (void)ret;
+    help_kid_args a = *(help_kid_args *)args;
+    help_board *b = a.b;
+    b->ran[a.idx] = pthread_self();
+    if (a.idx == 0 && !b->scope) {
+        sl_exec_free(b->ex); /* must return at once: we are one of its tasks */
+        await_flag(&b->published, "publication");
+        for (int i = HELP_KIDS - 1; i >= 1; i--)
+            if (sl_sync(&b->kids[i], NULL) != SL_OK)
+                rec_fail("nested sync of kid %d failed", i);
+    }
+    atomic_fetch_add_explicit(&b->kids_done, 1, memory_order_release);
+}
+
+/* On the only worker: spawns the kids on its own deque, publishes them, and
+ * blocks until released without syncing them — only a helping foreign thread
+ * can run them meanwhile. */
+static void help_blocker(void *args, void *ret)
+{
+    (void)ret;
+    help_board *b = *(help_board **)args;
+    for (int i = 0; i < HELP_KIDS; i++) {
+        help_kid_args k = { b, i };
+        if (b->scope)
+            sl_scope_spawn(b->scope, help_kid, &k, sizeof k);
+        else
+            b->kids[i] = sl_spawn(b->ex, help_kid, &k, sizeof k, 0);
+    }
+    atomic_store_explicit(&b->published, 1, memory_order_release);
+    await_flag(&b->released, "release");
+}
+
+/* The scope variant's releaser: the blocker is a task of the scope, so the
+ * test thread sits in sl_scope_end while the kids must run; this thread lets
+ * the blocker go once they all have. */
+static void *help_releaser(void *p)
+{
+    help_board *b = p;
+    uint64_t deadline = sl_test_now_ns() + 20 * SEC;
+    while (atomic_load_explicit(&b->kids_done, memory_order_acquire) < HELP_KIDS &&
+           sl_test_now_ns() < deadline)
+        sl_test_sleep_ns(MS);
+    atomic_store_explicit(&b->released, 1, memory_order_release);
+    return NULL;
+}
+
+static void check_kids_ran_here(const help_board *b)
+{
+    for (int i = 0; i < HELP_KIDS; i++)
+        ck_assert_msg(pthread_equal(b->ran[i], pthread_self()),
+                      "kid %d did not run on the syncing foreign thread", i);
+}
+
+START_TEST(test_foreign_sync_helps)
+{
+    begin_test("exec", "foreign-help");
+    sl_exec *ex = new_exec(1);
+    help_board b = { .ex = ex };
+    help_board *bp = &b;
+    sl_future blocker = sl_spawn(ex, help_blocker, &bp, sizeof bp, 0);
+    ck_assert(await_flag(&b.published, "publication"));
+    /* The only worker is stuck in the blocker: kid 0 and the kids it syncs
+     * complete only if this thread runs them. */
+    ck_assert_int_eq(sl_sync(&b.kids[0], NULL), SL_OK);
+    ck_assert_int_eq(atomic_load(&b.kids_done), HELP_KIDS);
+    check_kids_ran_here(&b);
+    ck_assert_int_eq(sl_sync(&b.kids[1], NULL), SL_EINVAL); /* synced by kid 0 */
+    atomic_store_explicit(&b.released, 1, memory_order_release);
+    ck_assert_int_eq(sl_sync(&blocker, NULL), SL_OK);
+    ck_assert_int_eq(fib_on(ex, 12), fib_serial(12)); /* the free was refused */
+    sl_exec_free(ex);
+    ASSERT_CLEAN();
+}
+END_TEST
+
+START_TEST(test_foreign_scope_end_helps)
+{
+    begin_test("exec", "foreign-scope-help");
+    sl_exec *ex = new_exec(1);
+    sl_scope s;
+    sl_scope_begin(ex, &s);
+    help_board b = { .ex = ex, .scope = &s };
+    help_board *bp = &b;
+    pthread_t releaser;
+    ck_assert_int_eq(pthread_create(&releaser, NULL, help_releaser, &b), 0);
+    sl_scope_spawn(&s, help_blocker, &bp, sizeof bp);
+    /* A foreign waiter helps with the work it finds, then parks until the
+     * scope ends: wait until the kids are there to be found. */
+    ck_assert(await_flag(&b.published, "publication"));
+    sl_scope_end(&s); /* the kids can only run here until the releaser acts */
+    pthread_join(releaser, NULL);
+    ck_assert_int_eq(atomic_load(&b.kids_done), HELP_KIDS);
+    check_kids_ran_here(&b);
+    sl_exec_free(ex);
+    ASSERT_CLEAN();
 }
 END_TEST
 
@@ -892,6 +1030,12 @@ static Suite *exec_suite(void)
     tcase_add_test(tc, test_move_only_futures);
     tcase_add_test(tc, test_cleared_futures_and_limits);
     tcase_add_test(tc, test_is_ready);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("foreign-help");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_foreign_sync_helps);
+    tcase_add_test(tc, test_foreign_scope_end_helps);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("executors");

@@ -25,9 +25,9 @@
  * Threads. The executor's own threads are its workers. Any other thread
  * (the main thread, a worker of another executor, a pool thread) is a
  * "foreign" thread: its spawns go through the executor's injector queue, and
- * its sl_sync never runs the executor's tasks (see sl_sync). Tasks may
- * spawn, sync, submit and open scopes on any executor; they must not rely on
- * which thread runs them, nor on thread-local storage.
+ * its sl_sync may run the executor's tasks while it waits (see sl_sync).
+ * Tasks may spawn, sync, submit and open scopes on any executor; they must
+ * not rely on which thread runs them, nor on thread-local storage.
  *
  * Concurrency:
  *   | operation                               | may run concurrently with        |
@@ -62,8 +62,9 @@
  * Progress: sl_spawn on a worker is wait-free apart from the rare growth of
  * the worker's deque and task cache (an allocation); from a foreign thread it
  * is lock-free except for the record allocation, which takes a short mutex.
- * sl_sync and sl_scope_end are blocking (they wait for other threads' tasks)
- * but never park while there is a task they could run. Idle workers park in
+ * sl_sync and sl_scope_end are blocking (they wait for other threads' tasks);
+ * on a worker they never park while there is a task they could run, on a
+ * foreign thread they park after a bounded search of the deques. Idle workers park in
  * the kernel: an executor with nothing to do uses no CPU.
  */
 #ifndef SLUICE_EXEC_H
@@ -127,8 +128,9 @@ SL_API sl_status sl_exec_new(sl_exec **out, const sl_exec_opts *opts);
  * frees everything, including the records of futures never synced. Futures of
  * ex must not be used afterwards. NULL does nothing. The caller guarantees that
  * once this is called no thread but ex's own tasks uses ex (spawns, syncs,
- * scopes); called from a task of ex it returns at once without freeing
- * anything, since it would wait for itself. Blocking. */
+ * scopes); called from a task of ex (on a worker, or on a foreign thread
+ * helping in sl_sync) it returns at once without freeing anything, since it
+ * would wait for itself. Blocking. */
 SL_API void sl_exec_free(sl_exec *ex);
 
 /* The process-wide executor, created on first use with one worker per online
@@ -166,9 +168,15 @@ SL_API sl_future sl_spawn(sl_exec *ex, sl_task_fn fn, const void *args, size_t a
  * could run — it is woken when the task completes or new work appears.
  * On a worker of another executor: runs its own executor's tasks while it
  * waits, as above (so that executors waiting on each other cannot deadlock).
- * On any other thread: waits without running tasks (spins briefly, then parks
- * in the kernel until the task completes). Blocking. The task's completion
- * happens-before the return. */
+ * On any other thread: helps while it waits — steals tasks from the workers'
+ * deques (tasks spawned on workers; never from the injector or a mailbox,
+ * where sl_submit's tasks wait, so a task the caller submitted never runs
+ * here) and runs them, nested syncs in them helping again; after a bounded
+ * search that finds nothing it parks in the kernel until the task completes,
+ * and is then woken by the completion only, not by new work. Tasks such a
+ * thread runs may therefore run on the caller's thread: the caller must not
+ * hold across sl_sync anything (a lock) that a task of the executor may wait
+ * for. Blocking. The task's completion happens-before the return. */
 SL_API sl_status sl_sync(sl_future *f, void *ret);
 
 /* True when f holds a spawned task that has not been synced (through any copy).
@@ -183,7 +191,8 @@ SL_API bool sl_is_ready(const sl_future *f);
 
 /* As sl_spawn, but the task never runs on the calling thread — not even while
  * the caller waits for it in sl_sync. From a foreign thread the task goes
- * through the injector (foreign threads never run tasks); from a worker of ex
+ * through the injector (a foreign thread's sl_sync helps only from the
+ * workers' deques, which never hold submitted tasks); from a worker of ex
  * it goes to another worker's mailbox, which the submitting worker never takes
  * from. The future may be synced from any thread. Returns a cleared future in
  * the cases sl_spawn does, and when the caller is the only worker of ex (no
@@ -220,9 +229,9 @@ SL_API void sl_scope_begin(sl_exec *ex, sl_scope *s);
 SL_API void sl_scope_spawn(sl_scope *s, sl_task_fn fn, const void *args, size_t args_size);
 
 /* Waits until every task of s has completed, running tasks meanwhile as
- * sl_sync does (a worker runs its own executor's tasks; other threads wait
- * parked). Every task of s happens-before the return. Afterwards s may be
- * begun again. NULL s: nothing. Blocking. */
+ * sl_sync does (a worker runs its own executor's tasks; a foreign thread
+ * steals from the deques, then parks). Every task of s happens-before the
+ * return. Afterwards s may be begun again. NULL s: nothing. Blocking. */
 SL_API void sl_scope_end(sl_scope *s);
 
 /* Calls body(i, ctx) exactly once for every i in [begin, end), in parallel on

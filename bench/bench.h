@@ -137,6 +137,11 @@ bool slb_plot(const char *png, const slb_workload *w, size_t n);
 
 /* chan_bench.c */
 int slb_chan_main(const slb_opts *o);
+/* Option values (cli.c): a decimal number with an optional k or M suffix;
+ * a comma list of names into a bit mask (false on an unknown name). */
+bool slb_parse_u64(const char *s, uint64_t *out);
+bool slb_parse_names(const char *s, const char *const *names, size_t n, unsigned *out);
+
 /* `sl-bench pool` and `sl-bench exec`: argv[0] is the subcommand's name. */
 int slb_pool_main(int argc, char **argv);
 int slb_exec_main(int argc, char **argv);

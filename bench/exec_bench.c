@@ -374,26 +374,6 @@ static bool parse_list(const char *s, unsigned lo, unsigned hi, unsigned *out, s
     return *n > 0;
 }
 
-/* A comma list of names into a bit mask (bit i for names[i]); "all" = every. */
-static bool parse_names(const char *s, const char *const *names, size_t n, unsigned *out)
-{
-    if (strcasecmp(s, "all") == 0) {
-        *out = (1u << n) - 1;
-        return true;
-    }
-    *out = 0;
-    for (const char *p = s; *p;) {
-        size_t len = strcspn(p, ","), i = 0;
-        while (i < n && !(strlen(names[i]) == len && strncasecmp(p, names[i], len) == 0))
-            i++;
-        if (i == n)
-            return false;
-        *out |= 1u << i;
-        p += len + (p[len] == ',');
-    }
-    return *out != 0;
-}
-
 enum { X_WORKS = 256, X_FIB, X_NQ, X_UTS, X_BPC, X_CONT, X_THREADS, X_ROUNDS, X_SEED,
        X_TIMEOUT, X_CSV, X_QUICK, X_LIST, X_HELP };
 
@@ -414,8 +394,8 @@ static bool parse_value(int c, const char *arg, slb_xopts *o)
     unsigned bpc[3];
     size_t n;
     switch (c) {
-    case X_WORKS: return parse_names(arg, works, SLB_XWORKS, &o->works);
-    case X_CONT: return parse_names(arg, ids, N_ALL, &o->contenders);
+    case X_WORKS: return slb_parse_names(arg, works, SLB_XWORKS, &o->works);
+    case X_CONT: return slb_parse_names(arg, ids, N_ALL, &o->contenders);
     case X_FIB: return parse_list(arg, 2, 50, o->fibs, SLB_X_MAX_FIBS, &o->n_fibs);
     case X_NQ: return parse_uint(arg, 4, SLB_NQ_MAX, &o->nqueens);
     case X_UTS: return parse_uint(arg, 1, 14, &o->uts_depth);

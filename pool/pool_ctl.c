@@ -206,9 +206,9 @@ static bool ctl_pass(sl_pool *p)
     bool reset = p->cmd == CMD_RESET && !p->reset_swept;
     pthread_mutex_unlock(&p->lock);
     if (reset) {
-        /* What was queued when the sweep began, and the keyed successors
-         * that their discards release (at most as many again). */
-        sweep(p, SL_DISCARD_RESET, 2 * sl__pool_queue_len(&p->queue));
+        /* What was queued when the sweep began (the jobs waiting for their
+         * keys are taken whole first); what arrives later stays queued. */
+        sweep(p, SL_DISCARD_RESET, sl__pool_queue_len(&p->queue));
         pthread_mutex_lock(&p->lock);
         p->reset_swept = true;
         pthread_mutex_unlock(&p->lock);

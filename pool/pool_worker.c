@@ -57,17 +57,25 @@ static bool has_work(const sl_pool *p)
     return pending > waiting;
 }
 
-/* Leaves the live count if there are more workers than `limit`. */
+/* Retires: leaves the live count if there are more workers than `limit`.
+ * Under the pool lock, with the count of retirements, so that a stats
+ * snapshot never sees a worker gone from `workers` but not yet `retired`.
+ * The unlocked look first keeps the common case (nothing to do) free. */
 static bool leave_above(sl_pool *p, unsigned limit)
 {
+    if (atomic_load_explicit(&p->live, memory_order_relaxed) <= limit)
+        return false;
+    bool left = false;
+    pthread_mutex_lock(&p->lock);
     unsigned live = atomic_load_explicit(&p->live, memory_order_relaxed);
-    while (live > limit) {
-        if (atomic_compare_exchange_weak_explicit(&p->live, &live, live - 1,
-                                                  memory_order_acq_rel,
-                                                  memory_order_relaxed))
-            return true;
-    }
-    return false;
+    while (live > limit && !left)
+        left = atomic_compare_exchange_weak_explicit(&p->live, &live, live - 1,
+                                                     memory_order_acq_rel,
+                                                     memory_order_relaxed);
+    if (left)
+        atomic_fetch_add_explicit(&p->retired, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&p->lock);
+    return left;
 }
 
 static enum worker_end exit_due(pool_worker *w)
@@ -247,8 +255,6 @@ static void worker_exit(pool_worker *w, enum worker_end end)
     atomic_fetch_add_explicit(&p->completed_gone,
                               atomic_load_explicit(&w->completed, memory_order_relaxed),
                               memory_order_relaxed);
-    if (end == END_RETIRED)
-        atomic_fetch_add_explicit(&p->retired, 1, memory_order_relaxed);
     if (end == END_DIED) {
         atomic_fetch_add_explicit(&p->died, 1, memory_order_relaxed);
         p->deaths++;
@@ -357,7 +363,11 @@ sl_status sl__pool_spawn(sl_pool *p, unsigned limit)
     pthread_mutex_lock(&p->lock);
     /* Under lock with the slot: a worker that has left the live count but
      * not yet its slot holds the slot a moment longer. */
-    bool slotted = enter_below(p, limit);
+    /* The target as it is now: a limit computed from an older, higher target
+     * would spawn workers that retire at once, over and over (thread churn
+     * while set_workers shrinks the pool). */
+    unsigned target = atomic_load_explicit(&p->target, memory_order_seq_cst);
+    bool slotted = enter_below(p, limit < target ? limit : target);
     if (slotted && !claim_slot(p, w)) {
         atomic_fetch_sub_explicit(&p->live, 1, memory_order_acq_rel);
         slotted = false;

@@ -130,7 +130,6 @@ SL_API sl_status sl_pool_new(sl_pool **out, const sl_pool_opts *opts)
 static void begin_shutdown(sl_pool *p, sl_shutdown how)
 {
     p->shut = true;
-    p->how = how;
     /* seq_cst: in one total order with every reservation (pool_submit.c). */
     atomic_fetch_or_explicit(&p->pending, PENDING_CLOSED, memory_order_seq_cst);
     atomic_store_explicit(&p->run_state, how == SL_DRAIN ? RUN_DRAINING : RUN_CANCELLING,
@@ -150,7 +149,6 @@ SL_API void sl_pool_free(sl_pool *p)
     if (!p)
         return;
     pthread_mutex_lock(&p->lock);
-    p->freeing = true;
     if (!p->shut) {
         p->cmd = CMD_NONE; /* a command in progress is overtaken */
         atomic_store_explicit(&p->busy, 1, memory_order_seq_cst);

@@ -1,7 +1,8 @@
 /*
  * pool/pool_impl.h — the worker pool's insides, shared by its files:
  *
- *   pool.c         the public calls: new/free, submit, commands, stats, waits
+ *   pool.c         new/free, the commands, stats, waits
+ *   pool_submit.c  submitting: the `pending` reservation, inboxes, waking
  *   pool_queue.c   the job queues: priority levels x inboxes of SL_LIST
  *   pool_keys.c    the key table: which keys are busy, jobs waiting per key
  *   pool_worker.c  a worker thread: take, run, search, park, retire, die
@@ -62,8 +63,6 @@ sl_status sl__pool_queue_push(pool_queue *q, unsigned inbox, const sl_job *job);
  * others'. true with *out set, or false when every list looked empty. The
  * inbox it came from goes to *from. */
 bool sl__pool_queue_pop(pool_queue *q, unsigned own, sl_job *out, unsigned *from);
-/* Jobs in inbox (all levels); a snapshot. */
-size_t sl__pool_queue_inbox_len(const pool_queue *q, unsigned inbox);
 /* Jobs in all lists; a snapshot. */
 size_t sl__pool_queue_len(const pool_queue *q);
 
@@ -129,7 +128,8 @@ struct pool_worker {
     sl_job job;                    /* the job running now, when has_job */
     bool has_job, init_done, fini_done;
     bool counted;                  /* still counted in pool->live */
-    enum worker_end end;
+    enum worker_end end;           /* work()'s result; a field, not a local, because the
+                                      cleanup region is a setjmp (-Wclobbered) */
     pool_worker *next_exited;      /* the control thread's join list */
 };
 
@@ -166,8 +166,6 @@ struct sl_pool {
     /* Commands and thread bookkeeping, under lock. */
     pthread_mutex_t lock;
     enum pool_cmd cmd;                 /* in progress, or CMD_NONE */
-    sl_shutdown how;
-    bool freeing;                      /* sl_pool_free was called */
     bool shut;                         /* shutdown was called (commands: EINVAL) */
     pool_worker *exited;               /* to be joined by the control thread */
     unsigned next_id;                  /* worker ids, never reused */
@@ -204,6 +202,5 @@ sl_status sl__pool_spawn(sl_pool *p, unsigned limit);
 /* pool_ctl.c */
 void *sl__pool_ctl_main(void *arg);
 void sl__pool_ctl_poke(sl_pool *p);
-void sl__pool_sweep(sl_pool *p, sl_discard why);
 
 #endif /* SLUICE_POOL_IMPL_H */

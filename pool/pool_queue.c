@@ -6,7 +6,7 @@
  * worker slot. Unbounded lists, because the pool's bound (queue_capacity)
  * counts more than these lists hold — jobs waiting for their key, and
  * reservations not yet pushed — and is enforced on the `pending` count
- * instead (pool.c). An empty list's pop only reads (it compares the
+ * instead (pool_submit.c). An empty list's pop only reads (it compares the
  * segment's dequeue and enqueue indices), so workers searching several
  * empty lists do not write shared lines.
  */
@@ -80,7 +80,8 @@ bool sl__pool_queue_pop(pool_queue *q, unsigned own, sl_job *out, unsigned *from
     return false;
 }
 
-size_t sl__pool_queue_inbox_len(const pool_queue *q, unsigned inbox)
+/* Jobs in inbox (all levels); a snapshot. */
+static size_t inbox_len(const pool_queue *q, unsigned inbox)
 {
     size_t n = 0;
     for (unsigned level = 0; level < q->levels; level++)
@@ -92,6 +93,6 @@ size_t sl__pool_queue_len(const pool_queue *q)
 {
     size_t n = 0;
     for (unsigned inbox = 0; inbox < q->inboxes; inbox++)
-        n += sl__pool_queue_inbox_len(q, inbox);
+        n += inbox_len(q, inbox);
     return n;
 }

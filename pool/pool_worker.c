@@ -16,16 +16,16 @@
  * stop; it stays set across consecutive jobs and is cleared when the lists
  * look empty, which is when a pending stop is told.
  *
- * Search: the worker counts itself in `spinning` and polls briefly; submits
- * skip their wake-up while anyone spins. A spinner that finds work and was
- * the last one wakes the next sleeper if more work is waiting.
+ * Search: the worker counts itself in `spinning` (at most one spinner per
+ * two CPUs) and polls briefly; submits skip their wake-up while anyone
+ * spins. A worker that takes a job and sees more waiting wakes one more
+ * (sl__pool_want_worker), so a burst fans out one worker at a time.
  *
  * Park: stop counting as a spinner, register on work_ev (a full barrier),
  * re-check for work and for reasons to exit, sleep. The timeout is the idle
  * timeout when the pool is above its floor, else none (an idle pool uses no
  * CPU).
  */
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,7 +262,6 @@ static void worker_exit(pool_worker *w, enum worker_end end)
     if (w->counted) /* a death: leaves the live count with its death counted */
         atomic_fetch_sub_explicit(&p->live, 1, memory_order_acq_rel);
     w->counted = false;
-    w->end = end;
     w->next_exited = p->exited;
     p->exited = w;
     pthread_mutex_unlock(&p->lock);

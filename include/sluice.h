@@ -9,6 +9,7 @@
 #define SLUICE_H
 
 #include "sluice/base.h"
+#include "sluice/version.h"
 #include "sluice/status.h"
 #include "sluice/park.h"
 #include "sluice/spsc.h"

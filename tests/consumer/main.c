@@ -1,4 +1,5 @@
-/* An outside project using an installed sluice: the README example. */
+/* An outside project using an installed sluice: the README example, after a
+ * check that the library it runs against is the one its headers describe. */
 #include <sluice.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -12,6 +13,11 @@ static void *producer(void *arg) {
 }
 
 int main(void) {
+    if (sl_version_number() != SL_VERSION_NUMBER) {
+        fprintf(stderr, "headers %s, library %s\n", SL_VERSION_STRING, sl_version_string());
+        return 1;
+    }
+    printf("sluice %s\n", sl_version_string());
     sl_chan *ch;
     sl_chan_opts o = { .flavor = SL_MPMC, .elem_size = sizeof(int), .capacity = 2 };
     if (sl_chan_new(&ch, &o) != SL_OK) return 1;

@@ -20,6 +20,7 @@
 #include "chan_impl.h"
 
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -183,10 +184,31 @@ SL_API sl_status sl_chan_new(sl_chan **out, const sl_chan_opts *opts)
     return sl__chan_new_at(out, opts, 0);
 }
 
+/* A thread still parked in, selecting on, or sending into ch when it is
+ * freed would touch freed memory later. These are cheap to see at free (free
+ * is not a hot path), so every build reports them rather than corrupt memory. */
+static void refuse_free_in_use(const sl_chan *ch)
+{
+    uint32_t parked = sl_event_waiters(&ch->not_empty) + sl_event_waiters(&ch->not_full);
+    uint32_t selecting = atomic_load_explicit(&ch->selectors, memory_order_acquire);
+    uint32_t sending = 0;
+    for (size_t i = 0; i < SL_SEND_SLOTS; i++)
+        sending += atomic_load_explicit(&ch->in_flight[i].n, memory_order_acquire);
+    if (parked == 0 && selecting == 0 && sending == 0)
+        return;
+    fprintf(stderr,
+            "sluice: sl_chan_free(%p) while threads still use it (%u waiting, "
+            "%u selecting, %u sending); close it, let every thread return, "
+            "then free it.\n",
+            (const void *)ch, parked, selecting, sending);
+    abort();
+}
+
 SL_API void sl_chan_free(sl_chan *ch)
 {
     if (!ch)
         return;
+    refuse_free_in_use(ch);
     /* The drop function sees each message in place, oldest first: no copy,
      * so nothing can fail half-way and leave a message undropped. */
     raw_drain_destroy(ch, ch->drop, ch->drop_ctx);

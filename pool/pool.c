@@ -10,6 +10,7 @@
  * resize when the live count fits, a reset after its sweep, a shutdown when
  * nothing is pending and every worker has been joined.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -144,10 +145,26 @@ static void wake_everyone(sl_pool *p)
     sl__pool_ctl_poke(p);
 }
 
+_Thread_local sl_pool *sl__pool_of_thread;
+
+/* Freeing a pool from its own thread would join that thread from itself:
+ * a silent hang. Say what happened instead. */
+static void refuse_free_from_own_thread(const sl_pool *p)
+{
+    fprintf(stderr,
+            "sluice: sl_pool_free(%p) called from one of the pool's own threads "
+            "(a job or a callback); it would wait for itself forever. Call "
+            "sl_pool_shutdown there and free the pool from another thread.\n",
+            (const void *)p);
+    abort();
+}
+
 SL_API void sl_pool_free(sl_pool *p)
 {
     if (!p)
         return;
+    if (sl__pool_of_thread == p)
+        refuse_free_from_own_thread(p);
     pthread_mutex_lock(&p->lock);
     if (!p->shut) {
         p->cmd = CMD_NONE; /* a command in progress is overtaken */

@@ -221,6 +221,7 @@ static bool ctl_pass(sl_pool *p)
 void *sl__pool_ctl_main(void *arg)
 {
     sl_pool *p = arg;
+    sl__pool_of_thread = p;
     char name[48];
     snprintf(name, sizeof(name), "%s/ctl", p->name);
     name[15] = '\0'; /* Linux keeps 15 bytes */

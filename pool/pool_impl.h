@@ -203,4 +203,8 @@ sl_status sl__pool_spawn(sl_pool *p, unsigned limit);
 void *sl__pool_ctl_main(void *arg);
 void sl__pool_ctl_poke(sl_pool *p);
 
+/* pool.c: the pool whose worker or control thread this is (NULL elsewhere),
+ * so that sl_pool_free can refuse to wait for its own thread. */
+extern _Thread_local sl_pool *sl__pool_of_thread;
+
 #endif /* SLUICE_POOL_IMPL_H */

@@ -310,6 +310,7 @@ static void *worker_main(void *arg)
     pool_worker *w = arg;
     sl_pool *p = w->pool;
     w->thread = pthread_self();
+    sl__pool_of_thread = p;
     name_thread(w);
     pthread_cleanup_push(worker_died, w);
     if (p->opts.worker_init)

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include <sluice/chan.h>
 #include "testing.h"
 #include "sysops.h"
+#include "chan_impl.h" /* misuse test: sees when a receiver has parked */
 
 static const sl_flavor flavors[] = { SL_SPSC, SL_MPMC };
 #define N_FLAVORS ((int)(sizeof flavors / sizeof flavors[0]))
@@ -1313,6 +1315,24 @@ END_TEST
 
 /* ---- suite ------------------------------------------------------------------------------ */
 
+/* ---- misuse: freeing a channel a thread is still blocked in ------------------ */
+
+/* The receiver parks; freeing the channel under it must abort with a message
+ * (SIGABRT), never free memory the receiver will touch when it wakes. */
+START_TEST(test_free_while_receiver_waits_aborts)
+{
+    sl_chan *ch = mk(FLAVOR, 4);
+    static op_thread o;
+    op_start(&o, ch, OP_RECV, 0, 0);
+    uint64_t give_up = sl_now_ns() + 10 * SEC;
+    while (sl_event_waiters(&ch->not_empty) == 0 && sl_now_ns() < give_up)
+        sl_test_sleep_ns(MS);
+    ck_assert_msg(sl_event_waiters(&ch->not_empty) > 0, "the receiver never parked");
+    sl_chan_free(ch);
+    ck_abort_msg("sl_chan_free returned while a receiver was parked in the channel");
+}
+END_TEST
+
 static void teardown_ops(void)
 {
     sl__sys_set_ops(NULL);
@@ -1390,6 +1410,12 @@ static Suite *chan_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_checked_fixture(tc, NULL, teardown_ops);
     tcase_add_loop_test(tc, test_no_syscalls_without_waiters, 0, N_FLAVORS);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("misuse");
+    tcase_set_timeout(tc, 30);
+    tcase_add_loop_test_raise_signal(tc, test_free_while_receiver_waits_aborts, SIGABRT, 0,
+                                     N_FLAVORS);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("typed");

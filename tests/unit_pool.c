@@ -25,6 +25,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1848,6 +1849,26 @@ START_TEST(test_one_wakeup_per_job)
 }
 END_TEST
 
+/* ---- misuse: sl_pool_free from the pool's own thread ------------------------ */
+
+static void free_own_pool_job(void *arg, void *worker_ctx)
+{
+    sl_pool_free(arg);
+}
+
+/* Freeing the pool from one of its jobs would wait for that job's thread to
+ * exit: it must abort with a message (SIGABRT) instead of hanging. */
+START_TEST(test_free_from_own_job_aborts)
+{
+    sl_pool *p;
+    sl_pool_opts o = { .max_workers = 2 };
+    ck_assert_int_eq(sl_pool_new(&p, &o), SL_OK);
+    ck_assert_int_eq(sl_pool_submit(p, free_own_pool_job, p), SL_OK);
+    sl_pool_wait_idle(p, 10 * SEC);
+    ck_abort_msg("a job's sl_pool_free did not abort");
+}
+END_TEST
+
 static Suite *pool_suite(void)
 {
     Suite *s = suite_create("pool");
@@ -1884,6 +1905,11 @@ static Suite *pool_suite(void)
     tcase_add_test(tc, test_set_workers_stopped);
     tcase_add_test(tc, test_on_state_once_per_command);
     tcase_add_test(tc, test_stats_consistent);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("misuse");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test_raise_signal(tc, test_free_from_own_job_aborts, SIGABRT);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("workers");

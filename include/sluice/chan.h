@@ -81,7 +81,11 @@ SL_API sl_status sl_chan_new(sl_chan **out, const sl_chan_opts *opts);
 /* Hands every message still inside to the drop function (if any), in FIFO
  * order, then frees the channel. NULL does nothing. No other thread may be
  * using ch or use it afterwards (this includes threads blocked in it: close
- * and let them return first). */
+ * and let them return first). A thread seen still waiting in ch, selecting on
+ * it or sending into it makes sl_chan_free print what it saw and abort, in
+ * every build, rather than free memory that thread will touch; a call that is
+ * merely in progress without waiting is not always seen (AddressSanitizer
+ * reports the rest). */
 SL_API void sl_chan_free(sl_chan *ch);
 
 /* Sends one message of elem_size bytes, waiting while the channel is full.

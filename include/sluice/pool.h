@@ -215,7 +215,8 @@ SL_API void sl_pool_get_stats(sl_pool *p, sl_pool_stats *out);
 /* shutdown(SL_CANCEL) unless shut down already (also while a command is in
  * progress), waits for running jobs — and for a drain in progress — and for
  * every thread to exit, then frees the pool. NULL does nothing. Not from a
- * pool thread. */
+ * pool thread: from one of p's own threads (a job or a callback), where it
+ * would wait for itself, it prints a message and aborts. */
 SL_API void sl_pool_free(sl_pool *p);
 
 SL_END_DECLS

@@ -115,9 +115,12 @@ SL_API sl_status sl_pool_new(sl_pool **out, const sl_pool_opts *opts)
         pool_destroy(p);
         return SL_ENOMEM;
     }
-    /* The control thread may be spawning too: both stop at the target. */
+    /* The pool starts at its floor: the target, or min_workers when idle
+     * workers retire (an elastic pool starts small and grows on demand, as
+     * it would shrink back after the idle timeout anyway). The control
+     * thread may be spawning too: both stop at the floor. */
     sl_status spawned;
-    while ((spawned = sl__pool_spawn(p, o.active_workers)) == SL_OK)
+    while ((spawned = sl__pool_spawn(p, sl__pool_floor(p))) == SL_OK)
         continue;
     if (spawned == SL_ENOMEM) {
         sl_pool_free(p);

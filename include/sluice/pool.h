@@ -39,9 +39,10 @@
  * aside and never holds back jobs of other keys. SL_JOB_UNIQUE refuses a job
  * whose key is already queued or running (SL_EXISTS).
  *
- * Workers: the pool starts active_workers of them (max_workers by default).
- * A submit that finds every worker busy and fewer workers than the target
- * has one more spawned (by the pool's control thread, "<name>/ctl"). Workers
+ * Workers: the pool starts active_workers of them (max_workers by default) —
+ * or, when idle workers retire (idle_timeout_ns), min_workers of them, and
+ * grows on demand. A submit that finds every worker busy and fewer workers
+ * than the target has one more spawned (by the pool's control thread, "<name>/ctl"). Workers
  * above min_workers retire after idle_timeout_ns without work. A worker that
  * dies inside a job (pthread_exit, cancellation) is noticed by the cleanup
  * handler the pool installs around its loop: the job goes to on_discard with
@@ -124,7 +125,9 @@ typedef enum sl_dispatch {
 typedef struct sl_pool_opts {
     unsigned max_workers;       /* 0: online CPUs; at most SL_POOL_MAX_WORKERS */
     unsigned min_workers;       /* kept while idle; at most max_workers */
-    unsigned active_workers;    /* initial target; 0: max_workers */
+    unsigned active_workers;    /* initial target; 0: max_workers. Started at once
+                                   unless idle_timeout_ns is set: then
+                                   min_workers start and more come on demand */
     uint64_t idle_timeout_ns;   /* workers above min retire after this; 0: never */
     size_t   queue_capacity;    /* pending bound (back-pressure); 0: unbounded */
     unsigned priority_levels;   /* 1 .. 8; 0 means 1 */

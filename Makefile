@@ -9,7 +9,7 @@
 
 JOBS      ?= $(shell nproc)
 PRESETS   ?= default asan tsan faults fuzz
-TEST_DEPS  = cmake make gcc g++ clang pkg-config liburcu-dev check spin
+TEST_DEPS  = cmake make gcc g++ clang pkg-config liburcu-dev check spin groff-base
 BENCH_DEPS = libck-dev libboost-dev libtbb-dev libglib2.0-dev \
              libconcurrentqueue-dev libreaderwriterqueue-dev gnuplot-nox libomp-dev
 BENCH_ARGS ?=

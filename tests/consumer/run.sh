@@ -22,3 +22,23 @@ cc -std=c11 -Wall -Werror "$here/main.c" $(pkg-config --cflags sluice) \
    -pthread -o "$scratch/pc-static"
 expect "$scratch/pc-static"
 echo "consumer: find_package, pkg-config shared and static: ok"
+
+# The man pages: the overview, a flavour's page and a function's alias page
+# (a .so to its header's page) are installed and render without a warning.
+mandir="$scratch/prefix/share/man"
+for page in man3/sluice.3 man3/sluice_chan.3 man3/sl_chan_send.3; do
+    [ -f "$mandir/$page" ] || { echo "consumer: $mandir/$page was not installed"; exit 1; }
+    out=$(cd "$mandir" && groff -man -t -ww -Tutf8 "$page" 2>"$scratch/groff.err") ||
+        { echo "consumer: groff failed on $page"; cat "$scratch/groff.err"; exit 1; }
+    [ ! -s "$scratch/groff.err" ] || { echo "consumer: $page:"; cat "$scratch/groff.err"; exit 1; }
+    echo "$out" | grep -q "sluice Library Functions" || { echo "consumer: $page rendered empty"; exit 1; }
+done
+grep -qx '.so man3/sluice_chan.3' "$mandir/man3/sl_chan_send.3" ||
+    { echo "consumer: sl_chan_send.3 does not lead to sluice_chan.3"; exit 1; }
+if command -v man >/dev/null && man -M "$mandir" -w 3 sluice_chan >/dev/null 2>&1; then
+    [ "$(man -M "$mandir" -w 3 sl_chan_send)" = "$mandir/man3/sluice_chan.3" ] ||
+        { echo "consumer: man 3 sl_chan_send does not lead to sluice_chan(3)"; exit 1; }
+    echo "consumer: man pages installed, render, and man finds them: ok"
+else
+    echo "consumer: man pages installed and render: ok (no working man(1) to look them up)"
+fi

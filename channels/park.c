@@ -63,6 +63,8 @@ static pthread_once_t barrier_once = PTHREAD_ONCE_INIT;
 
 SL_API void sl_event_init(sl_event *ev)
 {
+    if (!ev)
+        return;
     pthread_once(&barrier_once, choose_barrier);
     atomic_init(&ev->epoch, 0u);
     atomic_init(&ev->waiters, 0u);
@@ -82,6 +84,8 @@ SL_API void sl_event_fence(void) { sl__event_fence_fast(); }
 
 SL_API uint32_t sl_event_prepare(sl_event *ev)
 {
+    if (!ev)
+        return 0;
     atomic_fetch_add_explicit(&ev->waiters, 1u, memory_order_seq_cst);
     SL_FI();
     /* The registration above is ordered before the caller's re-check of its
@@ -93,6 +97,8 @@ SL_API uint32_t sl_event_prepare(sl_event *ev)
 
 SL_API void sl_event_cancel(sl_event *ev)
 {
+    if (!ev)
+        return;
     /* seq_cst: every update of `waiters` is in the total order the notify's
      * load relies on (see the argument above). */
     atomic_fetch_sub_explicit(&ev->waiters, 1u, memory_order_seq_cst);
@@ -140,6 +146,8 @@ SL_API sl_status sl_event_wait(sl_event *ev, uint32_t key, uint64_t deadline_ns)
 {
     sl_status st = SL_OK;
     unsigned i;
+    if (!ev)
+        return SL_EINVAL;
     for (i = 0; i < SL_PARK_EPOCH_SPIN && !epoch_moved(ev, key); i++)
         sl_cpu_relax();
     if (i == SL_PARK_EPOCH_SPIN)
@@ -152,7 +160,7 @@ SL_API void sl_event_notify_one_slow(sl_event *ev)
 {
     /* The inline fast path already looked; this look keeps the contract true
      * for callers that come here directly. seq_cst: the Dekker load. */
-    if (atomic_load_explicit(&ev->waiters, memory_order_seq_cst) == 0)
+    if (!ev || atomic_load_explicit(&ev->waiters, memory_order_seq_cst) == 0)
         return;
     SL_FI();
     /* Release: what the notifier did before is visible to the waiter that
@@ -164,7 +172,7 @@ SL_API void sl_event_notify_one_slow(sl_event *ev)
 
 SL_API void sl_event_notify_all_slow(sl_event *ev)
 {
-    if (atomic_load_explicit(&ev->waiters, memory_order_seq_cst) == 0)
+    if (!ev || atomic_load_explicit(&ev->waiters, memory_order_seq_cst) == 0)
         return;
     atomic_fetch_add_explicit(&ev->epoch, 1u, memory_order_release);
     sl__sys()->futex_wake(&ev->epoch, INT32_MAX);
@@ -172,7 +180,7 @@ SL_API void sl_event_notify_all_slow(sl_event *ev)
 
 SL_API void sl_event_notify_n_slow(sl_event *ev, size_t n)
 {
-    if (n == 0 || atomic_load_explicit(&ev->waiters, memory_order_seq_cst) == 0)
+    if (!ev || n == 0 || atomic_load_explicit(&ev->waiters, memory_order_seq_cst) == 0)
         return;
     atomic_fetch_add_explicit(&ev->epoch, 1u, memory_order_release);
     sl__sys()->futex_wake(&ev->epoch, n > (size_t)INT32_MAX ? INT32_MAX : (int)n);
@@ -186,6 +194,8 @@ SL_API void sl_event_notify_all(sl_event *ev) { sl__event_notify_all_fast(ev); }
 
 SL_API uint32_t sl_event_waiters(const sl_event *ev)
 {
+    if (!ev)
+        return 0;
     return atomic_load_explicit(&ev->waiters, memory_order_relaxed);
 }
 

@@ -155,6 +155,24 @@ START_TEST(test_init_no_waiters)
 }
 END_TEST
 
+/* Bad input: every call takes a NULL eventcount without crashing. */
+START_TEST(test_null_event_is_bad_input)
+{
+    sl_event_init(NULL);
+    ck_assert_uint_eq(sl_event_prepare(NULL), 0);
+    sl_event_cancel(NULL);
+    ck_assert_int_eq(sl_event_wait(NULL, 0, 0), SL_EINVAL);
+    ck_assert_int_eq(sl_event_wait(NULL, 0, SL_FOREVER), SL_EINVAL);
+    sl_event_notify_one(NULL);
+    sl_event_notify_all(NULL);
+    sl_event_notify_n(NULL, 3);
+    sl_event_notify_one_slow(NULL);
+    sl_event_notify_all_slow(NULL);
+    sl_event_notify_n_slow(NULL, 3);
+    ck_assert_uint_eq(sl_event_waiters(NULL), 0);
+}
+END_TEST
+
 START_TEST(test_prepare_cancel_counts)
 {
     sl_event ev;
@@ -706,6 +724,7 @@ static Suite *park_suite(void)
     TCase *tc = tcase_create("basic");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_init_no_waiters);
+    tcase_add_test(tc, test_null_event_is_bad_input);
     tcase_add_test(tc, test_prepare_cancel_counts);
     tcase_add_test(tc, test_wait_past_deadline_times_out);
     tcase_add_test(tc, test_wait_after_notify_one_returns_ok);

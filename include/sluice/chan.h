@@ -141,7 +141,8 @@ SL_API sl_status sl_chan_recv_for(sl_chan *ch, void *out, uint64_t timeout_ns);
 SL_API size_t sl_chan_try_send_n(sl_chan *ch, const void *elems, size_t n);
 
 /* Receives up to n messages into the array out, in order, without waiting;
- * returns how many. */
+ * returns how many: 0 when the channel is empty, closed and drained, or on
+ * bad input (NULL ch or out) — sl_chan_is_closed tells the first two apart. */
 SL_API size_t sl_chan_try_recv_n(sl_chan *ch, void *out, size_t n);
 
 /* Closes ch: idempotent, wakes every waiter. NULL does nothing. Acts as

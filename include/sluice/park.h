@@ -53,6 +53,9 @@ typedef struct sl_event {
     SL_ATOMIC(uint32_t) waiters; /* threads between prepare and the end of wait or cancel */
 } sl_event;
 
+/* A NULL ev is bad input, never a crash: sl_event_wait returns SL_EINVAL,
+ * sl_event_prepare and sl_event_waiters return 0, the others do nothing. */
+
 /* Initialises ev with no waiters. Not concurrent with any other use of ev. */
 SL_API void sl_event_init(sl_event *ev);
 
@@ -120,17 +123,17 @@ static inline void sl__event_fence_fast(void)
  * with the caller's seq_cst condition change (or fence) — see above. */
 static inline void sl__event_notify_one_fast(sl_event *ev)
 {
-    if (atomic_load_explicit(&ev->waiters, memory_order_seq_cst) != 0)
+    if (ev && atomic_load_explicit(&ev->waiters, memory_order_seq_cst) != 0)
         sl_event_notify_one_slow(ev);
 }
 static inline void sl__event_notify_all_fast(sl_event *ev)
 {
-    if (atomic_load_explicit(&ev->waiters, memory_order_seq_cst) != 0)
+    if (ev && atomic_load_explicit(&ev->waiters, memory_order_seq_cst) != 0)
         sl_event_notify_all_slow(ev);
 }
 static inline void sl__event_notify_n_fast(sl_event *ev, size_t n)
 {
-    if (atomic_load_explicit(&ev->waiters, memory_order_seq_cst) != 0)
+    if (ev && atomic_load_explicit(&ev->waiters, memory_order_seq_cst) != 0)
         sl_event_notify_n_slow(ev, n);
 }
 #endif

@@ -167,13 +167,14 @@ typedef struct sl_pool_stats {
 /* Creates a pool and its threads. opts may be NULL (all defaults). Returns
  * SL_OK with *out set; SL_EINVAL for NULL out, min_workers > max_workers,
  * active_workers > max_workers, max_workers or priority_levels too large, or an
- * unknown dispatch; SL_ENOMEM (or SL_ENOMEM when a thread cannot be created),
- * with *out untouched. */
+ * unknown dispatch; SL_ENOMEM when memory or a thread could not be had, with
+ * *out untouched and nothing left behind. */
 SL_API sl_status sl_pool_new(sl_pool **out, const sl_pool_opts *opts);
 
 /* Submits fn(arg) at priority 0 with no key, waiting while the queue is full.
  * Returns SL_OK (accepted: it will run or be discarded, exactly once),
- * SL_CLOSED (shut down, also while waiting), SL_EINVAL (NULL p or fn).
+ * SL_CLOSED (shut down, also while waiting), SL_ENOMEM (the queue could not
+ * grow; not accepted), SL_EINVAL (NULL p or fn).
  * Lock-free when the queue has room; blocking when it is full. The submit
  * happens-before the job runs (acts as release). */
 SL_API sl_status sl_pool_submit(sl_pool *p, sl_job_fn fn, void *arg);
@@ -185,8 +186,9 @@ SL_API sl_status sl_pool_try_submit(sl_pool *p, sl_job_fn fn, void *arg);
  * no limit) while the queue is full. Returns SL_OK; SL_FULL (timeout 0) or
  * SL_TIMEDOUT when no room came; SL_CLOSED; SL_EXISTS (SL_JOB_UNIQUE and the
  * key is queued or running); SL_EINVAL (NULL p, job or fn, priority out of
- * range, unknown flags, SL_JOB_UNIQUE without a key); SL_ENOMEM (a keyed job
- * that must wait aside could not be stored). Keyless jobs: lock-free with
+ * range, unknown flags, SL_JOB_UNIQUE without a key); SL_ENOMEM (the queue
+ * could not grow, or a keyed job that must wait aside could not be stored;
+ * not accepted). Keyless jobs: lock-free with
  * room. Keyed jobs take a short internal lock. */
 SL_API sl_status sl_pool_submit_job(sl_pool *p, const sl_job *job, uint64_t timeout_ns);
 
@@ -209,7 +211,8 @@ SL_API sl_status sl_pool_wait_ready(sl_pool *p, uint64_t timeout_ns);
 
 /* Waits until every accepted job has run or been discarded (nothing queued,
  * nothing running), up to timeout_ns. A stopped pool with queued jobs is not
- * idle. Returns SL_OK, SL_TIMEDOUT, or SL_EINVAL for NULL p. Blocking. */
+ * idle. Returns SL_OK, SL_TIMEDOUT, or SL_EINVAL for NULL p. Blocking. On
+ * SL_OK acts as acquire: everything the jobs that ran wrote is visible. */
 SL_API sl_status sl_pool_wait_idle(sl_pool *p, uint64_t timeout_ns);
 
 /* Fills *out with a snapshot (see sl_pool_stats). NULL p or out: nothing. */

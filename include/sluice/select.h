@@ -47,6 +47,9 @@ typedef struct sl_select_case {
  *   SL_EINVAL   NULL cases or index, a NULL buf on a case with a channel, an
  *               op that is neither send nor receive, or no case with a
  *               channel at all; nothing happened.
+ * With more than 64 cases select allocates their order; if that fails it
+ * returns SL_ENOMEM with *index untouched and nothing happened (preset
+ * *index to n to tell this from a send case's SL_ENOMEM).
  * timeout_ns: 0 polls, SL_FOREVER waits without limit. Blocking unless 0. */
 SL_API sl_status sl_select(sl_select_case *cases, size_t n, uint64_t timeout_ns, size_t *index);
 

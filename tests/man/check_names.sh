@@ -4,7 +4,7 @@
 # page and appears in that page's SYNOPSIS with the header's exact prototype
 # (compared as rendered text, whitespace collapsed). A header's page is the one
 # whose NAME lists sluice_<header> (base.h is covered by sluice_status.3).
-# Also checks that every page carries the project's version and that sluice(3)
+# Also checks that every page carries the project's version (version.h) and that sluice(3)
 # refers to every other page. Internal names (sl__*) are not API and are skipped.
 # Usage: check_names.sh SOURCE_DIR
 set -eu
@@ -34,7 +34,9 @@ declarations() {
         sed 's/SL_API//' | tr -s ' \t' '  ' | sed 's/^ //; s/ $//'
 }
 
-version=$(sed -n 's/^project(sluice VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")
+# The version is written once, in version.h (as the build reads it).
+part() { sed -n "s/^#define SL_VERSION_$1 \([0-9]*\)$/\1/p" "$src/include/sluice/version.h"; }
+version=$(part MAJOR).$(part MINOR).$(part PATCH)
 for page in "$man"/*.3; do
     page_names "$page" > "$tmp/$(basename "$page").names"
     grep -q "^\.TH [A-Z_]* 3 [0-9-]* \"sluice $version\"" "$page" ||

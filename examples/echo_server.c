@@ -592,16 +592,13 @@ int main(int argc, char **argv)
     if (pipe2(s.stop_pipe, O_CLOEXEC) != 0)
         die("pipe: %s", strerror(errno));
 
-    /* Start at min (active_workers), then raise the target to max: with an
-     * idle timeout the pool keeps min and spawns up to the target on demand. */
+    /* With an idle timeout the pool starts at min_workers and spawns up to
+     * max_workers on demand, as Puma's does. */
     sl_pool_opts o = {.max_workers = cfg.max, .min_workers = cfg.min,
-                      .active_workers = cfg.min ? cfg.min : 1,
                       .idle_timeout_ns = (uint64_t)cfg.idle_ms * 1000000u, .name = "echo",
                       .worker_init = worker_init, .worker_fini = worker_fini,
                       .on_discard = on_discard, .user = &s};
     check(sl_pool_new(&s.pool, &o), "sl_pool_new");
-    check(sl_pool_set_workers(s.pool, cfg.max), "sl_pool_set_workers");
-    check(sl_pool_wait_ready(s.pool, patience_ms(&cfg) * 1000000u), "sl_pool_wait_ready");
     printf("echo_server: listening on 127.0.0.1:%u; pool \"echo\": min %u, max %u workers, "
            "idle timeout %u ms\n", port, cfg.min, cfg.max, cfg.idle_ms);
     fflush(stdout);

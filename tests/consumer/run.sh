@@ -23,6 +23,28 @@ cc -std=c11 -Wall -Werror "$here/main.c" $(pkg-config --cflags sluice) \
 expect "$scratch/pc-static"
 echo "consumer: find_package, pkg-config shared and static: ok"
 
+# The version: one number in version.h, the same in the package, pkg-config
+# and the SONAME (major.minor while the major is 0, the major alone after).
+part() { sed -n "s/^#define SL_VERSION_$1 \([0-9]*\)$/\1/p" "$scratch/prefix/include/sluice/version.h"; }
+major=$(part MAJOR) minor=$(part MINOR) patch=$(part PATCH)
+[ "$(pkg-config --modversion sluice)" = "$major.$minor.$patch" ] ||
+    { echo "consumer: pkg-config says $(pkg-config --modversion sluice), version.h $major.$minor.$patch"; exit 1; }
+if [ "$major" = 0 ]; then soname=libsluice.so.$major.$minor; else soname=libsluice.so.$major; fi
+readelf -d "$scratch/prefix/lib/libsluice.so" | grep -q "Library soname: \[$soname\]" ||
+    { echo "consumer: the SONAME is not $soname"; readelf -d "$scratch/prefix/lib/libsluice.so" | grep SONAME; exit 1; }
+[ -e "$scratch/prefix/lib/$soname" ] || { echo "consumer: $soname was not installed"; exit 1; }
+# A project that asks for a newer minor (0.x) or major (x.0) must be refused.
+if [ "$major" = 0 ]; then newer=0.$((minor + 1)); else newer=$((major + 1)).0; fi
+sed "s/find_package(sluice [0-9.]* REQUIRED)/find_package(sluice $newer REQUIRED)/" \
+    "$here/CMakeLists.txt" > "$scratch/newer.cmake"
+mkdir -p "$scratch/newer-src" && cp "$scratch/newer.cmake" "$scratch/newer-src/CMakeLists.txt" &&
+    cp "$here/main.c" "$scratch/newer-src/"
+if cmake -S "$scratch/newer-src" -B "$scratch/newer" -DCMAKE_PREFIX_PATH="$scratch/prefix" \
+        >/dev/null 2>&1; then
+    echo "consumer: find_package(sluice $newer) accepted sluice $major.$minor.$patch"; exit 1
+fi
+echo "consumer: version $major.$minor.$patch, SONAME $soname, find_package($newer) refused: ok"
+
 # The man pages: the overview, a flavour's page and a function's alias page
 # (a .so to its header's page) are installed and render without a warning.
 mandir="$scratch/prefix/share/man"

@@ -11,7 +11,8 @@
  *                    queued or running), SL_CLOSED (stopping);
  *   Get_Available    the pool runs the highest priority first and never two
  *                    jobs of one key at once (a busy key's jobs wait aside,
- *                    in submission order, without holding back other keys);
+ *                    in submission order, without holding back other keys'
+ *                    jobs — though they count against the board's capacity);
  *   Manage_Workers   min_workers / max_workers / idle_timeout_ns: workers are
  *                    spawned when every one is busy and retire after idling
  *                    ("seppuku"), never above max_workers; a worker thread
@@ -38,6 +39,7 @@
 #include <sluice.h>
 
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -390,6 +392,7 @@ static void act_market(market *m)
     for (unsigned i = 0; i < m->players; i++)
         if (pthread_create(&m->pl[i].thread, NULL, player_main, &m->pl[i]) != 0)
             fail("pthread_create");
+    operating(m, " (open):");
     pthread_barrier_wait(&m->start);
     watch(m, players_done, 600 * SECOND, "the players' submitting");
     check(sl_pool_wait_idle(m->pool, 60 * SECOND), SL_OK, "wait_idle(market)");
@@ -415,7 +418,13 @@ static void act_market(market *m)
     pthread_barrier_wait(&m->start);
     watch(m, flooded, 60 * SECOND, "a full board");
     sleep_ns(20000000); /* let every player reach its blocking submit */
-    operating(m, " (full):");
+    sl_pool_stats full = operating(m, " (full):");
+    unsigned could_run = m->players < m->max_workers ? m->players : m->max_workers;
+    if (full.running < could_run)
+        printf("  (%u of %u possible jobs run on a full board: the waiting jobs are those of players "
+               "whose job runs — they count against the capacity while they wait for their key, the "
+               "one-player-hogs-the-board risk the seed's comments raise; SL_JOB_UNIQUE avoids it)\n",
+               full.running, could_run);
     uint64_t t0 = now_ns();
     /* The seed's Stop: no new jobs, waiting ones dropped, running ones end. */
     check(sl_pool_shutdown(m->pool, SL_CANCEL), SL_OK, "shutdown(SL_CANCEL)");
@@ -493,7 +502,7 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     market m = {.players = 8, .jobs = 100, .duration_us = 5000, .max_workers = 4,
-                .capacity = 32, .deaths = 2};
+                .capacity = 32, .deaths = UINT_MAX};
     struct { const char *flag; unsigned *dst, lo, hi; } flags[] = {
         {"--players", &m.players, 1, 256},        {"--jobs", &m.jobs, 1, 1000000},
         {"--duration", &m.duration_us, 0, 1000000}, {"--workers", &m.max_workers, 1, SL_POOL_MAX_WORKERS},
@@ -515,6 +524,8 @@ int main(int argc, char **argv)
         }
         *flags[f].dst = (unsigned)v;
     }
+    if (m.deaths == UINT_MAX) /* not given: 2, if there are players and jobs for it */
+        m.deaths = m.jobs < 5 ? 0 : m.players < 2 ? m.players : 2;
     if (m.deaths > m.players || (m.deaths && m.jobs < 5)) {
         fprintf(stderr, "job_market: --deaths needs as many players and --jobs of at least 5\n");
         usage(stderr);

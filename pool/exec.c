@@ -20,9 +20,15 @@
  * goes to another worker's mailbox, and the searching loop never runs a task
  * its own thread submitted (docs/exec.md, "Submit never runs on its caller"
  * and "Foreign threads help").
+ *
+ * Helping nests: a stolen task may sync and help in turn, on the same stack,
+ * and nothing else bounds that depth. So a thread past half its stack stops
+ * taking other threads' work while it waits (oneTBB's rule) and only runs
+ * what is its own, else sleeps until its wait is over ("Stack depth").
  */
 #include "exec_internal.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +48,11 @@ typedef struct help_frame {
  * threads not helping: sl_exec_free(ex) must refuse from a task of ex that a
  * foreign thread runs, as it does from a worker of ex. */
 static _Thread_local const help_frame *foreign_frames;
+/* A foreign thread's help floor (sl__exec_too_deep), found on first need,
+ * and the tasks it runs nested while helping. */
+static _Thread_local uintptr_t foreign_floor;
+static _Thread_local bool foreign_floor_known;
+static _Thread_local unsigned foreign_nesting;
 
 /* A searcher's budget before it parks: SEARCH_SPINS rounds over every queue
  * with pause hints doubling up to 2^SEARCH_SPINS between them, then
@@ -172,11 +183,11 @@ static inline void run_task(sl_exec *ex, sl__worker *w, sl__task *t)
 
 void sl__exec_run(sl__worker *w, sl__task *t)
 {
+    w->help_nesting++;
     run_task(w->ex, w, t);
+    w->help_nesting--;
 }
 
-/* Publishes where the syncer sleeps and marks the task WAITED; false when the
- * task is already DONE (nothing to wait for). */
 static bool register_waiter(sl__task *t, sl_event *ev)
 {
     atomic_store_explicit(&t->sleep, ev, memory_order_relaxed);
@@ -187,6 +198,92 @@ static bool register_waiter(sl__task *t, sl_event *ev)
                                                 memory_order_release, memory_order_acquire))
         return true;
     return st != SL__TASK_DONE;
+}
+
+/* ---- stack depth ---- */
+
+/* Without the stack's bounds (pthread_getattr_np failed) a thread counts
+ * nested tasks instead, and stops helping past this many. */
+#define HELP_NEST_MAX 256u
+
+/* The address below which the calling thread stops helping: the middle of
+ * its stack (it grows down); 0 when unknown. */
+static uintptr_t find_help_floor(void)
+{
+    pthread_attr_t attr;
+    void *low = NULL;
+    size_t size = 0;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0)
+        return 0;
+    if (pthread_attr_getstack(&attr, &low, &size) != 0)
+        low = NULL;
+    pthread_attr_destroy(&attr);
+    return low ? (uintptr_t)low + size / 2 : 0;
+}
+
+bool sl__exec_too_deep(sl__worker *w)
+{
+    uintptr_t floor;
+    unsigned nesting;
+    if (w) {
+        floor = w->help_floor;
+        nesting = w->help_nesting;
+    } else {
+        if (!foreign_floor_known) {
+            foreign_floor = find_help_floor();
+            foreign_floor_known = true;
+        }
+        floor = foreign_floor;
+        nesting = foreign_nesting;
+    }
+    if (!floor)
+        return nesting >= HELP_NEST_MAX;
+    /* The frame address, not a local's: a sanitizer's fake stack would lie. */
+    return (uintptr_t)__builtin_frame_address(0) < floor;
+}
+
+/* Publishes where the syncer sleeps and marks the task WAITED; false when the
+ * task is already DONE (nothing to wait for). */
+static bool register_waiter(sl__task *t, sl_event *ev);
+
+/* What may run while waiting deep: w's own deque (tasks it spawned) and its
+ * mailbox (tasks sent to it); never a steal. */
+static sl__task *take_own(sl__worker *w)
+{
+    sl__task *t = NULL;
+    if (!w)
+        return NULL;
+    if ((t = sl__deque_take(&w->deque)) != NULL)
+        return t;
+    return sl_list_try_pop(&w->mailbox, &t) == SL_OK ? t : NULL;
+}
+
+static bool has_own(const sl__worker *w)
+{
+    return w && (!sl__deque_is_empty(&w->deque) || sl_list_len(&w->mailbox) != 0);
+}
+
+void sl__exec_wait_deep(sl__worker *w, const sl__wait *wt, sl_event *ev)
+{
+    if (wt->task && !register_waiter(wt->task, ev))
+        return;
+    for (;;) {
+        if (sl__wait_done(wt))
+            return;
+        sl__task *t = take_own(w);
+        if (t) {
+            sl__exec_run(w, t);
+            continue;
+        }
+        /* Full fence inside: our registration before the re-check, against
+         * the completer's DONE (or zero) before its notify. */
+        uint32_t key = sl_event_prepare(ev);
+        if (sl__wait_done(wt) || has_own(w)) {
+            sl_event_cancel(ev);
+            continue;
+        }
+        sl_event_wait(ev, key, SL_FOREVER);
+    }
 }
 
 static void search_pause(unsigned fails)
@@ -245,7 +342,9 @@ bool sl__exec_help_foreign(sl_exec *ex, const sl__wait *wt)
         unsigned start = (unsigned)(next_random(&rng) % ex->nworkers);
         sl__task *t = steal_deques(ex, start, ex->nworkers);
         if (t) {
+            foreign_nesting++;
             run_task(ex, NULL, t);
+            foreign_nesting--;
             fails = 0;
             continue;
         }
@@ -270,6 +369,7 @@ static void *worker_main(void *arg)
 {
     sl__worker *w = arg;
     sl__tls_worker = w;
+    w->help_floor = find_help_floor();
     sl__exec_help(w, NULL);
     sl__tls_worker = NULL;
     return NULL;
@@ -345,7 +445,7 @@ SL_API sl_future sl_submit(sl_exec *ex, sl_task_fn fn, const void *args, size_t 
 static void wait_foreign(sl_exec *ex, sl__task *t)
 {
     sl__wait wt = { t, NULL };
-    if (sl__exec_help_foreign(ex, &wt))
+    if (!sl__exec_too_deep(NULL) && sl__exec_help_foreign(ex, &wt))
         return;
     SL_FI();
     if (!register_waiter(t, &t->done))
@@ -383,7 +483,10 @@ static bool sync_on_worker(sl__worker *w, sl__task *t, void *ret)
         sl__exec_run(w, top); /* spawned after t and not synced yet: run it now */
     }
     sl__wait wt = { t, NULL };
-    sl__exec_help(w, &wt);
+    if (sl__exec_too_deep(w))
+        sl__exec_wait_deep(w, &wt, &w->ev);
+    else
+        sl__exec_help(w, &wt);
     return false;
 }
 
@@ -409,7 +512,10 @@ SL_API sl_status sl_sync(sl_future *f, void *ret)
          * tasks while it waits, so that executors waiting on each other
          * cannot deadlock (its tasks may be what the awaited one needs). */
         sl__wait wt = { t, NULL };
-        sl__exec_help(self, &wt);
+        if (sl__exec_too_deep(self))
+            sl__exec_wait_deep(self, &wt, &self->ev);
+        else
+            sl__exec_help(self, &wt);
     } else {
         wait_foreign(ex, t);
     }

@@ -71,6 +71,8 @@ struct sl__worker {
     sl_exec *ex;
     pthread_t thread;
     bool thread_started;
+    uintptr_t help_floor;            /* below this stack address: too deep to steal */
+    unsigned help_nesting;           /* tasks running nested on this thread */
     /* Where this worker sleeps; notified by wakers and by completions of
      * tasks it waits for: its own line, written by other threads. */
     SL_ALIGNAS(SL_CACHELINE) sl_event ev;
@@ -210,6 +212,14 @@ void sl__scope_complete(sl_scope *s);
 bool sl__exec_has_work(sl_exec *ex, const sl__worker *w);
 /* Runs task t (not inline for a syncer) on worker w and completes it. */
 void sl__exec_run(sl__worker *w, sl__task *t);
+/* True when the calling thread — worker w, or a foreign thread when w is
+ * NULL — is past half its stack: it must not take other threads' tasks while
+ * it waits, since each may nest another helping wait on this stack. */
+bool sl__exec_too_deep(sl__worker *w);
+/* Waits deep (sl__exec_too_deep) until wt is over: runs only w's own deque
+ * and mailbox (nothing when w is NULL), else sleeps on ev, where wt's
+ * completer will notify. */
+void sl__exec_wait_deep(sl__worker *w, const sl__wait *wt, sl_event *ev);
 /* Runs tasks on worker w until wt is done (sl_sync, sl_scope_end). */
 void sl__exec_help(sl__worker *w, const sl__wait *wt);
 /* A foreign thread (no worker of any executor) waiting for wt on ex: steals

@@ -116,13 +116,16 @@ SL_API void sl_scope_end(sl_scope *s)
     sl__worker *w = sl__tls_worker;
     if (w && s->sl__sleep == &w->ev) {
         sl__wait wt = { NULL, s };
-        sl__exec_help(w, &wt);
+        if (sl__exec_too_deep(w))
+            sl__exec_wait_deep(w, &wt, &w->ev);
+        else
+            sl__exec_help(w, &wt);
     } else {
         /* A foreign thread helps as in sl_sync, then (or, misused, a thread
          * other than the one that began s, at once) waits where the
          * completer will look. */
         sl__wait wt = { NULL, s };
-        if (w || !sl__exec_help_foreign(s->sl__ex, &wt))
+        if (w || sl__exec_too_deep(NULL) || !sl__exec_help_foreign(s->sl__ex, &wt))
             scope_wait_parked(s, s->sl__sleep);
     }
 }

@@ -121,6 +121,62 @@ static void queens_task(void *args, void *ret)
     *(long *)ret = count;
 }
 
+/* ---- stack depth: helping must not nest without bound -------------------- */
+
+/* Threads created with a small stack (pthread_setattr_default_np reaches
+ * the executor's workers too), so that helping that nests without bound
+ * overflows in a moment instead of after minutes. */
+#define SMALL_STACK ((size_t)256 * 1024)
+
+static void set_default_stack(size_t size)
+{
+    pthread_attr_t a;
+    ck_assert_int_eq(pthread_attr_init(&a), 0);
+    ck_assert_int_eq(pthread_attr_setstacksize(&a, size), 0);
+    ck_assert_int_eq(pthread_setattr_default_np(&a), 0);
+    pthread_attr_destroy(&a);
+}
+
+typedef struct deep_run {
+    sl_exec *ex;
+    long n;
+    int reps;
+    long result;
+} deep_run;
+
+/* A foreign thread that syncs fib with a spawn at every level: its sync
+ * helps, and the tasks it steals sync and help in turn. */
+static void *deep_foreign(void *arg)
+{
+    deep_run *r = arg;
+    for (int i = 0; i < r->reps; i++)
+        r->result = fib_on(r->ex, r->n);
+    return NULL;
+}
+
+/* Two workers and a foreign thread, all on small stacks, run fib with a
+ * spawn at every level again and again: each thread stops stealing once
+ * past half its stack, so none overflows (SIGSEGV before the fix). */
+START_TEST(test_deep_helping_fits_small_stacks)
+{
+    begin_test("exec", "deep helping");
+    size_t old_size = 0;
+    pthread_attr_t old;
+    ck_assert_int_eq(pthread_getattr_default_np(&old), 0);
+    ck_assert_int_eq(pthread_attr_getstacksize(&old, &old_size), 0);
+    pthread_attr_destroy(&old);
+    set_default_stack(SMALL_STACK);
+    deep_run r = { new_exec(2), 27, (int)sl_test_scaled(10, 2), -1 };
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, deep_foreign, &r), 0);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    set_default_stack(old_size);
+    ck_assert_int_eq(r.result, fib_serial(r.n));
+    sl_exec_free(r.ex);
+    ASSERT_CLEAN();
+}
+END_TEST
+
 START_TEST(test_nqueens_10)
 {
     begin_test("exec", "nqueens");
@@ -1030,6 +1086,11 @@ static Suite *exec_suite(void)
     tcase_add_test(tc, test_move_only_futures);
     tcase_add_test(tc, test_cleared_futures_and_limits);
     tcase_add_test(tc, test_is_ready);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("stack");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_deep_helping_fits_small_stacks);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("foreign-help");

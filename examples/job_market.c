@@ -329,10 +329,11 @@ static sl_pool_stats operating(market *m, const char *when)
     sl_pool_stats st;
     sl_pool_get_stats(m->pool, &st);
     bool full = st.capacity && st.queued >= st.capacity;
-    printf("Operating%-10s waiting jobs %3" PRIu64 ", idle %u, active %u, dead %" PRIu64 ", full %-3s"
-           " | workers %u/%u, spawned %" PRIu64 ", retired %" PRIu64 ", respawned %" PRIu64 "\n",
-           when, st.queued, st.idle, st.running, st.died, full ? "yes" : "no", st.workers,
-           m->max_workers, st.spawned, st.retired, st.respawned);
+    printf("Operating%-10s waiting jobs %3" PRIu64 " (%" PRIu64 " on a busy key), idle %u, "
+           "active %u, dead %" PRIu64 ", full %-3s | workers %u/%u, spawned %" PRIu64
+           ", retired %" PRIu64 ", respawned %" PRIu64 "\n",
+           when, st.queued, st.waiting_on_key, st.idle, st.running, st.died, full ? "yes" : "no",
+           st.workers, st.max_workers, st.spawned, st.retired, st.respawned);
     fflush(stdout);
     if (st.workers > m->max_workers)
         fail("%u workers, above the maximum of %u", st.workers, m->max_workers);
@@ -377,15 +378,13 @@ static bool flooded(market *m, const sl_pool_stats *st)
 
 static void act_market(market *m)
 {
-    sl_pool_opts o = {.max_workers = m->max_workers, .min_workers = 1, .active_workers = 1,
+    /* With idle_timeout_ns set the pool starts at min_workers and spawns the
+     * rest on demand, never above max_workers. */
+    sl_pool_opts o = {.max_workers = m->max_workers, .min_workers = 1,
                       .idle_timeout_ns = IDLE_TIMEOUT_NS, .queue_capacity = m->capacity,
                       .priority_levels = LEVELS, .name = "market", .worker_init = worker_init,
                       .worker_fini = worker_fini, .on_discard = on_discard, .user = m};
     check(sl_pool_new(&m->pool, &o), SL_OK, "sl_pool_new(market)");
-    /* The pool starts active_workers threads at once; starting with one and
-     * raising the target lets the rest be spawned on demand, up to it. */
-    check(sl_pool_set_workers(m->pool, m->max_workers), SL_OK, "set_workers");
-    check(sl_pool_wait_ready(m->pool, 30 * SECOND), SL_OK, "wait_ready");
     printf("act 2, the market: %u players x %u jobs of %u us, priorities 0..%u, workers 1..%u "
            "(idle ones retire after %llu ms), board of %u\n", m->players, m->jobs, m->duration_us,
            LEVELS - 1, m->max_workers, IDLE_TIMEOUT_NS / 1000000, m->capacity);

@@ -333,6 +333,9 @@ SL_API void sl_pool_get_stats(sl_pool *p, sl_pool_stats *out)
     out->completed = atomic_load_explicit(&p->completed_gone, memory_order_relaxed);
     worker_stats(p, out);
     out->queued = PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst));
+    out->waiting_on_key = atomic_load_explicit(&p->keys.waiting, memory_order_relaxed);
+    if (out->waiting_on_key > out->queued)
+        out->waiting_on_key = out->queued; /* read after queued: keep "of those" true */
     out->state = (sl_pool_state)atomic_load_explicit(&p->state, memory_order_relaxed);
     out->workers = atomic_load_explicit(&p->live, memory_order_relaxed);
     out->target = atomic_load_explicit(&p->target, memory_order_relaxed);
@@ -346,5 +349,6 @@ SL_API void sl_pool_get_stats(sl_pool *p, sl_pool_stats *out)
     out->respawned = atomic_load_explicit(&p->respawned, memory_order_relaxed);
     out->died = atomic_load_explicit(&p->died, memory_order_relaxed);
     out->capacity = (size_t)p->cap;
+    out->max_workers = p->opts.max_workers;
     out->busy = !sl_pool_ready(p);
 }

@@ -1514,9 +1514,18 @@ START_TEST(test_stats_consistent)
         CHECK_MSG(submit_count(p, &n) == SL_OK, "submit");
     sl_pool_stats s = stats_of(p);
     CHECK_MSG(s.state == SL_POOL_STOPPED && s.queued == 10 && s.submitted == 10 &&
-                  s.capacity == 1000 && s.target == 3,
-              "stopped: state %s queued %llu submitted %llu capacity %zu target %u",
-              state_name((int)s.state), ULL(s.queued), ULL(s.submitted), s.capacity, s.target);
+                  s.capacity == 1000 && s.target == 3 && s.max_workers == 3 &&
+                  s.waiting_on_key == 0,
+              "stopped: state %s queued %llu submitted %llu capacity %zu target %u max %u "
+              "waiting on a key %llu", state_name((int)s.state), ULL(s.queued),
+              ULL(s.submitted), s.capacity, s.target, s.max_workers, ULL(s.waiting_on_key));
+    /* Three jobs of one key: the first holds the key, two wait aside. */
+    sl_job kj = { .fn = count_job, .arg = &n, .key = 7 };
+    for (int i = 0; i < 3; i++)
+        CHECK_MSG(sl_pool_submit_job(p, &kj, 0) == SL_OK, "keyed submit");
+    s = stats_of(p);
+    CHECK_MSG(s.queued == 13 && s.waiting_on_key == 2, "keyed: queued %llu (want 13), waiting "
+              "on a key %llu (want 2)", ULL(s.queued), ULL(s.waiting_on_key));
     CHECK_MSG(sl_pool_reset(p) == SL_OK, "reset");
     settle(p, 1, SL_POOL_STOPPED);
     CHECK_MSG(sl_pool_start(p) == SL_OK, "start");
@@ -1529,7 +1538,8 @@ START_TEST(test_stats_consistent)
     CHECK_MSG(s.submitted == s.queued + s.running + s.completed + s.discarded,
               "submitted %llu != queued %llu + running %u + completed %llu + discarded %llu",
               ULL(s.submitted), ULL(s.queued), s.running, ULL(s.completed), ULL(s.discarded));
-    CHECK_MSG(s.submitted == 110 && s.completed == 100 && s.discarded == 10 && s.running == 0,
+    CHECK_MSG(s.submitted == 113 && s.completed == 100 && s.discarded == 13 && s.running == 0 &&
+                  s.waiting_on_key == 0,
               "submitted %llu completed %llu discarded %llu running %u", ULL(s.submitted),
               ULL(s.completed), ULL(s.discarded), s.running);
     CHECK_MSG(s.idle == s.workers && s.parked <= s.idle, "workers %u idle %u parked %u",

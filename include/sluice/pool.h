@@ -129,7 +129,11 @@ typedef struct sl_pool_opts {
                                    unless idle_timeout_ns is set: then
                                    min_workers start and more come on demand */
     uint64_t idle_timeout_ns;   /* workers above min retire after this; 0: never */
-    size_t   queue_capacity;    /* pending bound (back-pressure); 0: unbounded */
+    size_t   queue_capacity;    /* pending bound (back-pressure); 0: unbounded.
+                                   Jobs waiting for a busy key count against
+                                   it: one key's backlog can fill the queue
+                                   and hold back other keys' submits (bound
+                                   a key's backlog yourself, or SL_JOB_UNIQUE) */
     unsigned priority_levels;   /* 1 .. 8; 0 means 1 */
     bool     start_stopped;     /* begin in SL_POOL_STOPPED */
     sl_dispatch dispatch;       /* SL_DISPATCH_SHARED unless set */
@@ -162,6 +166,8 @@ typedef struct sl_pool_stats {
     uint64_t died;       /* worker threads that died inside a job, ever */
     size_t   capacity;   /* queue_capacity (0: unbounded) */
     bool     busy;       /* a command is in progress (!sl_pool_ready) */
+    uint64_t waiting_on_key; /* of queued, jobs waiting aside for their busy key */
+    unsigned max_workers;    /* max_workers as resolved at creation (0 -> CPUs) */
 } sl_pool_stats;
 
 /* Creates a pool and its threads. opts may be NULL (all defaults). Returns

@@ -433,14 +433,35 @@ SL_API sl_status sl_chan_send(sl_chan *ch, const void *elem)
     return sl_chan_send_for(ch, elem, SL_FOREVER);
 }
 
-SL_API sl_status sl_chan_send_ptr(sl_chan *ch, void **pp)
+/* The pointer move: send *pp the way `mode` says, and clear it once it has
+ * left (SL_OK, or SL_EVICTED: sent all the same). */
+enum ptr_mode { PTR_WAIT, PTR_TRY, PTR_FOR };
+
+static sl_status send_ptr(sl_chan *ch, void **pp, enum ptr_mode mode, uint64_t timeout_ns)
 {
     if (!ch || !pp || ch->elem_size != sizeof(void *))
         return SL_EINVAL;
-    sl_status st = sl_chan_send(ch, pp);
+    sl_status st = mode == PTR_WAIT  ? sl_chan_send(ch, pp)
+                   : mode == PTR_TRY ? sl_chan_try_send(ch, pp)
+                                     : sl_chan_send_for(ch, pp, timeout_ns);
     if (st == SL_OK || st == SL_EVICTED)
         *pp = NULL;
     return st;
+}
+
+SL_API sl_status sl_chan_send_ptr(sl_chan *ch, void **pp)
+{
+    return send_ptr(ch, pp, PTR_WAIT, 0);
+}
+
+SL_API sl_status sl_chan_try_send_ptr(sl_chan *ch, void **pp)
+{
+    return send_ptr(ch, pp, PTR_TRY, 0);
+}
+
+SL_API sl_status sl_chan_send_ptr_for(sl_chan *ch, void **pp, uint64_t timeout_ns)
+{
+    return send_ptr(ch, pp, PTR_FOR, timeout_ns);
 }
 
 static void copy_displaced(void *elem, void *ctx)

@@ -337,10 +337,11 @@ static bool sink_take(struct pipeline *p, struct sink_state *s, struct item *it)
     }
     if (++s->delivered % TELEMETRY_EVERY == 0) publish(p, STAGE_SINK, 0, s->delivered);
     /* SPSC back to the source: the sink is its only sender, the source its
-     * only receiver. try_send: the sink must not wait for a source. SL_FULL
-     * (enough spares there) consumed nothing: the buffer is still ours. */
+     * only receiver. The non-blocking move: the sink must not wait for a
+     * source. It clears `it` when the buffer left; SL_FULL (enough spares
+     * there) consumed nothing, and the buffer is still ours. */
     unsigned source = it->source;
-    if (sl_chan_try_send(p->recycle[source], &it) != SL_OK) free_item(p, it);
+    if (sl_chan_try_send_ptr(p->recycle[source], (void **)&it) != SL_OK) free_item(p, it);
     return true;
 }
 

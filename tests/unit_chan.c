@@ -857,6 +857,50 @@ START_TEST(test_send_ptr)
 }
 END_TEST
 
+/* The non-blocking and timed moves: the pointer is cleared exactly when the
+ * message left, and left alone on SL_FULL, SL_TIMEDOUT and SL_CLOSED. */
+START_TEST(test_try_and_timed_send_ptr)
+{
+    const sl_flavor f = FLAVOR;
+    sl_chan *ch = sl_test_chan(f, sizeof(void *), 1, NULL, NULL);
+    int a = 1, b = 2;
+    void *p = &a;
+    ck_assert_int_eq(sl_chan_try_send_ptr(ch, &p), SL_OK);
+    ck_assert_ptr_null(p);
+    p = &b;
+    ck_assert_int_eq(sl_chan_try_send_ptr(ch, &p), SL_FULL);
+    ck_assert_ptr_eq(p, &b);
+    uint64_t t0 = sl_now_ns();
+    ck_assert_int_eq(sl_chan_send_ptr_for(ch, &p, 20 * MS), SL_TIMEDOUT);
+    ck_assert_uint_ge(sl_now_ns() - t0, 20 * MS);
+    ck_assert_ptr_eq(p, &b);
+    void *out = NULL;
+    ck_assert_int_eq(sl_chan_recv(ch, &out), SL_OK);
+    ck_assert_ptr_eq(out, &a);
+    ck_assert_int_eq(sl_chan_send_ptr_for(ch, &p, 20 * MS), SL_OK);
+    ck_assert_ptr_null(p);
+    ck_assert_int_eq(sl_chan_recv(ch, &out), SL_OK);
+    ck_assert_ptr_eq(out, &b);
+    /* Bad input and a closed channel leave the pointer alone. */
+    ck_assert_int_eq(sl_chan_try_send_ptr(NULL, &p), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_try_send_ptr(ch, NULL), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_send_ptr_for(ch, NULL, 0), SL_EINVAL);
+    sl_chan_close(ch);
+    p = &a;
+    ck_assert_int_eq(sl_chan_try_send_ptr(ch, &p), SL_CLOSED);
+    ck_assert_int_eq(sl_chan_send_ptr_for(ch, &p, SL_FOREVER), SL_CLOSED);
+    ck_assert_ptr_eq(p, &a);
+    ck_assert_uint_eq(sl_chan_len(ch), 0);
+    sl_chan_free(ch);
+    /* Another element size is not a pointer channel. */
+    ch = sl_test_chan(f, sizeof(uint64_t) * 2, 1, NULL, NULL);
+    ck_assert_int_eq(sl_chan_try_send_ptr(ch, &p), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_send_ptr_for(ch, &p, 0), SL_EINVAL);
+    ck_assert_ptr_eq(p, &a);
+    sl_chan_free(ch);
+}
+END_TEST
+
 START_TEST(test_send_ptr_blocked_then_closed)
 {
     const sl_flavor f = FLAVOR;
@@ -1292,6 +1336,10 @@ START_TEST(test_typed)
     ck_assert_int_eq(iptr_chan_send_evict(ic, &pz, &ev), SL_EINVAL);
     ck_assert_ptr_null(ev);
     ck_assert_uint_eq(iptr_chan_len(ic), 3);
+    int *pw = &x;
+    ck_assert_int_eq(iptr_chan_try_send_ptr(ic, &pw), SL_FULL);
+    ck_assert_int_eq(iptr_chan_send_ptr_for(ic, &pw, 1 * MS), SL_TIMEDOUT);
+    ck_assert_ptr_eq(pw, &x);
     int *rx = NULL;
     ck_assert_int_eq(iptr_chan_recv(ic, &rx), SL_OK);
     ck_assert_ptr_eq(rx, &x);
@@ -1391,6 +1439,7 @@ static Suite *chan_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_loop_test(tc, test_send_ptr, 0, N_FLAVORS);
     tcase_add_loop_test(tc, test_send_ptr_blocked_then_closed, 0, N_FLAVORS);
+    tcase_add_loop_test(tc, test_try_and_timed_send_ptr, 0, N_FLAVORS);
     tcase_add_loop_test(tc, test_send_ptr_blocked_then_received, 0, N_FLAVORS);
     tcase_add_loop_test(tc, test_send_ptr_wrong_size, 0, N_FLAVORS);
     tcase_add_loop_test(tc, test_send_evict_refused, 0, N_FLAVORS);

@@ -114,6 +114,14 @@ SL_API sl_status sl_chan_send_for(sl_chan *ch, const void *elem, uint64_t timeou
  * elem_size. */
 SL_API sl_status sl_chan_send_ptr(sl_chan *ch, void **pp);
 
+/* As sl_chan_send_ptr, without waiting: SL_FULL (and *pp as it was) when
+ * there is no room now; otherwise as sl_chan_try_send. */
+SL_API sl_status sl_chan_try_send_ptr(sl_chan *ch, void **pp);
+
+/* As sl_chan_send_ptr, waiting at most timeout_ns: SL_TIMEDOUT (and *pp as it
+ * was) when no room came; otherwise as sl_chan_send_for. */
+SL_API sl_status sl_chan_send_ptr_for(sl_chan *ch, void **pp, uint64_t timeout_ns);
+
 /* Overwrite-ring send that hands the displaced message to the caller: returns
  * SL_OK, or SL_EVICTED with the oldest message copied to *evicted (which the
  * caller now owns); SL_CLOSED (nothing consumed); SL_EINVAL for NULL ch, elem
@@ -203,6 +211,10 @@ SL_END_DECLS
     { return sl_chan_send_for((sl_chan *)(void *)c, e, t); }                        \
     SL_TYPED_FN sl_status name##_send_ptr(name *c, T *pp)                         \
     { return sl_chan_send_ptr((sl_chan *)(void *)c, (void **)(void *)pp); }         \
+    SL_TYPED_FN sl_status name##_try_send_ptr(name *c, T *pp)                     \
+    { return sl_chan_try_send_ptr((sl_chan *)(void *)c, (void **)(void *)pp); }     \
+    SL_TYPED_FN sl_status name##_send_ptr_for(name *c, T *pp, uint64_t t)         \
+    { return sl_chan_send_ptr_for((sl_chan *)(void *)c, (void **)(void *)pp, t); }  \
     SL_TYPED_FN sl_status name##_send_evict(name *c, T const *e, T *ev)           \
     { return sl_chan_send_evict((sl_chan *)(void *)c, e, ev); }                     \
     SL_TYPED_FN sl_status name##_recv(name *c, T *o)                              \

@@ -5,20 +5,25 @@
 #                and each flavour's libFuzzer target for 30 s against its model
 #   make bench   build and run the flavour comparison; results in build/bench/
 #   make bench-pool, make bench-exec   the pool's and the executor's comparisons
-#   make build   the default build only
+#   make build   the default build only (library, tests, benchmarks, examples);
+#                needs only BUILD_DEPS
 
 JOBS      ?= $(shell nproc)
 PRESETS   ?= default asan tsan faults fuzz
-TEST_DEPS  = cmake make gcc g++ clang pkg-config liburcu-dev check spin groff-base
+BUILD_DEPS = cmake make gcc g++ pkg-config liburcu-dev check
+TEST_DEPS  = $(BUILD_DEPS) clang spin groff-base
 BENCH_DEPS = libck-dev libboost-dev libtbb-dev libglib2.0-dev \
              libconcurrentqueue-dev libreaderwriterqueue-dev gnuplot-nox libomp-dev
 BENCH_ARGS ?=
 
-.PHONY: all build test bench bench-pool bench-exec deps bench-deps clean
+.PHONY: all build test bench bench-pool bench-exec deps build-deps bench-deps clean
 # test-default, test-asan, test-tsan: one build each. Not .PHONY on purpose:
 # make skips pattern rules for phony targets.
 
 all: build
+
+build-deps:
+	@sh scripts/install-deps.sh $(BUILD_DEPS)
 
 deps:
 	@sh scripts/install-deps.sh $(TEST_DEPS)
@@ -26,7 +31,7 @@ deps:
 bench-deps: deps
 	@sh scripts/install-deps.sh $(BENCH_DEPS)
 
-build: deps
+build: build-deps
 	cmake --preset default >/dev/null
 	cmake --build --preset default -j $(JOBS)
 

@@ -3,6 +3,12 @@
 # Usage: scripts/install-deps.sh PACKAGE...
 # As root it runs apt-get; otherwise it prints the one command to run and fails.
 set -eu
+if ! command -v dpkg-query >/dev/null 2>&1; then
+    # Not Debian: say what is needed, under Debian's names, and let CMake
+    # report what it cannot find.
+    echo "sluice: not a Debian system; make sure these (Debian names) are installed: $*" >&2
+    exit 0
+fi
 missing=""
 for pkg in "$@"; do
     if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then

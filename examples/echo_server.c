@@ -2,8 +2,9 @@
  * echo_server — a TCP echo server on a worker pool that grows under load and
  * trims itself back when idle, with its own load generator.
  *
- * Seed: 002_827346ab470defc4.txt, "Working With Ruby Threads", chapter 16,
- * "Puma's Thread Pool Implementation". The seed's asks, and where they are:
+ * Answers: “Working With Ruby Threads” by Jesse Storimer (2013), chapter 16,
+ * “Puma's Thread Pool Implementation”. What the chapter shows of Puma's
+ * pool, and where it is here:
  *
  *   min / max threads  min_workers and max_workers: the pool starts at min and
  *                      spawns a worker (never above max) when a connection

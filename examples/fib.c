@@ -1,8 +1,8 @@
 /*
  * fib.c — fork-join on the executor: naive parallel Fibonacci with spawn / sync.
  *
- * Seed: seeds/003_bb58746e454276bb.txt, the Nim RFC "Executors, multithreading,
- * channels APIs" (its "Task Parallelism API").
+ * Answers: the Nim RFC “Executors, multithreading, channels APIs” by Mamy
+ * André-Ratsimbazafy (@mratsim): its “Task Parallelism API”.
  *
  * What it shows, in the RFC's words:
  *   - spawn on a local executor (sl_exec_new with a thread count) and on the

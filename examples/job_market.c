@@ -3,8 +3,9 @@
  * prioritised jobs keyed by their player id; workers come and go with the
  * load, and one that dies inside a job is noticed and replaced.
  *
- * Seed: 001_ce2334c650a911ff.txt, "Seppuku Job Market: Minimal Dynamic
- * Tasking in Ada". Its Job_Market maps onto one sl_pool:
+ * Answers: “Seppuku Job Market: Minimal Dynamic Tasking in Ada” by Diana
+ * Coman (February 2019), the job market of the Eulora game server. Its
+ * Job_Market maps onto one sl_pool:
  *   Add_Job          sl_pool_submit_job with key = player id: SL_OK, or a
  *                    refusal — SL_FULL / SL_TIMEDOUT (a full board),
  *                    SL_EXISTS (SL_JOB_UNIQUE: the player already has a job
@@ -229,7 +230,7 @@ static void *player_main(void *arg)
     market *m = pl->m;
     pthread_barrier_wait(&m->start);
     for (unsigned turn = 0; pl->accepted < m->jobs; turn++) {
-        if (turn % 8 == 7) /* "only if none exist for this player", as the seed's Add_Job */
+        if (turn % 8 == 7) /* "only if none exist for this player", as the article's Add_Job */
             offer(pl, SL_JOB_UNIQUE, 0);
         else if (turn % 4 == 0) /* try once: a full board refuses at once */
             offer(pl, 0, 0);
@@ -323,7 +324,7 @@ static void act_board(void)
 
 /* ---- acts 2 and 3: the market --------------------------------------------------- */
 
-/* The seed's Operating function, from one sl_pool_get_stats snapshot. */
+/* The article's Operating function, from one sl_pool_get_stats snapshot. */
 static sl_pool_stats operating(market *m, const char *when)
 {
     sl_pool_stats st;
@@ -369,8 +370,8 @@ static bool trimmed(market *m, const sl_pool_stats *st) { (void)m; return st->wo
 /* The board is full and the players block in submit. (Not necessarily with
  * every worker busy: the capacity counts jobs waiting for a busy key too, so
  * the players whose jobs run can fill the board by themselves — the "one
- * player hogs the queue" risk the seed's comments discuss; SL_JOB_UNIQUE, the
- * seed's own rule, is the cure.) */
+ * player hogs the queue" risk discussed in the article's comments;
+ * SL_JOB_UNIQUE, the article's own rule, is the cure.) */
 static bool flooded(market *m, const sl_pool_stats *st)
 {
     return st->queued >= m->capacity && st->running > 0;
@@ -420,12 +421,12 @@ static void act_market(market *m)
     sl_pool_stats full = operating(m, " (full):");
     unsigned could_run = m->players < m->max_workers ? m->players : m->max_workers;
     if (full.running < could_run)
-        printf("  (%u of %u possible jobs run on a full board: the waiting jobs are those of players "
-               "whose job runs — they count against the capacity while they wait for their key, the "
-               "one-player-hogs-the-board risk the seed's comments raise; SL_JOB_UNIQUE avoids it)\n",
-               full.running, could_run);
+        printf("  (only %u of a possible %u jobs running on a full board: the waiting jobs belong to "
+               "players whose job is running, and a job waiting for its key counts against the "
+               "capacity, so a few players can fill the board; SL_JOB_UNIQUE, one job per player, "
+               "avoids it)\n", full.running, could_run);
     uint64_t t0 = now_ns();
-    /* The seed's Stop: no new jobs, waiting ones dropped, running ones end. */
+    /* The article's Stop: no new jobs, waiting ones dropped, running ones end. */
     check(sl_pool_shutdown(m->pool, SL_CANCEL), SL_OK, "shutdown(SL_CANCEL)");
     for (unsigned i = 0; i < m->players; i++)
         pthread_join(m->pl[i].thread, NULL);

@@ -1,9 +1,10 @@
 /*
  * nqueens.c — an unbalanced task tree on the executor, and cancellation by token.
  *
- * Seed: seeds/003_bb58746e454276bb.txt, the Nim RFC "Executors, multithreading,
- * channels APIs" — the RFC names "nqueens with backtracking" as the reason for
- * isSpawned, and asks for cancellation by a token the tasks check.
+ * Answers: the Nim RFC “Executors, multithreading, channels APIs” by Mamy
+ * André-Ratsimbazafy (@mratsim). The RFC names “nqueens with backtracking” as
+ * the reason for isSpawned, and asks for cancellation by a token the tasks
+ * check.
  *
  * What it shows:
  *   - count mode: sl_parallel_for over the first row's columns; below it each

@@ -1,10 +1,10 @@
 /*
  * pipeline.c — channels alone, no pool: source → transform workers → sink.
  *
- * Seed: seeds/003_bb58746e454276bb.txt, the Nim RFC "Executors, multithreading,
- * channels APIs" — its channel taxonomy (SPSC / MPMC, list / array, bounded
- * that blocks or overwrites the oldest) and "a channel MUST NOT copy": a
- * reference sent through a channel transfers ownership.
+ * Answers: the Nim RFC “Executors, multithreading, channels APIs” by Mamy
+ * André-Ratsimbazafy (@mratsim): its channel taxonomy (SPSC / MPMC, list /
+ * array, bounded that blocks or overwrites the oldest) and "a channel MUST
+ * NOT copy": a reference sent through a channel transfers ownership.
  *
  *   sources ──work (MPMC, bounded)──▶ workers ──results (MPMC, bounded)──▶ sink
  *      ▲                                  │                                 │

@@ -3,8 +3,9 @@
  * (four spheres on a checkered floor, shadows and reflections) cut into
  * tiles, rendered by every core and assembled into a binary PPM.
  *
- * Seed: 000_c84314014f823033.txt, "Implementing a Worker pool in Nim" (the
- * pool behind a ray tracer). What it asks, and where to see it here:
+ * Answers: “Implementing a Worker pool in Nim — Part 1”, a blog post on the
+ * worker pool behind the author's ray tracer. What the post asks, and where
+ * to see it here:
  *   - all cores by default: --workers 0 (the default) leaves max_workers 0;
  *   - the start / stop (pause) / shutdown state machine, commands that return
  *     at once, completion seen both by polling sl_pool_ready (immediate-mode

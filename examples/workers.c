@@ -2,8 +2,9 @@
  * workers — named workers over a shared queue, back-pressure, poison-pill
  * shutdown done right, and pluggable dispatch, on one workload.
  *
- * Seed: 004_6f19432c19706d6e.txt, "Implementing a worker pool" (Ruby). The
- * post's asks, and how sluice answers each:
+ * Answers: “Implementing a worker pool”, a Ruby blog post (November 2017)
+ * that builds named workers over a shared queue. The post's asks, and how
+ * sluice answers each:
  *
  *   named workers   a pool's `name` names its threads "<name>/<id>". Jobs
  *                   print the thread name (pthread_getname_np) and the id

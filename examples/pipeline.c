@@ -677,7 +677,7 @@ int main(int argc, char **argv)
         for (unsigned i = 0; i < p.sources; i++) free(p.seen[i]);
         return 1;
     }
-    printf("pipeline: %u %s x %" PRIu64 " %s -> %u %s -> sink; %s stall %u ms half-way\n",
+    printf("pipeline: %u %s x %" PRIu64 " %s -> %u %s -> sink; %s for %u ms half-way\n",
            p.sources, plural(p.sources, "source", "sources"), p.items, plural(p.items, "item", "items"),
            p.workers, plural(p.workers, "worker", "workers"),
            p.sources == 1 ? "the source stalls" : "the sources stall", p.hiccup_ms);

@@ -220,7 +220,8 @@ static bool demo_move_only(sl_exec *ex)
     sl_future stale = g;           /* a copy: legal C, but only one may sync */
     long value = 0;
     bool ok = expect_status("sl_sync(moved-from future)", sl_sync(&f, &value), SL_EINVAL) &&
-              expect_status("sl_sync(the future it moved to: the owner)", sl_sync(&g, &value), SL_OK) &&
+              expect_status("sl_sync(the future it moved to: the owner)", sl_sync(&g, &value),
+                            SL_OK) &&
               expect_status("sl_sync(same future again)", sl_sync(&g, &value), SL_EINVAL) &&
               expect_status("sl_sync(a stale copy of it)", sl_sync(&stale, &value), SL_EINVAL);
     if (ok && value != fib_seq(20)) {
@@ -431,7 +432,8 @@ int main(int argc, char **argv)
      * itself instead of blocking until some other thread does. (With
      * --threads 1 the local executor is that run already.) */
     bool ok = run_variant(label_local, local, SPAWN_SYNC, &opt, expect, seq_ns) &&
-              (!single || run_variant("local, 1 worker", single, SPAWN_SYNC, &opt, expect, seq_ns)) &&
+              (!single ||
+               run_variant("local, 1 worker", single, SPAWN_SYNC, &opt, expect, seq_ns)) &&
               run_variant(label_global, global, SPAWN_SYNC, &opt, expect, seq_ns) &&
               run_variant("scope (no futures), local", local, SCOPE, &opt, expect, seq_ns) &&
               demo_is_ready(global, opt.n, opt.cutoff) &&

@@ -327,7 +327,8 @@ static void act_board(void)
     }
     printf("\n  higher priorities first, FIFO within a level; player 99's priority-3 job waited "
            "for its priority-0 job (it ran %u%s, after the other at %u%s): one key's jobs run in "
-           "submission order\n", at_high + 1, ordinal(at_high + 1), at_low + 1, ordinal(at_low + 1));
+           "submission order\n", at_high + 1, ordinal(at_high + 1), at_low + 1,
+           ordinal(at_low + 1));
     if (ran != BOARD_CAP || at_low >= at_high)
         fail("board: %u of %u jobs ran, or player 99's jobs out of order", ran, BOARD_CAP);
     check(sl_pool_shutdown(pool, SL_DRAIN), SL_OK, "shutdown(board)");
@@ -449,10 +450,10 @@ static void act_market(market *m)
     sl_pool_stats full = operating(m, " (full):");
     unsigned could_run = m->players < m->max_workers ? m->players : m->max_workers;
     if (full.running < could_run)
-        printf("  (only %u of a possible %u jobs running on a full board: the waiting jobs belong to "
-               "players whose job is running, and a job waiting for its key counts against the "
-               "capacity, so a few players can fill the board; SL_JOB_UNIQUE, one job per player, "
-               "avoids it)\n", full.running, could_run);
+        printf("  (only %u of a possible %u jobs running on a full board: the waiting jobs "
+               "belong to players whose job is running, and a job waiting for its key counts "
+               "against the capacity, so a few players can fill the board; SL_JOB_UNIQUE, one "
+               "job per player, avoids it)\n", full.running, could_run);
     uint64_t t0 = now_ns();
     /* The article's Stop: no new jobs, waiting ones dropped, running ones end. */
     check(sl_pool_shutdown(m->pool, SL_CANCEL), SL_OK, "shutdown(SL_CANCEL)");
@@ -536,9 +537,12 @@ static void usage(FILE *f)
 static bool parse_args(int argc, char **argv, market *m)
 {
     const struct { const char *flag; unsigned *dst, lo, hi; } flags[] = {
-        {"--players", &m->players, 1, 256},         {"--jobs", &m->jobs, 1, 1000000},
-        {"--duration", &m->duration_us, 0, 1000000}, {"--workers", &m->max_workers, 1, SL_POOL_MAX_WORKERS},
-        {"--capacity", &m->capacity, 1, 1000000},   {"--deaths", &m->deaths, 0, 256},
+        {"--players", &m->players, 1, 256},
+        {"--jobs", &m->jobs, 1, 1000000},
+        {"--duration", &m->duration_us, 0, 1000000},
+        {"--workers", &m->max_workers, 1, SL_POOL_MAX_WORKERS},
+        {"--capacity", &m->capacity, 1, 1000000},
+        {"--deaths", &m->deaths, 0, 256},
     };
     size_t nflags = sizeof(flags) / sizeof(flags[0]);
     for (int i = 1; i < argc; i++) {

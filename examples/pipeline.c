@@ -678,7 +678,8 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("pipeline: %u %s x %" PRIu64 " %s -> %u %s -> sink; %s for %u ms half-way\n",
-           p.sources, plural(p.sources, "source", "sources"), p.items, plural(p.items, "item", "items"),
+           p.sources, plural(p.sources, "source", "sources"), p.items,
+           plural(p.items, "item", "items"),
            p.workers, plural(p.workers, "worker", "workers"),
            p.sources == 1 ? "the source stalls" : "the sources stall", p.hiccup_ms);
     p.start_ns = now_ns();

@@ -560,8 +560,9 @@ static void demo_act1(renderer *r, uint8_t *reference, const char *out)
     session_begin(&s, r, true);
     for (unsigned i = 0; i < r->ntiles; i++)
         submit(&s, i);
-    say("act 1: %u %s queued on a stopped pool of %u %s", r->ntiles, plural(r->ntiles, "tile", "tiles"),
-        r->max_workers, plural(r->max_workers, "worker", "workers"));
+    say("act 1: %u %s queued on a stopped pool of %u %s", r->ntiles,
+        plural(r->ntiles, "tile", "tiles"), r->max_workers,
+        plural(r->max_workers, "worker", "workers"));
     run_command(&s, 'r', 0);
     pump_until_rendered(&s, r->ntiles / 3);
     run_command(&s, 'p', 0);
@@ -570,7 +571,8 @@ static void demo_act1(renderer *r, uint8_t *reference, const char *out)
         run_command(&s, 'w', r->max_workers - 1);
         sl_pool_stats st;
         sl_pool_get_stats(s.pool, &st);
-        say("  now %u %s (target %u)", st.workers, plural(st.workers, "worker", "workers"), st.target);
+        say("  now %u %s (target %u)", st.workers, plural(st.workers, "worker", "workers"),
+            st.target);
         if (st.workers != r->max_workers - 1 || st.target != r->max_workers - 1)
             fail("set_workers(%u) left %u workers", r->max_workers - 1, st.workers);
     }
@@ -622,7 +624,8 @@ static void demo_act2(renderer *r, const uint8_t *reference)
     say("  cancel: %u rendered + %u discarded (SL_DISCARD_CANCELLED) == %u %s; "
         "pool: submitted %" PRIu64 " = completed %" PRIu64 " + discarded %" PRIu64 " (reset + cancelled)%s",
         s.rendered, s.cancelled, r->ntiles, plural(r->ntiles, "tile", "tiles"), st.submitted,
-        st.completed, st.discarded, s.cancelled ? "" : " (every tile was done before the cancel arrived)");
+        st.completed, st.discarded,
+        s.cancelled ? "" : " (every tile was done before the cancel arrived)");
     if (s.rendered + s.cancelled != r->ntiles || st.submitted != s.submitted ||
         st.completed != s.rendered || st.discarded != s.reset + s.cancelled)
         fail("act 2: cancel accounting");
@@ -645,8 +648,9 @@ static int render_once(renderer *r, const char *out)
     session_begin(&s, r, true);
     for (unsigned i = 0; i < r->ntiles; i++)
         submit(&s, i);
-    say("%u %s queued on a stopped pool of %u %s; start", r->ntiles, plural(r->ntiles, "tile", "tiles"),
-        r->max_workers, plural(r->max_workers, "worker", "workers"));
+    say("%u %s queued on a stopped pool of %u %s; start", r->ntiles,
+        plural(r->ntiles, "tile", "tiles"), r->max_workers,
+        plural(r->max_workers, "worker", "workers"));
     if (!issue(&s, 'r', 0))
         fail("start was refused");
     while (s.rendered + s.reset + s.cancelled < s.submitted || s.cmd)
@@ -660,7 +664,8 @@ static int render_once(renderer *r, const char *out)
      * the exit status is 0 either way, 1 only when a check failed. */
     if (s.cancelled)
         say("render: cancelled: %u/%u tiles rendered, %u discarded; partial image in %s "
-            "(exit status 0: a cancel is a normal outcome)", s.rendered, r->ntiles, s.cancelled, out);
+            "(exit status 0: a cancel is a normal outcome)", s.rendered, r->ntiles, s.cancelled,
+            out);
     else
         say("render: ok %ux%u, %u %s, checksum %016" PRIx64 ", wrote %s", r->width, r->height,
             r->ntiles, plural(r->ntiles, "tile", "tiles"),
@@ -861,7 +866,8 @@ int main(int argc, char **argv)
     input_start(&in, &r, keys);
     char workers[32] = "a worker per CPU";
     if (r.workers)
-        snprintf(workers, sizeof(workers), "%u %s", r.workers, plural(r.workers, "worker", "workers"));
+        snprintf(workers, sizeof(workers), "%u %s", r.workers,
+                 plural(r.workers, "worker", "workers"));
     say("render: %ux%u, %u %s of %u px, %ux%u samples, %s; pid %ld", r.width, r.height, r.ntiles,
         plural(r.ntiles, "tile", "tiles"), r.tile_size, r.samples, r.samples, workers,
         (long)getpid());

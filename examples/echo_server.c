@@ -2,8 +2,9 @@
  * echo_server — a TCP echo server on a worker pool that grows under load and
  * trims itself back when idle, with its own load generator.
  *
- * Seed: 002_827346ab470defc4.txt, "Working With Ruby Threads", chapter 16,
- * "Puma's Thread Pool Implementation". The seed's asks, and where they are:
+ * Answers: “Working With Ruby Threads” by Jesse Storimer (2013), chapter 16,
+ * “Puma's Thread Pool Implementation”. What the chapter shows of Puma's
+ * pool, and where it is here:
  *
  *   min / max threads  min_workers and max_workers: the pool starts at min and
  *                      spawns a worker (never above max) when a connection
@@ -89,6 +90,7 @@ typedef struct server {
     _Atomic uint64_t fini_connections, fini_bytes; /* summed by worker_fini */
     _Atomic unsigned phase;                        /* index into phase_names */
     _Atomic unsigned peak_workers;                 /* the sampler's, since reset */
+    _Atomic unsigned run_peak_workers;             /* the sampler's, never reset */
     _Atomic bool sampler_stop;
 } server;
 
@@ -114,6 +116,12 @@ static void sleep_us(uint64_t us)
     struct timespec ts = {(time_t)(us / 1000000u), (long)(us % 1000000u) * 1000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         continue;
+}
+
+/* "1 worker", "2 workers": plural(n, "worker", "workers"). */
+static const char *plural(unsigned long long n, const char *one, const char *many)
+{
+    return n == 1 ? one : many;
 }
 
 static void die(const char *fmt, ...)
@@ -291,6 +299,7 @@ typedef struct client {
     server *srv;
     unsigned id, port;
     uint64_t bytes, echoed; /* written by the client, read by main after join */
+    uint64_t left_ns;       /* when it hung up (now_ns); read by main after join */
 } client;
 
 /* Message i of client c: its length and bytes differ per client and message. */
@@ -326,6 +335,7 @@ static void *client_main(void *arg)
     if (c->echoed != cfg->messages)
         note_failure(c->srv, "a message did not come back byte for byte");
     close(fd);
+    c->left_ns = now_ns(); /* the server's worker sees the hang-up from here on */
     return NULL;
 }
 
@@ -342,15 +352,19 @@ static client *start_clients(server *s, unsigned n, unsigned first_id, unsigned 
     return cs;
 }
 
-/* Joins and frees the clients; adds up the messages and bytes they got back. */
-static void join_clients(client *cs, unsigned n, uint64_t *messages, uint64_t *bytes)
+/* Joins and frees the clients; adds up the messages and bytes they got back.
+ * Returns when the last of them hung up (now_ns). */
+static uint64_t join_clients(client *cs, unsigned n, uint64_t *messages, uint64_t *bytes)
 {
+    uint64_t last_left = 0;
     for (unsigned i = 0; i < n; i++) {
         pthread_join(cs[i].thread, NULL);
         *bytes += cs[i].bytes;
         *messages += cs[i].echoed;
+        last_left = cs[i].left_ns > last_left ? cs[i].left_ns : last_left;
     }
     free(cs);
+    return last_left;
 }
 
 /* ---- watching the pool -------------------------------------------------- */
@@ -363,9 +377,12 @@ static void *sampler_main(void *arg)
     while (!atomic_load_explicit(&s->sampler_stop, memory_order_relaxed)) {
         sl_pool_stats st;
         sl_pool_get_stats(s->pool, &st);
-        /* Only this thread raises the peak; main resets it while workers == min. */
+        /* Only this thread raises the peaks; main resets the burst's while
+         * workers == min, and reads the run's after joining this thread. */
         if (st.workers > atomic_load_explicit(&s->peak_workers, memory_order_relaxed))
             atomic_store_explicit(&s->peak_workers, st.workers, memory_order_relaxed);
+        if (st.workers > atomic_load_explicit(&s->run_peak_workers, memory_order_relaxed))
+            atomic_store_explicit(&s->run_peak_workers, st.workers, memory_order_relaxed);
         if (now_ns() >= next_print) {
             unsigned phase = atomic_load_explicit(&s->phase, memory_order_relaxed);
             printf("  t=%6.3fs %-8s workers=%-3u idle=%-3u parked=%-3u running=%-3u "
@@ -386,8 +403,9 @@ static uint64_t patience_ms(const config *cfg)
     return 10000u + 4u * (uint64_t)cfg->idle_ms + 2u * (uint64_t)cfg->burst_ms;
 }
 
-/* Waits until the pool has exactly want live workers; returns the ms it took. */
-static uint64_t wait_for_workers(server *s, unsigned want)
+/* Waits until the pool has exactly want live workers; returns the ms from
+ * since (a now_ns time) until it saw them. */
+static uint64_t wait_for_workers(server *s, unsigned want, uint64_t since)
 {
     uint64_t start = now_ns();
     for (;;) {
@@ -395,7 +413,7 @@ static uint64_t wait_for_workers(server *s, unsigned want)
         sl_pool_get_stats(s->pool, &st);
         uint64_t waited = (now_ns() - start) / 1000000u;
         if (st.workers == want)
-            return waited;
+            return (now_ns() - since) / 1000000u;
         if (waited > patience_ms(s->cfg))
             die("the pool has %u workers, not %u, after %llu ms", st.workers, want,
                 (unsigned long long)waited);
@@ -410,20 +428,21 @@ static void set_phase(server *s, unsigned phase)
 
 /* ---- the phases --------------------------------------------------------- */
 
-/* Returns the peak number of workers the burst saw. */
-static unsigned run_burst(server *s, unsigned port, unsigned round, uint64_t *msgs,
+/* One burst of clients, its peak checked, then the trim back to min. */
+static void run_burst(server *s, unsigned port, unsigned round, uint64_t *msgs,
                           uint64_t *bytes)
 {
     const config *cfg = s->cfg;
     atomic_store_explicit(&s->peak_workers, 0, memory_order_relaxed);
     set_phase(s, PHASE_BURST);
-    join_clients(start_clients(s, cfg->clients, round * cfg->clients, port), cfg->clients,
-                 msgs, bytes);
+    uint64_t last_left = join_clients(start_clients(s, cfg->clients, round * cfg->clients, port),
+                                      cfg->clients, msgs, bytes);
     /* Connections stay open for burst_ms and the sampler looks every 5 ms. */
     sleep_us(10000);
     unsigned peak = atomic_load_explicit(&s->peak_workers, memory_order_relaxed);
-    printf("burst %u: %u clients x %u messages echoed; the pool peaked at %u workers\n",
-           round + 1, cfg->clients, cfg->messages, peak);
+    printf("burst %u: %u %s x %u %s echoed; the pool peaked at %u %s\n", round + 1,
+           cfg->clients, plural(cfg->clients, "client", "clients"), cfg->messages,
+           plural(cfg->messages, "message", "messages"), peak, plural(peak, "worker", "workers"));
     unsigned reachable = cfg->clients < cfg->max ? cfg->clients : cfg->max;
     if (reachable > cfg->min && cfg->burst_ms > 0 && peak <= cfg->min)
         die("burst %u: the pool did not grow above min (%u)", round + 1, cfg->min);
@@ -431,15 +450,14 @@ static unsigned run_burst(server *s, unsigned port, unsigned round, uint64_t *ms
         die("burst %u: %u workers, above max (%u)", round + 1, peak, cfg->max);
 
     set_phase(s, PHASE_TRIM);
-    uint64_t took = wait_for_workers(s, cfg->min);
+    uint64_t took = wait_for_workers(s, cfg->min, last_left);
     sl_pool_stats st;
     sl_pool_get_stats(s->pool, &st);
-    printf("trim: back to %u workers %llu ms after the last client left (%llu retired so "
-           "far; idle timeout %u ms)\n", cfg->min, (unsigned long long)took,
-           (unsigned long long)st.retired, cfg->idle_ms);
+    printf("trim: back to %u %s %llu ms after the last client left (%llu retired so far; "
+           "idle timeout %u ms)\n", cfg->min, plural(cfg->min, "worker", "workers"),
+           (unsigned long long)took, (unsigned long long)st.retired, cfg->idle_ms);
     set_phase(s, PHASE_IDLE);
     sleep_us(cfg->tick_ms * 1000u);
-    return peak;
 }
 
 /* The server stops and drains while its last clients are mid-conversation:
@@ -466,8 +484,9 @@ static void run_shutdown(server *s, unsigned port, pthread_t acceptor, uint64_t 
     sl_pool_stats st;
     sl_pool_get_stats(s->pool, &st);
     check(sl_pool_shutdown(s->pool, SL_DRAIN), "sl_pool_shutdown(SL_DRAIN)");
-    printf("shutdown: accepting stopped; sl_pool_shutdown(SL_DRAIN) with %u connections "
-           "being served and %llu queued\n", st.running, (unsigned long long)st.queued);
+    printf("shutdown: accepting stopped; sl_pool_shutdown(SL_DRAIN) with %u %s being served "
+           "and %llu queued\n", st.running, plural(st.running, "connection", "connections"),
+           (unsigned long long)st.queued);
     check(sl_pool_wait_ready(s->pool, patience_ms(cfg) * 1000000u), "waiting for the drain");
     join_clients(cs, n, msgs, bytes);
     printf("shutdown: complete; every worker has exited\n");
@@ -483,11 +502,11 @@ static void final_checks(server *s, uint64_t msgs, uint64_t bytes, unsigned port
     unsigned long long failures = atomic_load_explicit(&s->failures, memory_order_relaxed);
     uint64_t fini_conns = atomic_load_explicit(&s->fini_connections, memory_order_relaxed);
     uint64_t fini_bytes = atomic_load_explicit(&s->fini_bytes, memory_order_relaxed);
-    printf("totals: %llu connections accepted, %llu jobs submitted, %llu completed, %llu "
-           "discarded; %llu workers spawned, %llu retired by auto-trim\n", accepted,
-           (unsigned long long)st.submitted, (unsigned long long)st.completed,
-           (unsigned long long)st.discarded, (unsigned long long)st.spawned,
-           (unsigned long long)st.retired);
+    printf("totals: %llu %s accepted; jobs: %llu submitted, %llu completed, %llu discarded; "
+           "workers: %llu spawned, %llu retired by auto-trim\n", accepted,
+           plural(accepted, "connection", "connections"), (unsigned long long)st.submitted,
+           (unsigned long long)st.completed, (unsigned long long)st.discarded,
+           (unsigned long long)st.spawned, (unsigned long long)st.retired);
     if (failures != 0)
         die("%llu errors were reported above", failures);
     if (msgs != ((uint64_t)cfg->bursts * cfg->clients + cfg->max + 2u) * cfg->messages)
@@ -565,16 +584,22 @@ static void parse_flags(int argc, char **argv, config *cfg)
         char *end;
         unsigned long v = o == 0 ? strtoul(optarg, &end, 10) : 0;
         const struct flag *f = o == 0 ? &flags[at - 1] : NULL;
+        /* getopt_long has already said what was wrong with an unknown
+         * option or a missing value; a bad value is ours to explain. */
         if (!f || end == optarg || *end || optarg[0] == '-' || v < f->lo || v > f->hi) {
             if (f)
-                fprintf(stderr, "echo_server: --%s wants %u..%u\n", f->name, f->lo, f->hi);
+                fprintf(stderr, "echo_server: --%s %s: must be %u..%u\n", f->name, optarg,
+                        f->lo, f->hi);
             usage(stderr, &defaults);
             exit(2);
         }
         *(unsigned *)((char *)cfg + f->offset) = (unsigned)v;
     }
     if (optind < argc || cfg->min > cfg->max) {
-        fprintf(stderr, "echo_server: %s\n", optind < argc ? "stray argument" : "min > max");
+        if (optind < argc)
+            fprintf(stderr, "echo_server: %s: unexpected argument\n", argv[optind]);
+        else
+            fprintf(stderr, "echo_server: --min %u is above --max %u\n", cfg->min, cfg->max);
         usage(stderr, &defaults);
         exit(2);
     }
@@ -599,7 +624,7 @@ int main(int argc, char **argv)
                       .worker_init = worker_init, .worker_fini = worker_fini,
                       .on_discard = on_discard, .user = &s};
     check(sl_pool_new(&s.pool, &o), "sl_pool_new");
-    printf("echo_server: listening on 127.0.0.1:%u; pool \"echo\": min %u, max %u workers, "
+    printf("echo_server: listening on 127.0.0.1:%u; pool \"echo\": workers min %u, max %u, "
            "idle timeout %u ms\n", port, cfg.min, cfg.max, cfg.idle_ms);
     fflush(stdout);
 
@@ -607,23 +632,25 @@ int main(int argc, char **argv)
     if (pthread_create(&acceptor, NULL, acceptor_main, &s) != 0 ||
         pthread_create(&sampler, NULL, sampler_main, &s) != 0)
         die("cannot start the acceptor or the sampler");
-    wait_for_workers(&s, cfg.min);
+    wait_for_workers(&s, cfg.min, now_ns());
     sleep_us(2000u * cfg.tick_ms);
 
     uint64_t msgs = 0, bytes = 0;
-    unsigned peak = cfg.min;
-    for (unsigned round = 0; round < cfg.bursts; round++) {
-        unsigned p = run_burst(&s, port, round, &msgs, &bytes);
-        peak = p > peak ? p : peak;
-    }
+    for (unsigned round = 0; round < cfg.bursts; round++)
+        run_burst(&s, port, round, &msgs, &bytes);
     run_shutdown(&s, port, acceptor, &msgs, &bytes);
     atomic_store_explicit(&s.sampler_stop, true, memory_order_relaxed);
     pthread_join(sampler, NULL);
+    /* The bursts' peaks and the shutdown's (its max + 2 clients) alike. */
+    unsigned peak = atomic_load_explicit(&s.run_peak_workers, memory_order_relaxed);
+    if (peak > cfg.max)
+        die("%u workers at once, above max (%u)", peak, cfg.max);
 
     final_checks(&s, msgs, bytes, port, fds_before);
     sl_pool_free(s.pool);
-    printf("echo_server: ok: %llu messages, %llu bytes echoed; workers %u -> up to %u -> %u, "
-           "%u bursts; submitted == completed\n", (unsigned long long)msgs,
-           (unsigned long long)bytes, cfg.min, peak, cfg.min, cfg.bursts);
+    printf("echo_server: ok: %llu messages, %llu bytes echoed; %u %s; workers: %u at rest, "
+           "%u at the peak (whole run), 0 after the shutdown; submitted == completed\n",
+           (unsigned long long)msgs, (unsigned long long)bytes, cfg.bursts,
+           plural(cfg.bursts, "burst", "bursts"), cfg.min, peak);
     return 0;
 }

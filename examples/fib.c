@@ -1,8 +1,8 @@
 /*
  * fib.c — fork-join on the executor: naive parallel Fibonacci with spawn / sync.
  *
- * Seed: seeds/003_bb58746e454276bb.txt, the Nim RFC "Executors, multithreading,
- * channels APIs" (its "Task Parallelism API").
+ * Answers: the Nim RFC “Executors, multithreading, channels APIs” by Mamy
+ * André-Ratsimbazafy (@mratsim): its “Task Parallelism API”.
  *
  * What it shows, in the RFC's words:
  *   - spawn on a local executor (sl_exec_new with a thread count) and on the
@@ -212,14 +212,16 @@ static bool expect_status(const char *what, sl_status got, sl_status want)
 
 static bool demo_move_only(sl_exec *ex)
 {
-    puts("move-only futures (each misuse below is refused with SL_EINVAL):");
+    puts("move-only futures: only the future that owns the task may sync it, and only once; "
+         "a misuse is refused (SL_EINVAL) and touches nothing:");
     struct fib_args a = {ex, 20, 32};
     sl_future f = sl_spawn(ex, fib_task, &a, sizeof a, sizeof(long));
     sl_future g = future_move(&f); /* g owns the task now; f is empty */
     sl_future stale = g;           /* a copy: legal C, but only one may sync */
     long value = 0;
     bool ok = expect_status("sl_sync(moved-from future)", sl_sync(&f, &value), SL_EINVAL) &&
-              expect_status("sl_sync(the future it moved to)", sl_sync(&g, &value), SL_OK) &&
+              expect_status("sl_sync(the future it moved to: the owner)", sl_sync(&g, &value),
+                            SL_OK) &&
               expect_status("sl_sync(same future again)", sl_sync(&g, &value), SL_EINVAL) &&
               expect_status("sl_sync(a stale copy of it)", sl_sync(&stale, &value), SL_EINVAL);
     if (ok && value != fib_seq(20)) {
@@ -251,9 +253,9 @@ static bool demo_is_ready(sl_exec *ex, int n, int cutoff)
     }
     long value = 0;
     sl_status st = sl_sync(&f, &value);
-    printf("isReady polling: is_spawned %d before sync, %d after; meanwhile main did %u slices "
+    printf("isReady polling: is_spawned %d before sync, %d after; meanwhile main did %u %s "
            "of its own work (sum %ld)\n",
-           spawned_before, sl_is_spawned(&f), slices, own_work);
+           spawned_before, sl_is_spawned(&f), slices, slices == 1 ? "slice" : "slices", own_work);
     if (!spawned_before || sl_is_spawned(&f) || st != SL_OK || value != fib_seq(n)) {
         fprintf(stderr, "fib: is_spawned / is_ready / sync did not behave (%s, %ld)\n",
                 sl_status_str(st), value);
@@ -323,15 +325,20 @@ static void usage(FILE *to)
                 "  --reps     timed runs per variant, best shown, 1..100 (default 3)\n");
 }
 
-static bool parse_int(const char *s, long lo, long hi, long *out)
+/* Parses s as an integer in lo..hi; otherwise says what was wrong with what. */
+static bool parse_int(const char *what, const char *s, long lo, long hi, long *out)
 {
     char *end;
     long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < lo || v > hi) return false;
+    if (*s == '\0' || *end != '\0' || v < lo || v > hi) {
+        fprintf(stderr, "fib: %s %s: must be %ld..%ld\n", what, s, lo, hi);
+        return false;
+    }
     *out = v;
     return true;
 }
 
+/* getopt_long itself reports an unknown option or a missing value. */
 static bool parse_args(int argc, char **argv, struct options *opt)
 {
     static const struct option longs[] = {{"cutoff", required_argument, NULL, 'c'},
@@ -343,19 +350,25 @@ static bool parse_args(int argc, char **argv, struct options *opt)
     int c;
     while ((c = getopt_long(argc, argv, "c:t:r:h", longs, NULL)) != -1) {
         switch (c) {
-        case 'c': if (!parse_int(optarg, 2, 45, &v)) return false; opt->cutoff = (int)v; break;
-        case 't': if (!parse_int(optarg, 0, SL_EXEC_MAX_THREADS, &v)) return false;
+        case 'c': if (!parse_int("--cutoff", optarg, 2, 45, &v)) return false;
+                  opt->cutoff = (int)v; break;
+        case 't': if (!parse_int("--threads", optarg, 0, SL_EXEC_MAX_THREADS, &v)) return false;
                   opt->threads = (unsigned)v; break;
-        case 'r': if (!parse_int(optarg, 1, 100, &v)) return false; opt->reps = (int)v; break;
+        case 'r': if (!parse_int("--reps", optarg, 1, 100, &v)) return false;
+                  opt->reps = (int)v; break;
         case 'h': usage(stdout); exit(0);
         default: return false;
         }
     }
     if (optind < argc) {
-        if (!parse_int(argv[optind++], 2, 45, &v)) return false;
+        if (!parse_int("N", argv[optind++], 2, 45, &v)) return false;
         opt->n = (int)v;
     }
-    return optind == argc;
+    if (optind < argc) {
+        fprintf(stderr, "fib: %s: unexpected argument\n", argv[optind]);
+        return false;
+    }
+    return true;
 }
 
 /* The reference: the plain recursion on this thread, best of opt->reps. */
@@ -372,12 +385,14 @@ static long fib_timed(const struct options *opt, uint64_t *best_ns)
     return value;
 }
 
-/* Creates the two local executors: one with opt->threads workers and one with
- * a single worker. Returns false (nothing left behind) if either fails. */
+/* Creates the local executors: one with opt->threads workers and, unless that
+ * one already has a single worker, one with a single worker (*one is NULL
+ * then). Returns false (nothing left behind) if either fails. */
 static bool make_local_executors(const struct options *opt, sl_exec **many, sl_exec **one)
 {
+    *one = NULL;
     sl_status st = sl_exec_new(many, &(sl_exec_opts){.threads = opt->threads, .name = "fib"});
-    if (st == SL_OK) {
+    if (st == SL_OK && sl_exec_threads(*many) > 1) {
         st = sl_exec_new(one, &(sl_exec_opts){.threads = 1, .name = "fib1"});
         if (st != SL_OK) sl_exec_free(*many);
     }
@@ -394,8 +409,8 @@ int main(int argc, char **argv)
     }
     uint64_t seq_ns;
     long expect = fib_timed(&opt, &seq_ns);
-    printf("fib(%d); below n=%d tasks recurse sequentially; best of %d runs\n", opt.n,
-           opt.cutoff, opt.reps);
+    printf("fib(%d); below n=%d tasks recurse sequentially; best of %d %s\n", opt.n,
+           opt.cutoff, opt.reps, opt.reps == 1 ? "run" : "runs");
     printf("  %-30s fib(%d) = %ld  %8.2f ms\n", "sequential", opt.n, expect, seq_ns / 1e6);
 
     /* Local executors: their own workers, freed when we are done with them.
@@ -414,15 +429,17 @@ int main(int argc, char **argv)
     snprintf(label_global, sizeof label_global, "global, %u worker%s", sl_exec_threads(global),
              sl_exec_threads(global) == 1 ? "" : "s");
     /* One worker, and still no deadlock: its sync runs the awaited child
-     * itself instead of blocking until some other thread does. */
+     * itself instead of blocking until some other thread does. (With
+     * --threads 1 the local executor is that run already.) */
     bool ok = run_variant(label_local, local, SPAWN_SYNC, &opt, expect, seq_ns) &&
-              run_variant("local, 1 worker", single, SPAWN_SYNC, &opt, expect, seq_ns) &&
+              (!single ||
+               run_variant("local, 1 worker", single, SPAWN_SYNC, &opt, expect, seq_ns)) &&
               run_variant(label_global, global, SPAWN_SYNC, &opt, expect, seq_ns) &&
               run_variant("scope (no futures), local", local, SCOPE, &opt, expect, seq_ns) &&
               demo_is_ready(global, opt.n, opt.cutoff) &&
               demo_submit(local, opt.n < 25 ? opt.n : 25) && demo_move_only(local);
 
-    sl_exec_free(single);
+    if (single) sl_exec_free(single);
     sl_exec_free(local);
     unsigned failures = atomic_load_explicit(&task_failures, memory_order_relaxed);
     if (failures) {

@@ -3,8 +3,9 @@
  * prioritised jobs keyed by their player id; workers come and go with the
  * load, and one that dies inside a job is noticed and replaced.
  *
- * Seed: 001_ce2334c650a911ff.txt, "Seppuku Job Market: Minimal Dynamic
- * Tasking in Ada". Its Job_Market maps onto one sl_pool:
+ * Answers: “Seppuku Job Market: Minimal Dynamic Tasking in Ada” by Diana
+ * Coman (February 2019), the job market of the Eulora game server. Its
+ * Job_Market maps onto one sl_pool:
  *   Add_Job          sl_pool_submit_job with key = player id: SL_OK, or a
  *                    refusal — SL_FULL / SL_TIMEDOUT (a full board),
  *                    SL_EXISTS (SL_JOB_UNIQUE: the player already has a job
@@ -103,6 +104,20 @@ static _Noreturn void fail(const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     exit(1);
+}
+
+/* "1 worker", "2 workers": plural(n, "worker", "workers"). */
+static const char *plural(uint64_t n, const char *one, const char *many)
+{
+    return n == 1 ? one : many;
+}
+
+/* The English ordinal suffix of n: 1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st. */
+static const char *ordinal(unsigned n)
+{
+    if (n % 100 >= 11 && n % 100 <= 13)
+        return "th";
+    return n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
 }
 
 static void check(sl_status got, sl_status want, const char *what)
@@ -229,7 +244,7 @@ static void *player_main(void *arg)
     market *m = pl->m;
     pthread_barrier_wait(&m->start);
     for (unsigned turn = 0; pl->accepted < m->jobs; turn++) {
-        if (turn % 8 == 7) /* "only if none exist for this player", as the seed's Add_Job */
+        if (turn % 8 == 7) /* "only if none exist for this player", as the article's Add_Job */
             offer(pl, SL_JOB_UNIQUE, 0);
         else if (turn % 4 == 0) /* try once: a full board refuses at once */
             offer(pl, 0, 0);
@@ -296,7 +311,8 @@ static void act_board(void)
     check(sl_pool_wait_idle(pool, 30 * SECOND), SL_OK, "wait_idle(board)");
     unsigned ran = atomic_load_explicit(&board_next, memory_order_relaxed), at_low = 0, at_high = 0;
     const board_entry *prev = NULL;
-    printf("  ran (priority.submission, * = player 99):");
+    printf("  the order they ran in, each job as <priority>.<submission number, from 0>; "
+           "* marks player 99's two jobs:\n  ran:");
     for (unsigned k = 0; k < ran && k < BOARD_CAP; k++) {
         const board_entry *e = &board[board_order[k]];
         printf(" %u.%u%s", e->priority, e->index, e->key == P99 ? "*" : "");
@@ -310,8 +326,9 @@ static void act_board(void)
         prev = e;
     }
     printf("\n  higher priorities first, FIFO within a level; player 99's priority-3 job waited "
-           "for its priority-0 job (ran %u-th, after it at %u-th): one key, submission order\n",
-           at_high + 1, at_low + 1);
+           "for its priority-0 job (it ran %u%s, after the other at %u%s): one key's jobs run in "
+           "submission order\n", at_high + 1, ordinal(at_high + 1), at_low + 1,
+           ordinal(at_low + 1));
     if (ran != BOARD_CAP || at_low >= at_high)
         fail("board: %u of %u jobs ran, or player 99's jobs out of order", ran, BOARD_CAP);
     check(sl_pool_shutdown(pool, SL_DRAIN), SL_OK, "shutdown(board)");
@@ -323,15 +340,26 @@ static void act_board(void)
 
 /* ---- acts 2 and 3: the market --------------------------------------------------- */
 
-/* The seed's Operating function, from one sl_pool_get_stats snapshot. */
+/* What the Operating lines' fields are, printed once before the first. */
+static void operating_legend(void)
+{
+    printf("  Operating lines, the article's snapshot: waiting jobs (of them, \"on a busy key\": "
+           "waiting for their player's running job),\n"
+           "    idle workers, active workers (the pool's \"running\": running a job now), workers "
+           "that died so far (a running total),\n"
+           "    whether the board is full; after the |: live workers / maximum, and how many were "
+           "spawned, retired when idle, respawned after a death\n");
+}
+
+/* The article's Operating function, from one sl_pool_get_stats snapshot. */
 static sl_pool_stats operating(market *m, const char *when)
 {
     sl_pool_stats st;
     sl_pool_get_stats(m->pool, &st);
     bool full = st.capacity && st.queued >= st.capacity;
     printf("Operating%-10s waiting jobs %3" PRIu64 " (%" PRIu64 " on a busy key), idle %u, "
-           "active %u, dead %" PRIu64 ", full %-3s | workers %u/%u, spawned %" PRIu64
-           ", retired %" PRIu64 ", respawned %" PRIu64 "\n",
+           "active (running) %u, died so far %" PRIu64 ", full %-3s | workers %u/%u, spawned %"
+           PRIu64 ", retired %" PRIu64 ", respawned %" PRIu64 "\n",
            when, st.queued, st.waiting_on_key, st.idle, st.running, st.died, full ? "yes" : "no",
            st.workers, st.max_workers, st.spawned, st.retired, st.respawned);
     fflush(stdout);
@@ -369,8 +397,8 @@ static bool trimmed(market *m, const sl_pool_stats *st) { (void)m; return st->wo
 /* The board is full and the players block in submit. (Not necessarily with
  * every worker busy: the capacity counts jobs waiting for a busy key too, so
  * the players whose jobs run can fill the board by themselves — the "one
- * player hogs the queue" risk the seed's comments discuss; SL_JOB_UNIQUE, the
- * seed's own rule, is the cure.) */
+ * player hogs the queue" risk discussed in the article's comments;
+ * SL_JOB_UNIQUE, the article's own rule, is the cure.) */
 static bool flooded(market *m, const sl_pool_stats *st)
 {
     return st->queued >= m->capacity && st->running > 0;
@@ -385,9 +413,11 @@ static void act_market(market *m)
                       .priority_levels = LEVELS, .name = "market", .worker_init = worker_init,
                       .worker_fini = worker_fini, .on_discard = on_discard, .user = m};
     check(sl_pool_new(&m->pool, &o), SL_OK, "sl_pool_new(market)");
-    printf("act 2, the market: %u players x %u jobs of %u us, priorities 0..%u, workers 1..%u "
-           "(idle ones retire after %llu ms), board of %u\n", m->players, m->jobs, m->duration_us,
-           LEVELS - 1, m->max_workers, IDLE_TIMEOUT_NS / 1000000, m->capacity);
+    printf("act 2, the market: %u %s x %u %s of %u us, priorities 0..%u, workers 1..%u "
+           "(idle ones retire after %llu ms), board of %u\n", m->players,
+           plural(m->players, "player", "players"), m->jobs, plural(m->jobs, "job", "jobs"),
+           m->duration_us, LEVELS - 1, m->max_workers, IDLE_TIMEOUT_NS / 1000000, m->capacity);
+    operating_legend();
     for (unsigned i = 0; i < m->players; i++)
         if (pthread_create(&m->pl[i].thread, NULL, player_main, &m->pl[i]) != 0)
             fail("pthread_create");
@@ -420,20 +450,20 @@ static void act_market(market *m)
     sl_pool_stats full = operating(m, " (full):");
     unsigned could_run = m->players < m->max_workers ? m->players : m->max_workers;
     if (full.running < could_run)
-        printf("  (%u of %u possible jobs run on a full board: the waiting jobs are those of players "
-               "whose job runs — they count against the capacity while they wait for their key, the "
-               "one-player-hogs-the-board risk the seed's comments raise; SL_JOB_UNIQUE avoids it)\n",
-               full.running, could_run);
+        printf("  (only %u of a possible %u jobs running on a full board: the waiting jobs "
+               "belong to players whose job is running, and a job waiting for its key counts "
+               "against the capacity, so a few players can fill the board; SL_JOB_UNIQUE, one "
+               "job per player, avoids it)\n", full.running, could_run);
     uint64_t t0 = now_ns();
-    /* The seed's Stop: no new jobs, waiting ones dropped, running ones end. */
+    /* The article's Stop: no new jobs, waiting ones dropped, running ones end. */
     check(sl_pool_shutdown(m->pool, SL_CANCEL), SL_OK, "shutdown(SL_CANCEL)");
     for (unsigned i = 0; i < m->players; i++)
         pthread_join(m->pl[i].thread, NULL);
     double ms = (now_ns() - t0) / 1e6;
     sl_pool_stats st3 = operating(m, " (stop):");
-    printf("act 3, the stop: shutdown(SL_CANCEL) on a full board; all %u players, blocked in "
-           "submit, returned SL_CLOSED within %.2f ms (%u running job(s) not yet over)\n", m->players, ms,
-           st3.running);
+    printf("act 3, the stop: shutdown(SL_CANCEL) on a full board; every player (%u), blocked in "
+           "submit, got SL_CLOSED within %.2f ms, while %u running %s still not over\n",
+           m->players, ms, st3.running, plural(st3.running, "job was", "jobs were"));
     pthread_mutex_lock(&m->gate_lock); /* now let the running jobs end */
     m->gate_open = true;
     pthread_cond_broadcast(&m->gate_cond);
@@ -464,9 +494,14 @@ static void account(market *m)
     uint64_t cancelled = atomic_load_explicit(&m->cancelled, memory_order_relaxed);
     uint64_t reset = atomic_load_explicit(&m->reset, memory_order_relaxed);
     printf("accounting: submitted %" PRIu64 " == completed %" PRIu64 " + discarded %" PRIu64
-           " (worker died %" PRIu64 ", cancelled %" PRIu64 ", reset %" PRIu64 "); refused: full %"
-           PRIu64 ", timed out %" PRIu64 ", duplicate key %" PRIu64 ", stopping %" PRIu64 "\n",
-           accepted, ran, died + cancelled + reset, died, cancelled, reset, full, timedout, exists, closed);
+           " (worker died %" PRIu64 ", cancelled %" PRIu64 ", reset %" PRIu64 ")\n",
+           accepted, ran, died + cancelled + reset, died, cancelled, reset);
+    /* A refusal consumes nothing: the player still holds the job and offers
+     * it again (act 2), or offers until the stop answers SL_CLOSED (act 3). */
+    printf("  refusals, all expected (a refused player offers the same job again until it is "
+           "accepted; each player's last offer meets the stop): full %" PRIu64 ", timed out %"
+           PRIu64 ", duplicate key %" PRIu64 ", stopping %" PRIu64 "\n",
+           full, timedout, exists, closed);
     printf("  pool's count: submitted %" PRIu64 ", completed %" PRIu64 ", discarded %" PRIu64
            ", died %" PRIu64 ", respawned %" PRIu64 "; per-player overlaps %u, out-of-order starts %u\n",
            st.submitted, st.completed, st.discarded, st.died, st.respawned,
@@ -498,35 +533,59 @@ static void usage(FILE *f)
                "  --deaths N     players whose job 3 kills its worker (default 2)\n");
 }
 
+/* Reads the flags into m; false, having said what was wrong, on a bad one. */
+static bool parse_args(int argc, char **argv, market *m)
+{
+    const struct { const char *flag; unsigned *dst, lo, hi; } flags[] = {
+        {"--players", &m->players, 1, 256},
+        {"--jobs", &m->jobs, 1, 1000000},
+        {"--duration", &m->duration_us, 0, 1000000},
+        {"--workers", &m->max_workers, 1, SL_POOL_MAX_WORKERS},
+        {"--capacity", &m->capacity, 1, 1000000},
+        {"--deaths", &m->deaths, 0, 256},
+    };
+    size_t nflags = sizeof(flags) / sizeof(flags[0]);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            exit(0);
+        }
+        size_t f = 0;
+        while (f < nflags && strcmp(argv[i], flags[f].flag) != 0)
+            f++;
+        if (f == nflags) {
+            fprintf(stderr, "job_market: %s: unknown option\n", argv[i]);
+            return false;
+        }
+        if (i + 1 == argc) {
+            fprintf(stderr, "job_market: %s needs a value\n", argv[i]);
+            return false;
+        }
+        const char *value = argv[++i];
+        char *end;
+        unsigned long v = strtoul(value, &end, 10);
+        if (end == value || *end || value[0] == '-' || v < flags[f].lo || v > flags[f].hi) {
+            fprintf(stderr, "job_market: %s %s: must be %u..%u\n", flags[f].flag, value,
+                    flags[f].lo, flags[f].hi);
+            return false;
+        }
+        *flags[f].dst = (unsigned)v;
+    }
+    if (m->deaths == UINT_MAX) /* not given: 2, if there are players and jobs for it */
+        m->deaths = m->jobs < 5 ? 0 : m->players < 2 ? m->players : 2;
+    if (m->deaths > m->players || (m->deaths && m->jobs < 5)) {
+        fprintf(stderr, "job_market: --deaths %u needs at least %u players and --jobs 5 or "
+                "more (each dying job is its player's job 3)\n", m->deaths, m->deaths);
+        return false;
+    }
+    return true;
+}
+
 int main(int argc, char **argv)
 {
     market m = {.players = 8, .jobs = 100, .duration_us = 5000, .max_workers = 4,
                 .capacity = 32, .deaths = UINT_MAX};
-    struct { const char *flag; unsigned *dst, lo, hi; } flags[] = {
-        {"--players", &m.players, 1, 256},        {"--jobs", &m.jobs, 1, 1000000},
-        {"--duration", &m.duration_us, 0, 1000000}, {"--workers", &m.max_workers, 1, SL_POOL_MAX_WORKERS},
-        {"--capacity", &m.capacity, 1, 1000000},  {"--deaths", &m.deaths, 0, 256},
-    };
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        }
-        size_t f = 0, nflags = sizeof(flags) / sizeof(flags[0]);
-        while (f < nflags && strcmp(argv[i], flags[f].flag) != 0)
-            f++;
-        char *end = NULL;
-        unsigned long v = f < nflags && i + 1 < argc ? strtoul(argv[++i], &end, 10) : 0;
-        if (f == nflags || !end || end == argv[i] || *end || v < flags[f].lo || v > flags[f].hi) {
-            usage(stderr);
-            return 2;
-        }
-        *flags[f].dst = (unsigned)v;
-    }
-    if (m.deaths == UINT_MAX) /* not given: 2, if there are players and jobs for it */
-        m.deaths = m.jobs < 5 ? 0 : m.players < 2 ? m.players : 2;
-    if (m.deaths > m.players || (m.deaths && m.jobs < 5)) {
-        fprintf(stderr, "job_market: --deaths needs as many players and --jobs of at least 5\n");
+    if (!parse_args(argc, argv, &m)) {
         usage(stderr);
         return 2;
     }

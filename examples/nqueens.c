@@ -1,9 +1,10 @@
 /*
  * nqueens.c — an unbalanced task tree on the executor, and cancellation by token.
  *
- * Seed: seeds/003_bb58746e454276bb.txt, the Nim RFC "Executors, multithreading,
- * channels APIs" — the RFC names "nqueens with backtracking" as the reason for
- * isSpawned, and asks for cancellation by a token the tasks check.
+ * Answers: the Nim RFC “Executors, multithreading, channels APIs” by Mamy
+ * André-Ratsimbazafy (@mratsim). The RFC names “nqueens with backtracking” as
+ * the reason for isSpawned, and asks for cancellation by a token the tasks
+ * check.
  *
  * What it shows:
  *   - count mode: sl_parallel_for over the first row's columns; below it each
@@ -15,18 +16,22 @@
  *     calls sl_cancel_request; every other task polls sl_cancelled at each
  *     node and returns early, and tasks that start after the request return at
  *     once. The board is checked, and the nodes visited are compared with a
- *     full count at the same n: that is the work cancellation skipped.
+ *     full search at the same n (the count mode's, or one counted for the
+ *     comparison when that is cheap): that is the work cancellation skipped.
+ *     A board too large to search fully (try 28) only says so.
  *
- * What to watch: the solution count and speed-up in count mode; in find mode
- * the board, the nodes visited against the full search (typically well under
- * 1 %), and how many tasks stopped on the token.
+ * What to watch: the solution count and speed-up in count mode (best of
+ * --reps runs of each side, so one unlucky run on a busy machine does not
+ * decide it); in find mode the board, the nodes visited against the full
+ * search (typically well under 1 %), and how many tasks stopped on the token.
  *
- * Run: nqueens [N] [--find M] [--depth D] [--threads T]
+ * Run: nqueens [N] [--find M] [--depth D] [--threads T] [--reps R]
  *   N          board size for the count, 1..17 (default 12; 14 takes longer)
  *   --find     board size for find-one, 1..31 (default N; try 28)
  *   --depth    rows (counting the first) that spawn tasks; deeper rows are
  *              searched sequentially inside a task (default 3)
  *   --threads  executor workers (default 0: one per online CPU)
+ *   --reps     timed runs of each side of the count, the best shown (default 3)
  */
 #include <sluice.h>
 
@@ -237,34 +242,49 @@ static bool no_task_failures(struct search *sr)
 
 /* ---- count mode -------------------------------------------------------- */
 
-static bool count_mode(sl_exec *ex, int n, int spawn_rows, struct tally *full)
+static const char *plural(uint64_t n, const char *one, const char *many)
 {
-    struct search sr;
-    search_init(&sr, ex, n, 0, false); /* spawn_rows 0: all sequential */
-    struct node root = root_node(&sr);
-    struct tally seq = {0, 0};
-    uint64_t t0 = now_ns();
-    search_seq(&root, &seq);
-    uint64_t seq_ns = now_ns() - t0;
+    return n == 1 ? one : many;
+}
 
-    search_init(&sr, ex, n, spawn_rows, false);
-    t0 = now_ns();
-    *full = run_search(&sr);
-    uint64_t par_ns = now_ns() - t0;
+/* Counts every solution at n, sequentially and in parallel, reps times each;
+ * checks every run and prints the best time of each side. */
+static bool count_mode(sl_exec *ex, int n, int spawn_rows, int reps, struct tally *full)
+{
+    uint64_t seq_ns = UINT64_MAX, par_ns = UINT64_MAX;
+    *full = (struct tally){0, 0};
+    for (int r = 0; r < reps; r++) {
+        struct search sr;
+        search_init(&sr, ex, n, 0, false); /* spawn_rows 0: all sequential */
+        struct node root = root_node(&sr);
+        struct tally seq = {0, 0};
+        uint64_t t0 = now_ns();
+        search_seq(&root, &seq);
+        uint64_t dt = now_ns() - t0;
+        seq_ns = dt < seq_ns ? dt : seq_ns;
 
-    printf("count n=%d: %" PRIu64 " solutions, %" PRIu64 " nodes\n", n, full->solutions,
-           full->nodes);
-    printf("  sequential %.2f ms, parallel on %u workers %.2f ms, speed-up %.2fx\n",
-           seq_ns / 1e6, sl_exec_threads(ex), par_ns / 1e6, (double)seq_ns / (double)par_ns);
-    if (full->solutions != known_counts[n] || seq.solutions != known_counts[n] ||
-        full->nodes != seq.nodes) {
-        fprintf(stderr,
-                "nqueens: n=%d: parallel %" PRIu64 " (%" PRIu64 " nodes), sequential %" PRIu64
-                " (%" PRIu64 " nodes), known %" PRIu64 "\n",
-                n, full->solutions, full->nodes, seq.solutions, seq.nodes, known_counts[n]);
-        return false;
+        search_init(&sr, ex, n, spawn_rows, false);
+        t0 = now_ns();
+        *full = run_search(&sr);
+        dt = now_ns() - t0;
+        par_ns = dt < par_ns ? dt : par_ns;
+        if (full->solutions != known_counts[n] || seq.solutions != known_counts[n] ||
+            full->nodes != seq.nodes) {
+            fprintf(stderr,
+                    "nqueens: n=%d: parallel %" PRIu64 " (%" PRIu64 " nodes), sequential %" PRIu64
+                    " (%" PRIu64 " nodes), known %" PRIu64 "\n",
+                    n, full->solutions, full->nodes, seq.solutions, seq.nodes, known_counts[n]);
+            return false;
+        }
+        if (!no_task_failures(&sr)) return false;
     }
-    return no_task_failures(&sr);
+    printf("count n=%d: %" PRIu64 " %s, %" PRIu64 " nodes\n", n, full->solutions,
+           plural(full->solutions, "solution", "solutions"), full->nodes);
+    printf("  best of %d %s: sequential %.2f ms, parallel on %u %s %.2f ms, speed-up %.2fx\n",
+           reps, plural((uint64_t)reps, "run", "runs"), seq_ns / 1e6, sl_exec_threads(ex),
+           plural(sl_exec_threads(ex), "worker", "workers"), par_ns / 1e6,
+           (double)seq_ns / (double)par_ns);
+    return true;
 }
 
 /* ---- find mode --------------------------------------------------------- */
@@ -290,8 +310,48 @@ static void print_board(const uint8_t *board, int n)
     }
 }
 
-/* full: the full count's tally at the same n, or NULL if none was run. */
-static bool find_mode(sl_exec *ex, int n, int spawn_rows, const struct tally *full)
+/* The largest board whose full search is counted just for the comparison,
+ * when the count mode did not already count it (n=12: tens of ms). */
+#define CHEAP_N 12
+
+/* How much work the cancellation skipped: the nodes a full search at n visits
+ * against the visited ones. The full count at n is the count mode's when the
+ * sizes agree (full), counted now when it is cheap (no bigger than the count
+ * mode's board or CHEAP_N), and otherwise only said to be too large. */
+static bool report_skipped(sl_exec *ex, int n, int spawn_rows, uint64_t visited, int count_n,
+                           const struct tally *full)
+{
+    struct tally all;
+    const char *how = "";
+    if (n == count_n) {
+        all = *full;
+    } else if (n <= count_n || n <= CHEAP_N) {
+        struct search sr;
+        search_init(&sr, ex, n, spawn_rows, false);
+        all = run_search(&sr);
+        how = " (counted now, for the comparison)";
+        if (all.solutions != known_counts[n] || !no_task_failures(&sr)) {
+            fprintf(stderr, "nqueens: the full count at n=%d gave %" PRIu64 " solutions\n", n,
+                    all.solutions);
+            return false;
+        }
+    } else if (n <= TABLE_N) {
+        printf("  a full search at n=%d is too large to count here (`nqueens %d` counts it); "
+               "cancellation stopped this one after %" PRIu64 " nodes\n", n, n, visited);
+        return true;
+    } else {
+        printf("  a full search at n=%d is far too large to count; cancellation stopped it "
+               "after %" PRIu64 " nodes\n", n, visited);
+        return true;
+    }
+    printf("  the full search at n=%d visits %" PRIu64 " nodes%s: cancellation skipped %.2f %% "
+           "of the work\n", n, all.nodes, how,
+           100.0 * (1.0 - (double)visited / (double)all.nodes));
+    return true;
+}
+
+/* full: the count mode's tally, at count_n. */
+static bool find_mode(sl_exec *ex, int n, int spawn_rows, int count_n, const struct tally *full)
 {
     struct search sr;
     search_init(&sr, ex, n, spawn_rows, true);
@@ -301,14 +361,10 @@ static bool find_mode(sl_exec *ex, int n, int spawn_rows, const struct tally *fu
     bool any = atomic_load_explicit(&sr.claimed, memory_order_relaxed) != 0;
     unsigned stopped = atomic_load_explicit(&sr.stopped_tasks, memory_order_relaxed);
 
-    printf("find one, n=%d: %s in %.2f ms, %" PRIu64 " nodes visited, %u tasks stopped on the "
-           "token\n",
-           n, any ? "found" : "none exists", ns / 1e6, t.nodes, stopped);
-    if (full && full->nodes) {
-        printf("  the full search visits %" PRIu64 " nodes: cancellation skipped %.2f %% of the "
-               "work\n",
-               full->nodes, 100.0 * (1.0 - (double)t.nodes / (double)full->nodes));
-    }
+    printf("find one, n=%d: %s in %.2f ms, %" PRIu64 " %s visited, %u %s stopped on the "
+           "token\n", n, any ? "found" : "none exists", ns / 1e6, t.nodes,
+           plural(t.nodes, "node", "nodes"), stopped, plural(stopped, "task", "tasks"));
+    if (!report_skipped(ex, n, spawn_rows, t.nodes, count_n, full)) return false;
     bool should_exist = n == 1 || n >= 4;
     if (any != should_exist || (any && !valid_board(sr.board, n)) ||
         (any && !sl_cancelled(&sr.cancel))) {
@@ -328,56 +384,71 @@ static bool find_mode(sl_exec *ex, int n, int spawn_rows, const struct tally *fu
 /* ---- flags ------------------------------------------------------------- */
 
 struct options {
-    int n, find_n, depth;
+    int n, find_n, depth, reps;
     unsigned threads;
 };
 
 static void usage(FILE *to)
 {
-    fprintf(to, "usage: nqueens [N] [--find M] [--depth D] [--threads T]\n"
+    fprintf(to, "usage: nqueens [N] [--find M] [--depth D] [--threads T] [--reps R]\n"
                 "  N          board size to count, 1..%d (default 12)\n"
                 "  --find     board size for find-one with cancellation, 1..%d (default N)\n"
                 "  --depth    rows that spawn tasks, 1..%d (default 3)\n"
-                "  --threads  executor workers, 0 = online CPUs (default 0)\n",
+                "  --threads  executor workers, 0 = online CPUs (default 0)\n"
+                "  --reps     timed runs of each side of the count, best shown, 1..100 "
+                "(default 3)\n",
             TABLE_N, MAX_N, MAX_N);
 }
 
-static bool parse_int(const char *s, long lo, long hi, int *out)
+/* Parses s as an integer in lo..hi; otherwise says what was wrong with what. */
+static bool parse_int(const char *what, const char *s, long lo, long hi, int *out)
 {
     char *end;
     long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < lo || v > hi) return false;
+    if (*s == '\0' || *end != '\0' || v < lo || v > hi) {
+        fprintf(stderr, "nqueens: %s %s: must be %ld..%ld\n", what, s, lo, hi);
+        return false;
+    }
     *out = (int)v;
     return true;
 }
 
+/* getopt_long itself reports an unknown option or a missing value. */
 static bool parse_args(int argc, char **argv, struct options *opt)
 {
     static const struct option longs[] = {{"find", required_argument, NULL, 'f'},
                                           {"depth", required_argument, NULL, 'd'},
                                           {"threads", required_argument, NULL, 't'},
+                                          {"reps", required_argument, NULL, 'r'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
     int c, threads;
     opt->find_n = 0;
-    while ((c = getopt_long(argc, argv, "f:d:t:h", longs, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "f:d:t:r:h", longs, NULL)) != -1) {
         switch (c) {
-        case 'f': if (!parse_int(optarg, 1, MAX_N, &opt->find_n)) return false; break;
-        case 'd': if (!parse_int(optarg, 1, MAX_N, &opt->depth)) return false; break;
-        case 't': if (!parse_int(optarg, 0, SL_EXEC_MAX_THREADS, &threads)) return false;
+        case 'f': if (!parse_int("--find", optarg, 1, MAX_N, &opt->find_n)) return false; break;
+        case 'd': if (!parse_int("--depth", optarg, 1, MAX_N, &opt->depth)) return false; break;
+        case 't': if (!parse_int("--threads", optarg, 0, SL_EXEC_MAX_THREADS, &threads))
+                      return false;
                   opt->threads = (unsigned)threads; break;
+        case 'r': if (!parse_int("--reps", optarg, 1, 100, &opt->reps)) return false; break;
         case 'h': usage(stdout); exit(0);
         default: return false;
         }
     }
-    if (optind < argc && !parse_int(argv[optind++], 1, TABLE_N, &opt->n)) return false;
+    if (optind < argc && !parse_int("board size", argv[optind++], 1, TABLE_N, &opt->n))
+        return false;
+    if (optind < argc) {
+        fprintf(stderr, "nqueens: %s: unexpected argument\n", argv[optind]);
+        return false;
+    }
     if (opt->find_n == 0) opt->find_n = opt->n;
-    return optind == argc;
+    return true;
 }
 
 int main(int argc, char **argv)
 {
-    struct options opt = {.n = 12, .depth = 3, .threads = 0};
+    struct options opt = {.n = 12, .depth = 3, .reps = 3, .threads = 0};
     if (!parse_args(argc, argv, &opt)) {
         usage(stderr);
         return 2;
@@ -388,12 +459,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "nqueens: sl_exec_new: %s\n", sl_status_str(st));
         return 1;
     }
-    struct tally full;
-    bool ok = count_mode(ex, opt.n, opt.depth, &full) &&
-              find_mode(ex, opt.find_n, opt.depth, opt.find_n == opt.n ? &full : NULL);
+    struct tally full = {0, 0};
+    bool ok = count_mode(ex, opt.n, opt.depth, opt.reps, &full) &&
+              find_mode(ex, opt.find_n, opt.depth, opt.n, &full);
     sl_exec_free(ex);
     if (!ok) return 1;
-    printf("nqueens: ok (n=%d: %" PRIu64 " solutions; find-one n=%d checked)\n", opt.n,
-           full.solutions, opt.find_n);
+    printf("nqueens: ok (n=%d: %" PRIu64 " %s; find-one n=%d checked)\n", opt.n,
+           full.solutions, plural(full.solutions, "solution", "solutions"), opt.find_n);
     return 0;
 }

@@ -1,10 +1,10 @@
 /*
  * pipeline.c — channels alone, no pool: source → transform workers → sink.
  *
- * Seed: seeds/003_bb58746e454276bb.txt, the Nim RFC "Executors, multithreading,
- * channels APIs" — its channel taxonomy (SPSC / MPMC, list / array, bounded
- * that blocks or overwrites the oldest) and "a channel MUST NOT copy": a
- * reference sent through a channel transfers ownership.
+ * Answers: the Nim RFC “Executors, multithreading, channels APIs” by Mamy
+ * André-Ratsimbazafy (@mratsim): its channel taxonomy (SPSC / MPMC, list /
+ * array, bounded that blocks or overwrites the oldest) and "a channel MUST
+ * NOT copy": a reference sent through a channel transfers ownership.
  *
  *   sources ──work (MPMC, bounded)──▶ workers ──results (MPMC, bounded)──▶ sink
  *      ▲                                  │                                 │
@@ -32,7 +32,8 @@
  *
  * What to watch: the notices as stages finish, "stalled" / "flowing again"
  * around the hiccup, the monitor's lines (numbers that lag: it only sees the
- * newest telemetry), and the final accounting.
+ * newest telemetry, so even its last look may be stale) against the final
+ * counts the stages report themselves, and the final accounting.
  *
  * Run: pipeline [--items N] [--sources S] [--workers W] [--hiccup MS] [--stall MS]
  */
@@ -75,7 +76,7 @@ struct telemetry {
 
 /* A stage of several threads feeding one output: the last to leave closes it. */
 struct stage {
-    const char *name;
+    const char *name, *output_name;
     atomic_uint members_left;
     sl_chan *output;
 };
@@ -90,7 +91,9 @@ struct pipeline {
     atomic_ulong allocated, freed, dropped_at_free, reused;
     atomic_ulong tele_sent, tele_evicted, tele_dropped, tele_read;
     atomic_uint errors;
-    uint64_t per_worker[MAX_WORKERS]; /* each worker writes its own slot */
+    /* The stages' own final counts, exact (the monitor's may be stale): each
+     * thread writes its own slot, main reads them after joining it. */
+    uint64_t per_source[MAX_SOURCES], per_worker[MAX_WORKERS], delivered;
     uint8_t *seen[MAX_SOURCES];       /* the sink's: seen[s][seq] delivered already */
     uint64_t start_ns, sink_done_ns;  /* set before the threads start / by the sink */
 };
@@ -112,6 +115,12 @@ static void sleep_ns(uint64_t ns)
     struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
+}
+
+/* "1 item", "2 items": plural(n, "item", "items"). */
+static const char *plural(uint64_t n, const char *one, const char *many)
+{
+    return n == 1 ? one : many;
 }
 
 static unsigned char pattern(unsigned source, uint64_t seq, size_t i)
@@ -199,10 +208,12 @@ static void stage_member_done(struct pipeline *p, struct stage *s)
 {
     /* acq_rel: each member's sends come before its decrement, and the last
      * decrement acquires them all, so the close comes after every message of
-     * the stage: a receiver that sees SL_CLOSED has had them all. */
+     * the stage: a receiver that sees SL_CLOSED has had them all. The notice
+     * goes first, so that it is already queued when a receiver sees the
+     * close (the sink prints the notices before it reports the close). */
     if (atomic_fetch_sub_explicit(&s->members_left, 1, memory_order_acq_rel) == 1) {
+        post_notice(p, "%s stage: the last one out closes %s", s->name, s->output_name);
         sl_chan_close(s->output);
-        post_notice(p, "%s stage: the last one out closed its output", s->name);
     }
 }
 
@@ -220,7 +231,8 @@ static void maybe_hiccup(struct pipeline *p, unsigned source, uint64_t seq, bool
         if (atomic_compare_exchange_strong_explicit(&p->hiccup_until_ns, &until, want,
                                                     memory_order_relaxed, memory_order_relaxed)) {
             until = want;
-            post_notice(p, "source %u: the sources stall for %u ms", source, p->hiccup_ms);
+            post_notice(p, "source %u: %s for %u ms", source,
+                        p->sources == 1 ? "the source stalls" : "the sources stall", p->hiccup_ms);
         }
     }
     if (until == 0) return;
@@ -267,11 +279,12 @@ static void *source_main(void *arg)
         }
         if (seq % TELEMETRY_EVERY == 0) publish(p, STAGE_SOURCE, me, seq);
     }
+    p->per_source[me] = seq;
     publish(p, STAGE_SOURCE, me, seq);
     /* recycle[me] stays open: the buffers the sink returns from now on pile
      * up there (RECYCLE_CAP at most, then the sink frees them) and are the
      * channel's when the pipeline ends: sl_chan_free hands them to drop_item. */
-    post_notice(p, "source %u: done, %" PRIu64 " items sent", me, seq);
+    post_notice(p, "source %u: done, %" PRIu64 " %s sent", me, seq, plural(seq, "item", "items"));
     stage_member_done(p, &p->source_stage);
     return NULL;
 }
@@ -303,7 +316,8 @@ static void *worker_main(void *arg)
     }
     p->per_worker[me] = done;
     publish(p, STAGE_WORKER, me, done);
-    post_notice(p, "worker %u: input closed and drained after %" PRIu64 " items", me, done);
+    post_notice(p, "worker %u: input closed and drained after %" PRIu64 " %s", me, done,
+                plural(done, "item", "items"));
     stage_member_done(p, &p->worker_stage);
     return NULL;
 }
@@ -352,6 +366,21 @@ static void sink_on_timeout(struct pipeline *p, struct sink_state *s, bool resul
     printf("sink: stalled, no result for %u ms\n", p->stall_ms);
 }
 
+/* Prints the notices queued now; clears the case once notices is closed and
+ * drained. */
+static void print_queued_notices(sl_select_case *notices)
+{
+    struct notice note;
+    while (notices->ch) {
+        sl_status st = sl_chan_try_recv(notices->ch, &note);
+        if (st != SL_OK) {
+            if (st == SL_CLOSED) notices->ch = NULL;
+            return;
+        }
+        printf("  notice: %s\n", note.text);
+    }
+}
+
 static void *sink_main(void *arg)
 {
     struct pipeline *p = ((struct thread_arg *)arg)->p;
@@ -367,7 +396,13 @@ static void *sink_main(void *arg)
         if (st == SL_TIMEDOUT) {
             sink_on_timeout(p, &s, cases[0].ch != NULL);
         } else if (st == SL_CLOSED) {
-            if (which == 0) printf("sink: results closed and drained: every worker has left\n");
+            if (which == 0) {
+                /* The last worker posted its notice before it closed results:
+                 * print what is queued first, so the lines keep the order of
+                 * the events (select picks at random among ready cases). */
+                print_queued_notices(&cases[1]);
+                printf("sink: results closed and drained: every worker has left\n");
+            }
             cases[which].ch = NULL;
         } else if (st != SL_OK) {
             fail(p, "sink: select: %s", sl_status_str(st));
@@ -384,30 +419,47 @@ static void *sink_main(void *arg)
         }
     }
     p->sink_done_ns = now_ns();
+    p->delivered = s.delivered;
     publish(p, STAGE_SINK, 0, s.delivered);
     uint64_t missing = 0;
     for (unsigned i = 0; i < p->sources; i++)
         for (uint64_t q = 0; q < p->items; q++) missing += !p->seen[i][q];
     if (missing) fail(p, "sink: %" PRIu64 " items never arrived", missing);
-    else printf("sink: all %" PRIu64 " items delivered, each exactly once and intact\n", s.delivered);
+    else printf("sink: every item delivered (%" PRIu64 "), each exactly once and intact\n",
+                s.delivered);
     return NULL;
 }
 
 /* ---- the monitor ------------------------------------------------------- */
 
-/* One line: the newest count the monitor has seen from each stage thread. */
-static void print_counters(struct pipeline *p, uint64_t latest[STAGE_COUNT][MAX_WORKERS])
+/* Prints "<label>: sources a b | workers c d e | sink f<tail>": one count
+ * per stage thread. */
+static void print_counts(const struct pipeline *p, const char *label, const uint64_t *sources,
+                         const uint64_t *workers, uint64_t sink, const char *tail)
 {
     char line[512];
-    size_t len = (size_t)snprintf(line, sizeof line, "monitor, newest seen: sources");
+    size_t len = (size_t)snprintf(line, sizeof line, "%s: sources", label);
     for (unsigned i = 0; i < p->sources; i++)
-        len += (size_t)snprintf(line + len, sizeof line - len, " %" PRIu64, latest[STAGE_SOURCE][i]);
+        len += (size_t)snprintf(line + len, sizeof line - len, " %" PRIu64, sources[i]);
     len += (size_t)snprintf(line + len, sizeof line - len, " | workers");
     for (unsigned i = 0; i < p->workers; i++)
-        len += (size_t)snprintf(line + len, sizeof line - len, " %" PRIu64, latest[STAGE_WORKER][i]);
-    printf("%s | sink %" PRIu64 " | telemetry read %lu, displaced unread %lu\n", line,
-           latest[STAGE_SINK][0], atomic_load_explicit(&p->tele_read, memory_order_relaxed),
-           atomic_load_explicit(&p->tele_evicted, memory_order_relaxed));
+        len += (size_t)snprintf(line + len, sizeof line - len, " %" PRIu64, workers[i]);
+    printf("%s | sink %" PRIu64 "%s\n", line, sink, tail);
+}
+
+/* The newest count the monitor has seen from each stage thread. */
+static void print_monitor(struct pipeline *p, uint64_t latest[STAGE_COUNT][MAX_WORKERS], bool last)
+{
+    char tail[96];
+    snprintf(tail, sizeof tail, " | telemetry read %lu, displaced unread %lu",
+             atomic_load_explicit(&p->tele_read, memory_order_relaxed),
+             atomic_load_explicit(&p->tele_evicted, memory_order_relaxed));
+    /* The ring keeps only the newest messages: a thread's final count can be
+     * displaced by the others' before the monitor looks, so even the last
+     * look may lag. The exact final counts come from the stages (run). */
+    print_counts(p, last ? "monitor, last look (may be stale: the ring keeps only the newest)"
+                         : "monitor, newest seen",
+                 latest[STAGE_SOURCE], latest[STAGE_WORKER], latest[STAGE_SINK][0], tail);
 }
 
 /* A deliberately slow reader: it looks every MONITOR_PERIOD_MS and takes only
@@ -426,7 +478,7 @@ static void *monitor_main(void *arg)
             if (t.stage < STAGE_COUNT && t.index < MAX_WORKERS) latest[t.stage][t.index] = t.count;
         }
         atomic_fetch_add_explicit(&p->tele_read, got, memory_order_relaxed);
-        if (got) print_counters(p, latest);
+        if (got || st == SL_CLOSED) print_monitor(p, latest, st == SL_CLOSED);
         if (st == SL_CLOSED) break;
         if (st != SL_EMPTY) {
             fail(p, "monitor: recv: %s", sl_status_str(st));
@@ -521,8 +573,8 @@ static bool run(struct pipeline *p)
 {
     pthread_t src[MAX_SOURCES], wrk[MAX_WORKERS], sink, mon;
     struct thread_arg src_args[MAX_SOURCES], wrk_args[MAX_WORKERS], one = {p, 0};
-    p->source_stage = (struct stage){"source", p->sources, p->work};
-    p->worker_stage = (struct stage){"worker", p->workers, p->results};
+    p->source_stage = (struct stage){"source", "work", p->sources, p->work};
+    p->worker_stage = (struct stage){"worker", "results", p->workers, p->results};
     bool mon_up = pthread_create(&mon, NULL, monitor_main, &one) == 0;
     bool sink_up = mon_up && pthread_create(&sink, NULL, sink_main, &one) == 0;
     if (!sink_up) fail(p, "pthread_create failed");
@@ -534,8 +586,8 @@ static bool run(struct pipeline *p)
     if (sink_up) pthread_join(sink, NULL);
     sl_chan_close(p->telemetry); /* ... and every one that publishes */
     if (mon_up) pthread_join(mon, NULL);
-    for (unsigned i = 0; i < p->workers; i++) printf("  worker %u transformed %" PRIu64 "\n", i,
-                                                     p->per_worker[i]);
+    print_counts(p, "final counts, exact (from the stages)", p->per_source, p->per_worker,
+                 p->delivered, "");
     uint64_t total = 0;
     for (unsigned i = 0; i < p->workers; i++) total += p->per_worker[i];
     if (total != p->items * p->sources) fail(p, "workers transformed %" PRIu64 " items", total);
@@ -557,15 +609,21 @@ static void usage(FILE *to)
             MAX_SOURCES, MAX_WORKERS);
 }
 
-static bool parse_num(const char *s, unsigned long lo, unsigned long hi, unsigned long *out)
+/* Parses a flag's value in lo..hi; otherwise says what was wrong. */
+static bool parse_num(const char *flag, const char *s, unsigned long lo, unsigned long hi,
+                      unsigned long *out)
 {
     char *end;
     unsigned long v = strtoul(s, &end, 10);
-    if (*s == '\0' || *s == '-' || *end != '\0' || v < lo || v > hi) return false;
+    if (*s == '\0' || *s == '-' || *end != '\0' || v < lo || v > hi) {
+        fprintf(stderr, "pipeline: --%s %s: must be %lu..%lu\n", flag, s, lo, hi);
+        return false;
+    }
     *out = v;
     return true;
 }
 
+/* getopt_long itself reports an unknown option or a missing value. */
 static bool parse_args(int argc, char **argv, struct pipeline *p)
 {
     static const struct option longs[] = {
@@ -574,23 +632,28 @@ static bool parse_args(int argc, char **argv, struct pipeline *p)
         {"stall", required_argument, NULL, 't'},  {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     unsigned long v;
-    int c;
-    while ((c = getopt_long(argc, argv, "n:s:w:H:t:h", longs, NULL)) != -1) {
+    int c, at = 0;
+    while ((c = getopt_long(argc, argv, "h", longs, &at)) != -1) {
+        const char *flag = longs[at].name;
         switch (c) {
-        case 'n': if (!parse_num(optarg, 0, 10000000, &v)) return false; p->items = v; break;
-        case 's': if (!parse_num(optarg, 1, MAX_SOURCES, &v)) return false;
+        case 'n': if (!parse_num(flag, optarg, 0, 10000000, &v)) return false; p->items = v; break;
+        case 's': if (!parse_num(flag, optarg, 1, MAX_SOURCES, &v)) return false;
                   p->sources = (unsigned)v; break;
-        case 'w': if (!parse_num(optarg, 1, MAX_WORKERS, &v)) return false;
+        case 'w': if (!parse_num(flag, optarg, 1, MAX_WORKERS, &v)) return false;
                   p->workers = (unsigned)v; break;
-        case 'H': if (!parse_num(optarg, 0, 10000, &v)) return false;
+        case 'H': if (!parse_num(flag, optarg, 0, 10000, &v)) return false;
                   p->hiccup_ms = (unsigned)v; break;
-        case 't': if (!parse_num(optarg, 1, 10000, &v)) return false;
+        case 't': if (!parse_num(flag, optarg, 1, 10000, &v)) return false;
                   p->stall_ms = (unsigned)v; break;
         case 'h': usage(stdout); exit(0);
         default: return false;
         }
     }
-    return optind == argc;
+    if (optind < argc) {
+        fprintf(stderr, "pipeline: %s: unexpected argument\n", argv[optind]);
+        return false;
+    }
+    return true;
 }
 
 int main(int argc, char **argv)
@@ -614,9 +677,11 @@ int main(int argc, char **argv)
         for (unsigned i = 0; i < p.sources; i++) free(p.seen[i]);
         return 1;
     }
-    printf("pipeline: %u sources x %" PRIu64 " items -> %u workers -> sink; sources stall %u ms "
-           "half-way\n",
-           p.sources, p.items, p.workers, p.hiccup_ms);
+    printf("pipeline: %u %s x %" PRIu64 " %s -> %u %s -> sink; %s for %u ms half-way\n",
+           p.sources, plural(p.sources, "source", "sources"), p.items,
+           plural(p.items, "item", "items"),
+           p.workers, plural(p.workers, "worker", "workers"),
+           p.sources == 1 ? "the source stalls" : "the sources stall", p.hiccup_ms);
     p.start_ns = now_ns();
     bool ok = run(&p);
     double ms = (p.sink_done_ns - p.start_ns) / 1e6;
@@ -624,7 +689,10 @@ int main(int argc, char **argv)
     for (unsigned i = 0; i < p.sources; i++) free(p.seen[i]);
     ok = account(&p) && ok;
     if (!ok) return 1;
-    printf("pipeline: ok (%" PRIu64 " items through in %.1f ms, %u ms of it a stall)\n",
-           p.items * p.sources, ms, p.hiccup_ms);
+    /* relaxed: every source has been joined */
+    bool stalled = atomic_load_explicit(&p.hiccup_until_ns, memory_order_relaxed) != 0;
+    printf("pipeline: ok (%" PRIu64 " %s through in %.1f ms, %u ms of it a stall)\n",
+           p.items * p.sources, plural(p.items * p.sources, "item", "items"), ms,
+           stalled ? p.hiccup_ms : 0);
     return 0;
 }

@@ -3,9 +3,11 @@
  * (four spheres on a checkered floor, shadows and reflections) cut into
  * tiles, rendered by every core and assembled into a binary PPM.
  *
- * Seed: 000_c84314014f823033.txt, "Implementing a Worker pool in Nim" (the
- * pool behind a ray tracer). What it asks, and where to see it here:
- *   - all cores by default: --workers 0 (the default) leaves max_workers 0;
+ * Answers: “Implementing a Worker pool in Nim — Part 1”, a blog post on the
+ * worker pool behind the author's ray tracer. What the post asks, and where
+ * to see it here:
+ *   - all cores by default: --workers 0 (the default) leaves max_workers 0,
+ *     and the pool's stats say what that resolved to (stats.max_workers);
  *   - the start / stop (pause) / shutdown state machine, commands that return
  *     at once, completion seen both by polling sl_pool_ready (immediate-mode
  *     UIs) and by the on_state callback (retained-mode UIs): every command
@@ -16,8 +18,9 @@
  *     key/signal thread post to the same channel, so one loop sees everything;
  *   - progress: a bar from the tiles received and sl_pool_get_stats;
  *   - control: keys p r + - c q on a terminal; without one, SIGUSR1 toggles
- *     pause, SIGUSR2 cycles the worker count, SIGINT/SIGTERM cancel
- *     (shutdown(SL_CANCEL); tiles that never ran come back via on_discard);
+ *     pause, SIGUSR2 takes one worker away each time (from 1 it wraps back to
+ *     the maximum), SIGINT/SIGTERM cancel (shutdown(SL_CANCEL); tiles that
+ *     never ran come back via on_discard; the exit status is still 0);
  *   - no busy-waiting: the post's workers spin on cpuRelax() when the queue is
  *     empty. A sluice worker searches for a few microseconds, then sleeps in
  *     the kernel on the pool's eventcount (a futex, sluice/park.h) until a
@@ -208,6 +211,12 @@ static _Noreturn void fail(const char *fmt, ...)
     exit(1);
 }
 
+/* "1 worker", "2 workers": plural(n, "worker", "workers"). */
+static const char *plural(unsigned long n, const char *one, const char *many)
+{
+    return n == 1 ? one : many;
+}
+
 static double clock_s(clockid_t c)
 {
     struct timespec ts;
@@ -254,6 +263,9 @@ static void session_begin(session *s, renderer *r, bool start_stopped)
     sl_status st = sl_pool_new(&s->pool, &o);
     if (st != SL_OK)
         fail("sl_pool_new: %s", sl_status_str(st));
+    sl_pool_stats stats;
+    sl_pool_get_stats(s->pool, &stats);
+    r->max_workers = stats.max_workers; /* --workers 0 resolved to the CPU count */
 }
 
 static void session_end(session *s)
@@ -322,11 +334,16 @@ static void poll_command(session *s)
 {
     poll_ready(s);
     if (s->cmd && s->polled_at && s->notified_at) {
+        say("  %s: the call took %.0f us (%.0f us of CPU); ready (polled) %.2f ms later, "
+            "on_state(%s) %.2f ms later", s->cmd, s->call_us, s->call_cpu_us,
+            (s->polled_at - s->cmd_at) * 1e3, state_name(s->cmd_expect),
+            (s->notified_at - s->cmd_at) * 1e3);
         /* The call never waits; on a busy machine the workers it wakes may
          * preempt the caller, which is the gap between wall and CPU time. */
-        say("  %s: the call took %.0f us (%.0f us of CPU); ready (polled) %.2f ms later, "
-            "on_state(%s) %.2f ms later", s->cmd, s->call_us, s->call_cpu_us, (s->polled_at - s->cmd_at) * 1e3, state_name(s->cmd_expect),
-            (s->notified_at - s->cmd_at) * 1e3);
+        if (s->call_us > 1000 && s->call_us > 10 * s->call_cpu_us)
+            say("    (the call does not wait: it used %.0f us of CPU; the rest is this thread "
+                "preempted by the workers it woke, the machine's cores being busy)",
+                s->call_cpu_us);
         s->cmd = NULL;
         if (s->cancel_wanted && !s->shut)
             issue(s, 'c', 0);
@@ -346,10 +363,18 @@ static void draw(session *s, bool force)
     for (unsigned i = 0; i < 30; i++)
         bar[i] = i < fill ? '#' : '.';
     bar[30] = '\0';
+    /* While a command is in progress the state is on its way from one to
+     * the next (a start's workers may run before the state says RUNNING),
+     * so the line names the command instead. */
+    char state[48];
+    if (st.busy)
+        snprintf(state, sizeof(state), "%s in progress", s->cmd ? s->cmd : "a command");
+    else
+        snprintf(state, sizeof(state), "%s", state_name(st.state));
     /* On a terminal the bar redraws itself in place; elsewhere, one line each 0.5 s. */
     bool tty = s->r->tty_out;
     printf("%sprogress [%s] %u/%u tiles, %s, workers %u (target %u), running %u, parked %u, queued %" PRIu64 "%s",
-           tty ? "\r" : "", bar, s->rendered, s->r->ntiles, state_name(st.state), st.workers, st.target,
+           tty ? "\r" : "", bar, s->rendered, s->r->ntiles, state, st.workers, st.target,
            st.running, st.parked, st.queued, tty ? "    " : "\n");
     bar_shown = tty;
     fflush(stdout);
@@ -535,7 +560,9 @@ static void demo_act1(renderer *r, uint8_t *reference, const char *out)
     session_begin(&s, r, true);
     for (unsigned i = 0; i < r->ntiles; i++)
         submit(&s, i);
-    say("act 1: %u tiles queued on a stopped pool of %u workers", r->ntiles, r->max_workers);
+    say("act 1: %u %s queued on a stopped pool of %u %s", r->ntiles,
+        plural(r->ntiles, "tile", "tiles"), r->max_workers,
+        plural(r->max_workers, "worker", "workers"));
     run_command(&s, 'r', 0);
     pump_until_rendered(&s, r->ntiles / 3);
     run_command(&s, 'p', 0);
@@ -544,7 +571,8 @@ static void demo_act1(renderer *r, uint8_t *reference, const char *out)
         run_command(&s, 'w', r->max_workers - 1);
         sl_pool_stats st;
         sl_pool_get_stats(s.pool, &st);
-        say("  now %u workers (target %u)", st.workers, st.target);
+        say("  now %u %s (target %u)", st.workers, plural(st.workers, "worker", "workers"),
+            st.target);
         if (st.workers != r->max_workers - 1 || st.target != r->max_workers - 1)
             fail("set_workers(%u) left %u workers", r->max_workers - 1, st.workers);
     }
@@ -556,7 +584,8 @@ static void demo_act1(renderer *r, uint8_t *reference, const char *out)
     uint64_t got = checksum(s.image, n), want = checksum(reference, n);
     say("  image %016" PRIx64 ", single-threaded render %016" PRIx64 ": %s", got, want,
         got == want ? "equal" : "DIFFERENT");
-    if (got != want || s.commands != 5 || s.polled != 5 || s.notified != 5)
+    unsigned commands = r->max_workers > 1 ? 5 : 4; /* one worker: nothing to take away */
+    if (got != want || s.commands != commands || s.polled != commands || s.notified != commands)
         fail("act 1: image or command count wrong (%u commands)", s.commands);
     write_ppm(r, s.image, out);
     session_end(&s);
@@ -568,13 +597,15 @@ static void demo_act2(renderer *r, const uint8_t *reference)
     session_begin(&s, r, false);
     for (unsigned i = 0; i < r->ntiles; i++)
         submit(&s, i);
-    say("act 2: %u tiles on a running pool; pause at a quarter, reset, re-queue, cancel", r->ntiles);
+    say("act 2: %u %s on a running pool; pause at a quarter, reset, re-queue, cancel", r->ntiles,
+        plural(r->ntiles, "tile", "tiles"));
     pump_until_rendered(&s, r->ntiles / 4);
     run_command(&s, 'p', 0);
     run_command(&s, 'z', 0);
     drain(&s);
-    say("  reset: %u queued tiles came back through on_discard(SL_DISCARD_RESET); "
-        "%u rendered + %u reset == %u submitted", s.reset, s.rendered, s.reset, s.submitted);
+    say("  reset: %u queued %s came back through on_discard(SL_DISCARD_RESET); "
+        "%u rendered + %u reset == %u submitted", s.reset, plural(s.reset, "tile", "tiles"),
+        s.rendered, s.reset, s.submitted);
     if (s.rendered + s.reset != s.submitted)
         fail("act 2: reset accounting");
     if (s.reset == 0)
@@ -590,9 +621,10 @@ static void demo_act2(renderer *r, const uint8_t *reference)
     draw(&s, true);
     sl_pool_stats st;
     sl_pool_get_stats(s.pool, &st);
-    say("  cancel: %u tiles rendered + %u discarded (SL_DISCARD_CANCELLED) == %u tiles; "
+    say("  cancel: %u rendered + %u discarded (SL_DISCARD_CANCELLED) == %u %s; "
         "pool: submitted %" PRIu64 " = completed %" PRIu64 " + discarded %" PRIu64 " (reset + cancelled)%s",
-        s.rendered, s.cancelled, r->ntiles, st.submitted, st.completed, st.discarded,
+        s.rendered, s.cancelled, r->ntiles, plural(r->ntiles, "tile", "tiles"), st.submitted,
+        st.completed, st.discarded,
         s.cancelled ? "" : " (every tile was done before the cancel arrived)");
     if (s.rendered + s.cancelled != r->ntiles || st.submitted != s.submitted ||
         st.completed != s.rendered || st.discarded != s.reset + s.cancelled)
@@ -616,6 +648,9 @@ static int render_once(renderer *r, const char *out)
     session_begin(&s, r, true);
     for (unsigned i = 0; i < r->ntiles; i++)
         submit(&s, i);
+    say("%u %s queued on a stopped pool of %u %s; start", r->ntiles,
+        plural(r->ntiles, "tile", "tiles"), r->max_workers,
+        plural(r->max_workers, "worker", "workers"));
     if (!issue(&s, 'r', 0))
         fail("start was refused");
     while (s.rendered + s.reset + s.cancelled < s.submitted || s.cmd)
@@ -625,12 +660,16 @@ static int render_once(renderer *r, const char *out)
     }
     draw(&s, true);
     write_ppm(r, s.image, out);
+    /* A cancel is one of the outcomes the user can ask for, not a failure:
+     * the exit status is 0 either way, 1 only when a check failed. */
     if (s.cancelled)
-        say("render: cancelled: %u/%u tiles rendered, %u discarded; partial image in %s",
-            s.rendered, r->ntiles, s.cancelled, out);
+        say("render: cancelled: %u/%u tiles rendered, %u discarded; partial image in %s "
+            "(exit status 0: a cancel is a normal outcome)", s.rendered, r->ntiles, s.cancelled,
+            out);
     else
-        say("render: ok %ux%u, %u tiles, checksum %016" PRIx64 ", wrote %s", r->width, r->height,
-            r->ntiles, checksum(s.image, (size_t)r->width * r->height * 3), out);
+        say("render: ok %ux%u, %u %s, checksum %016" PRIx64 ", wrote %s", r->width, r->height,
+            r->ntiles, plural(r->ntiles, "tile", "tiles"),
+            checksum(s.image, (size_t)r->width * r->height * 3), out);
     session_end(&s);
     return 0;
 }
@@ -704,23 +743,94 @@ static void input_stop(input *in)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: render [--size WxH] [--tile N] [--samples N] [--workers N] [-o FILE] [--demo]\n"
-               "  --size WxH    image size (default 1024x768)\n"
-               "  --tile N      tile edge in pixels (default 32)\n"
+               "  --size WxH    image size, each side 1..8192 (default 1024x768)\n"
+               "  --tile N      tile edge in pixels, 1..1024 (default 32)\n"
                "  --samples N   N x N samples per pixel, 1..16 (default 6)\n"
                "  --workers N   pool size, 0 = every CPU (default 0)\n"
                "  -o FILE       output PPM (default render.ppm)\n"
                "  --demo        scripted run: pause, resize, resume, reset, cancel, checks\n"
-               "keys (terminal): p pause, r resume, + / - workers, c or q cancel\n"
-               "signals: SIGUSR1 pause/resume, SIGUSR2 cycle workers, SIGINT cancel\n");
+               "keys (on a terminal): p pause, r resume, + one worker more, - one worker fewer,\n"
+               "  c or q cancel\n"
+               "signals (kill -USR1 PID ...; the pid is printed at the start):\n"
+               "  SIGUSR1          pause if running, resume if paused\n"
+               "  SIGUSR2          one worker fewer each time; from 1 it wraps back to the\n"
+               "                   maximum (--workers, or one per CPU)\n"
+               "  SIGINT, SIGTERM  cancel: shutdown(SL_CANCEL); tiles not yet rendered are\n"
+               "                   discarded and the partial image is written\n"
+               "exit status: 0 when the image was rendered or the render was cancelled (a\n"
+               "  cancel is a normal outcome), 1 when a check failed, 2 for bad options\n");
 }
 
-static bool parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
+/* s as an unsigned in lo..hi, up to the end of s or to stop. */
+static bool read_uint(const char *s, char stop, unsigned lo, unsigned hi, unsigned *out)
 {
     char *end;
-    unsigned long v = s ? strtoul(s, &end, 10) : 0;
-    if (!s || !*s || *end || v < lo || v > hi)
+    unsigned long v = strtoul(s, &end, 10);
+    if (end == s || *end != stop || *s == '-' || v < lo || v > hi)
         return false;
     *out = (unsigned)v;
+    return true;
+}
+
+/* A flag's value in lo..hi; otherwise says what was wrong. */
+static bool parse_uint(const char *flag, const char *s, unsigned lo, unsigned hi, unsigned *out)
+{
+    if (!s)
+        fprintf(stderr, "render: %s needs a value\n", flag);
+    else if (!read_uint(s, '\0', lo, hi, out))
+        fprintf(stderr, "render: %s %s: must be %u..%u\n", flag, s, lo, hi);
+    else
+        return true;
+    return false;
+}
+
+/* --size WxH: both sides 1..8192. */
+static bool parse_size(const char *s, renderer *r)
+{
+    const char *x = s ? strchr(s, 'x') : NULL;
+    if (!s)
+        fprintf(stderr, "render: --size needs a value\n");
+    else if (!x || !read_uint(s, 'x', 1, 8192, &r->width) ||
+             !read_uint(x + 1, '\0', 1, 8192, &r->height))
+        fprintf(stderr, "render: --size %s: must be WxH, each side 1..8192\n", s);
+    else
+        return true;
+    return false;
+}
+
+/* Reads the flags; false, having said what was wrong, on a bad one. */
+static bool parse_args(int argc, char **argv, renderer *r, const char **out, bool *demo)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        bool ok = true;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            exit(0);
+        } else if (!strcmp(a, "--demo")) {
+            *demo = true;
+            continue;
+        } else if (!strcmp(a, "--size")) {
+            ok = parse_size(v, r);
+        } else if (!strcmp(a, "--tile")) {
+            ok = parse_uint(a, v, 1, 1024, &r->tile_size);
+        } else if (!strcmp(a, "--samples")) {
+            ok = parse_uint(a, v, 1, 16, &r->samples);
+        } else if (!strcmp(a, "--workers")) {
+            ok = parse_uint(a, v, 0, SL_POOL_MAX_WORKERS, &r->workers);
+        } else if (!strcmp(a, "-o")) {
+            if (!v)
+                fprintf(stderr, "render: -o needs a file name\n");
+            ok = v != NULL;
+            *out = v;
+        } else {
+            fprintf(stderr, "render: %s: unknown option\n", a);
+            return false;
+        }
+        if (!ok)
+            return false;
+        i++; /* the flag's value */
+    }
     return true;
 }
 
@@ -728,38 +838,18 @@ int main(int argc, char **argv)
 {
     renderer r = {.width = 1024, .height = 768, .tile_size = 32, .samples = 6, .tty_out = isatty(1)};
     const char *out = "render.ppm";
-    bool demo = false, ok = true;
-    for (int i = 1; i < argc && ok; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--demo")) {
-            demo = true;
-        } else if (!strcmp(a, "--size") && v && strchr(v, 'x')) {
-            char w[16] = {0};
-            snprintf(w, sizeof(w), "%.*s", (int)(strchr(v, 'x') - v), v);
-            ok = parse_uint(w, 1, 8192, &r.width) && parse_uint(strchr(v, 'x') + 1, 1, 8192, &r.height);
-            i++;
-        } else if (!strcmp(a, "--tile")) {
-            ok = parse_uint(v, 1, 1024, &r.tile_size), i++;
-        } else if (!strcmp(a, "--samples")) {
-            ok = parse_uint(v, 1, 16, &r.samples), i++;
-        } else if (!strcmp(a, "--workers")) {
-            ok = parse_uint(v, 0, SL_POOL_MAX_WORKERS, &r.workers), i++;
-        } else if (!strcmp(a, "-o") && v) {
-            out = argv[++i];
-        } else {
-            ok = false;
-        }
-    }
-    unsigned cols = (r.width + r.tile_size - 1) / r.tile_size, rows = (r.height + r.tile_size - 1) / r.tile_size;
-    if (!ok || (uint64_t)cols * rows > 1u << 20) {
+    bool demo = false;
+    if (!parse_args(argc, argv, &r, &out, &demo)) {
         usage(stderr);
         return 2;
     }
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    r.max_workers = r.workers ? r.workers : cpus < 1 ? 1u : cpus > (long)SL_POOL_MAX_WORKERS ? SL_POOL_MAX_WORKERS : (unsigned)cpus;
+    unsigned cols = (r.width + r.tile_size - 1) / r.tile_size, rows = (r.height + r.tile_size - 1) / r.tile_size;
+    if ((uint64_t)cols * rows > 1u << 20) {
+        fprintf(stderr, "render: --size %ux%u in tiles of %u px makes %llu tiles: at most %u\n",
+                r.width, r.height, r.tile_size, (unsigned long long)cols * rows, 1u << 20);
+        usage(stderr);
+        return 2;
+    }
     r.ntiles = cols * rows;
     r.tiles = calloc(r.ntiles, sizeof(tile));
     sl_chan_opts co = {.flavor = SL_LIST, .elem_size = sizeof(event)};
@@ -774,12 +864,17 @@ int main(int argc, char **argv)
     bool keys = !demo && isatty(0);
     input in;
     input_start(&in, &r, keys);
-    say("render: %ux%u, %u tiles of %u px, %ux%u samples, %u workers%s; pid %ld", r.width, r.height,
-        r.ntiles, r.tile_size, r.samples, r.samples, r.max_workers, r.workers ? "" : " (every CPU)",
+    char workers[32] = "a worker per CPU";
+    if (r.workers)
+        snprintf(workers, sizeof(workers), "%u %s", r.workers,
+                 plural(r.workers, "worker", "workers"));
+    say("render: %ux%u, %u %s of %u px, %ux%u samples, %s; pid %ld", r.width, r.height, r.ntiles,
+        plural(r.ntiles, "tile", "tiles"), r.tile_size, r.samples, r.samples, workers,
         (long)getpid());
     if (keys)
         say("keys: p pause, r resume, + / - workers, c or q cancel");
-    say("signals: kill -USR1 (pause/resume), -USR2 (cycle workers), -INT (cancel)");
+    say("signals: kill -USR1 (pause/resume), -USR2 (one worker fewer; from 1 back to all), "
+        "-INT or -TERM (cancel)");
     int rc = 0;
     if (demo) {
         uint8_t *reference = malloc((size_t)r.width * r.height * 3);

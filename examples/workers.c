@@ -2,8 +2,9 @@
  * workers — named workers over a shared queue, back-pressure, poison-pill
  * shutdown done right, and pluggable dispatch, on one workload.
  *
- * Seed: 004_6f19432c19706d6e.txt, "Implementing a worker pool" (Ruby). The
- * post's asks, and how sluice answers each:
+ * Answers: “Implementing a worker pool”, a Ruby blog post (November 2017)
+ * that builds named workers over a shared queue. The post's asks, and how
+ * sluice answers each:
  *
  *   named workers   a pool's `name` names its threads "<name>/<id>". Jobs
  *                   print the thread name (pthread_getname_np) and the id
@@ -20,14 +21,15 @@
  *                   and no rule that a worker must stop at its first pill —
  *                   a closed channel answers SL_CLOSED to every receiver,
  *                   every time, and wakes all blocked ones at once. In the
- *                   pool, sl_pool_shutdown(SL_DRAIN) is the pills: submits
+ *                   pool, sl_pool_shutdown(SL_DRAIN) does the pills' job: submits
  *                   get SL_CLOSED from then on, every queued job still runs,
  *                   then the workers exit; sl_pool_wait_ready is `wait`.
- *   SizedQueue      queue_capacity bounds the pool's queue (--capacity). The
- *                   producer tries sl_pool_try_submit first and counts its
- *                   SL_FULL answers, then waits in sl_pool_submit, which
- *                   blocks while full like SizedQueue#push; the time spent
- *                   there is how much the workers slowed the producer.
+ *   SizedQueue      back-pressure, Ruby's bounded queue: queue_capacity bounds
+ *                   the pool's queue (--capacity). The producer tries
+ *                   sl_pool_try_submit first and counts its SL_FULL answers,
+ *                   then waits in sl_pool_submit, which blocks while full like
+ *                   SizedQueue#push; the time spent there is how much the
+ *                   workers slowed the producer.
  *   dispatch        round-robin: SL_DISPATCH_ROUND_ROBIN, per-worker inboxes
  *                   fed in turn. least-busy: SL_DISPATCH_LEAST_LOADED, the
  *                   shortest inbox is fed. A worker whose inbox is empty
@@ -36,7 +38,9 @@
  *                   where they were put. topic: as the post's
  *                   TopicScheduler, the workers are split into one small
  *                   pool per topic (named after it: "mail/0", "download/1"),
- *                   each least-busy within itself. A topic's backlog never
+ *                   each least-busy within itself; --workers N is split over
+ *                   the three as evenly as it goes, at least one each (so N
+ *                   below 3 gives 3, and the run says so). A topic's backlog never
  *                   takes another topic's workers; the cost is idle workers
  *                   in a quiet topic, and one producer feeding all three
  *                   waits on the slow topic's full queue while the others
@@ -197,7 +201,8 @@ static void pool_job(void *arg, void *ctx)
     perform(j, w->pc->show, w->id);
 }
 
-/* SizedQueue#push with a count: try first, then wait for room. */
+/* A push onto the bounded queue that counts back-pressure: try first, then
+ * wait for room. */
 static void submit_paced(sl_pool *p, job *j, pressure *bp)
 {
     sl_status st = sl_pool_try_submit(p, pool_job, j);
@@ -245,11 +250,20 @@ static uint64_t print_counts(const char *name, const uint64_t *counts, unsigned 
     return sum;
 }
 
-static void print_pressure(const config *cfg, const pressure *bp, uint64_t elapsed_ns)
+/* "1 worker", "2 workers": plural(n, "worker", "workers"). */
+static const char *plural(unsigned long long n, const char *one, const char *many)
 {
-    printf("    producer: %u jobs into a queue of %u: %llu SL_FULL answers, then blocked "
-           "%.1f ms of the run's %.1f ms\n", cfg->jobs, cfg->capacity,
-           (unsigned long long)bp->full, (double)bp->blocked_ns / 1e6,
+    return n == 1 ? one : many;
+}
+
+/* queues: how many bounded queues the producer fed (one per topic pool). */
+static void print_pressure(const config *cfg, unsigned queues, const pressure *bp,
+                           uint64_t elapsed_ns)
+{
+    printf("    producer: %u %s into %s of %u: %llu SL_FULL %s, then blocked %.1f ms of the "
+           "run's %.1f ms\n", cfg->jobs, plural(cfg->jobs, "job", "jobs"),
+           queues == 1 ? "a queue" : "queues", cfg->capacity, (unsigned long long)bp->full,
+           plural(bp->full, "answer", "answers"), (double)bp->blocked_ns / 1e6,
            (double)elapsed_ns / 1e6);
 }
 
@@ -282,8 +296,8 @@ static void *chan_worker_main(void *arg)
 
 static void run_channel(const config *cfg, job *jobs)
 {
-    printf("run channel: %u hand-rolled threads on one SL_MPMC channel of %u; close is "
-           "the pill\n", cfg->workers, cfg->capacity);
+    printf("run channel: %u hand-rolled %s on one SL_MPMC channel of %u; close is "
+           "the pill\n", cfg->workers, plural(cfg->workers, "thread", "threads"), cfg->capacity);
     reset_jobs(jobs, cfg->jobs);
     sl_chan *queue;
     sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = sizeof(uint32_t),
@@ -302,7 +316,7 @@ static void run_channel(const config *cfg, job *jobs)
         if (st == SL_FULL) {
             bp.full++;
             uint64_t t = now_ns();
-            st = sl_chan_send(queue, &i); /* SizedQueue#push: waits for room */
+            st = sl_chan_send(queue, &i); /* the bounded queue's push: waits for room */
             bp.blocked_ns += now_ns() - t;
         }
         check(st, "sl_chan_send");
@@ -313,9 +327,9 @@ static void run_channel(const config *cfg, job *jobs)
         pthread_join(ws[i].thread, NULL);
         counts[i] = ws[i].done;
     }
-    printf("    sl_chan_close was the pill: all %u workers drained the channel, saw "
-           "SL_CLOSED and were joined\n", cfg->workers);
-    print_pressure(cfg, &bp, now_ns() - t0);
+    printf("    sl_chan_close was the pill: every worker (%u) drained the channel, saw "
+           "SL_CLOSED and was joined\n", cfg->workers);
+    print_pressure(cfg, 1, &bp, now_ns() - t0);
     sl_chan_free(queue);
     if (print_counts("chan", counts, cfg->workers) != cfg->jobs)
         die("channel: the workers' counts do not add up to %u", cfg->jobs);
@@ -345,6 +359,20 @@ static unsigned topic_share(unsigned workers, unsigned topic)
     return n ? n : 1u;
 }
 
+/* What the topic run did with --workers N, and the total when it differs. */
+static void print_topic_split(const config *cfg, const pool_ctx *pcs)
+{
+    unsigned total = 0;
+    printf("    --workers %u split over the topics:", cfg->workers);
+    for (unsigned t = 0; t < NTOPICS; t++) {
+        printf("%s %s %u", t ? "," : "", pcs[t].name, pcs[t].workers);
+        total += pcs[t].workers;
+    }
+    if (total != cfg->workers)
+        printf(" (%u in all: each topic needs at least one)", total);
+    putchar('\n');
+}
+
 static void run_pool(const config *cfg, const pool_run *r, job *jobs)
 {
     unsigned npools = r->name ? 1u : NTOPICS;
@@ -365,6 +393,8 @@ static void run_pool(const config *cfg, const pool_run *r, job *jobs)
          * returns with them started, and a job queued early waits anyway. */
         check(sl_pool_new(&pools[t], &o), "sl_pool_new");
     }
+    if (!r->name)
+        print_topic_split(cfg, pcs);
     pressure bp = {0, 0};
     uint64_t t0 = now_ns();
     for (unsigned i = 0; i < cfg->jobs; i++) {
@@ -385,9 +415,9 @@ static void run_pool(const config *cfg, const pool_run *r, job *jobs)
                 (unsigned long long)routed[t]);
         sl_pool_free(pools[t]); /* joins the threads: their counts are in */
     }
-    printf("    sl_pool_shutdown(SL_DRAIN) were the pills, sl_pool_wait_ready the `wait`: "
-           "every queued job ran, none discarded\n");
-    print_pressure(cfg, &bp, now_ns() - t0);
+    printf("    sl_pool_shutdown(SL_DRAIN) stood in for the poison pills and sl_pool_wait_ready "
+           "for `wait`: every queued job ran, none was discarded\n");
+    print_pressure(cfg, npools, &bp, now_ns() - t0);
     for (unsigned t = 0; t < npools; t++)
         if (print_counts(pcs[t].name, pcs[t].per_worker, pcs[t].workers) != routed[t])
             die("%s: pool %s's worker counts do not add up", r->mode, pcs[t].name);
@@ -399,21 +429,26 @@ static void run_pool(const config *cfg, const pool_run *r, job *jobs)
 static void usage(FILE *to)
 {
     fputs("usage: workers [options]\n"
-          "  --workers N   workers per pool (default 4; at most 64)\n"
+          "  --workers N   workers per run, 1..64 (default 4); the topic run splits them\n"
+          "                over its three topic pools, at least one each (N < 3 gives 3)\n"
           "  --jobs N      jobs in the workload (default 600)\n"
-          "  --capacity N  queue bound, the SizedQueue (default 8)\n"
+          "  --capacity N  queue bound (back-pressure): jobs waiting at most, per queue\n"
+          "                (default 8)\n"
           "  --show N      the first N jobs print their worker (default 3)\n"
           "  --mode M      all (default), channel, shared, round-robin, least-busy, topic\n",
           to);
 }
 
-static bool parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
+/* A flag's value in lo..hi; otherwise says what was wrong. */
+static bool parse_uint(const char *flag, const char *s, unsigned lo, unsigned hi, unsigned *out)
 {
     char *end;
     errno = 0;
     unsigned long v = strtoul(s, &end, 10);
-    if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi)
+    if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi) {
+        fprintf(stderr, "workers: --%s %s: must be %u..%u\n", flag, s, lo, hi);
         return false;
+    }
     *out = (unsigned)v;
     return true;
 }
@@ -435,26 +470,32 @@ static void parse_flags(int argc, char **argv, config *cfg)
         {"capacity", required_argument, NULL, 'c'}, {"show", required_argument, NULL, 's'},
         {"mode", required_argument, NULL, 'm'},    {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    for (int o; (o = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
+    /* getopt_long itself reports an unknown option or a missing value. */
+    int at = 0;
+    for (int o; (o = getopt_long(argc, argv, "h", opts, &at)) != -1;) {
+        const char *flag = opts[at].name;
         bool ok;
         switch (o) {
-        case 'w': ok = parse_uint(optarg, 1, MAX_WORKERS, &cfg->workers); break;
-        case 'j': ok = parse_uint(optarg, 1, 10000000, &cfg->jobs); break;
-        case 'c': ok = parse_uint(optarg, 1, 1000000, &cfg->capacity); break;
-        case 's': ok = parse_uint(optarg, 0, 10000000, &cfg->show); break;
-        case 'm': ok = mode_known(cfg->mode = optarg); break;
+        case 'w': ok = parse_uint(flag, optarg, 1, MAX_WORKERS, &cfg->workers); break;
+        case 'j': ok = parse_uint(flag, optarg, 1, 10000000, &cfg->jobs); break;
+        case 'c': ok = parse_uint(flag, optarg, 1, 1000000, &cfg->capacity); break;
+        case 's': ok = parse_uint(flag, optarg, 0, 10000000, &cfg->show); break;
+        case 'm':
+            ok = mode_known(cfg->mode = optarg);
+            if (!ok)
+                fprintf(stderr, "workers: --mode %s: must be all, channel, shared, round-robin, "
+                        "least-busy or topic\n", optarg);
+            break;
         case 'h': usage(stdout); exit(0);
-        default: ok = false; optarg = NULL; break;
+        default: ok = false; break;
         }
         if (!ok) {
-            if (optarg)
-                fprintf(stderr, "workers: bad value '%s'\n", optarg);
             usage(stderr);
             exit(2);
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "workers: stray argument '%s'\n", argv[optind]);
+        fprintf(stderr, "workers: %s: unexpected argument\n", argv[optind]);
         usage(stderr);
         exit(2);
     }
@@ -483,7 +524,7 @@ int main(int argc, char **argv)
             runs++;
         }
     free(jobs);
-    printf("workers: ok: %u runs x %u jobs, every job ran exactly once in each\n", runs,
-           cfg.jobs);
+    printf("workers: ok: %u %s x %u %s, every job ran exactly once in every run\n", runs,
+           plural(runs, "run", "runs"), cfg.jobs, plural(cfg.jobs, "job", "jobs"));
     return 0;
 }

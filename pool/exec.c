@@ -11,24 +11,22 @@
  * completion it waits for.
  *
  * A foreign thread's spawns go through the injector. Its sl_sync (and
- * sl_scope_end) helps while it waits: it steals from the workers' deques —
- * never from the injector or a mailbox — and runs what it steals, then, after
- * a bounded search, parks on the task's own eventcount (a worker of another
- * executor runs its own executor's tasks instead). Deques only ever hold
+ * sl_scope_end) helps while it waits: it borrows a helper slot (a deque of
+ * its own, where the tasks it runs spawn), takes from it, steals from the
+ * other deques — never from the injector or a mailbox — and runs what it
+ * gets, then, after a bounded search, parks on the task's own eventcount (a
+ * worker of another executor runs its own executor's tasks instead). Deques only ever hold
  * tasks spawned by workers of this executor, never a submitted one, which is
  * what keeps sl_submit's promise for foreign submitters; a worker's sl_submit
  * goes to another worker's mailbox, and the searching loop never runs a task
  * its own thread submitted (docs/exec.md, "Submit never runs on its caller"
  * and "Foreign threads help").
  *
- * Helping nests: a stolen task may sync and help in turn, on the same stack,
- * and nothing else bounds that depth. So a thread past half its stack stops
- * taking other threads' work while it waits (oneTBB's rule) and only runs
- * what is its own, else sleeps until its wait is over ("Stack depth").
+ * Helping nests: a stolen task may sync and help in turn, on the same stack;
+ * exec_depth.c bounds that ("Stack depth").
  */
 #include "exec_internal.h"
 
-#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,16 +41,12 @@ _Thread_local sl__worker *sl__tls_worker __attribute__((tls_model("initial-exec"
 typedef struct help_frame {
     const sl_exec *ex;
     const struct help_frame *up;
+    sl__helper *slot;   /* borrowed for ex (by this frame or an outer one), or NULL */
 } help_frame;
 /* The calling thread's innermost frame, NULL on workers and on foreign
  * threads not helping: sl_exec_free(ex) must refuse from a task of ex that a
  * foreign thread runs, as it does from a worker of ex. */
 static _Thread_local const help_frame *foreign_frames;
-/* A foreign thread's help floor (sl__exec_too_deep), found on first need,
- * and the tasks it runs nested while helping. */
-static _Thread_local uintptr_t foreign_floor;
-static _Thread_local bool foreign_floor_known;
-static _Thread_local unsigned foreign_nesting;
 
 /* A searcher's budget before it parks: SEARCH_SPINS rounds over every queue
  * with pause hints doubling up to 2^SEARCH_SPINS between them, then
@@ -75,11 +69,11 @@ static uint64_t next_random(uint64_t *state)
     return x;
 }
 
-static void *steal_from(sl__worker *victim)
+static void *steal_from(sl__deque *victim)
 {
     void *item = NULL;
     for (unsigned i = 0; i < STEAL_RETRIES; i++) {
-        sl__steal r = sl__deque_steal(&victim->deque, &item);
+        sl__steal r = sl__deque_steal(victim, &item);
         if (r == SL__STEAL_OK)
             return item;
         if (r == SL__STEAL_EMPTY)
@@ -111,14 +105,22 @@ static sl__task *steal_mail(sl_exec *ex, sl__worker *w, unsigned start)
 }
 
 /* One pass over the workers' deques from start, skipping worker `skip`
- * (nworkers or more: none). */
-static sl__task *steal_deques(sl_exec *ex, unsigned start, unsigned skip)
+ * (nworkers or more: none), then over the helper slots' deques, skipping
+ * `own` (the caller's slot, or NULL). */
+static sl__task *steal_deques(sl_exec *ex, unsigned start, unsigned skip,
+                              const sl__helper *own)
 {
     unsigned n = ex->nworkers;
     for (unsigned k = 0; k < n; k++) {
         unsigned v = (start + k) % n;
         sl__task *t;
-        if (v != skip && (t = steal_from(&ex->workers[v])) != NULL)
+        if (v != skip && (t = steal_from(&ex->workers[v].deque)) != NULL)
+            return t;
+    }
+    for (unsigned k = 0; k < SL__HELPER_SLOTS; k++) {
+        sl__helper *h = &ex->helpers[(start + k) % SL__HELPER_SLOTS];
+        sl__task *t;
+        if (h != own && (t = steal_from(&h->deque)) != NULL)
             return t;
     }
     return NULL;
@@ -133,7 +135,7 @@ static sl__task *steal_any(sl_exec *ex, sl__worker *w)
         return t;
     unsigned n = ex->nworkers;
     unsigned start = (unsigned)(next_random(&w->rng) % n);
-    if ((t = steal_deques(ex, start, w->id)) != NULL)
+    if ((t = steal_deques(ex, start, w->id, NULL)) != NULL)
         return t;
     if (sl_list_try_pop(&ex->injector, &t) == SL_OK)
         return t;
@@ -152,6 +154,9 @@ bool sl__exec_has_work(sl_exec *ex, const sl__worker *w)
         if ((!w || v == w) && sl_list_len(&v->mailbox) != 0)
             return true;
     }
+    for (unsigned i = 0; i < SL__HELPER_SLOTS; i++)
+        if (!sl__deque_is_empty(&ex->helpers[i].deque))
+            return true;
     return sl_list_len(&ex->injector) != 0;
 }
 
@@ -188,7 +193,7 @@ void sl__exec_run(sl__worker *w, sl__task *t)
     w->help_nesting--;
 }
 
-static bool register_waiter(sl__task *t, sl_event *ev)
+bool sl__exec_register_waiter(sl__task *t, sl_event *ev)
 {
     atomic_store_explicit(&t->sleep, ev, memory_order_relaxed);
     SL_FI();
@@ -198,92 +203,6 @@ static bool register_waiter(sl__task *t, sl_event *ev)
                                                 memory_order_release, memory_order_acquire))
         return true;
     return st != SL__TASK_DONE;
-}
-
-/* ---- stack depth ---- */
-
-/* Without the stack's bounds (pthread_getattr_np failed) a thread counts
- * nested tasks instead, and stops helping past this many. */
-#define HELP_NEST_MAX 256u
-
-/* The address below which the calling thread stops helping: the middle of
- * its stack (it grows down); 0 when unknown. */
-static uintptr_t find_help_floor(void)
-{
-    pthread_attr_t attr;
-    void *low = NULL;
-    size_t size = 0;
-    if (pthread_getattr_np(pthread_self(), &attr) != 0)
-        return 0;
-    if (pthread_attr_getstack(&attr, &low, &size) != 0)
-        low = NULL;
-    pthread_attr_destroy(&attr);
-    return low ? (uintptr_t)low + size / 2 : 0;
-}
-
-bool sl__exec_too_deep(sl__worker *w)
-{
-    uintptr_t floor;
-    unsigned nesting;
-    if (w) {
-        floor = w->help_floor;
-        nesting = w->help_nesting;
-    } else {
-        if (!foreign_floor_known) {
-            foreign_floor = find_help_floor();
-            foreign_floor_known = true;
-        }
-        floor = foreign_floor;
-        nesting = foreign_nesting;
-    }
-    if (!floor)
-        return nesting >= HELP_NEST_MAX;
-    /* The frame address, not a local's: a sanitizer's fake stack would lie. */
-    return (uintptr_t)__builtin_frame_address(0) < floor;
-}
-
-/* Publishes where the syncer sleeps and marks the task WAITED; false when the
- * task is already DONE (nothing to wait for). */
-static bool register_waiter(sl__task *t, sl_event *ev);
-
-/* What may run while waiting deep: w's own deque (tasks it spawned) and its
- * mailbox (tasks sent to it); never a steal. */
-static sl__task *take_own(sl__worker *w)
-{
-    sl__task *t = NULL;
-    if (!w)
-        return NULL;
-    if ((t = sl__deque_take(&w->deque)) != NULL)
-        return t;
-    return sl_list_try_pop(&w->mailbox, &t) == SL_OK ? t : NULL;
-}
-
-static bool has_own(const sl__worker *w)
-{
-    return w && (!sl__deque_is_empty(&w->deque) || sl_list_len(&w->mailbox) != 0);
-}
-
-void sl__exec_wait_deep(sl__worker *w, const sl__wait *wt, sl_event *ev)
-{
-    if (wt->task && !register_waiter(wt->task, ev))
-        return;
-    for (;;) {
-        if (sl__wait_done(wt))
-            return;
-        sl__task *t = take_own(w);
-        if (t) {
-            sl__exec_run(w, t);
-            continue;
-        }
-        /* Full fence inside: our registration before the re-check, against
-         * the completer's DONE (or zero) before its notify. */
-        uint32_t key = sl_event_prepare(ev);
-        if (sl__wait_done(wt) || has_own(w)) {
-            sl_event_cancel(ev);
-            continue;
-        }
-        sl_event_wait(ev, key, SL_FOREVER);
-    }
 }
 
 static void search_pause(unsigned fails)
@@ -321,30 +240,68 @@ void sl__exec_help(sl__worker *w, const sl__wait *wt)
             continue;
         }
         fails = 0;
-        if (wt && wt->task && !register_waiter(wt->task, &w->ev))
+        if (wt && wt->task && !sl__exec_register_waiter(wt->task, &w->ev))
             continue;
         if (!sl__idle_park(ex, w, wt))
             return; /* the executor is exiting (main loop only) */
     }
 }
 
+sl__helper *sl__exec_foreign_slot(const sl_exec *ex)
+{
+    for (const help_frame *f = foreign_frames; f; f = f->up)
+        if (f->ex == ex)
+            return f->slot;
+    return NULL;
+}
+
+/* Borrows a free helper slot of ex, or NULL when all are taken. */
+static sl__helper *claim_slot(sl_exec *ex, uint64_t start)
+{
+    for (unsigned k = 0; k < SL__HELPER_SLOTS; k++) {
+        sl__helper *h = &ex->helpers[(start + k) % SL__HELPER_SLOTS];
+        uint32_t free_slot = 0;
+        /* acquire: the previous owner's pushes and takes (its release below)
+         * before ours — the deque's owner end changes hands */
+        if (atomic_load_explicit(&h->owned, memory_order_relaxed) == 0 &&
+            atomic_compare_exchange_strong_explicit(&h->owned, &free_slot, 1u,
+                                                    memory_order_acquire,
+                                                    memory_order_relaxed))
+            return h;
+    }
+    return NULL;
+}
+
+/* One task for a waiting foreign thread: its own slot first (what it spawned,
+ * newest first), then — unless deep — other threads' deques. Never the
+ * injector or a mailbox: they hold what sl_submit queued, which must never
+ * run on its submitter. */
+static sl__task *foreign_take(sl_exec *ex, sl__helper *slot, bool deep, uint64_t *rng)
+{
+    sl__task *t = slot ? sl__deque_take(&slot->deque) : NULL;
+    if (t || deep)
+        return t;
+    unsigned start = (unsigned)(next_random(rng) % ex->nworkers);
+    return steal_deques(ex, start, ex->nworkers, slot);
+}
+
 bool sl__exec_help_foreign(sl_exec *ex, const sl__wait *wt)
 {
-    help_frame frame = { ex, foreign_frames };
+    help_frame frame = { ex, foreign_frames, NULL };
     /* Seeded from the frame's address: distinct per thread and nesting level;
      * the low bit keeps xorshift off its zero fixed point. */
     uint64_t rng = ((uint64_t)(uintptr_t)&frame * 0x9e3779b97f4a7c15ull) | 1u;
+    sl__helper *outer = sl__exec_foreign_slot(ex);
+    frame.slot = outer ? outer : claim_slot(ex, rng);
     foreign_frames = &frame;
+    bool deep = sl__exec_too_deep(NULL);
     unsigned fails = 0;
     while (!sl__wait_done(wt)) {
-        /* Deques only: the injector and the mailboxes hold what sl_submit
-         * queued, which must never run on its submitter. */
-        unsigned start = (unsigned)(next_random(&rng) % ex->nworkers);
-        sl__task *t = steal_deques(ex, start, ex->nworkers);
+        sl__task *t = foreign_take(ex, frame.slot, deep, &rng);
         if (t) {
-            foreign_nesting++;
+            sl__foreign_nesting++;
             run_task(ex, NULL, t);
-            foreign_nesting--;
+            sl__foreign_nesting--;
             fails = 0;
             continue;
         }
@@ -353,6 +310,10 @@ bool sl__exec_help_foreign(sl_exec *ex, const sl__wait *wt)
         search_pause(fails);
     }
     foreign_frames = frame.up;
+    /* release: our pushes and takes before the next owner's (claim_slot).
+     * What is still in the deque (spawns never synced) stays stealable. */
+    if (frame.slot && !outer)
+        atomic_store_explicit(&frame.slot->owned, 0u, memory_order_release);
     return sl__wait_done(wt);
 }
 
@@ -369,7 +330,7 @@ static void *worker_main(void *arg)
 {
     sl__worker *w = arg;
     sl__tls_worker = w;
-    w->help_floor = find_help_floor();
+    w->help_floor = sl__exec_help_floor();
     sl__exec_help(w, NULL);
     sl__tls_worker = NULL;
     return NULL;
@@ -402,6 +363,24 @@ SL_API sl_future sl_spawn(sl_exec *ex, sl_task_fn fn, const void *args, size_t a
     return (sl_future){ t, gen };
 }
 
+/* A foreign thread's submit: always the injector — never its helper slot,
+ * which it takes from itself; a foreign thread's helping never takes from
+ * the injector. */
+static sl_future submit_foreign(sl_exec *ex, sl_task_fn fn, const void *args, size_t args_size,
+                                size_t ret_size)
+{
+    sl__task *t = sl__exec_task_new(ex, NULL, fn, args, args_size, ret_size);
+    if (!t)
+        return cleared_future;
+    uint64_t gen = atomic_load_explicit(&t->gen, memory_order_relaxed);
+    if (sl_list_try_push(&ex->injector, &t) != SL_OK) {
+        sl__task_free(ex, NULL, t);
+        return cleared_future;
+    }
+    sl__exec_published(ex);
+    return (sl_future){ t, gen };
+}
+
 /* The worker a worker's submission goes to: a sleeping one, else the next in
  * turn; never the submitter. */
 static unsigned submit_target(sl_exec *ex, sl__worker *w)
@@ -419,8 +398,8 @@ SL_API sl_future sl_submit(sl_exec *ex, sl_task_fn fn, const void *args, size_t 
     if (!task_ok(ex, fn, args, args_size, ret_size))
         return cleared_future;
     sl__worker *w = sl__exec_worker_of(ex);
-    if (!w) /* the injector: a foreign thread's helping sync never takes from it */
-        return sl_spawn(ex, fn, args, args_size, ret_size);
+    if (!w)
+        return submit_foreign(ex, fn, args, args_size, ret_size);
     if (ex->nworkers < 2)
         return cleared_future; /* no other thread could ever run it */
     sl__task *t = sl__exec_task_new(ex, w, fn, args, args_size, ret_size);
@@ -445,10 +424,10 @@ SL_API sl_future sl_submit(sl_exec *ex, sl_task_fn fn, const void *args, size_t 
 static void wait_foreign(sl_exec *ex, sl__task *t)
 {
     sl__wait wt = { t, NULL };
-    if (!sl__exec_too_deep(NULL) && sl__exec_help_foreign(ex, &wt))
+    if (sl__exec_help_foreign(ex, &wt))
         return;
     SL_FI();
-    if (!register_waiter(t, &t->done))
+    if (!sl__exec_register_waiter(t, &t->done))
         return;
     for (;;) {
         uint32_t key = sl_event_prepare(&t->done);
@@ -577,6 +556,8 @@ static void exec_destroy(sl_exec *ex, unsigned initialised)
         sl__deque_destroy(&ex->workers[i].deque);
         sl_list_destroy(&ex->workers[i].mailbox);
     }
+    for (unsigned i = 0; i < SL__HELPER_SLOTS; i++)
+        sl__deque_destroy(&ex->helpers[i].deque);
     sl_list_destroy(&ex->injector);
     sl__task_free_all(ex);
     pthread_mutex_destroy(&ex->pool_lock);
@@ -600,7 +581,13 @@ static sl_exec *exec_alloc(unsigned n, const char *name)
     sl_event_init(&ex->freer);
     ex->workers = aligned_alloc(SL_CACHELINE, n * sizeof *ex->workers);
     ex->sleep_bits = calloc(ex->nwords, sizeof *ex->sleep_bits);
-    if (!ex->workers || !ex->sleep_bits || sl_list_init(&ex->injector, sizeof(sl__task *)) != SL_OK) {
+    bool helpers = true;
+    for (unsigned i = 0; i < SL__HELPER_SLOTS; i++)
+        helpers = sl__deque_init(&ex->helpers[i].deque, 6) && helpers;
+    if (!helpers || !ex->workers || !ex->sleep_bits ||
+        sl_list_init(&ex->injector, sizeof(sl__task *)) != SL_OK) {
+        for (unsigned i = 0; i < SL__HELPER_SLOTS; i++)
+            sl__deque_destroy(&ex->helpers[i].deque);
         free(ex->workers);
         free(ex->sleep_bits);
         pthread_mutex_destroy(&ex->pool_lock);

@@ -82,6 +82,18 @@ struct sl__worker {
     sl_list mailbox;
 };
 
+/* A deque a foreign thread borrows while it helps (sl_sync, sl_scope_end on
+ * a thread that is no worker of the executor): what it spawns then goes here,
+ * where it can take it back as a worker takes back its own spawns, instead of
+ * the injector, which only workers take from. Workers steal from it as from
+ * each other. docs/exec.md, "Foreign threads help". */
+#define SL__HELPER_SLOTS 8u
+typedef struct sl__helper {
+    sl__deque deque;                 /* cache-line aligned inside */
+    /* A foreign thread owns the deque's bottom end while this is 1. */
+    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint32_t) owned;
+} sl__helper;
+
 /* Records are allocated in slabs of this many. */
 #define SL__SLAB_TASKS 64u
 
@@ -107,8 +119,10 @@ struct sl_exec {
     sl__worker *workers;             /* nworkers, each cache-line aligned */
     SL_ATOMIC(uint64_t) *sleep_bits; /* bit i: worker i is parked, not yet claimed */
     char name[16];
-    /* Tasks from foreign threads (FIFO). */
+    /* Tasks from foreign threads that hold no helper slot (FIFO). */
     sl_list injector;
+    /* Helper slots, borrowed by foreign threads while they help. */
+    sl__helper helpers[SL__HELPER_SLOTS];
     /* Foreign threads in sl_scope_end sleep here; sl_exec_free sleeps on freer. */
     SL_ALIGNAS(SL_CACHELINE) sl_event foreign;
     sl_event freer;
@@ -212,10 +226,24 @@ void sl__scope_complete(sl_scope *s);
 bool sl__exec_has_work(sl_exec *ex, const sl__worker *w);
 /* Runs task t (not inline for a syncer) on worker w and completes it. */
 void sl__exec_run(sl__worker *w, sl__task *t);
+/* The helper slot the calling foreign thread holds for ex while it helps,
+ * or NULL (not helping ex, or no slot was free). */
+sl__helper *sl__exec_foreign_slot(const sl_exec *ex);
 /* True when the calling thread — worker w, or a foreign thread when w is
  * NULL — is past half its stack: it must not take other threads' tasks while
  * it waits, since each may nest another helping wait on this stack. */
 bool sl__exec_too_deep(sl__worker *w);
+/* The middle of the calling thread's stack, below which it is too deep to
+ * steal; 0 when its bounds cannot be found. */
+uintptr_t sl__exec_help_floor(void);
+/* Tasks a foreign thread runs nested while it helps (the depth fallback). */
+extern _Thread_local unsigned sl__foreign_nesting __attribute__((tls_model("initial-exec")));
+/* Publishes where the syncer sleeps (ev) and marks the task WAITED; false when
+ * the task is already DONE (nothing to wait for). */
+bool sl__exec_register_waiter(sl__task *t, sl_event *ev);
+/* Tests: non-zero makes every worker count as deep, so that the depth rule's
+ * liveness is tested without filling a stack. */
+extern SL_ATOMIC(int) sl__exec_deep_workers;
 /* Waits deep (sl__exec_too_deep) until wt is over: runs only w's own deque
  * and mailbox (nothing when w is NULL), else sleeps on ev, where wt's
  * completer will notify. */
@@ -251,20 +279,10 @@ static inline sl__task *sl__exec_task_new(sl_exec *ex, sl__worker *w, sl_task_fn
     return t;
 }
 
-/* Queues a filled record: on w's deque, or (w NULL) on the injector, then
- * wakes a sleeper if nobody searches. Nothing else ever pushes on a deque,
- * and nothing moves a task from the injector or a mailbox to a deque: deques
- * hold only tasks that workers spawned, never a submitted one, which is why
- * foreign threads may steal from them while they wait (docs/exec.md).
- * Returns false when it could not be queued (out of memory). */
-static inline bool sl__exec_queue(sl_exec *ex, sl__worker *w, sl__task *t)
+/* After a task was made visible in a queue: wakes a sleeper if nobody
+ * searches. */
+static inline void sl__exec_published(sl_exec *ex)
 {
-    if (w) {
-        if (!sl__deque_push(&w->deque, t))
-            return false;
-    } else if (sl_list_try_push(&ex->injector, &t) != SL_OK) {
-        return false;
-    }
     SL_FI();
     /* Our push before the reads of the searching count and the sleep bits:
      * the Dekker pair with a parking worker's registration and re-check. */
@@ -274,6 +292,28 @@ static inline bool sl__exec_queue(sl_exec *ex, sl__worker *w, sl__task *t)
     if (atomic_load_explicit(&ex->idle, memory_order_relaxed) == 0 &&
         (ex->nwords > 1 || atomic_load_explicit(&ex->sleep_bits[0], memory_order_relaxed) != 0))
         sl__idle_notify_work(ex);
+}
+
+/* Queues a filled spawned record: on w's deque, or (w NULL) on the helper
+ * slot the calling foreign thread holds, else on the injector; then wakes a
+ * sleeper if nobody searches. Nothing else ever pushes on a deque, and
+ * nothing moves a task from the injector or a mailbox to a deque: deques hold
+ * only spawned tasks, never a submitted one, which is why foreign threads may
+ * steal from them while they wait (docs/exec.md). Returns false when it could
+ * not be queued (out of memory). */
+static inline bool sl__exec_queue(sl_exec *ex, sl__worker *w, sl__task *t)
+{
+    if (w) {
+        if (!sl__deque_push(&w->deque, t))
+            return false;
+    } else {
+        /* A foreign thread helping ex spawns onto its borrowed deque. */
+        sl__helper *h = sl__exec_foreign_slot(ex);
+        if (!(h && sl__deque_push(&h->deque, t)) &&
+            sl_list_try_push(&ex->injector, &t) != SL_OK)
+            return false;
+    }
+    sl__exec_published(ex);
     return true;
 }
 

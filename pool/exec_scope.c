@@ -125,7 +125,7 @@ SL_API void sl_scope_end(sl_scope *s)
          * other than the one that began s, at once) waits where the
          * completer will look. */
         sl__wait wt = { NULL, s };
-        if (w || sl__exec_too_deep(NULL) || !sl__exec_help_foreign(s->sl__ex, &wt))
+        if (w || !sl__exec_help_foreign(s->sl__ex, &wt))
             scope_wait_parked(s, s->sl__sleep);
     }
 }

@@ -177,6 +177,28 @@ START_TEST(test_deep_helping_fits_small_stacks)
 }
 END_TEST
 
+/* The library's test switch: every worker counts as past half its stack. */
+extern _Atomic int sl__exec_deep_workers;
+
+/* Deep workers steal nothing while they wait. The foreign thread syncing fib
+ * here helps, and the tasks it runs spawn: those children must sit where the
+ * foreign thread can take them back itself (its helper slot), or every
+ * worker waits on a task the foreign thread runs while the foreign thread
+ * waits on children no worker will take. */
+START_TEST(test_deep_workers_foreign_helper_live)
+{
+    begin_test("exec", "deep workers, helping foreign thread");
+    atomic_store(&sl__exec_deep_workers, 1);
+    sl_exec *ex = new_exec(2);
+    int reps = (int)sl_test_scaled(200, 20);
+    for (int i = 0; i < reps; i++)
+        ck_assert_int_eq(fib_on(ex, 18), fib_serial(18));
+    sl_exec_free(ex);
+    atomic_store(&sl__exec_deep_workers, 0);
+    ASSERT_CLEAN();
+}
+END_TEST
+
 START_TEST(test_nqueens_10)
 {
     begin_test("exec", "nqueens");
@@ -1091,6 +1113,7 @@ static Suite *exec_suite(void)
     tc = tcase_create("stack");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_deep_helping_fits_small_stacks);
+    tcase_add_test(tc, test_deep_workers_foreign_helper_live);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("foreign-help");

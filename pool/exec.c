@@ -15,9 +15,10 @@
  * its own, where the tasks it runs spawn), takes from it, steals from the
  * other deques — never from the injector or a mailbox — and runs what it
  * gets, then, after a bounded search, parks on the task's own eventcount (a
- * worker of another executor runs its own executor's tasks instead). Deques only ever hold
- * tasks spawned by workers of this executor, never a submitted one, which is
- * what keeps sl_submit's promise for foreign submitters; a worker's sl_submit
+ * worker of another executor runs its own executor's tasks instead). Deques
+ * (workers' and helper slots') only ever hold spawned tasks, never a
+ * submitted one, which is what keeps sl_submit's promise for foreign
+ * submitters; a worker's sl_submit
  * goes to another worker's mailbox, and the searching loop never runs a task
  * its own thread submitted (docs/exec.md, "Submit never runs on its caller"
  * and "Foreign threads help").
@@ -118,9 +119,10 @@ static sl__task *steal_deques(sl_exec *ex, unsigned start, unsigned skip,
             return t;
     }
     for (unsigned k = 0; k < SL__HELPER_SLOTS; k++) {
-        sl__helper *h = &ex->helpers[(start + k) % SL__HELPER_SLOTS];
+        sl__helper *h = &ex->helpers[(start / n + k) % SL__HELPER_SLOTS];
         sl__task *t;
-        if (h != own && (t = steal_from(&h->deque)) != NULL)
+        /* Slots are empty most of the time: look before the steal's fence. */
+        if (h != own && !sl__deque_is_empty(&h->deque) && (t = steal_from(&h->deque)) != NULL)
             return t;
     }
     return NULL;
@@ -255,11 +257,15 @@ sl__helper *sl__exec_foreign_slot(const sl_exec *ex)
     return NULL;
 }
 
-/* Borrows a free helper slot of ex, or NULL when all are taken. */
+/* Borrows a free helper slot of ex, or NULL when all are taken. An empty one
+ * first: a released slot may still hold spawns its last owner never synced,
+ * which are not this thread's recursion to run on its stack. */
 static sl__helper *claim_slot(sl_exec *ex, uint64_t start)
 {
-    for (unsigned k = 0; k < SL__HELPER_SLOTS; k++) {
+    for (unsigned k = 0; k < 2 * SL__HELPER_SLOTS; k++) {
         sl__helper *h = &ex->helpers[(start + k) % SL__HELPER_SLOTS];
+        if (k < SL__HELPER_SLOTS && !sl__deque_is_empty(&h->deque))
+            continue;
         uint32_t free_slot = 0;
         /* acquire: the previous owner's pushes and takes (its release below)
          * before ours — the deque's owner end changes hands */
@@ -297,7 +303,12 @@ bool sl__exec_help_foreign(sl_exec *ex, const sl__wait *wt)
     bool deep = sl__exec_too_deep(NULL);
     unsigned fails = 0;
     while (!sl__wait_done(wt)) {
-        sl__task *t = foreign_take(ex, frame.slot, deep, &rng);
+        if (!frame.slot && !outer)
+            frame.slot = claim_slot(ex, rng);
+        /* Without a slot, what a stolen task spawned would wait in the
+         * injector, which only workers take from, and a deep worker does
+         * not: steal nothing then ("Why the slot"). */
+        sl__task *t = foreign_take(ex, frame.slot, deep || !frame.slot, &rng);
         if (t) {
             sl__foreign_nesting++;
             run_task(ex, NULL, t);

@@ -152,8 +152,13 @@ void sl__idle_notify_mailbox(sl_exec *ex, unsigned v)
         }
         drop_token(ex); /* v woke by itself; it is responsible for its mailbox */
     }
-    /* v is awake (perhaps busy): let a searcher take the task from v's mailbox. */
+    /* v is awake (perhaps busy): let a searcher take the task from v's mailbox.
+     * v may also be waiting deep (exec_depth.c), asleep on its event without
+     * a sleep bit, with its own mailbox among what it still runs: ring it —
+     * no system call unless it sleeps there (the fence above pairs with its
+     * prepare and re-check of the mailbox). */
     sl__idle_notify_work(ex);
+    sl_event_notify_one(&ex->workers[v].ev);
 }
 
 unsigned sl__idle_find_sleeper(sl_exec *ex, unsigned not_this)

@@ -150,9 +150,9 @@ static void pf_run(pf_range r)
     sl__worker *w = sl__exec_worker_of(r.scope->sl__ex);
     while (r.end - r.begin > r.grain) {
         /* A foreign thread that stole a piece while it waits (w NULL) has no
-         * deque to watch: it gives every upper half away at once, through
-         * the injector, and keeps one grain — its help must not become the
-         * one slow piece the others wait for. */
+         * worker deque to watch: it gives every upper half away at once,
+         * through its helper slot (or the injector), and keeps one grain —
+         * its help must not become the one slow piece the others wait for. */
         if (!w || sl__deque_is_empty(&w->deque)) {
             pf_range upper = r;
             upper.begin = r.begin + (r.end - r.begin) / 2;

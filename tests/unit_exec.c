@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <sluice/exec.h>
+#include "../pool/exec_internal.h" /* the depth switch and the helper slots */
 
 static unsigned workers(void)
 {
@@ -177,9 +178,6 @@ START_TEST(test_deep_helping_fits_small_stacks)
 }
 END_TEST
 
-/* The library's test switch: every worker counts as past half its stack. */
-extern _Atomic int sl__exec_deep_workers;
-
 /* Deep workers steal nothing while they wait. The foreign thread syncing fib
  * here helps, and the tasks it runs spawn: those children must sit where the
  * foreign thread can take them back itself (its helper slot), or every
@@ -194,6 +192,89 @@ START_TEST(test_deep_workers_foreign_helper_live)
     for (int i = 0; i < reps; i++)
         ck_assert_int_eq(fib_on(ex, 18), fib_serial(18));
     sl_exec_free(ex);
+    atomic_store(&sl__exec_deep_workers, 0);
+    ASSERT_CLEAN();
+}
+END_TEST
+
+/* A deep waiter still runs what is sent to its mailbox, and must be woken
+ * for it: W0 waits deep for X, which W1 stole; X submits S, which can only
+ * go to W0's mailbox (never to its submitter), and waits for it. */
+typedef struct mailbox_run {
+    sl_exec *ex;
+    atomic_int x_started;
+} mailbox_run;
+
+static void mb_s_task(void *args, void *ret)
+{
+    *(int *)ret = 42;
+}
+
+static void mb_x_task(void *args, void *ret)
+{
+    mailbox_run *r = *(mailbox_run **)args;
+    atomic_store(&r->x_started, 1);
+    sl_test_sleep_ns(50 * MS); /* W0 goes to sleep in its deep wait */
+    sl_future s = sl_submit(r->ex, mb_s_task, NULL, 0, sizeof(int));
+    if (!sl_is_spawned(&s))
+        rec_fail("submit refused");
+    int v = 0;
+    if (sl_sync(&s, &v) != SL_OK)
+        rec_fail("sync of the submitted task failed");
+    *(int *)ret = v;
+}
+
+static void mb_a_task(void *args, void *ret)
+{
+    mailbox_run *r = *(mailbox_run **)args;
+    sl_future x = sl_spawn(r->ex, mb_x_task, &r, sizeof r, sizeof(int));
+    while (!atomic_load(&r->x_started)) /* the other worker stole X */
+        sched_yield();
+    int v = 0;
+    if (sl_sync(&x, &v) != SL_OK) /* deep: runs only its own work */
+        rec_fail("sync of X failed");
+    *(int *)ret = v;
+}
+
+/* With every helper slot taken (by other helping threads, here by hand), a
+ * foreign thread must not steal: what its stolen tasks spawned would wait in
+ * the injector, which deep workers do not take from. */
+START_TEST(test_deep_workers_no_free_slot_live)
+{
+    begin_test("exec", "deep workers, no free helper slot");
+    atomic_store(&sl__exec_deep_workers, 1);
+    sl_exec *ex = new_exec(2);
+    for (unsigned i = 0; i < SL__HELPER_SLOTS; i++)
+        atomic_store(&ex->helpers[i].owned, 1u);
+    int reps = (int)sl_test_scaled(300, 30);
+    for (int i = 0; i < reps; i++)
+        ck_assert_int_eq(fib_on(ex, 18), fib_serial(18));
+    for (unsigned i = 0; i < SL__HELPER_SLOTS; i++)
+        atomic_store(&ex->helpers[i].owned, 0u);
+    sl_exec_free(ex);
+    atomic_store(&sl__exec_deep_workers, 0);
+    ASSERT_CLEAN();
+}
+END_TEST
+
+START_TEST(test_deep_waiter_runs_its_mailbox)
+{
+    begin_test("exec", "deep waiter's mailbox");
+    atomic_store(&sl__exec_deep_workers, 1);
+    mailbox_run r = { .ex = new_exec(2) };
+    for (int i = 0; i < 3; i++) {
+        atomic_store(&r.x_started, 0);
+        mailbox_run *rp = &r;
+        /* Submitted, so that it starts on a worker and this thread does not help. */
+        sl_future a = sl_submit(r.ex, mb_a_task, &rp, sizeof rp, sizeof(int));
+        ck_assert(sl_is_spawned(&a));
+        while (!sl_is_ready(&a))
+            sl_test_sleep_ns(MS);
+        int v = 0;
+        ck_assert_int_eq(sl_sync(&a, &v), SL_OK);
+        ck_assert_int_eq(v, 42);
+    }
+    sl_exec_free(r.ex);
     atomic_store(&sl__exec_deep_workers, 0);
     ASSERT_CLEAN();
 }
@@ -1114,6 +1195,8 @@ static Suite *exec_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_deep_helping_fits_small_stacks);
     tcase_add_test(tc, test_deep_workers_foreign_helper_live);
+    tcase_add_test(tc, test_deep_waiter_runs_its_mailbox);
+    tcase_add_test(tc, test_deep_workers_no_free_slot_live);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("foreign-help");

@@ -141,6 +141,13 @@ int slb_chan_main(const slb_opts *o);
  * a comma list of names into a bit mask (false on an unknown name). */
 bool slb_parse_u64(const char *s, uint64_t *out);
 bool slb_parse_names(const char *s, const char *const *names, size_t n, unsigned *out);
+/* The watchdog (cli.c): a run that outlives its limit is a hang. Install once;
+ * arm before a run with the message to print (printf-style), disarm after.
+ * When it fires it writes the message and exits with status 3. */
+void slb_watchdog_install(void);
+void slb_watchdog_arm(unsigned seconds, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void slb_watchdog_disarm(void);
 
 /* `sl-bench pool` and `sl-bench exec`: argv[0] is the subcommand's name. */
 int slb_pool_main(int argc, char **argv);

@@ -201,25 +201,11 @@ static size_t build_workloads(const slb_opts *o, const slb_ops **list, size_t n,
 
 /* ---- one run, under the watchdog ---------------------------------------- */
 
-static char watchdog_msg[512];
-static size_t watchdog_len;
-
-static void on_alarm(int sig)
-{
-    (void)sig;
-    /* Only async-signal-safe calls here; the message was formatted before. */
-    ssize_t ignored = write(STDERR_FILENO, watchdog_msg, watchdog_len);
-    (void)ignored;
-    _exit(3);
-}
-
 static bool run_one(const slb_run *r, slb_result *res)
 {
-    snprintf(watchdog_msg, sizeof(watchdog_msg),
-             "\nsl-bench: FAILED — contender '%s' did not finish %s within %u s: "
-             "a lost message or a deadlock\n", r->ops->name, r->label, r->timeout_s);
-    watchdog_len = strlen(watchdog_msg);
-    alarm(r->timeout_s);
+    slb_watchdog_arm(r->timeout_s,
+                     "\nsl-bench: FAILED — contender '%s' did not finish %s within %u s: "
+                     "a lost message or a deadlock\n", r->ops->name, r->label, r->timeout_s);
     bool ok;
     if (r->test == SLB_PINGPONG)
         ok = slb_run_pingpong(r, res);
@@ -229,7 +215,7 @@ static bool run_one(const slb_run *r, slb_result *res)
         ok = slb_run_overwrite(r, res);
     else
         ok = slb_run_tput(r, res);
-    alarm(0);
+    slb_watchdog_disarm();
     return ok;
 }
 
@@ -407,14 +393,6 @@ static void print_preamble(const slb_opts *o, FILE *f)
                "received + displaced == sent)\n\n");
 }
 
-static void install_watchdog(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_alarm;
-    sigaction(SIGALRM, &sa, NULL);
-}
-
 int slb_chan_main(const slb_opts *o)
 {
     uint64_t t0 = slb_now_ns();
@@ -436,7 +414,7 @@ int slb_chan_main(const slb_opts *o)
     progress p = { .tty = isatty(STDERR_FILENO) != 0, .t0 = t0 };
     for (size_t i = 0; i < nw; i++)
         p.total += ws[i].n * o->rounds;
-    install_watchdog();
+    slb_watchdog_install();
     uint64_t rng = o->seed;
     for (size_t i = 0; i < nw; i++) {
         run_workload(o, &ws[i], &rng, &p);

@@ -1,13 +1,53 @@
 /*
- * bench/cli.c — option values shared by sl-bench's subcommands: numbers with
- * k/M suffixes and comma lists of names.
+ * bench/cli.c — what sl-bench's subcommands share: option values (numbers
+ * with k/M suffixes, comma lists of names) and the watchdog that turns a hang
+ * into a failure.
  */
 #include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "bench.h"
+
+static char watchdog_msg[512];
+static size_t watchdog_len;
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    /* Only async-signal-safe calls here; the message was formatted before. */
+    ssize_t ignored = write(STDERR_FILENO, watchdog_msg, watchdog_len);
+    (void)ignored;
+    _exit(3);
+}
+
+void slb_watchdog_install(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_alarm;
+    sigaction(SIGALRM, &sa, NULL);
+}
+
+void slb_watchdog_arm(unsigned seconds, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(watchdog_msg, sizeof(watchdog_msg), fmt, ap);
+    va_end(ap);
+    watchdog_len = strlen(watchdog_msg);
+    alarm(seconds);
+}
+
+void slb_watchdog_disarm(void)
+{
+    alarm(0);
+}
 
 bool slb_parse_u64(const char *s, uint64_t *out)
 {

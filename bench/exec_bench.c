@@ -126,25 +126,17 @@ static void settle(void)
     }
 }
 
-static void on_alarm(int sig)
-{
-    (void)sig;
-    static const char msg[] = "\nsl-bench: a run took longer than --timeout: a hang\n";
-    ssize_t ignored = write(STDERR_FILENO, msg, sizeof(msg) - 1);
-    (void)ignored;
-    _exit(3);
-}
-
 /* Runs one contender once and checks the result; false = runtime failed. */
 static bool run_checked(const slb_xopts *o, const slb_xworkload *w, const slb_xcontender *c,
                         slb_xresult *r)
 {
     memset(r, 0, sizeof(*r));
-    alarm(o->timeout_s);
+    slb_watchdog_arm(o->timeout_s, "\nsl-bench: FAILED — contender '%s' did not finish %s "
+                     "within %u s: a hang\n", c->name, w->label, o->timeout_s);
     uint64_t c0 = cpu_ns(), t0 = slb_now_ns();
     bool ok = c->run(&w->p, r);
     uint64_t t1 = slb_now_ns(), c1 = cpu_ns();
-    alarm(0);
+    slb_watchdog_disarm();
     if (!ok)
         return false;
     if (!(c->flags & SLB_XREMOTE)) {
@@ -551,10 +543,7 @@ int slb_exec_main(int argc, char **argv)
         stop_all();
         return 0;
     }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_alarm;
-    sigaction(SIGALRM, &sa, NULL);
+    slb_watchdog_install();
 
     slb_xworkload ws[SLB_X_MAX_FIBS + SLB_XWORKS];
     size_t nw = build_workloads(&o, ws, sizeof(ws) / sizeof(ws[0]));

@@ -325,25 +325,10 @@ static unsigned build_workloads(const slp_opts *o, const contender *cs, unsigned
     return count;
 }
 
-static char watchdog_msg[256];
-static size_t watchdog_len;
-
-static void on_alarm(int sig)
-{
-    (void)sig;
-    /* Only async-signal-safe calls here; the message was formatted before. */
-    ssize_t ignored = write(STDERR_FILENO, watchdog_msg, watchdog_len);
-    (void)ignored;
-    _exit(3);
-}
-
 static void arm(const slp_opts *o, const slp_workload *w, const char *name)
 {
-    snprintf(watchdog_msg, sizeof(watchdog_msg), "\nsl-bench: FAILED — contender '%s' did "
-             "not finish %s within %u s: a lost job or a deadlock\n", name, w->label,
-             o->timeout_s);
-    watchdog_len = strlen(watchdog_msg);
-    alarm(o->timeout_s);
+    slb_watchdog_arm(o->timeout_s, "\nsl-bench: FAILED — contender '%s' did not finish %s "
+                     "within %u s: a lost job or a deadlock\n", name, w->label, o->timeout_s);
 }
 
 static void run_one(const slp_opts *o, slp_workload *w, slp_entry *e, uint64_t *rng,
@@ -358,7 +343,7 @@ static void run_one(const slp_opts *o, slp_workload *w, slp_entry *e, uint64_t *
         slp_run_uneven(e->ops, o, out);
     else
         slp_run_tput(e->ops, o, w->submitters, e->jobs, out);
-    alarm(0);
+    slb_watchdog_disarm();
 }
 
 static void progress(const slp_workload *w, const char *what, const char *name)
@@ -379,7 +364,7 @@ static void run_workload(const slp_opts *o, slp_workload *w, uint64_t *rng)
         progress(w, "sizing", e->name);
         arm(o, w, e->name);
         e->jobs = o->jobs ? o->jobs : slp_size_tput(e->ops, o, w->submitters);
-        alarm(0);
+        slb_watchdog_disarm();
     }
     for (unsigned r = 0; r < o->rounds; r++) {
         for (unsigned i = 0; i < w->n; i++)
@@ -455,10 +440,7 @@ int slb_pool_main(int argc, char **argv)
     print_contenders(stdout, cs, n);
     fflush(stdout);
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_alarm;
-    sigaction(SIGALRM, &sa, NULL);
+    slb_watchdog_install();
     slp_workload ws[SLP_TESTS + SLP_MAX_CONFIGS];
     unsigned nw = build_workloads(&o, cs, n, ws);
     uint64_t rng = o.seed;

@@ -18,10 +18,9 @@
  * worker of another executor runs its own executor's tasks instead). Deques
  * (workers' and helper slots') only ever hold spawned tasks, never a
  * submitted one, which is what keeps sl_submit's promise for foreign
- * submitters; a worker's sl_submit
- * goes to another worker's mailbox, and the searching loop never runs a task
- * its own thread submitted (docs/exec.md, "Submit never runs on its caller"
- * and "Foreign threads help").
+ * submitters; a worker's sl_submit goes to another worker's mailbox, and the
+ * searching loop never runs a task its own thread submitted (docs/exec.md,
+ * "Submit never runs on its caller" and "Foreign threads help").
  *
  * Helping nests: a stolen task may sync and help in turn, on the same stack;
  * exec_depth.c bounds that ("Stack depth").
@@ -190,9 +189,7 @@ static inline void run_task(sl_exec *ex, sl__worker *w, sl__task *t)
 
 void sl__exec_run(sl__worker *w, sl__task *t)
 {
-    w->help_nesting++;
     run_task(w->ex, w, t);
-    w->help_nesting--;
 }
 
 bool sl__exec_register_waiter(sl__task *t, sl_event *ev)
@@ -310,9 +307,7 @@ bool sl__exec_help_foreign(sl_exec *ex, const sl__wait *wt)
          * not: steal nothing then ("Why the slot"). */
         sl__task *t = foreign_take(ex, frame.slot, deep || !frame.slot, &rng);
         if (t) {
-            sl__foreign_nesting++;
             run_task(ex, NULL, t);
-            sl__foreign_nesting--;
             fails = 0;
             continue;
         }

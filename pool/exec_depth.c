@@ -12,17 +12,13 @@
 
 #include <pthread.h>
 
-_Thread_local unsigned sl__foreign_nesting __attribute__((tls_model("initial-exec")));
 /* A foreign thread's floor, found on its first need. */
 static _Thread_local uintptr_t foreign_floor;
 static _Thread_local bool foreign_floor_known;
 
-/* Without the stack's bounds (pthread_getattr_np failed) a thread counts
- * nested tasks instead, and stops helping past this many. */
-#define HELP_NEST_MAX 256u
-
 /* The address below which the calling thread stops helping: the middle of
- * its stack (it grows down); 0 when unknown. */
+ * its stack (it grows down); 0 when unknown — the rule is then off for the
+ * thread (glibc and musl always know a pthread's stack). */
 uintptr_t sl__exec_help_floor(void)
 {
     pthread_attr_t attr;
@@ -41,25 +37,20 @@ SL_ATOMIC(int) sl__exec_deep_workers;
 bool sl__exec_too_deep(sl__worker *w)
 {
     uintptr_t floor;
-    unsigned nesting;
     /* relaxed: a test switch, set before the executor runs */
     if (w && atomic_load_explicit(&sl__exec_deep_workers, memory_order_relaxed))
         return true;
     if (w) {
         floor = w->help_floor;
-        nesting = w->help_nesting;
     } else {
         if (!foreign_floor_known) {
             foreign_floor = sl__exec_help_floor();
             foreign_floor_known = true;
         }
         floor = foreign_floor;
-        nesting = sl__foreign_nesting;
     }
-    if (!floor)
-        return nesting >= HELP_NEST_MAX;
     /* The frame address, not a local's: a sanitizer's fake stack would lie. */
-    return (uintptr_t)__builtin_frame_address(0) < floor;
+    return floor && (uintptr_t)__builtin_frame_address(0) < floor;
 }
 
 /* What may run while waiting deep: w's own deque (tasks it spawned) and its

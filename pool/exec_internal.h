@@ -72,7 +72,6 @@ struct sl__worker {
     pthread_t thread;
     bool thread_started;
     uintptr_t help_floor;            /* below this stack address: too deep to steal */
-    unsigned help_nesting;           /* tasks running nested on this thread */
     /* Where this worker sleeps; notified by wakers and by completions of
      * tasks it waits for: its own line, written by other threads. */
     SL_ALIGNAS(SL_CACHELINE) sl_event ev;
@@ -236,8 +235,6 @@ bool sl__exec_too_deep(sl__worker *w);
 /* The middle of the calling thread's stack, below which it is too deep to
  * steal; 0 when its bounds cannot be found. */
 uintptr_t sl__exec_help_floor(void);
-/* Tasks a foreign thread runs nested while it helps (the depth fallback). */
-extern _Thread_local unsigned sl__foreign_nesting __attribute__((tls_model("initial-exec")));
 /* Publishes where the syncer sleeps (ev) and marks the task WAITED; false when
  * the task is already DONE (nothing to wait for). */
 bool sl__exec_register_waiter(sl__task *t, sl_event *ev);

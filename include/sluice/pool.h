@@ -42,10 +42,11 @@
  * Workers: the pool starts active_workers of them (max_workers by default) —
  * or, when idle workers retire (idle_timeout_ns), min_workers of them, and
  * grows on demand. A submit that finds every worker busy and fewer workers
- * than the target has one more spawned (by the pool's control thread, "<name>/ctl"). Workers
- * above min_workers retire after idle_timeout_ns without work. A worker that
- * dies inside a job (pthread_exit, cancellation) is noticed by the cleanup
- * handler the pool installs around its loop: the job goes to on_discard with
+ * than the target has one more spawned (by the pool's control thread,
+ * "<name>/ctl"). Workers above min_workers retire after idle_timeout_ns
+ * without work. A worker that dies inside a job (pthread_exit, cancellation)
+ * is noticed by the cleanup handler the pool installs around its loop: the
+ * job goes to on_discard with
  * SL_DISCARD_WORKER_DIED, its key is released, worker_fini runs, and a
  * replacement is spawned while the live workers are below what the target
  * and the backlog call for. Workers are named "<name>/<id>" (ids count up

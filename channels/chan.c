@@ -25,8 +25,8 @@
 #include <string.h>
 
 #include "rings.h"
-#include "spin.h"
-#include "testing.h"
+#include "internal/spin.h"
+#include "internal/testing.h"
 
 typedef sl_status (*chan_op)(sl_chan *ch, void *buf);
 

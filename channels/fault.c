@@ -15,26 +15,22 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "internal/util.h"
+
 static _Thread_local uint64_t fi_state;
 static uint64_t fi_rate; /* set once, first use; benign race: same value */
 
 static uint64_t fi_next(void)
 {
-    uint64_t x = fi_state;
-    if (x == 0) {
+    if (fi_state == 0) {
         const char *seed = getenv("SL_FI_SEED");
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        x = (seed ? strtoull(seed, NULL, 0) : (uint64_t)ts.tv_nsec) ^
-            (uint64_t)(uintptr_t)&fi_state ^ 0x9E3779B97F4A7C15ull;
-        if (x == 0)
-            x = 1;
+        uint64_t x = (seed ? strtoull(seed, NULL, 0) : (uint64_t)ts.tv_nsec) ^
+                     (uint64_t)(uintptr_t)&fi_state ^ 0x9E3779B97F4A7C15ull;
+        fi_state = x ? x : 1;
     }
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    fi_state = x;
-    return x * 0x2545F4914F6CDD1Dull;
+    return sl__xorshift64s(&fi_state);
 }
 
 static uint64_t rate(void)

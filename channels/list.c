@@ -30,7 +30,7 @@
 #include <urcu-bp.h>
 
 #include "rings.h"
-#include "spin.h"
+#include "internal/spin.h"
 
 enum { SLOT_EMPTY = 0, SLOT_FULL = 1, SLOT_TAKEN = 2 };
 

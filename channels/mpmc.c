@@ -32,9 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "spin.h"
+#include "internal/spin.h"
 #include "rings.h"
-#include "testing.h"
+#include "internal/testing.h"
 
 /* Dequeuers that find their entry empty while an enqueuer has already claimed
  * the position wait this many pause hints for it before marking the entry,

@@ -27,6 +27,10 @@
  * wake. Every waiter retries its operation after every wake (chan.c), so the
  * wake is never swallowed by a thread that leaves without looking.
  *
+ * sl__event_await (internal/await.h) is that waiter's side written once: every
+ * blocking call with a re-checkable condition goes through it, so the steps
+ * W1–W4 above are the ones it takes, in that order, for all of them.
+ *
  * The epoch is 32 bits: a waiter descheduled between W2 and W4 while exactly
  * 2^32 notifies happen would sleep on a stale key. We accept that window.
  */
@@ -34,12 +38,14 @@
 #include "sluice/park.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <time.h>
 
-#include "spin.h"
-#include "sysops.h"
+#include "internal/await.h"
+#include "internal/spin.h"
+#include "internal/sysops.h"
 
 SL_API SL_ATOMIC(int) sl__event_asymmetric;
 
@@ -209,4 +215,54 @@ SL_API uint64_t sl_deadline_after(uint64_t timeout_ns)
     if (timeout_ns >= SL_FOREVER - now)
         return SL_FOREVER;
     return now + timeout_ns;
+}
+
+/* Phase 1 of the await protocol: ready() retried with pause hints growing 1,
+ * 2, 4 … SL_SPIN_RELAX_MAX, then a few yields (spin.h). true once ready();
+ * false when the budget or the deadline ran out first. */
+static bool await_spin(sl__ready_fn ready, void *ctx, uint64_t deadline_ns)
+{
+    unsigned relax = 1;
+    for (unsigned i = 0; i < SL_SPIN_TRIES; i++) {
+        for (unsigned k = 0; k < relax; k++)
+            sl_cpu_relax();
+        if (relax < SL_SPIN_RELAX_MAX)
+            relax <<= 1;
+        if (ready(ctx))
+            return true;
+        if (deadline_ns != SL_FOREVER && (i & 7) == 7 && sl_now_ns() >= deadline_ns)
+            return false;
+    }
+    for (unsigned i = 0; i < SL_SPIN_YIELDS; i++) {
+        sched_yield();
+        if (ready(ctx))
+            return true;
+    }
+    return false;
+}
+
+/* The waiter's side of the argument at the top of this file: W1–W2 are
+ * sl_event_prepare, W3 the re-check, W4 sl_event_wait. */
+sl_status sl__event_await(sl_event *ev, sl__ready_fn ready, void *ctx, uint64_t deadline_ns,
+                          unsigned flags)
+{
+    if (ready(ctx))
+        return SL_OK;
+    if ((flags & SL__AWAIT_SPIN) && await_spin(ready, ctx, deadline_ns))
+        return SL_OK;
+    for (;;) {
+        uint32_t key = sl_event_prepare(ev);
+        SL_FI(); /* registered, not yet re-checked */
+        if (ready(ctx)) {
+            sl_event_cancel(ev);
+            return SL_OK;
+        }
+        sl_status w = sl_event_wait(ev, key, deadline_ns);
+        /* Look once more after every wake, also at the deadline: a notify
+         * that chose this thread must not be lost with it. */
+        if (ready(ctx))
+            return SL_OK;
+        if (w == SL_TIMEDOUT)
+            return SL_TIMEDOUT;
+    }
 }

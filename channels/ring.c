@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "rings.h"
-#include "spin.h"
+#include "internal/spin.h"
 
 SL_API sl_status sl_ring_init(sl_ring *r, size_t elem_size, size_t capacity)
 {

@@ -18,7 +18,8 @@
 #include <stdlib.h>
 
 #include "chan_impl.h"
-#include "spin.h"
+#include "internal/spin.h"
+#include "internal/util.h"
 
 /* Cases up to this many need no allocation for the shuffle. */
 #define SELECT_STACK_CASES 64
@@ -27,14 +28,9 @@ static _Thread_local uint64_t select_rng;
 
 static uint64_t rng_next(void)
 {
-    uint64_t x = select_rng;
-    if (x == 0) /* first use on this thread: seed from the clock and the TLS address */
-        x = sl_now_ns() ^ (uint64_t)(uintptr_t)&select_rng ^ 0x9E3779B97F4A7C15ull;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    select_rng = x;
-    return x * 0x2545F4914F6CDD1Dull;
+    if (select_rng == 0) /* first use on this thread: seed from the clock and the TLS address */
+        select_rng = (sl_now_ns() ^ (uint64_t)(uintptr_t)&select_rng ^ 0x9E3779B97F4A7C15ull) | 1;
+    return sl__xorshift64s(&select_rng);
 }
 
 static bool cases_valid(const sl_select_case *cases, size_t n)

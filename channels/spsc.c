@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "rings.h"
-#include "testing.h"
+#include "internal/testing.h"
 
 static size_t round_up_pow2(size_t x)
 {

@@ -6,7 +6,7 @@
  * recomputing a relative one. Futexes are process-private: sluice objects are
  * never shared between processes.
  */
-#include "sysops.h"
+#include "internal/sysops.h"
 
 #include <errno.h>
 #include <linux/futex.h>

@@ -33,7 +33,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../channels/spin.h"
+#include "internal/spin.h"
+#include "internal/util.h"
 
 _Thread_local sl__worker *sl__tls_worker __attribute__((tls_model("initial-exec")));
 /* A foreign thread helping ex (sl__exec_help_foreign); frames nest on its
@@ -58,17 +59,6 @@ static _Thread_local const help_frame *foreign_frames;
 #define SEARCH_YIELDS 3u
 /* Steal attempts on one victim whose top moved under us before moving on. */
 #define STEAL_RETRIES 4u
-static uint64_t next_random(uint64_t *state)
-{
-    /* xorshift64: good enough to spread victims, one cycle of state */
-    uint64_t x = *state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    *state = x;
-    return x;
-}
-
 static void *steal_from(sl__deque *victim)
 {
     void *item = NULL;
@@ -135,7 +125,7 @@ static sl__task *steal_any(sl_exec *ex, sl__worker *w)
     if (sl_list_try_pop(&w->mailbox, &t) == SL_OK)
         return t;
     unsigned n = ex->nworkers;
-    unsigned start = (unsigned)(next_random(&w->rng) % n);
+    unsigned start = (unsigned)(sl__xorshift64s(&w->rng) % n);
     if ((t = steal_deques(ex, start, w->id, NULL)) != NULL)
         return t;
     if (sl_list_try_pop(&ex->injector, &t) == SL_OK)
@@ -284,7 +274,7 @@ static sl__task *foreign_take(sl_exec *ex, sl__helper *slot, bool deep, uint64_t
     sl__task *t = slot ? sl__deque_take(&slot->deque) : NULL;
     if (t || deep)
         return t;
-    unsigned start = (unsigned)(next_random(rng) % ex->nworkers);
+    unsigned start = (unsigned)(sl__xorshift64s(rng) % ex->nworkers);
     return steal_deques(ex, start, ex->nworkers, slot);
 }
 
@@ -530,14 +520,6 @@ SL_API bool sl_is_ready(const sl_future *f)
 
 /* ---- lifecycle ---- */
 
-static unsigned online_cpus(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    if (n < 1)
-        return 1;
-    return n > (long)SL_EXEC_MAX_THREADS ? SL_EXEC_MAX_THREADS : (unsigned)n;
-}
-
 static bool worker_init(sl_exec *ex, sl__worker *w, unsigned id)
 {
     memset(w, 0, sizeof *w);
@@ -624,7 +606,7 @@ SL_API sl_status sl_exec_new(sl_exec **out, const sl_exec_opts *opts)
 {
     if (!out || (opts && opts->threads > SL_EXEC_MAX_THREADS))
         return SL_EINVAL;
-    unsigned n = opts && opts->threads ? opts->threads : online_cpus();
+    unsigned n = opts && opts->threads ? opts->threads : sl__online_cpus(SL_EXEC_MAX_THREADS);
     sl_exec *ex = exec_alloc(n, opts ? opts->name : NULL);
     if (!ex)
         return SL_ENOMEM;
@@ -634,10 +616,9 @@ SL_API sl_status sl_exec_new(sl_exec **out, const sl_exec_opts *opts)
             exec_stop(ex); /* the workers started so far exit; nothing left */
             return SL_ENOMEM;
         }
-        char tname[32];
-        snprintf(tname, sizeof tname, "%s/%u", ex->name, i);
-        tname[15] = '\0'; /* Linux keeps 15 bytes of a thread's name */
-        pthread_setname_np(w->thread, tname);
+        char id[16];
+        snprintf(id, sizeof id, "%u", i);
+        sl__thread_name(w->thread, ex->name, id);
         atomic_store_explicit(&ex->started, i + 1, memory_order_relaxed);
     }
     *out = ex;

@@ -34,7 +34,7 @@
  */
 #include "exec_internal.h"
 
-#include "../channels/spin.h"
+#include "internal/spin.h"
 
 bool sl__wait_done(const sl__wait *wt)
 {

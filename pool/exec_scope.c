@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../channels/spin.h"
+#include "internal/spin.h"
 
 /* sl_scope_end on a foreign thread spins this many times before parking. */
 #define SCOPE_SPINS 256u

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "pool_impl.h"
+#include "internal/util.h"
 
 void sl__pool_discard(sl_pool *p, const sl_job *job, sl_discard why)
 {
@@ -40,10 +41,7 @@ static sl_status fill_opts(sl_pool_opts *o, const sl_pool_opts *given)
 {
     *o = given ? *given : (sl_pool_opts){0};
     if (o->max_workers == 0) {
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        o->max_workers = cpus < 1 ? 1u
-                         : cpus > (long)SL_POOL_MAX_WORKERS ? SL_POOL_MAX_WORKERS
-                                                            : (unsigned)cpus;
+        o->max_workers = sl__online_cpus(SL_POOL_MAX_WORKERS);
     }
     if (o->priority_levels == 0)
         o->priority_levels = 1;
@@ -76,8 +74,8 @@ static sl_status pool_alloc(sl_pool **out, const sl_pool_opts *o)
     strncpy(p->name, o->name ? o->name : "sl-pool", sizeof(p->name) - 1);
     p->opts.name = p->name; /* the caller's string need not outlive the call */
     p->levels = o->priority_levels;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    p->spin_limit = cpus >= 4 ? (unsigned)(cpus / 2) : 1u;
+    unsigned cpus = sl__online_cpus(UINT32_MAX);
+    p->spin_limit = cpus >= 4 ? cpus / 2 : 1u;
     p->cap = o->queue_capacity;
     pthread_mutex_init(&p->lock, NULL);
     p->slots = aligned_alloc(SL_CACHELINE, o->max_workers * sizeof(pool_slot));

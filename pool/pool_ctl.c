@@ -20,6 +20,7 @@
 #include <stdlib.h>
 
 #include "pool_impl.h"
+#include "internal/util.h"
 
 /* While a cancel waits for submits that reserved before the shutdown but
  * have not pushed yet, or a spawn failed, the thread polls this often. */
@@ -222,10 +223,7 @@ void *sl__pool_ctl_main(void *arg)
 {
     sl_pool *p = arg;
     sl__pool_of_thread = p;
-    char name[48];
-    snprintf(name, sizeof(name), "%s/ctl", p->name);
-    name[15] = '\0'; /* Linux keeps 15 bytes */
-    pthread_setname_np(pthread_self(), name);
+    sl__thread_name(pthread_self(), p->name, "ctl");
     for (;;) {
         uint64_t seen = atomic_load_explicit(&p->ctl_kicks, memory_order_seq_cst);
         bool poll = ctl_pass(p);

@@ -31,7 +31,8 @@
 #include <string.h>
 
 #include "pool_impl.h"
-#include "spin.h"
+#include "internal/spin.h"
+#include "internal/util.h"
 
 /* Polls of the work count before parking. Each poll is two loads; with the
  * pause in between this is a few microseconds — long enough to catch the
@@ -299,10 +300,9 @@ static void worker_died(void *arg)
 
 static void name_thread(const pool_worker *w)
 {
-    char name[48];
-    snprintf(name, sizeof(name), "%s/%u", w->pool->name, w->id);
-    name[15] = '\0'; /* Linux keeps 15 bytes */
-    pthread_setname_np(pthread_self(), name);
+    char id[16];
+    snprintf(id, sizeof id, "%u", w->id);
+    sl__thread_name(pthread_self(), w->pool->name, id);
 }
 
 static void *worker_main(void *arg)

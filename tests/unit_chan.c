@@ -21,7 +21,7 @@
 #include <sluice/chan.h>
 #include "testing.h"
 #include "sysops.h"
-#include "chan_impl.h" /* misuse test: sees when a receiver has parked */
+#include "../channels/chan_impl.h" /* misuse test: sees when a receiver has parked */
 
 static const sl_flavor flavors[] = { SL_SPSC, SL_MPMC };
 #define N_FLAVORS ((int)(sizeof flavors / sizeof flavors[0]))

@@ -27,7 +27,7 @@
 #include <sluice/chan.h>
 #include <sluice/select.h>
 
-#include "chan_impl.h" /* the channels' selector counts, to check they are released */
+#include "../channels/chan_impl.h" /* the channels' selector counts, to check they are released */
 
 static const sl_flavor all_flavors[] = {SL_SPSC, SL_MPMC, SL_LIST, SL_RING};
 

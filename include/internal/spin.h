@@ -1,8 +1,8 @@
 /*
- * channels/spin.h — the CPU's spin-wait hint and the spin budgets (internal).
+ * internal/spin.h — the CPU's spin-wait hint and the spin budgets (internal).
  */
-#ifndef SLUICE_CHANNELS_SPIN_H
-#define SLUICE_CHANNELS_SPIN_H
+#ifndef SLUICE_INTERNAL_SPIN_H
+#define SLUICE_INTERNAL_SPIN_H
 
 /* Tells the core we are spin-waiting: frees pipeline resources for the sibling
  * hyperthread and avoids the memory-order mis-speculation flush on exit. */
@@ -17,7 +17,7 @@ static inline void sl_cpu_relax(void)
 #endif
 }
 
-/* Phase 1 of parking, in the channel: retries of the operation itself, with
+/* Phase 1 of parking (internal/await.h, SL__AWAIT_SPIN): retries of the condition, with
  * pause hints growing 1, 2, 4 … up to SL_SPIN_RELAX_MAX between retries. A
  * futex sleep and wake costs tens of microseconds; these budgets cover a
  * cross-core hand-off (well under a microsecond) several times over before
@@ -30,4 +30,4 @@ static inline void sl_cpu_relax(void)
 /* Phase 3 opens with a short spin on the eventcount's epoch. */
 #define SL_PARK_EPOCH_SPIN 32
 
-#endif /* SLUICE_CHANNELS_SPIN_H */
+#endif /* SLUICE_INTERNAL_SPIN_H */

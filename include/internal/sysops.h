@@ -1,13 +1,13 @@
 /*
- * channels/sysops.h — the system-call layer under the parking code (internal).
+ * internal/sysops.h — the system-call layer under the parking code (internal).
  *
  * Every futex and clock call sluice makes goes through one table of function
  * pointers, so that tests can replace it to inject spurious wake-ups, EINTR,
  * early time-outs and delays, or to count system calls. Production code never
  * replaces it.
  */
-#ifndef SLUICE_CHANNELS_SYSOPS_H
-#define SLUICE_CHANNELS_SYSOPS_H
+#ifndef SLUICE_INTERNAL_SYSOPS_H
+#define SLUICE_INTERNAL_SYSOPS_H
 
 #include "sluice/base.h"
 
@@ -34,4 +34,4 @@ const sl_sys_ops *sl__sys(void);
  * thread is inside sluice. */
 void sl__sys_set_ops(const sl_sys_ops *ops);
 
-#endif /* SLUICE_CHANNELS_SYSOPS_H */
+#endif /* SLUICE_INTERNAL_SYSOPS_H */

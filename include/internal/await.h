@@ -1,0 +1,60 @@
+/*
+ * internal/await.h — the one wait: park on an eventcount until a predicate
+ * holds (internal, not installed).
+ *
+ * Every blocking call in sluice whose wake-up condition can be re-checked
+ * by a function — a channel's send or receive, select, the pool's waits, the
+ * executor's sync and scope waits, an idle worker — waits through
+ * sl__event_await. The no-lost-wake-up argument is written once, here and in
+ * channels/park.c; call sites cite it as "the await protocol (await.h)"
+ * instead of repeating it.
+ *
+ * The protocol (phases 1–3 of parking):
+ *   1. ready(ctx); with SL__AWAIT_SPIN, retried with growing pause hints and
+ *      then a few sched_yield()s (spin.h's budgets);
+ *   2. sl_event_prepare (a full barrier after the registration), then
+ *      ready(ctx) again: true withdraws the registration and returns;
+ *   3. sl_event_wait until notified or the deadline, then ready(ctx) once
+ *      more — also at the deadline, so that a notify that chose this thread
+ *      is never lost with it — and back to 2.
+ *
+ * What the caller guarantees: every change that can make ready() true is
+ * followed by a notify of `ev`, and is ordered before that notify's load of
+ * the waiter count (a seq_cst read-modify-write, or sl_event_fence() after
+ * it; sluice/park.h). Then, by the Dekker pair between step 2's barrier and
+ * the notifier's fence, either the re-check of step 2 sees the change or the
+ * notifier sees the registration and wakes the epoch the waiter sleeps on
+ * (channels/park.c has the step-by-step argument). A notify_one that wakes
+ * this thread while another consumes the condition is not lost either: the
+ * waiter re-checks after every wake and sleeps again, and the consumer's own
+ * success notifies the next.
+ *
+ * ready() may have side effects (a channel's ready *is* the operation): it is
+ * called until it returns true once, never after. It runs between prepare
+ * and wait, so it must not block and must not wait on `ev` itself.
+ */
+#ifndef SLUICE_INTERNAL_AWAIT_H
+#define SLUICE_INTERNAL_AWAIT_H
+
+#include "sluice/park.h"
+
+/* The condition a waiter re-checks: true once it may stop waiting. */
+typedef bool (*sl__ready_fn)(void *ctx);
+
+/* Flags for sl__event_await. */
+enum {
+    /* Retry ready() in a bounded spin before registering (phase 1). For
+     * waits whose condition typically comes true within a cross-core
+     * hand-off; waits for rare events (commands, idleness) leave it out. */
+    SL__AWAIT_SPIN = 1u << 0,
+};
+
+/* Waits on ev until ready(ctx) returns true (SL_OK) or the absolute
+ * CLOCK_MONOTONIC deadline passes with ready(ctx) still false (SL_TIMEDOUT;
+ * never before the deadline). SL_FOREVER: no deadline. Acts as acquire for
+ * whatever the notifier did before its notify, as sl_event_wait. Blocking;
+ * the spin phase of SL__AWAIT_SPIN checks the clock every few retries. */
+sl_status sl__event_await(sl_event *ev, sl__ready_fn ready, void *ctx, uint64_t deadline_ns,
+                          unsigned flags);
+
+#endif /* SLUICE_INTERNAL_AWAIT_H */

@@ -1,0 +1,28 @@
+/*
+ * internal/testing.h — hooks for sluice's own tests (internal, not installed).
+ *
+ * Tests link the static library, where these hidden symbols are reachable.
+ * They exist so that tests can start ring counters near wrap-around and
+ * replace the system-call layer (sysops.h). The raw queues define their
+ * hooks and include this header for the prototypes, so it names the
+ * structures by tag only: a raw queue never sees the channel façade.
+ */
+#ifndef SLUICE_INTERNAL_TESTING_H
+#define SLUICE_INTERNAL_TESTING_H
+
+#include "sluice/base.h"
+#include "sluice/status.h"
+#include "internal/sysops.h"
+
+struct sl_spsc;
+struct sl_mpmc;
+struct sl_chan;
+struct sl_chan_opts;
+
+/* As sl_spsc_init / sl_mpmc_init / sl_chan_new, with both counters starting at
+ * `start` instead of 0 (e.g. UINT64_MAX - 100 to cross the wrap early). */
+sl_status sl__spsc_init_at(struct sl_spsc *q, size_t elem_size, size_t capacity, uint64_t start);
+sl_status sl__mpmc_init_at(struct sl_mpmc *q, size_t elem_size, size_t capacity, uint64_t start);
+sl_status sl__chan_new_at(struct sl_chan **out, const struct sl_chan_opts *opts, uint64_t start);
+
+#endif /* SLUICE_INTERNAL_TESTING_H */

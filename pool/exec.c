@@ -89,7 +89,7 @@ static sl__task *steal_mail(sl_exec *ex, sl__worker *w, unsigned start)
          * allocation can refuse, and the task must not be lost: retry. */
         while (sl_list_try_push(&ex->workers[v].mailbox, &t) != SL_OK)
             sched_yield();
-        sl__idle_notify_mailbox(ex, v);
+        sl__exec_idle_notify_mailbox(ex, v);
     }
     return NULL;
 }
@@ -210,16 +210,16 @@ void sl__exec_help(sl__worker *w, const sl__wait *wt)
     unsigned fails = 0;
     for (;;) {
         if (sl__wait_done(wt)) {
-            sl__idle_search_end(ex, w);
+            sl__exec_idle_search_end(ex, w);
             return;
         }
         sl__task *t = sl__deque_take(&w->deque);
         if (!t) {
-            sl__idle_search_begin(ex, w);
+            sl__exec_idle_search_begin(ex, w);
             t = steal_any(ex, w);
         }
         if (t) {
-            sl__idle_search_end(ex, w);
+            sl__exec_idle_search_end(ex, w);
             sl__exec_run(w, t);
             fails = 0;
             continue;
@@ -231,7 +231,7 @@ void sl__exec_help(sl__worker *w, const sl__wait *wt)
         fails = 0;
         if (wt && wt->task && !sl__exec_register_waiter(wt->task, &w->ev))
             continue;
-        if (!sl__idle_park(ex, w, wt))
+        if (!sl__exec_idle_park(ex, w, wt))
             return; /* the executor is exiting (main loop only) */
     }
 }
@@ -381,7 +381,7 @@ static sl_future submit_foreign(sl_exec *ex, sl_task_fn fn, const void *args, si
  * turn; never the submitter. */
 static unsigned submit_target(sl_exec *ex, sl__worker *w)
 {
-    unsigned v = sl__idle_find_sleeper(ex, w->id);
+    unsigned v = sl__exec_idle_find_sleeper(ex, w->id);
     if (v < ex->nworkers)
         return v;
     v = w->submit_next++ % ex->nworkers;
@@ -408,7 +408,7 @@ SL_API sl_future sl_submit(sl_exec *ex, sl_task_fn fn, const void *args, size_t 
         sl__task_free(ex, w, t);
         return cleared_future;
     }
-    sl__idle_notify_mailbox(ex, v);
+    sl__exec_idle_notify_mailbox(ex, v);
     return (sl_future){ t, gen };
 }
 
@@ -595,7 +595,7 @@ static sl_exec *exec_alloc(unsigned n, const char *name)
 static void exec_stop(sl_exec *ex)
 {
     atomic_store_explicit(&ex->stopping, 1, memory_order_seq_cst);
-    sl__idle_quiesce(ex);
+    sl__exec_idle_quiesce(ex);
     unsigned started = atomic_load_explicit(&ex->started, memory_order_relaxed);
     for (unsigned i = 0; i < started; i++)
         pthread_join(ex->workers[i].thread, NULL);

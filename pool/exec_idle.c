@@ -109,7 +109,7 @@ static void drop_token(sl_exec *ex)
         wake_one(ex);
 }
 
-void sl__idle_search_begin(sl_exec *ex, sl__worker *w)
+void sl__exec_idle_search_begin(sl_exec *ex, sl__worker *w)
 {
     if (w->searching)
         return;
@@ -117,7 +117,7 @@ void sl__idle_search_begin(sl_exec *ex, sl__worker *w)
     atomic_fetch_add_explicit(&ex->idle, 1, memory_order_seq_cst);
 }
 
-void sl__idle_search_end(sl_exec *ex, sl__worker *w)
+void sl__exec_idle_search_end(sl_exec *ex, sl__worker *w)
 {
     if (!w->searching)
         return;
@@ -125,7 +125,7 @@ void sl__idle_search_end(sl_exec *ex, sl__worker *w)
     drop_token(ex);
 }
 
-void sl__idle_notify_work(sl_exec *ex)
+void sl__exec_idle_notify_work(sl_exec *ex)
 {
     /* relaxed: the caller's fence orders its publication before these loads */
     if (atomic_load_explicit(&ex->idle, memory_order_relaxed) != 0)
@@ -134,7 +134,7 @@ void sl__idle_notify_work(sl_exec *ex)
         wake_one(ex);
 }
 
-void sl__idle_notify_mailbox(sl_exec *ex, unsigned v)
+void sl__exec_idle_notify_mailbox(sl_exec *ex, unsigned v)
 {
     uint64_t bit = (uint64_t)1 << (v & 63u);
     /* The caller's push into v's mailbox before our read of v's bit: the
@@ -157,11 +157,11 @@ void sl__idle_notify_mailbox(sl_exec *ex, unsigned v)
      * a sleep bit, with its own mailbox among what it still runs: ring it —
      * no system call unless it sleeps there (the fence above pairs with its
      * prepare and re-check of the mailbox). */
-    sl__idle_notify_work(ex);
+    sl__exec_idle_notify_work(ex);
     sl_event_notify_one(&ex->workers[v].ev);
 }
 
-unsigned sl__idle_find_sleeper(sl_exec *ex, unsigned not_this)
+unsigned sl__exec_idle_find_sleeper(sl_exec *ex, unsigned not_this)
 {
     for (unsigned wi = 0; wi < ex->nwords; wi++) {
         uint64_t bits = atomic_load_explicit(&ex->sleep_bits[wi], memory_order_relaxed);
@@ -180,7 +180,7 @@ static bool quiet_leave(sl_exec *ex)
     do {
         if (q & SL__QUIET_EXIT)
             return false;
-        /* seq_cst: ordered against sl__idle_quiesce's CAS that sets EXIT */
+        /* seq_cst: ordered against sl__exec_idle_quiesce's CAS that sets EXIT */
     } while (!atomic_compare_exchange_weak_explicit(&ex->quiet, &q, q - 1, memory_order_seq_cst,
                                                     memory_order_relaxed));
     return true;
@@ -201,7 +201,7 @@ static bool quiet_check(sl_exec *ex)
     return true;
 }
 
-bool sl__idle_park(sl_exec *ex, sl__worker *w, const sl__wait *wt)
+bool sl__exec_idle_park(sl_exec *ex, sl__worker *w, const sl__wait *wt)
 {
     uint64_t bit = (uint64_t)1 << (w->id & 63u);
     SL_ATOMIC(uint64_t) *word = &ex->sleep_bits[w->id >> 6];
@@ -232,7 +232,7 @@ bool sl__idle_park(sl_exec *ex, sl__worker *w, const sl__wait *wt)
         /* Nobody claimed us: woken by a completion, a stray notify, or the
          * re-check. Count as searching again unless our wait is over. */
         if (!sl__wait_done(wt))
-            sl__idle_search_begin(ex, w);
+            sl__exec_idle_search_begin(ex, w);
     } else {
         /* A waker claimed us and gave us its searching token. */
         w->searching = true;
@@ -240,7 +240,7 @@ bool sl__idle_park(sl_exec *ex, sl__worker *w, const sl__wait *wt)
     return true;
 }
 
-void sl__idle_quiesce(sl_exec *ex)
+void sl__exec_idle_quiesce(sl_exec *ex)
 {
     uint64_t n = atomic_load_explicit(&ex->started, memory_order_relaxed);
     for (;;) {

@@ -196,24 +196,24 @@ typedef struct sl__wait {
 
 bool sl__wait_done(const sl__wait *wt);
 /* The calling worker starts searching for work (counted), if not already. */
-void sl__idle_search_begin(sl_exec *ex, sl__worker *w);
+void sl__exec_idle_search_begin(sl_exec *ex, sl__worker *w);
 /* The calling worker stops searching because it has something to run; if it
  * was the last searcher, it wakes a sleeper to search in its place. */
-void sl__idle_search_end(sl_exec *ex, sl__worker *w);
+void sl__exec_idle_search_end(sl_exec *ex, sl__worker *w);
 /* Work was published (the caller has ordered the publication before this
  * with a seq_cst RMW or sl_event_fence): wakes one sleeper if none searches. */
-void sl__idle_notify_work(sl_exec *ex);
+void sl__exec_idle_notify_work(sl_exec *ex);
 /* Work was put in worker v's mailbox: wakes v if it sleeps, else as above. */
-void sl__idle_notify_mailbox(sl_exec *ex, unsigned v);
+void sl__exec_idle_notify_mailbox(sl_exec *ex, unsigned v);
 /* The calling worker, searching and out of work, parks until woken for work,
  * until wt is done, or (wt NULL) until the executor exits. Returns false when
  * the worker must exit (main loop only). Leaves the worker searching. */
-bool sl__idle_park(sl_exec *ex, sl__worker *w, const sl__wait *wt);
+bool sl__exec_idle_park(sl_exec *ex, sl__worker *w, const sl__wait *wt);
 /* A parked worker not searching, or SL_EXEC_MAX_THREADS if none (a hint). */
-unsigned sl__idle_find_sleeper(sl_exec *ex, unsigned not_this);
+unsigned sl__exec_idle_find_sleeper(sl_exec *ex, unsigned not_this);
 /* sl_exec_free: waits until every worker is parked in its main loop with no
  * work anywhere, then lets them exit. */
-void sl__idle_quiesce(sl_exec *ex);
+void sl__exec_idle_quiesce(sl_exec *ex);
 
 /* ---- exec_scope.c ---- */
 /* One task of s has completed: the last one wakes the thread in sl_scope_end. */
@@ -288,7 +288,7 @@ static inline void sl__exec_published(sl_exec *ex)
      * every worker is busy (nobody searching, nobody asleep). */
     if (atomic_load_explicit(&ex->idle, memory_order_relaxed) == 0 &&
         (ex->nwords > 1 || atomic_load_explicit(&ex->sleep_bits[0], memory_order_relaxed) != 0))
-        sl__idle_notify_work(ex);
+        sl__exec_idle_notify_work(ex);
 }
 
 /* Queues a filled spawned record: on w's deque, or (w NULL) on the helper

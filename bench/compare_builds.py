@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Before/after: one sl-bench mode run from two builds, interleaved.
+
+    bench/compare_builds.py --base OLD/bench --new build/default/bench \
+        --reps 3 -- chan --peers none --rounds 3
+
+Runs OLD/sl-bench and NEW/sl-bench alternately (base, new, base, new, ...;
+each rep with its own shuffle seed, the same for both builds), each writing
+its CSV, then prints for every workload and sluice contender the median over
+all rounds of each build, their ratio (new/base, oriented so that > 1 means
+new is better), and the noise: the spread of the per-rep medians of either
+build, relative to its median. A row moved when the ratio is outside
+1 +/- noise; such rows are marked with '*'.
+
+The core-to-core round trip of this machine changes while it runs, so only
+the interleaving makes the two builds comparable; each sl-bench run prints
+its own round trip, kept in DIR/rep*.txt.
+"""
+import argparse
+import csv
+import os
+import statistics
+import subprocess
+import sys
+
+
+def higher_is_better(unit):
+    """Rates (Mmsg/s, Mjobs/s) are better high; times (ns, p50_us, cpu_us) low."""
+    return unit.endswith("/s")
+
+
+def run(binary, mode_args, csv_path, log_path, seed):
+    args = [binary] + mode_args + ["--seed", str(seed), "--csv", csv_path]
+    with open(log_path, "w") as log:
+        subprocess.run(args, stdout=log, stderr=subprocess.STDOUT, check=True)
+
+
+def rows(csv_path):
+    with open(csv_path) as f:
+        for r in csv.DictReader(f):
+            if r.get("peer", r.get("id", "sluice")) != "sluice":
+                continue
+            if "unit" in r:
+                yield r["workload"], r["contender"], r["unit"], float(r["value"])
+            else:  # the executor's CSV: wall time per run
+                yield r["workload"], r["contender"], "wall_ns", float(r["wall_ns"])
+
+
+def collect(out_dir, tag, reps):
+    per_rep = {}  # (workload, contender, unit) -> [[values of rep 0], ...]
+    for i in range(reps):
+        for w, c, u, v in rows(os.path.join(out_dir, f"{tag}{i}.csv")):
+            per_rep.setdefault((w, c, u), [[] for _ in range(reps)])[i].append(v)
+    return per_rep
+
+
+def summary(lists):
+    flat = [v for vs in lists for v in vs]
+    med = statistics.median(flat)
+    rep_meds = [statistics.median(vs) for vs in lists if vs]
+    noise = (max(rep_meds) - min(rep_meds)) / med if med else 0.0
+    return med, noise
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--base", required=True, help="directory of the old sl-bench")
+    ap.add_argument("--new", required=True, help="directory of the new sl-bench")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--out", default="build/bench/compare")
+    ap.add_argument("--seed", type=int, default=20261125)
+    ap.add_argument("mode_args", nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    mode_args = [x for x in a.mode_args if x != "--"]
+    if not mode_args:
+        ap.error("give the sl-bench mode and its options after --")
+    os.makedirs(a.out, exist_ok=True)
+    for i in range(a.reps):
+        for tag, d in (("base", a.base), ("new", a.new)):
+            print(f"rep {i + 1}/{a.reps}: {tag}", file=sys.stderr, flush=True)
+            run(os.path.join(d, "sl-bench"), mode_args, os.path.join(a.out, f"{tag}{i}.csv"),
+                os.path.join(a.out, f"{tag}{i}.txt"), a.seed + i)
+    base, new = collect(a.out, "base", a.reps), collect(a.out, "new", a.reps)
+    print(f"sl-bench {' '.join(mode_args)}: {a.reps} interleaved reps per build, seeds "
+          f"{a.seed}..{a.seed + a.reps - 1}")
+    print(f"{'workload':<28} {'contender':<26} {'unit':<8} {'base':>10} {'new':>10} "
+          f"{'better':>7} {'noise':>6}")
+    moved = 0
+    for key in sorted(base):
+        if key not in new:
+            continue
+        bm, bn = summary(base[key])
+        nm, nn = summary(new[key])
+        if bm == 0 or nm == 0:
+            continue
+        better = nm / bm if higher_is_better(key[2]) else bm / nm
+        noise = max(bn, nn)
+        flag = "*" if abs(better - 1) > noise else " "
+        moved += flag == "*"
+        print(f"{key[0][:28]:<28} {key[1][:26]:<26} {key[2][:8]:<8} {bm:>10.4g} {nm:>10.4g} "
+              f"{better:>6.2f}x {noise:>5.0%}{flag}")
+    print(f"{moved} row(s) moved by more than the noise ('*'); better > 1: new is better")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,5 +1,6 @@
 /*
- * channels/park.c — the eventcount: slow paths of sluice/park.h.
+ * channels/park.c — the parking layer: the eventcount's slow paths (sluice/park.h)
+ * and the one wait built on it, sl__event_await (internal/await.h).
  *
  * State: `epoch`, the futex word, and `waiters`, the number of threads between
  * sl_event_prepare and the end of their wait. The no-lost-wake-up argument

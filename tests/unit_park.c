@@ -1,7 +1,7 @@
 /*
  * tests/unit_park.c — the eventcount (sluice/park.h) and its clock helpers.
  *
- * The system-call layer is replaced through sl__sys_set_ops (channels/sysops.h)
+ * The system-call layer is replaced through sl__sys_set_ops (include/internal/sysops.h)
  * to count futex calls and to inject spurious wake-ups, EINTR and early
  * time-outs. Check runs every test in its own process, so a replaced table
  * never leaks into another test; each test restores it anyway.

@@ -70,7 +70,6 @@ struct sl__worker {
     unsigned submit_next;            /* round-robin mailbox target */
     sl_exec *ex;
     pthread_t thread;
-    bool thread_started;
     uintptr_t help_floor;            /* below this stack address: too deep to steal */
     /* Where this worker sleeps; notified by wakers and by completions of
      * tasks it waits for: its own line, written by other threads. */
@@ -129,7 +128,6 @@ struct sl_exec {
      * foreign threads). */
     SL_ALIGNAS(SL_CACHELINE) pthread_mutex_t pool_lock;
     sl__task *pool_free;
-    unsigned pool_len;
     sl__slab *slabs;
 };
 

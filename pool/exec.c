@@ -6,7 +6,7 @@
  * still there (the fork-join common case: no other thread touched it).
  * A worker out of local work searches: its mailbox, random victims' deques,
  * the injector (tasks from foreign threads), other workers' mailboxes; after
- * a bounded number of fruitless rounds it parks (exec_idle.c). A worker
+ * a bounded number of fruitless rounds it parks (exec_idle.c, idle.h). A worker
  * waiting in sl_sync or sl_scope_end does the same, and is also woken by the
  * completion it waits for.
  *
@@ -89,7 +89,7 @@ static sl__task *steal_mail(sl_exec *ex, sl__worker *w, unsigned start)
          * allocation can refuse, and the task must not be lost: retry. */
         while (sl_list_try_push(&ex->workers[v].mailbox, &t) != SL_OK)
             sched_yield();
-        sl__exec_idle_notify_mailbox(ex, v);
+        sl__idle_notify_slot(&ex->idle, v);
     }
     return NULL;
 }
@@ -210,16 +210,16 @@ void sl__exec_help(sl__worker *w, const sl__wait *wt)
     unsigned fails = 0;
     for (;;) {
         if (sl__wait_done(wt)) {
-            sl__exec_idle_search_end(ex, w);
+            sl__idle_search_end(&ex->idle, &w->searching, NULL, NULL);
             return;
         }
         sl__task *t = sl__deque_take(&w->deque);
         if (!t) {
-            sl__exec_idle_search_begin(ex, w);
+            sl__idle_search_begin(&ex->idle, &w->searching);
             t = steal_any(ex, w);
         }
         if (t) {
-            sl__exec_idle_search_end(ex, w);
+            sl__idle_search_end(&ex->idle, &w->searching, NULL, NULL);
             sl__exec_run(w, t);
             fails = 0;
             continue;
@@ -229,7 +229,7 @@ void sl__exec_help(sl__worker *w, const sl__wait *wt)
             continue;
         }
         fails = 0;
-        if (wt && wt->task && !sl__exec_register_waiter(wt->task, &w->ev))
+        if (wt && wt->task && !sl__exec_register_waiter(wt->task, sl__exec_worker_event(w)))
             continue;
         if (!sl__exec_idle_park(ex, w, wt))
             return; /* the executor is exiting (main loop only) */
@@ -381,7 +381,7 @@ static sl_future submit_foreign(sl_exec *ex, sl_task_fn fn, const void *args, si
  * turn; never the submitter. */
 static unsigned submit_target(sl_exec *ex, sl__worker *w)
 {
-    unsigned v = sl__exec_idle_find_sleeper(ex, w->id);
+    unsigned v = sl__idle_find_sleeper(&ex->idle, w->id);
     if (v < ex->nworkers)
         return v;
     v = w->submit_next++ % ex->nworkers;
@@ -408,7 +408,7 @@ SL_API sl_future sl_submit(sl_exec *ex, sl_task_fn fn, const void *args, size_t 
         sl__task_free(ex, w, t);
         return cleared_future;
     }
-    sl__exec_idle_notify_mailbox(ex, v);
+    sl__idle_notify_slot(&ex->idle, v);
     return (sl_future){ t, gen };
 }
 
@@ -459,7 +459,7 @@ static bool sync_on_worker(sl__worker *w, sl__task *t, void *ret)
     }
     sl__wait wt = { t, NULL };
     if (sl__exec_too_deep(w))
-        sl__exec_wait_deep(w, &wt, &w->ev);
+        sl__exec_wait_deep(w, &wt, sl__exec_worker_event(w));
     else
         sl__exec_help(w, &wt);
     return false;
@@ -488,7 +488,7 @@ SL_API sl_status sl_sync(sl_future *f, void *ret)
          * cannot deadlock (its tasks may be what the awaited one needs). */
         sl__wait wt = { t, NULL };
         if (sl__exec_too_deep(self))
-            sl__exec_wait_deep(self, &wt, &self->ev);
+            sl__exec_wait_deep(self, &wt, sl__exec_worker_event(self));
         else
             sl__exec_help(self, &wt);
     } else {
@@ -527,7 +527,6 @@ static bool worker_init(sl_exec *ex, sl__worker *w, unsigned id)
     w->id = id;
     w->rng = 0x9e3779b97f4a7c15ull * (id + 1u);
     w->submit_next = id + 1u;
-    sl_event_init(&w->ev);
     /* 256 slots: fork-join depth rarely goes beyond; the deque grows if it does. */
     if (!sl__deque_init(&w->deque, 8))
         return false;
@@ -549,7 +548,7 @@ static void exec_destroy(sl_exec *ex, unsigned initialised)
     sl_list_destroy(&ex->injector);
     sl__task_free_all(ex);
     pthread_mutex_destroy(&ex->pool_lock);
-    free(ex->sleep_bits);
+    sl__idle_destroy(&ex->idle);
     free(ex->workers);
     free(ex);
 }
@@ -562,22 +561,21 @@ static sl_exec *exec_alloc(unsigned n, const char *name)
         return NULL;
     memset(ex, 0, sizeof *ex);
     ex->nworkers = n;
-    ex->nwords = (n + 63u) / 64u;
     snprintf(ex->name, sizeof ex->name, "%s", name ? name : "sl-exec");
     pthread_mutex_init(&ex->pool_lock, NULL);
     sl_event_init(&ex->foreign);
     sl_event_init(&ex->freer);
     ex->workers = aligned_alloc(SL_CACHELINE, n * sizeof *ex->workers);
-    ex->sleep_bits = calloc(ex->nwords, sizeof *ex->sleep_bits);
+    bool idle = sl__idle_init(&ex->idle, n) == SL_OK; /* destroys itself on failure */
     bool helpers = true;
     for (unsigned i = 0; i < SL__HELPER_SLOTS; i++)
         helpers = sl__deque_init(&ex->helpers[i].deque, 6) && helpers;
-    if (!helpers || !ex->workers || !ex->sleep_bits ||
+    if (!helpers || !ex->workers || !idle ||
         sl_list_init(&ex->injector, sizeof(sl__task *)) != SL_OK) {
         for (unsigned i = 0; i < SL__HELPER_SLOTS; i++)
             sl__deque_destroy(&ex->helpers[i].deque);
         free(ex->workers);
-        free(ex->sleep_bits);
+        sl__idle_destroy(&ex->idle);
         pthread_mutex_destroy(&ex->pool_lock);
         free(ex);
         return NULL;

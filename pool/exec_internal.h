@@ -2,8 +2,9 @@
  * pool/exec_internal.h — the executor's shared layout (internal, not installed).
  *
  * Files: exec_deque.{h,c} the work-stealing deque; exec_task.c task records
- * and their caches; exec_idle.c searching/sleeping workers (the wake policy,
- * parking, and the quiescence test of sl_exec_free); exec.c workers, spawn,
+ * and their caches; idle.{h,c} searching/sleeping workers (the wake policy
+ * and parking, shared with the worker pool); exec_idle.c the executor's use
+ * of it (parking, the quiescence test of sl_exec_free); exec.c workers, spawn,
  * sync, stealing; exec_scope.c scopes, parallel_for, cancellation tokens.
  * docs/exec.md gives the design and the arguments.
  */
@@ -19,6 +20,7 @@
 #include "sluice/list.h"
 #include "sluice/park.h"
 #include "exec_deque.h"
+#include "idle.h"
 
 typedef struct sl__worker sl__worker;
 
@@ -59,25 +61,23 @@ static inline size_t sl__task_ret_offset(const sl__task *t)
     return ((size_t)t->args_size + 15u) & ~(size_t)15u;
 }
 
+/* Worker i sleeps on slot i of the executor's idle component (idle.h). */
 struct sl__worker {
     sl__deque deque;                 /* cache-line aligned inside */
     /* Owner-only state (read by nobody else): its own line. */
     SL_ALIGNAS(SL_CACHELINE) sl__task *cache; /* free records */
     unsigned cache_len;
     unsigned id;
-    bool searching;                  /* counted in the executor's searching count */
+    bool searching;                  /* counted in the idle component's searchers */
     uint64_t rng;                    /* victim selection (xorshift64) */
     unsigned submit_next;            /* round-robin mailbox target */
     sl_exec *ex;
     pthread_t thread;
     uintptr_t help_floor;            /* below this stack address: too deep to steal */
-    /* Where this worker sleeps; notified by wakers and by completions of
-     * tasks it waits for: its own line, written by other threads. */
-    SL_ALIGNAS(SL_CACHELINE) sl_event ev;
     /* Tasks other workers submitted for this one (sl_submit from a worker):
      * this worker is responsible for them; others may take them too, but
-     * never their submitter. */
-    sl_list mailbox;
+     * never their submitter. Written by other threads: its own line. */
+    SL_ALIGNAS(SL_CACHELINE) sl_list mailbox;
 };
 
 /* A deque a foreign thread borrows while it helps (sl_sync, sl_scope_end on
@@ -101,10 +101,10 @@ typedef struct sl__slab {
 } sl__slab;
 
 struct sl_exec {
-    /* Workers searching, plus wake tokens in flight (exec_idle.c): read by
-     * every spawn (the wake check), written only when workers start or stop
-     * searching: its own line. */
-    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) idle;
+    /* Searching and sleeping workers, one slot per worker: its searcher
+     * count is read by every spawn (the wake check), written only when
+     * workers start or stop searching; its own line (idle.h). */
+    sl__idle idle;
     /* Workers parked in the main loop (not inside sl_sync or a scope), with
      * SL__QUIET_EXIT once sl_exec_free has found the executor quiescent. */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) quiet;
@@ -113,9 +113,7 @@ struct sl_exec {
                                         creation failed part-way) */
     /* Read-mostly after creation. */
     SL_ALIGNAS(SL_CACHELINE) unsigned nworkers;
-    unsigned nwords;                 /* words in sleep_bits */
     sl__worker *workers;             /* nworkers, each cache-line aligned */
-    SL_ATOMIC(uint64_t) *sleep_bits; /* bit i: worker i is parked, not yet claimed */
     char name[16];
     /* Tasks from foreign threads that hold no helper slot (FIFO). */
     sl_list injector;
@@ -132,6 +130,13 @@ struct sl_exec {
 };
 
 #define SL__QUIET_EXIT ((uint64_t)1 << 63)
+
+/* Where worker w sleeps: its idle slot's eventcount, rung by its wakers, by
+ * the completions of what it waits for, and by submits into its mailbox. */
+static inline sl_event *sl__exec_worker_event(const sl__worker *w)
+{
+    return sl__idle_event(&w->ex->idle, w->id);
+}
 
 /* The calling thread's worker, if it is a worker of some executor. Initial-
  * exec TLS: one load off the thread pointer, even in the shared library. */
@@ -184,7 +189,7 @@ static inline void sl__task_free(sl_exec *ex, sl__worker *w, sl__task *t)
     w->cache_len++;
 }
 
-/* ---- exec_idle.c: the wake policy and parking ---- */
+/* ---- exec_idle.c: parking a worker, quiescence ---- */
 /* What a parking thread waits for besides work: a task's completion or the
  * end of a scope (both NULL in the worker's main loop). */
 typedef struct sl__wait {
@@ -193,22 +198,10 @@ typedef struct sl__wait {
 } sl__wait;
 
 bool sl__wait_done(const sl__wait *wt);
-/* The calling worker starts searching for work (counted), if not already. */
-void sl__exec_idle_search_begin(sl_exec *ex, sl__worker *w);
-/* The calling worker stops searching because it has something to run; if it
- * was the last searcher, it wakes a sleeper to search in its place. */
-void sl__exec_idle_search_end(sl_exec *ex, sl__worker *w);
-/* Work was published (the caller has ordered the publication before this
- * with a seq_cst RMW or sl_event_fence): wakes one sleeper if none searches. */
-void sl__exec_idle_notify_work(sl_exec *ex);
-/* Work was put in worker v's mailbox: wakes v if it sleeps, else as above. */
-void sl__exec_idle_notify_mailbox(sl_exec *ex, unsigned v);
 /* The calling worker, searching and out of work, parks until woken for work,
  * until wt is done, or (wt NULL) until the executor exits. Returns false when
  * the worker must exit (main loop only). Leaves the worker searching. */
 bool sl__exec_idle_park(sl_exec *ex, sl__worker *w, const sl__wait *wt);
-/* A parked worker not searching, or SL_EXEC_MAX_THREADS if none (a hint). */
-unsigned sl__exec_idle_find_sleeper(sl_exec *ex, unsigned not_this);
 /* sl_exec_free: waits until every worker is parked in its main loop with no
  * work anywhere, then lets them exit. */
 void sl__exec_idle_quiesce(sl_exec *ex);
@@ -275,18 +268,20 @@ static inline sl__task *sl__exec_task_new(sl_exec *ex, sl__worker *w, sl_task_fn
 }
 
 /* After a task was made visible in a queue: wakes a sleeper if nobody
- * searches. */
+ * searches (sl__idle_notify_work), skipping the call while nobody sleeps. */
 static inline void sl__exec_published(sl_exec *ex)
 {
     SL_FI();
-    /* Our push before the reads of the searching count and the sleep bits:
-     * the Dekker pair with a parking worker's registration and re-check. */
+    /* Our push before the pre-check's loads: idle.h asks an inline
+     * pre-check for its own fence (the Dekker pair with a parking worker's
+     * registration and re-check). */
     sl_event_fence();
-    /* relaxed: ordered by the fence. Both loads hit read-shared lines while
-     * every worker is busy (nobody searching, nobody asleep). */
-    if (atomic_load_explicit(&ex->idle, memory_order_relaxed) == 0 &&
-        (ex->nwords > 1 || atomic_load_explicit(&ex->sleep_bits[0], memory_order_relaxed) != 0))
-        sl__exec_idle_notify_work(ex);
+    /* relaxed: ordered by the fence. Both lines are read-shared while every
+     * worker is busy (nobody searching, nobody asleep). */
+    if (atomic_load_explicit(&ex->idle.searching, memory_order_relaxed) == 0 &&
+        (ex->idle.nwords > 1 ||
+         atomic_load_explicit(&ex->idle.sleep_bits[0], memory_order_relaxed) != 0))
+        sl__idle_notify_work(&ex->idle);
 }
 
 /* Queues a filled spawned record: on w's deque, or (w NULL) on the helper

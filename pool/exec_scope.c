@@ -33,7 +33,7 @@ SL_API void sl_scope_begin(sl_exec *ex, sl_scope *s)
         /* A worker (of any executor) helps its own executor in sl_scope_end
          * and sleeps on its own event; a foreign thread on ex's. */
         sl__worker *w = sl__tls_worker;
-        s->sl__sleep = w ? &w->ev : &ex->foreign;
+        s->sl__sleep = w ? sl__exec_worker_event(w) : &ex->foreign;
     }
 }
 
@@ -114,10 +114,10 @@ SL_API void sl_scope_end(sl_scope *s)
     if (!s || !s->sl__ex)
         return;
     sl__worker *w = sl__tls_worker;
-    if (w && s->sl__sleep == &w->ev) {
+    if (w && s->sl__sleep == sl__exec_worker_event(w)) {
         sl__wait wt = { NULL, s };
         if (sl__exec_too_deep(w))
-            sl__exec_wait_deep(w, &wt, &w->ev);
+            sl__exec_wait_deep(w, &wt, s->sl__sleep);
         else
             sl__exec_help(w, &wt);
     } else {

@@ -181,6 +181,8 @@ static bool quiet_check(sl_exec *ex)
 static bool quiesced(void *arg)
 {
     sl_exec *ex = arg;
+    /* relaxed: final before sl_exec_free may be called (sl_exec_new's
+     * return, or its own failure path on this thread) */
     uint64_t n = atomic_load_explicit(&ex->started, memory_order_relaxed);
     uint64_t q = atomic_load_explicit(&ex->quiet, memory_order_seq_cst);
     while (q == n && !sl__exec_has_work(ex, NULL)) {

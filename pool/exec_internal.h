@@ -16,8 +16,9 @@
  *                           task records; the work-stealing deque; idle
  *                           workers (shared with the worker pool)
  *
- * Below, each function is declared under the file that defines it; the
- * inline ones at the end are the spawn path of exec.c and exec_scope.c.
+ * Below the layout, each out-of-line function is declared under the file
+ * that defines it, next to the inline fast paths that call it; the spawn
+ * path, inline for exec.c and exec_scope.c, comes last.
  */
 #ifndef SLUICE_POOL_EXEC_INTERNAL_H
 #define SLUICE_POOL_EXEC_INTERNAL_H

@@ -1,11 +1,24 @@
 /*
- * pool/exec_internal.h — the executor's shared layout (internal, not installed).
+ * pool/exec_internal.h — the executor's shared layout and its inline hot
+ * paths (internal, not installed).
  *
- * Files: exec_deque.{h,c} the work-stealing deque; exec_task.c task records
- * and their caches; exec_idle.c searching/sleeping workers (the wake policy,
- * parking, and the quiescence test of sl_exec_free); exec.c workers, spawn,
- * sync, stealing; exec_scope.c scopes, parallel_for, cancellation tokens.
- * docs/exec.md gives the design and the arguments.
+ * The executor's files, in layers; each calls only the layers below it
+ * (docs/exec.md, "Files"):
+ *
+ *   exec.c  exec_scope.c    the public API: worker threads, spawn, submit,
+ *                           sync, lifecycle; scopes, parallel_for, tokens
+ *   exec_wait.c             the one wait: helping, the stack-depth rule,
+ *                           parking, foreign threads, sl_exec_free's
+ *                           quiescence
+ *   exec_run.c              finding work (a search round) and running a task
+ *                           to its completion
+ *   exec_task.c  exec_deque.{h,c}  idle.{h,c}
+ *                           task records; the work-stealing deque; idle
+ *                           workers (shared with the worker pool)
+ *
+ * Below the layout, each out-of-line function is declared under the file
+ * that defines it, next to the inline fast paths that call it; the spawn
+ * path, inline for exec.c and exec_scope.c, comes last.
  */
 #ifndef SLUICE_POOL_EXEC_INTERNAL_H
 #define SLUICE_POOL_EXEC_INTERNAL_H
@@ -19,6 +32,7 @@
 #include "sluice/list.h"
 #include "sluice/park.h"
 #include "exec_deque.h"
+#include "idle.h"
 
 typedef struct sl__worker sl__worker;
 
@@ -59,26 +73,23 @@ static inline size_t sl__task_ret_offset(const sl__task *t)
     return ((size_t)t->args_size + 15u) & ~(size_t)15u;
 }
 
+/* Worker i sleeps on slot i of the executor's idle component (idle.h). */
 struct sl__worker {
     sl__deque deque;                 /* cache-line aligned inside */
     /* Owner-only state (read by nobody else): its own line. */
     SL_ALIGNAS(SL_CACHELINE) sl__task *cache; /* free records */
     unsigned cache_len;
-    unsigned id;
-    bool searching;                  /* counted in the executor's searching count */
+    unsigned id;                     /* its index, and its idle slot */
+    bool searching;                  /* counted in the idle component's searchers */
     uint64_t rng;                    /* victim selection (xorshift64) */
     unsigned submit_next;            /* round-robin mailbox target */
     sl_exec *ex;
     pthread_t thread;
-    bool thread_started;
     uintptr_t help_floor;            /* below this stack address: too deep to steal */
-    /* Where this worker sleeps; notified by wakers and by completions of
-     * tasks it waits for: its own line, written by other threads. */
-    SL_ALIGNAS(SL_CACHELINE) sl_event ev;
     /* Tasks other workers submitted for this one (sl_submit from a worker):
      * this worker is responsible for them; others may take them too, but
-     * never their submitter. */
-    sl_list mailbox;
+     * never their submitter. Written by other threads: its own line. */
+    SL_ALIGNAS(SL_CACHELINE) sl_list mailbox;
 };
 
 /* A deque a foreign thread borrows while it helps (sl_sync, sl_scope_end on
@@ -102,10 +113,10 @@ typedef struct sl__slab {
 } sl__slab;
 
 struct sl_exec {
-    /* Workers searching, plus wake tokens in flight (exec_idle.c): read by
-     * every spawn (the wake check), written only when workers start or stop
-     * searching: its own line. */
-    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) idle;
+    /* Searching and sleeping workers, one slot per worker: its searcher
+     * count is read by every spawn (the wake check), written only when
+     * workers start or stop searching; its own line (idle.h). */
+    sl__idle idle;
     /* Workers parked in the main loop (not inside sl_sync or a scope), with
      * SL__QUIET_EXIT once sl_exec_free has found the executor quiescent. */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) quiet;
@@ -114,9 +125,7 @@ struct sl_exec {
                                         creation failed part-way) */
     /* Read-mostly after creation. */
     SL_ALIGNAS(SL_CACHELINE) unsigned nworkers;
-    unsigned nwords;                 /* words in sleep_bits */
     sl__worker *workers;             /* nworkers, each cache-line aligned */
-    SL_ATOMIC(uint64_t) *sleep_bits; /* bit i: worker i is parked, not yet claimed */
     char name[16];
     /* Tasks from foreign threads that hold no helper slot (FIFO). */
     sl_list injector;
@@ -129,21 +138,16 @@ struct sl_exec {
      * foreign threads). */
     SL_ALIGNAS(SL_CACHELINE) pthread_mutex_t pool_lock;
     sl__task *pool_free;
-    unsigned pool_len;
     sl__slab *slabs;
 };
 
 #define SL__QUIET_EXIT ((uint64_t)1 << 63)
 
-/* The calling thread's worker, if it is a worker of some executor. Initial-
- * exec TLS: one load off the thread pointer, even in the shared library. */
-extern _Thread_local sl__worker *sl__tls_worker __attribute__((tls_model("initial-exec")));
-
-/* The calling thread's worker if it is a worker of ex, else NULL. */
-static inline sl__worker *sl__exec_worker_of(const sl_exec *ex)
+/* Where worker w sleeps: its idle slot's eventcount, rung by its wakers, by
+ * the completions of what it waits for, and by submits into its mailbox. */
+static inline sl_event *sl__exec_worker_event(const sl__worker *w)
 {
-    sl__worker *w = sl__tls_worker;
-    return w && w->ex == ex ? w : NULL;
+    return sl__idle_event(&w->ex->idle, w->id);
 }
 
 /* ---- exec_task.c: records ---- */
@@ -186,72 +190,61 @@ static inline void sl__task_free(sl_exec *ex, sl__worker *w, sl__task *t)
     w->cache_len++;
 }
 
-/* ---- exec_idle.c: the wake policy and parking ---- */
-/* What a parking thread waits for besides work: a task's completion or the
- * end of a scope (both NULL in the worker's main loop). */
+/* ---- exec_run.c: finding work and running it ---- */
+/* One search round of worker w: its mailbox, the deques from a random
+ * victim, the injector, the other mailboxes. A task or NULL. */
+sl__task *sl__exec_search(sl__worker *w);
+/* One pass over the workers' deques from start, skipping worker `skip`
+ * (nworkers or more: none), then over the helper slots', skipping `own`. */
+sl__task *sl__exec_steal_deques(sl_exec *ex, unsigned start, unsigned skip,
+                                const sl__helper *own);
+/* True when some queue of ex may hold a task: a deque, the injector, a
+ * mailbox — only w's own when w is given (the parking re-check of w). */
+bool sl__exec_has_work(sl_exec *ex, const sl__worker *w);
+/* Runs t (not inline for a syncer) on worker w — a foreign thread when w is
+ * NULL — and completes it: wakes its syncer, or counts it off its scope. */
+void sl__exec_run(sl_exec *ex, sl__worker *w, sl__task *t);
+
+/* ---- exec_wait.c: the one wait ---- */
+/* The calling thread's worker, if it is a worker of some executor. Initial-
+ * exec TLS: one load off the thread pointer, even in the shared library. */
+extern _Thread_local sl__worker *sl__tls_worker __attribute__((tls_model("initial-exec")));
+
+/* The calling thread's worker if it is a worker of ex, else NULL. */
+static inline sl__worker *sl__exec_worker_of(const sl_exec *ex)
+{
+    sl__worker *w = sl__tls_worker;
+    return w && w->ex == ex ? w : NULL;
+}
+
+/* What a thread waits for: a task's completion (sl_sync, the task claimed)
+ * or the end of a scope (sl_scope_end); exactly one is set. */
 typedef struct sl__wait {
     sl__task *task;
     sl_scope *scope;
 } sl__wait;
 
-bool sl__wait_done(const sl__wait *wt);
-/* The calling worker starts searching for work (counted), if not already. */
-void sl__exec_idle_search_begin(sl_exec *ex, sl__worker *w);
-/* The calling worker stops searching because it has something to run; if it
- * was the last searcher, it wakes a sleeper to search in its place. */
-void sl__exec_idle_search_end(sl_exec *ex, sl__worker *w);
-/* Work was published (the caller has ordered the publication before this
- * with a seq_cst RMW or sl_event_fence): wakes one sleeper if none searches. */
-void sl__exec_idle_notify_work(sl_exec *ex);
-/* Work was put in worker v's mailbox: wakes v if it sleeps, else as above. */
-void sl__exec_idle_notify_mailbox(sl_exec *ex, unsigned v);
-/* The calling worker, searching and out of work, parks until woken for work,
- * until wt is done, or (wt NULL) until the executor exits. Returns false when
- * the worker must exit (main loop only). Leaves the worker searching. */
-bool sl__exec_idle_park(sl_exec *ex, sl__worker *w, const sl__wait *wt);
-/* A parked worker not searching, or SL_EXEC_MAX_THREADS if none (a hint). */
-unsigned sl__exec_idle_find_sleeper(sl_exec *ex, unsigned not_this);
-/* sl_exec_free: waits until every worker is parked in its main loop with no
- * work anywhere, then lets them exit. */
-void sl__exec_idle_quiesce(sl_exec *ex);
-
-/* ---- exec_scope.c ---- */
-/* One task of s has completed: the last one wakes the thread in sl_scope_end. */
-void sl__scope_complete(sl_scope *s);
-
-/* ---- exec.c ---- */
-/* True when some queue of ex may hold a task: a deque, the injector, a
- * mailbox — only w's own when w is given (the parking re-check of w). */
-bool sl__exec_has_work(sl_exec *ex, const sl__worker *w);
-/* Runs task t (not inline for a syncer) on worker w and completes it. */
-void sl__exec_run(sl__worker *w, sl__task *t);
+/* Waits on the calling thread, of any kind, until wt is over; helps or not
+ * as the thread and its stack allow. On return the task's result or the
+ * scope's tasks' effects are visible (acquire). */
+void sl__exec_wait(sl_exec *ex, const sl__wait *wt);
+/* Worker w's main loop, on its thread: runs tasks until its executor is
+ * quiescent and being freed (sl__exec_quiesce). */
+void sl__exec_worker_loop(sl__worker *w);
+/* sl_exec_free: waits until every started worker is parked in its main loop
+ * with no work anywhere, then lets them exit. */
+void sl__exec_quiesce(sl_exec *ex);
 /* The helper slot the calling foreign thread holds for ex while it helps,
  * or NULL (not helping ex, or no slot was free). */
 sl__helper *sl__exec_foreign_slot(const sl_exec *ex);
-/* True when the calling thread — worker w, or a foreign thread when w is
- * NULL — is past half its stack: it must not take other threads' tasks while
- * it waits, since each may nest another helping wait on this stack. */
-bool sl__exec_too_deep(sl__worker *w);
-/* The middle of the calling thread's stack, below which it is too deep to
- * steal; 0 when its bounds cannot be found. */
-uintptr_t sl__exec_help_floor(void);
-/* Publishes where the syncer sleeps (ev) and marks the task WAITED; false when
- * the task is already DONE (nothing to wait for). */
-bool sl__exec_register_waiter(sl__task *t, sl_event *ev);
+/* True when the calling thread is a foreign thread running a task of ex. */
+bool sl__exec_foreign_helping(const sl_exec *ex);
 /* Tests: non-zero makes every worker count as deep, so that the depth rule's
  * liveness is tested without filling a stack. */
 extern SL_ATOMIC(int) sl__exec_deep_workers;
-/* Waits deep (sl__exec_too_deep) until wt is over: runs only w's own deque
- * and mailbox (nothing when w is NULL), else sleeps on ev, where wt's
- * completer will notify. */
-void sl__exec_wait_deep(sl__worker *w, const sl__wait *wt, sl_event *ev);
-/* Runs tasks on worker w until wt is done (sl_sync, sl_scope_end). */
-void sl__exec_help(sl__worker *w, const sl__wait *wt);
-/* A foreign thread (no worker of any executor) waiting for wt on ex: steals
- * from ex's deques — never the injector or a mailbox — and runs what it
- * steals, until wt is done or a bounded search finds nothing. Returns whether
- * wt is done (acquire); when false the caller parks. Re-entrant. */
-bool sl__exec_help_foreign(sl_exec *ex, const sl__wait *wt);
+
+/* ---- inline here: the spawn path (exec.c, exec_scope.c) ---- */
+
 /* A record for fn(args) with the given sizes (not queued), or NULL when out
  * of memory. The usual argument sizes are copied with fixed-size moves. */
 static inline sl__task *sl__exec_task_new(sl_exec *ex, sl__worker *w, sl_task_fn fn,
@@ -277,18 +270,20 @@ static inline sl__task *sl__exec_task_new(sl_exec *ex, sl__worker *w, sl_task_fn
 }
 
 /* After a task was made visible in a queue: wakes a sleeper if nobody
- * searches. */
+ * searches (sl__idle_notify_work), skipping the call while nobody sleeps. */
 static inline void sl__exec_published(sl_exec *ex)
 {
     SL_FI();
-    /* Our push before the reads of the searching count and the sleep bits:
-     * the Dekker pair with a parking worker's registration and re-check. */
+    /* Our push before the pre-check's loads: idle.h asks an inline
+     * pre-check for its own fence (the Dekker pair with a parking worker's
+     * registration and re-check). */
     sl_event_fence();
-    /* relaxed: ordered by the fence. Both loads hit read-shared lines while
-     * every worker is busy (nobody searching, nobody asleep). */
-    if (atomic_load_explicit(&ex->idle, memory_order_relaxed) == 0 &&
-        (ex->nwords > 1 || atomic_load_explicit(&ex->sleep_bits[0], memory_order_relaxed) != 0))
-        sl__exec_idle_notify_work(ex);
+    /* relaxed: ordered by the fence. Both lines are read-shared while every
+     * worker is busy (nobody searching, nobody asleep). */
+    if (atomic_load_explicit(&ex->idle.searching, memory_order_relaxed) == 0 &&
+        (ex->idle.nwords > 1 ||
+         atomic_load_explicit(&ex->idle.sleep_bits[0], memory_order_relaxed) != 0))
+        sl__idle_notify_work(&ex->idle);
 }
 
 /* Queues a filled spawned record: on w's deque, or (w NULL) on the helper

@@ -10,18 +10,15 @@
  *
  * The thread in sl_scope_end sleeps on an event that outlives the scope (its
  * worker's, or the executor's event for foreign threads), chosen at
- * sl_scope_begin: the last completer reads it before its decrement, because
- * after the decrement the scope may already be gone from the waiter's stack.
+ * sl_scope_begin: the last completer (exec_run.c) reads it before its
+ * decrement, because after the decrement the scope may already be gone from
+ * the waiter's stack. sl_scope_end waits through exec_wait.c, as sl_sync
+ * does; like exec.c, this file calls down only.
  */
 #include "exec_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-#include "internal/spin.h"
-
-/* sl_scope_end on a foreign thread spins this many times before parking. */
-#define SCOPE_SPINS 256u
 
 SL_API void sl_scope_begin(sl_exec *ex, sl_scope *s)
 {
@@ -33,18 +30,8 @@ SL_API void sl_scope_begin(sl_exec *ex, sl_scope *s)
         /* A worker (of any executor) helps its own executor in sl_scope_end
          * and sleeps on its own event; a foreign thread on ex's. */
         sl__worker *w = sl__tls_worker;
-        s->sl__sleep = w ? &w->ev : &ex->foreign;
+        s->sl__sleep = w ? sl__exec_worker_event(w) : &ex->foreign;
     }
-}
-
-void sl__scope_complete(sl_scope *s)
-{
-    sl_event *sleep = s->sl__sleep; /* now: after the decrement s may be gone */
-    SL_FI();
-    /* release: the task's effects before the zero the waiter acquires;
-     * seq_cst: the zero before the notify's read of the waiter count */
-    if (atomic_fetch_sub_explicit(&s->sl__pending, 1, memory_order_seq_cst) == 1)
-        sl_event_notify_all(sleep);
 }
 
 /* Runs fn on the calling thread with its own copy of the arguments (a task
@@ -90,44 +77,12 @@ SL_API void sl_scope_spawn(sl_scope *s, sl_task_fn fn, const void *args, size_t 
     run_here(fn, args, args_size);
 }
 
-/* Waits for s's count to reach zero, parked on sleep, without running tasks. */
-static void scope_wait_parked(sl_scope *s, sl_event *sleep)
-{
-    for (unsigned i = 0; i < SCOPE_SPINS; i++) {
-        /* acquire: every task of the scope before our return */
-        if (atomic_load_explicit(&s->sl__pending, memory_order_acquire) == 0)
-            return;
-        sl_cpu_relax();
-    }
-    for (;;) {
-        uint32_t key = sl_event_prepare(sleep);
-        if (atomic_load_explicit(&s->sl__pending, memory_order_acquire) == 0) {
-            sl_event_cancel(sleep);
-            return;
-        }
-        sl_event_wait(sleep, key, SL_FOREVER);
-    }
-}
-
 SL_API void sl_scope_end(sl_scope *s)
 {
     if (!s || !s->sl__ex)
         return;
-    sl__worker *w = sl__tls_worker;
-    if (w && s->sl__sleep == &w->ev) {
-        sl__wait wt = { NULL, s };
-        if (sl__exec_too_deep(w))
-            sl__exec_wait_deep(w, &wt, &w->ev);
-        else
-            sl__exec_help(w, &wt);
-    } else {
-        /* A foreign thread helps as in sl_sync, then (or, misused, a thread
-         * other than the one that began s, at once) waits where the
-         * completer will look. */
-        sl__wait wt = { NULL, s };
-        if (w || !sl__exec_help_foreign(s->sl__ex, &wt))
-            scope_wait_parked(s, s->sl__sleep);
-    }
+    sl__wait wt = { NULL, s };
+    sl__exec_wait(s->sl__ex, &wt);
 }
 
 /* ---- sl_parallel_for ---- */

@@ -49,7 +49,6 @@ static bool slab_add_locked(sl_exec *ex)
         t->link.next = ex->pool_free;
         ex->pool_free = t;
     }
-    ex->pool_len += SL__SLAB_TASKS;
     slab->next = ex->slabs;
     ex->slabs = slab;
     return true;
@@ -63,7 +62,6 @@ static sl__task *pool_pop_locked(sl_exec *ex)
         return NULL;
     sl__task *t = ex->pool_free;
     ex->pool_free = t->link.next;
-    ex->pool_len--;
     return t;
 }
 
@@ -96,7 +94,6 @@ static void cache_spill(sl_exec *ex, sl__worker *w)
     pthread_mutex_lock(&ex->pool_lock);
     last->link.next = ex->pool_free;
     ex->pool_free = first;
-    ex->pool_len += n;
     pthread_mutex_unlock(&ex->pool_lock);
 }
 
@@ -113,7 +110,6 @@ void sl__task_free_slow(sl_exec *ex, sl__worker *w, sl__task *t)
     pthread_mutex_lock(&ex->pool_lock);
     t->link.next = ex->pool_free;
     ex->pool_free = t;
-    ex->pool_len++;
     pthread_mutex_unlock(&ex->pool_lock);
 }
 
@@ -126,5 +122,4 @@ void sl__task_free_all(sl_exec *ex)
         ex->slabs = next;
     }
     ex->pool_free = NULL;
-    ex->pool_len = 0;
 }

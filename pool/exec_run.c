@@ -1,0 +1,155 @@
+/*
+ * pool/exec_run.c — where a task is found, and how a task is run to its
+ * completion.
+ *
+ * Finding: one search round of a worker looks at its own mailbox, then the
+ * deques — every worker's from a random victim on, then the helper slots' —
+ * then the injector (tasks from foreign threads), then the other workers'
+ * mailboxes. A task its own thread submitted is never run there: a worker
+ * that pops one from a mailbox puts it back and re-notifies the owner
+ * (docs/exec.md, "Submit never runs on its caller"). Foreign threads steal
+ * from the deques only, with the same pass (exec_wait.c).
+ *
+ * Running: a task with a future ends by publishing DONE and waking its syncer
+ * if the syncer has registered where it sleeps (WAITED); a scope task ends
+ * by counting itself off its scope, the last one waking the thread in
+ * sl_scope_end. Both are the notifying side of the await protocol
+ * (internal/await.h): the change is a seq_cst RMW, then the notify.
+ *
+ * What waits, searches in a loop and parks is one layer up (exec_wait.c);
+ * this file only looks once and runs.
+ */
+#include "exec_internal.h"
+
+#include <sched.h>
+
+#include "internal/util.h"
+
+/* Steal attempts on one victim whose top moved under us before moving on. */
+#define STEAL_RETRIES 4u
+
+static void *steal_from(sl__deque *victim)
+{
+    void *item = NULL;
+    for (unsigned i = 0; i < STEAL_RETRIES; i++) {
+        sl__steal r = sl__deque_steal(victim, &item);
+        if (r == SL__STEAL_OK)
+            return item;
+        if (r == SL__STEAL_EMPTY)
+            return NULL;
+    }
+    return NULL;
+}
+
+/* A task from other workers' mailboxes that w did not submit, or NULL. A task
+ * w submitted goes back where it was, with the owner's wake-up redone. */
+static sl__task *steal_mail(sl_exec *ex, sl__worker *w, unsigned start)
+{
+    for (unsigned k = 1; k < ex->nworkers; k++) {
+        unsigned v = (start + k) % ex->nworkers;
+        if (v == w->id)
+            continue;
+        sl__task *t = NULL;
+        if (sl_list_try_pop(&ex->workers[v].mailbox, &t) != SL_OK)
+            continue;
+        if (t->link.submitter != w)
+            return t;
+        /* Back where it was (we must never run it); only a failed segment
+         * allocation can refuse, and the task must not be lost: retry. */
+        while (sl_list_try_push(&ex->workers[v].mailbox, &t) != SL_OK)
+            sched_yield();
+        sl__idle_notify_slot(&ex->idle, v);
+    }
+    return NULL;
+}
+
+sl__task *sl__exec_steal_deques(sl_exec *ex, unsigned start, unsigned skip,
+                                const sl__helper *own)
+{
+    unsigned n = ex->nworkers;
+    for (unsigned k = 0; k < n; k++) {
+        unsigned v = (start + k) % n;
+        sl__task *t;
+        if (v != skip && (t = steal_from(&ex->workers[v].deque)) != NULL)
+            return t;
+    }
+    for (unsigned k = 0; k < SL__HELPER_SLOTS; k++) {
+        sl__helper *h = &ex->helpers[(start / n + k) % SL__HELPER_SLOTS];
+        sl__task *t;
+        /* Slots are empty most of the time: look before the steal's fence. */
+        if (h != own && !sl__deque_is_empty(&h->deque) && (t = steal_from(&h->deque)) != NULL)
+            return t;
+    }
+    return NULL;
+}
+
+sl__task *sl__exec_search(sl__worker *w)
+{
+    sl_exec *ex = w->ex;
+    sl__task *t = NULL;
+    if (sl_list_try_pop(&w->mailbox, &t) == SL_OK)
+        return t;
+    unsigned n = ex->nworkers;
+    unsigned start = (unsigned)(sl__xorshift64s(&w->rng) % n);
+    if ((t = sl__exec_steal_deques(ex, start, w->id, NULL)) != NULL)
+        return t;
+    if (sl_list_try_pop(&ex->injector, &t) == SL_OK)
+        return t;
+    return n > 1 ? steal_mail(ex, w, start) : NULL;
+}
+
+bool sl__exec_has_work(sl_exec *ex, const sl__worker *w)
+{
+    for (unsigned i = 0; i < ex->nworkers; i++) {
+        const sl__worker *v = &ex->workers[i];
+        if (!sl__deque_is_empty(&v->deque))
+            return true;
+        /* Others' mailboxes are their owners' to watch (a submit wakes the
+         * owner itself); a parking worker that counted them would spin on a
+         * task it submitted and may not run. */
+        if ((!w || v == w) && sl_list_len(&v->mailbox) != 0)
+            return true;
+    }
+    for (unsigned i = 0; i < SL__HELPER_SLOTS; i++)
+        if (!sl__deque_is_empty(&ex->helpers[i].deque))
+            return true;
+    return sl_list_len(&ex->injector) != 0;
+}
+
+/* One task of s has completed: the last one wakes the thread in
+ * sl_scope_end. The scope may live on that thread's stack and be gone as
+ * soon as the count reaches zero, so its event is read first; the event
+ * itself outlives the scope (exec_scope.c). */
+static void scope_count_off(sl_scope *s)
+{
+    sl_event *sleep = s->sl__sleep;
+    SL_FI();
+    /* release: the task's effects before the zero the waiter acquires;
+     * seq_cst: the zero before the notify's read of the waiter count */
+    if (atomic_fetch_sub_explicit(&s->sl__pending, 1, memory_order_seq_cst) == 1)
+        sl_event_notify_all(sleep);
+}
+
+void sl__exec_run(sl_exec *ex, sl__worker *w, sl__task *t)
+{
+    sl_scope *scope = t->scope;
+    t->fn(t->args_size ? t->payload : NULL,
+          t->ret_size ? t->payload + sl__task_ret_offset(t) : NULL);
+    SL_FI();
+    if (scope) {
+        sl__task_free(ex, w, t);
+        scope_count_off(scope);
+        return;
+    }
+    /* release: the result before DONE; seq_cst: DONE before the notify's
+     * read of the waiter count (sluice/park.h). */
+    uint32_t old = atomic_exchange_explicit(&t->state, SL__TASK_DONE, memory_order_seq_cst);
+    if (old == SL__TASK_WAITED) {
+        SL_FI();
+        /* The syncer may already have seen DONE and recycled the record;
+         * then this reads a later waiter's event and wakes it spuriously,
+         * which every sleeper tolerates (it re-checks). */
+        sl_event *ev = atomic_load_explicit(&t->sleep, memory_order_relaxed);
+        sl_event_notify_one(ev);
+    }
+}

@@ -117,25 +117,35 @@ sl__idle_wake sl__idle_notify_work(sl__idle *idle)
     return wake_one(idle) ? SL__IDLE_WOKE : SL__IDLE_SEARCHING;
 }
 
-void sl__idle_notify_slot(sl__idle *idle, unsigned v)
+/* Wakes slot v if it sleeps, handing it a token; false if v was awake. A
+ * failed claim (v woke by itself between our look and the claim) ends its
+ * token like a searcher would, so a publisher that counted it is answered. */
+static bool wake_slot(sl__idle *idle, unsigned v)
 {
     uint64_t bit = (uint64_t)1 << (v & 63u);
+    if (!(atomic_load_explicit(&idle->sleep_bits[v >> 6], memory_order_seq_cst) & bit))
+        return false;
+    /* The token first, then the claim: the woken slot counts as searching
+     * as soon as it sees its bit cleared. */
+    atomic_fetch_add_explicit(&idle->searching, 1, memory_order_seq_cst);
+    SL_FI();
+    if (claim(idle, v)) {
+        SL_FI();
+        sl_event_notify_one(&idle->slots[v].ev);
+        return true;
+    }
+    bool token = true; /* v woke by itself; it answers for its own work */
+    sl__idle_search_end(idle, &token, NULL, NULL);
+    return false;
+}
+
+void sl__idle_notify_slot(sl__idle *idle, unsigned v)
+{
     /* The caller's push for v before our read of v's bit: the Dekker pair
      * with v's registration and re-check. */
     sl_event_fence();
-    if (atomic_load_explicit(&idle->sleep_bits[v >> 6], memory_order_seq_cst) & bit) {
-        /* The token first, then the claim: the woken slot counts as
-         * searching as soon as it sees its bit cleared. */
-        atomic_fetch_add_explicit(&idle->searching, 1, memory_order_seq_cst);
-        SL_FI();
-        if (claim(idle, v)) {
-            SL_FI();
-            sl_event_notify_one(&idle->slots[v].ev);
-            return;
-        }
-        bool token = true; /* v woke by itself; it answers for its own work */
-        sl__idle_search_end(idle, &token, NULL, NULL);
-    }
+    if (wake_slot(idle, v))
+        return;
     /* v is awake (perhaps busy): a searcher or a sleeper may take the work
      * instead. v may also wait on its event for something else (a deep
      * wait) with this work among what it re-checks: ring it — no system
@@ -147,16 +157,9 @@ void sl__idle_notify_slot(sl__idle *idle, unsigned v)
 void sl__idle_wake_all(sl__idle *idle)
 {
     sl_event_fence(); /* the caller's state change before the loads below */
-    for (unsigned i = 0; i < idle->nslots; i++) {
-        /* Each claimed sleeper wakes with a token of its own. */
-        atomic_fetch_add_explicit(&idle->searching, 1, memory_order_seq_cst);
-        if (claim(idle, i)) {
-            sl_event_notify_one(&idle->slots[i].ev);
-        } else {
-            atomic_fetch_sub_explicit(&idle->searching, 1, memory_order_seq_cst);
+    for (unsigned i = 0; i < idle->nslots; i++)
+        if (!wake_slot(idle, i))
             sl_event_notify_one(&idle->slots[i].ev); /* awake, or waiting on its event */
-        }
-    }
 }
 
 unsigned sl__idle_find_sleeper(const sl__idle *idle, unsigned not_this)

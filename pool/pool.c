@@ -78,9 +78,9 @@ static sl_status pool_alloc(sl_pool **out, const sl_pool_opts *o)
     p->spin_limit = cpus >= 4 ? cpus / 2 : 1u;
     p->cap = o->queue_capacity;
     pthread_mutex_init(&p->lock, NULL);
-    p->slots = aligned_alloc(SL_CACHELINE, o->max_workers * sizeof(pool_slot));
+    p->slots = aligned_alloc(SL_CACHELINE, o->max_workers * sizeof(sl__pool_slot));
     if (p->slots)
-        memset(p->slots, 0, o->max_workers * sizeof(pool_slot));
+        memset(p->slots, 0, o->max_workers * sizeof(sl__pool_slot));
     unsigned inboxes = o->dispatch == SL_DISPATCH_SHARED ? 1u : o->max_workers;
     if (!p->slots || sl__pool_keys_init(&p->keys) != SL_OK ||
         sl__pool_queue_init(&p->queue, p->levels, inboxes) != SL_OK) {
@@ -91,7 +91,7 @@ static sl_status pool_alloc(sl_pool **out, const sl_pool_opts *o)
     for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++)
         sl_event_init(events[i]);
     bool stopped = o->start_stopped;
-    atomic_store_explicit(&p->run_state, stopped ? RUN_STOPPED : RUN_RUNNING,
+    atomic_store_explicit(&p->run_state, stopped ? SL__RUN_STOPPED : SL__RUN_RUNNING,
                           memory_order_relaxed);
     atomic_store_explicit(&p->state, stopped ? SL_POOL_STOPPED : SL_POOL_RUNNING,
                           memory_order_relaxed);
@@ -133,8 +133,8 @@ static void begin_shutdown(sl_pool *p, sl_shutdown how)
 {
     p->shut = true;
     /* seq_cst: in one total order with every reservation (pool_submit.c). */
-    atomic_fetch_or_explicit(&p->pending, PENDING_CLOSED, memory_order_seq_cst);
-    atomic_store_explicit(&p->run_state, how == SL_DRAIN ? RUN_DRAINING : RUN_CANCELLING,
+    atomic_fetch_or_explicit(&p->pending, SL__PENDING_CLOSED, memory_order_seq_cst);
+    atomic_store_explicit(&p->run_state, how == SL_DRAIN ? SL__RUN_DRAINING : SL__RUN_CANCELLING,
                           memory_order_seq_cst);
 }
 
@@ -168,7 +168,7 @@ SL_API void sl_pool_free(sl_pool *p)
         refuse_free_from_own_thread(p);
     pthread_mutex_lock(&p->lock);
     if (!p->shut) {
-        p->cmd = CMD_NONE; /* a command in progress is overtaken */
+        p->cmd = SL__CMD_NONE; /* a command in progress is overtaken */
         atomic_store_explicit(&p->busy, 1, memory_order_seq_cst);
         begin_shutdown(p, SL_CANCEL);
     }
@@ -181,50 +181,50 @@ SL_API void sl_pool_free(sl_pool *p)
 /* ---- commands ------------------------------------------------------------ */
 
 /* Under lock: SL_OK if cmd may begin now. */
-static sl_status admissible(const sl_pool *p, enum pool_cmd cmd, unsigned arg)
+static sl_status admissible(const sl_pool *p, enum sl__pool_cmd cmd, unsigned arg)
 {
     int state = atomic_load_explicit(&p->state, memory_order_relaxed);
     bool ok;
     switch (cmd) {
-    case CMD_START: ok = state == SL_POOL_STOPPED; break;
-    case CMD_STOP: ok = state == SL_POOL_RUNNING; break;
-    case CMD_WORKERS: ok = arg >= 1 && arg <= p->opts.max_workers; break;
-    case CMD_RESET: ok = state == SL_POOL_STOPPED; break;
-    case CMD_SHUTDOWN: ok = arg == SL_DRAIN || arg == SL_CANCEL; break;
+    case SL__CMD_START: ok = state == SL_POOL_STOPPED; break;
+    case SL__CMD_STOP: ok = state == SL_POOL_RUNNING; break;
+    case SL__CMD_WORKERS: ok = arg >= 1 && arg <= p->opts.max_workers; break;
+    case SL__CMD_RESET: ok = state == SL_POOL_STOPPED; break;
+    case SL__CMD_SHUTDOWN: ok = arg == SL_DRAIN || arg == SL_CANCEL; break;
     default: ok = false; break;
     }
     if (p->shut)
         return SL_EINVAL;
     /* Busy before the state: the state a command in progress leads to is
      * not reported yet, so stop right after start is SL_BUSY, not EINVAL. */
-    if (p->cmd != CMD_NONE && (cmd != CMD_WORKERS || ok) && (cmd != CMD_SHUTDOWN || ok))
+    if (p->cmd != SL__CMD_NONE && (cmd != SL__CMD_WORKERS || ok) && (cmd != SL__CMD_SHUTDOWN || ok))
         return SL_BUSY;
     return ok ? SL_OK : SL_EINVAL;
 }
 
 /* Under lock: the command's immediate effect. */
-static void apply(sl_pool *p, enum pool_cmd cmd, unsigned arg)
+static void apply(sl_pool *p, enum sl__pool_cmd cmd, unsigned arg)
 {
     p->cmd = cmd;
     /* seq_cst: the condition wait_ready re-checks after its prepare. */
     atomic_store_explicit(&p->busy, 1, memory_order_seq_cst);
     switch (cmd) {
-    case CMD_START:
-        atomic_store_explicit(&p->run_state, RUN_RUNNING, memory_order_seq_cst);
+    case SL__CMD_START:
+        atomic_store_explicit(&p->run_state, SL__RUN_RUNNING, memory_order_seq_cst);
         break;
-    case CMD_STOP:
+    case SL__CMD_STOP:
         /* seq_cst, both: stop's Dekker pairs with the workers' `active`
          * (pool_worker.c); cmd_waiting makes idle-going workers poke. */
         atomic_store_explicit(&p->cmd_waiting, 1, memory_order_seq_cst);
-        atomic_store_explicit(&p->run_state, RUN_STOPPED, memory_order_seq_cst);
+        atomic_store_explicit(&p->run_state, SL__RUN_STOPPED, memory_order_seq_cst);
         break;
-    case CMD_WORKERS:
+    case SL__CMD_WORKERS:
         atomic_store_explicit(&p->target, arg, memory_order_seq_cst);
         break;
-    case CMD_RESET:
+    case SL__CMD_RESET:
         p->reset_swept = false;
         break;
-    case CMD_SHUTDOWN:
+    case SL__CMD_SHUTDOWN:
         begin_shutdown(p, (sl_shutdown)arg);
         break;
     default:
@@ -232,7 +232,7 @@ static void apply(sl_pool *p, enum pool_cmd cmd, unsigned arg)
     }
 }
 
-static sl_status command(sl_pool *p, enum pool_cmd cmd, unsigned arg)
+static sl_status command(sl_pool *p, enum sl__pool_cmd cmd, unsigned arg)
 {
     if (!p)
         return SL_EINVAL;
@@ -246,14 +246,17 @@ static sl_status command(sl_pool *p, enum pool_cmd cmd, unsigned arg)
     return st;
 }
 
-SL_API sl_status sl_pool_start(sl_pool *p) { return command(p, CMD_START, 0); }
-SL_API sl_status sl_pool_stop(sl_pool *p) { return command(p, CMD_STOP, 0); }
-SL_API sl_status sl_pool_set_workers(sl_pool *p, unsigned n) { return command(p, CMD_WORKERS, n); }
-SL_API sl_status sl_pool_reset(sl_pool *p) { return command(p, CMD_RESET, 0); }
+SL_API sl_status sl_pool_start(sl_pool *p) { return command(p, SL__CMD_START, 0); }
+SL_API sl_status sl_pool_stop(sl_pool *p) { return command(p, SL__CMD_STOP, 0); }
+SL_API sl_status sl_pool_set_workers(sl_pool *p, unsigned n)
+{
+    return command(p, SL__CMD_WORKERS, n);
+}
+SL_API sl_status sl_pool_reset(sl_pool *p) { return command(p, SL__CMD_RESET, 0); }
 
 SL_API sl_status sl_pool_shutdown(sl_pool *p, sl_shutdown how)
 {
-    return command(p, CMD_SHUTDOWN, (unsigned)how);
+    return command(p, SL__CMD_SHUTDOWN, (unsigned)how);
 }
 
 /* ---- waits and statistics ------------------------------------------------ */
@@ -288,7 +291,7 @@ SL_API sl_status sl_pool_wait_ready(sl_pool *p, uint64_t timeout_ns)
 
 static bool is_idle(sl_pool *p)
 {
-    if (PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) != 0)
+    if (SL__PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) != 0)
         return false;
     bool idle = true;
     pthread_mutex_lock(&p->lock);
@@ -309,7 +312,7 @@ SL_API sl_status sl_pool_wait_idle(sl_pool *p, uint64_t timeout_ns)
 static void worker_stats(sl_pool *p, sl_pool_stats *out)
 {
     for (unsigned s = 0; s < p->opts.max_workers; s++) {
-        pool_worker *w = atomic_load_explicit(&p->slots[s].worker, memory_order_acquire);
+        sl__pool_worker *w = atomic_load_explicit(&p->slots[s].worker, memory_order_acquire);
         if (!w)
             continue;
         out->running += atomic_load_explicit(&p->slots[s].running, memory_order_acquire);
@@ -330,7 +333,7 @@ SL_API void sl_pool_get_stats(sl_pool *p, sl_pool_stats *out)
     out->discarded = atomic_load_explicit(&p->discarded, memory_order_acquire);
     out->completed = atomic_load_explicit(&p->completed_gone, memory_order_relaxed);
     worker_stats(p, out);
-    out->queued = PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst));
+    out->queued = SL__PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst));
     out->waiting_on_key = atomic_load_explicit(&p->keys.waiting, memory_order_relaxed);
     if (out->waiting_on_key > out->queued)
         out->waiting_on_key = out->queued; /* read after queued: keep "of those" true */

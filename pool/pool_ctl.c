@@ -37,11 +37,11 @@ void sl__pool_ctl_poke(sl_pool *p)
 static void join_exited(sl_pool *p)
 {
     pthread_mutex_lock(&p->lock);
-    pool_worker *w = p->exited;
+    sl__pool_worker *w = p->exited;
     p->exited = NULL;
     pthread_mutex_unlock(&p->lock);
     while (w) {
-        pool_worker *next = w->next_exited;
+        sl__pool_worker *next = w->next_exited;
         pthread_join(w->thread, NULL);
         free(w);
         p->joined++;
@@ -98,7 +98,7 @@ static unsigned wanted(sl_pool *p, int run, uint64_t pending, bool asked)
 {
     unsigned target = atomic_load_explicit(&p->target, memory_order_seq_cst);
     unsigned want = sl__pool_floor(p);
-    if (run == RUN_STOPPED)
+    if (run == SL__RUN_STOPPED)
         return want;
     uint64_t waiting = atomic_load_explicit(&p->keys.waiting, memory_order_seq_cst);
     uint64_t demand = running_now(p) + (pending > waiting ? pending - waiting : 0);
@@ -114,9 +114,9 @@ static unsigned wanted(sl_pool *p, int run, uint64_t pending, bool asked)
 static bool ensure_workers(sl_pool *p)
 {
     int run = atomic_load_explicit(&p->run_state, memory_order_seq_cst);
-    uint64_t pending = PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst));
+    uint64_t pending = SL__PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst));
     bool asked = atomic_exchange_explicit(&p->spawn_req, 0, memory_order_seq_cst);
-    if (run == RUN_CANCELLING || (run == RUN_DRAINING && pending == 0))
+    if (run == SL__RUN_CANCELLING || (run == SL__RUN_DRAINING && pending == 0))
         return true;
     unsigned want = wanted(p, run, pending, asked);
     sl_status st;
@@ -129,7 +129,7 @@ static bool ensure_workers(sl_pool *p)
 static bool all_inactive(sl_pool *p)
 {
     for (unsigned s = 0; s < p->opts.max_workers; s++) {
-        pool_worker *w = atomic_load_explicit(&p->slots[s].worker, memory_order_acquire);
+        sl__pool_worker *w = atomic_load_explicit(&p->slots[s].worker, memory_order_acquire);
         if (w && atomic_load_explicit(&w->active, memory_order_seq_cst))
             return false;
     }
@@ -146,23 +146,23 @@ static bool completed(sl_pool *p, sl_pool_state *now)
         *now = SL_POOL_SHUTDOWN;
         return live == 0 &&
                p->joined == atomic_load_explicit(&p->spawned, memory_order_relaxed) &&
-               PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) == 0;
+               SL__PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) == 0;
     }
     switch (p->cmd) {
-    case CMD_START:
+    case SL__CMD_START:
         *now = SL_POOL_RUNNING;
         return true;
-    case CMD_STOP:
+    case SL__CMD_STOP:
         *now = SL_POOL_STOPPED;
         return all_inactive(p);
-    case CMD_WORKERS: {
+    case SL__CMD_WORKERS: {
         /* Threads that exist, not the live count: a shrink completes once
          * the extra workers have run worker_fini and been joined. */
         uint64_t threads = atomic_load_explicit(&p->spawned, memory_order_relaxed) - p->joined;
         return threads <= atomic_load_explicit(&p->target, memory_order_seq_cst) &&
                live >= sl__pool_floor(p);
     }
-    case CMD_RESET:
+    case SL__CMD_RESET:
         return p->reset_swept;
     default:
         return false;
@@ -175,12 +175,12 @@ static bool try_complete(sl_pool *p)
 {
     sl_pool_state now;
     pthread_mutex_lock(&p->lock);
-    bool user_cmd = p->cmd != CMD_NONE;
+    bool user_cmd = p->cmd != SL__CMD_NONE;
     if ((!user_cmd && !p->shut) || !completed(p, &now)) {
         pthread_mutex_unlock(&p->lock);
         return false;
     }
-    p->cmd = CMD_NONE;
+    p->cmd = SL__CMD_NONE;
     atomic_store_explicit(&p->cmd_waiting, 0, memory_order_relaxed);
     atomic_store_explicit(&p->state, (int)now, memory_order_relaxed);
     pthread_mutex_unlock(&p->lock);
@@ -199,12 +199,12 @@ static bool ctl_pass(sl_pool *p)
 {
     join_exited(p);
     bool poll = false;
-    if (atomic_load_explicit(&p->run_state, memory_order_seq_cst) == RUN_CANCELLING) {
+    if (atomic_load_explicit(&p->run_state, memory_order_seq_cst) == SL__RUN_CANCELLING) {
         sweep(p, SL_DISCARD_CANCELLED, SIZE_MAX); /* nothing new can come */
-        poll = PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) != 0;
+        poll = SL__PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) != 0;
     }
     pthread_mutex_lock(&p->lock);
-    bool reset = p->cmd == CMD_RESET && !p->reset_swept;
+    bool reset = p->cmd == SL__CMD_RESET && !p->reset_swept;
     pthread_mutex_unlock(&p->lock);
     if (reset) {
         /* What was queued when the sweep began (the jobs waiting for their

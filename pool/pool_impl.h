@@ -28,93 +28,101 @@
  * ordered by one read-modify-write each: every reservation either precedes
  * the shutdown (and is counted, so the drain or cancel waits for it) or sees
  * the bit and takes nothing. */
-#define PENDING_CLOSED (UINT64_C(1) << 63)
-#define PENDING_COUNT(v) ((v) & ~PENDING_CLOSED)
+#define SL__PENDING_CLOSED (UINT64_C(1) << 63)
+#define SL__PENDING_COUNT(v) ((v) & ~SL__PENDING_CLOSED)
 
 /* What the workers may do now (run_state). */
-enum pool_run {
-    RUN_STOPPED,    /* take nothing; park */
-    RUN_RUNNING,    /* take and run jobs */
-    RUN_DRAINING,   /* shutdown(SL_DRAIN): run what is queued, then exit */
-    RUN_CANCELLING, /* shutdown(SL_CANCEL) or free: take nothing, exit */
+enum sl__pool_run {
+    SL__RUN_STOPPED,    /* take nothing; park */
+    SL__RUN_RUNNING,    /* take and run jobs */
+    SL__RUN_DRAINING,   /* shutdown(SL_DRAIN): run what is queued, then exit */
+    SL__RUN_CANCELLING, /* shutdown(SL_CANCEL) or free: take nothing, exit */
 };
 
 /* The command in progress (cmd), completed by the control thread. */
-enum pool_cmd { CMD_NONE, CMD_START, CMD_STOP, CMD_WORKERS, CMD_RESET, CMD_SHUTDOWN };
+enum sl__pool_cmd {
+    SL__CMD_NONE,
+    SL__CMD_START,
+    SL__CMD_STOP,
+    SL__CMD_WORKERS,
+    SL__CMD_RESET,
+    SL__CMD_SHUTDOWN,
+};
 
 /* Why a worker thread ended. */
-enum worker_end { END_NONE, END_RETIRED, END_SHUTDOWN, END_DIED };
+enum sl__pool_end { SL__END_NONE, SL__END_RETIRED, SL__END_SHUTDOWN, SL__END_DIED };
 
-typedef struct pool_worker pool_worker;
+typedef struct sl__pool_worker sl__pool_worker;
 
 /* ---- job queues (pool_queue.c) ------------------------------------------ */
 
 /* levels x inboxes lists of sl_job; inboxes == 1 for the shared queue. */
-typedef struct pool_queue {
+typedef struct sl__pool_queue {
     sl_list *lists;       /* [inbox * levels + level] */
     unsigned levels, inboxes;
-} pool_queue;
+} sl__pool_queue;
 
-sl_status sl__pool_queue_init(pool_queue *q, unsigned levels, unsigned inboxes);
-void sl__pool_queue_destroy(pool_queue *q);
+sl_status sl__pool_queue_init(sl__pool_queue *q, unsigned levels, unsigned inboxes);
+void sl__pool_queue_destroy(sl__pool_queue *q);
 /* Pushes job into inbox's list of its level. SL_OK or SL_ENOMEM. */
-sl_status sl__pool_queue_push(pool_queue *q, unsigned inbox, const sl_job *job);
+sl_status sl__pool_queue_push(sl__pool_queue *q, unsigned inbox, const sl_job *job);
 /* Pops the highest-priority job, own inbox first at each level, then the
  * others'. true with *out set, or false when every list looked empty. The
  * inbox it came from goes to *from. */
-bool sl__pool_queue_pop(pool_queue *q, unsigned own, sl_job *out, unsigned *from);
+bool sl__pool_queue_pop(sl__pool_queue *q, unsigned own, sl_job *out, unsigned *from);
 /* Jobs in all lists; a snapshot. */
-size_t sl__pool_queue_len(const pool_queue *q);
+size_t sl__pool_queue_len(const sl__pool_queue *q);
 
 /* ---- key table (pool_keys.c) -------------------------------------------- */
 
-typedef struct key_job key_job; /* a job waiting for its key */
-typedef struct key_entry {
+typedef struct sl__pool_key_job sl__pool_key_job; /* a job waiting for its key */
+typedef struct sl__pool_key_entry {
     uint64_t key;               /* 0: free slot */
-    key_job *head, *tail;       /* waiting jobs, in submission order */
-} key_entry;
+    sl__pool_key_job *head, *tail; /* waiting jobs, in submission order */
+} sl__pool_key_entry;
 
-typedef struct pool_keys {
+typedef struct sl__pool_keys {
     pthread_mutex_t lock;
-    key_entry *slots;           /* open addressing, linear probing */
+    sl__pool_key_entry *slots;     /* open addressing, linear probing */
     size_t mask, used;
     /* Jobs waiting for their key (written under lock, read lock-free by
      * workers deciding whether the lists hold anything). */
     SL_ATOMIC(uint64_t) waiting;
-} pool_keys;
+} sl__pool_keys;
 
-sl_status sl__pool_keys_init(pool_keys *k);
-void sl__pool_keys_destroy(pool_keys *k);
+sl_status sl__pool_keys_init(sl__pool_keys *k);
+void sl__pool_keys_destroy(sl__pool_keys *k);
 /* Admits a keyed job: SL_OK when its key was free (the key is now busy and
  * the caller queues the job); SL_FULL when the key is busy (the job was
  * stored to wait for it — the caller is done); SL_EXISTS for SL_JOB_UNIQUE
  * on a busy key; SL_ENOMEM. */
-sl_status sl__pool_keys_admit(pool_keys *k, const sl_job *job);
+sl_status sl__pool_keys_admit(sl__pool_keys *k, const sl_job *job);
 /* The job holding key is over (ran, died or was discarded): true with the
  * key's next waiting job in *next (the key stays busy for it), or false
  * after freeing the key. */
-bool sl__pool_keys_release(pool_keys *k, uint64_t key, sl_job *next);
+bool sl__pool_keys_release(sl__pool_keys *k, uint64_t key, sl_job *next);
 /* Detaches every job waiting for its key (not the ones holding keys) and
  * returns them as a list for sl__pool_keys_drop_list; the keys stay busy
  * until their holders are over. */
-key_job *sl__pool_keys_take_waiting(pool_keys *k);
+sl__pool_key_job *sl__pool_keys_take_waiting(sl__pool_keys *k);
 /* Visits and frees a list from sl__pool_keys_take_waiting. */
-void sl__pool_keys_drop_list(key_job *list, void (*visit)(const sl_job *, void *), void *ctx);
+void sl__pool_keys_drop_list(sl__pool_key_job *list, void (*visit)(const sl_job *, void *),
+                             void *ctx);
 
 /* ---- the pool ------------------------------------------------------------ */
 
 /* One inbox slot per possible worker. A worker owns the slot it was given at
  * spawn; the slot (and its inbox) outlives it. */
-typedef struct pool_slot {
-    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(pool_worker *) worker; /* NULL: vacant */
+typedef struct sl__pool_slot {
+    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(sl__pool_worker *) worker; /* NULL: vacant */
     SL_ATOMIC(uint64_t) load;   /* jobs pushed to this inbox and not yet popped */
     /* The occupant is running a job. Here rather than in the worker so that
      * dispatch, stats and wait_idle read it without touching a worker that
      * may be exiting; written only by the occupant. */
     SL_ATOMIC(unsigned) running;
-} pool_slot;
+} sl__pool_slot;
 
-struct pool_worker {
+struct sl__pool_worker {
     /* Written by the worker, read by stats and the control thread: its own
      * line, so that workers do not slow each other down. */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(unsigned) active; /* in a run of jobs (see stop) */
@@ -128,9 +136,9 @@ struct pool_worker {
     sl_job job;                    /* the job running now, when has_job */
     bool has_job, init_done, fini_done;
     bool counted;                  /* still counted in pool->live */
-    enum worker_end end;           /* work()'s result; a field, not a local, because the
+    enum sl__pool_end end;         /* work()'s result; a field, not a local, because the
                                       cleanup region is a setjmp (-Wclobbered) */
-    pool_worker *next_exited;      /* the control thread's join list */
+    sl__pool_worker *next_exited;  /* the control thread's join list */
 };
 
 struct sl_pool {
@@ -140,7 +148,7 @@ struct sl_pool {
     SL_ATOMIC(unsigned) waking;        /* a notify of work_ev is in flight */
     SL_ATOMIC(unsigned) rr;            /* round-robin cursor */
     /* Read on every take, written by commands only. */
-    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(int) run_state; /* enum pool_run */
+    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(int) run_state; /* enum sl__pool_run */
     SL_ATOMIC(unsigned) live;          /* worker threads counted alive */
     SL_ATOMIC(unsigned) target;        /* set_workers */
     SL_ATOMIC(int) cmd_waiting;        /* the control thread waits for workers to go idle */
@@ -154,9 +162,9 @@ struct sl_pool {
     sl_event ctl_ev;                   /* the control thread */
     SL_ATOMIC(uint64_t) discarded, completed_gone, spawned, retired, respawned, died;
 
-    pool_queue queue;
-    pool_keys keys;
-    pool_slot *slots;                  /* max_workers of them */
+    sl__pool_queue queue;
+    sl__pool_keys keys;
+    sl__pool_slot *slots;          /* max_workers of them */
     sl_pool_opts opts;                 /* as given, defaults filled in */
     char name[32];
     unsigned levels;
@@ -165,13 +173,13 @@ struct sl_pool {
 
     /* Commands and thread bookkeeping, under lock. */
     pthread_mutex_t lock;
-    enum pool_cmd cmd;                 /* in progress, or CMD_NONE */
+    enum sl__pool_cmd cmd;         /* in progress, or SL__CMD_NONE */
     bool shut;                         /* shutdown was called (commands: EINVAL) */
-    pool_worker *exited;               /* to be joined by the control thread */
+    sl__pool_worker *exited;       /* to be joined by the control thread */
     unsigned next_id;                  /* worker ids, never reused */
     unsigned deaths;                   /* deaths not yet replaced */
     uint64_t joined;                   /* workers joined (control thread only) */
-    bool reset_swept;                  /* CMD_RESET: the sweep is done */
+    bool reset_swept;              /* SL__CMD_RESET: the sweep is done */
     SL_ATOMIC(uint64_t) ctl_kicks;     /* the control thread's condition */
     pthread_t ctl;
 };

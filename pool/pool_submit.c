@@ -32,10 +32,10 @@ void sl__pool_pending_done(sl_pool *p, uint64_t n)
     uint64_t v = atomic_fetch_sub_explicit(&p->pending, n, memory_order_seq_cst);
     if (p->cap)
         sl_event_notify_n(&p->space_ev, (size_t)n);
-    if (PENDING_COUNT(v) != n)
+    if (SL__PENDING_COUNT(v) != n)
         return;
     sl_event_notify_all(&p->idle_ev);
-    if (v & PENDING_CLOSED) {
+    if (v & SL__PENDING_CLOSED) {
         sl_event_notify_all(&p->work_ev);
         sl__pool_ctl_poke(p);
     }
@@ -46,9 +46,9 @@ static sl_status reserve_bounded(sl_pool *p)
 {
     uint64_t v = atomic_load_explicit(&p->pending, memory_order_relaxed);
     for (;;) {
-        if (v & PENDING_CLOSED)
+        if (v & SL__PENDING_CLOSED)
             return SL_CLOSED;
-        if (PENDING_COUNT(v) >= p->cap)
+        if (SL__PENDING_COUNT(v) >= p->cap)
             return SL_FULL;
         /* seq_cst: in the same total order as shutdown's setting of the
          * closed bit (which of the two came first decides the job's fate). */
@@ -64,7 +64,7 @@ static sl_status wait_for_room(sl_pool *p, uint64_t deadline)
 {
     uint32_t key = sl_event_prepare(&p->space_ev);
     uint64_t v = atomic_load_explicit(&p->pending, memory_order_seq_cst);
-    if ((v & PENDING_CLOSED) || PENDING_COUNT(v) < p->cap) {
+    if ((v & SL__PENDING_CLOSED) || SL__PENDING_COUNT(v) < p->cap) {
         sl_event_cancel(&p->space_ev);
         return SL_OK;
     }
@@ -77,7 +77,7 @@ static sl_status reserve(sl_pool *p, uint64_t timeout_ns)
         /* seq_cst: see reserve_bounded. An unbounded pool reserves with one
          * fetch-and-add and gives it back if the pool turned out closed. */
         uint64_t v = atomic_fetch_add_explicit(&p->pending, 1, memory_order_seq_cst);
-        if (!(v & PENDING_CLOSED))
+        if (!(v & SL__PENDING_CLOSED))
             return SL_OK;
         sl__pool_pending_done(p, 1);
         return SL_CLOSED;
@@ -161,7 +161,7 @@ void sl__pool_want_worker(sl_pool *p)
      * start racing with this load is covered by start's own notify_all,
      * which follows its store of the run state.) */
     int run = atomic_load_explicit(&p->run_state, memory_order_seq_cst);
-    if (run != RUN_RUNNING && run != RUN_DRAINING)
+    if (run != SL__RUN_RUNNING && run != SL__RUN_DRAINING)
         return;
     if (sl_event_waiters(&p->work_ev) == 0) {
         request_spawn(p);

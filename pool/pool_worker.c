@@ -42,7 +42,7 @@
 static bool may_take(const sl_pool *p)
 {
     int run = atomic_load_explicit(&p->run_state, memory_order_seq_cst);
-    return run == RUN_RUNNING || run == RUN_DRAINING;
+    return run == SL__RUN_RUNNING || run == SL__RUN_DRAINING;
 }
 
 /* Whether some job is in the lists (or about to be): pending minus the
@@ -54,7 +54,7 @@ static bool may_take(const sl_pool *p)
 static bool has_work(const sl_pool *p)
 {
     uint64_t waiting = atomic_load_explicit(&p->keys.waiting, memory_order_seq_cst);
-    uint64_t pending = PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst));
+    uint64_t pending = SL__PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst));
     return pending > waiting;
 }
 
@@ -79,26 +79,26 @@ static bool leave_above(sl_pool *p, unsigned limit)
     return left;
 }
 
-static enum worker_end exit_due(pool_worker *w)
+static enum sl__pool_end exit_due(sl__pool_worker *w)
 {
     sl_pool *p = w->pool;
     int run = atomic_load_explicit(&p->run_state, memory_order_seq_cst);
-    bool done = run == RUN_CANCELLING ||
-                (run == RUN_DRAINING &&
-                 PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) == 0);
+    bool done = run == SL__RUN_CANCELLING ||
+                (run == SL__RUN_DRAINING &&
+                 SL__PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) == 0);
     if (done) {
         atomic_fetch_sub_explicit(&p->live, 1, memory_order_acq_rel);
         w->counted = false;
-        return END_SHUTDOWN;
+        return SL__END_SHUTDOWN;
     }
     if (leave_above(p, atomic_load_explicit(&p->target, memory_order_seq_cst))) {
         w->counted = false;
-        return END_RETIRED;
+        return SL__END_RETIRED;
     }
-    return END_NONE;
+    return SL__END_NONE;
 }
 
-static bool take(pool_worker *w)
+static bool take(sl__pool_worker *w)
 {
     sl_pool *p = w->pool;
     unsigned from;
@@ -120,7 +120,7 @@ static bool take(pool_worker *w)
 }
 
 /* After a job (run or died): the job's key, the counters, wait_idle. */
-static void job_over(pool_worker *w, bool ran)
+static void job_over(sl__pool_worker *w, bool ran)
 {
     sl_pool *p = w->pool;
     uint64_t key = w->job.key;
@@ -136,11 +136,11 @@ static void job_over(pool_worker *w, bool ran)
     /* Orders the store above before the loads below (wait_idle registers,
      * then reads running and pending). */
     sl_event_fence();
-    if (PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) == 0)
+    if (SL__PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) == 0)
         sl_event_notify_all(&p->idle_ev);
 }
 
-static void run_streak(pool_worker *w)
+static void run_streak(sl__pool_worker *w)
 {
     sl_pool *p = w->pool;
     /* seq_cst: a Dekker pair with stop, which stores run_state and then
@@ -202,16 +202,16 @@ static void left_work_ev(sl_pool *p, bool will_look)
         sl__pool_want_worker(p);
 }
 
-static enum worker_end park(pool_worker *w)
+static enum sl__pool_end park(sl__pool_worker *w)
 {
     sl_pool *p = w->pool;
     uint32_t key = sl_event_prepare(&p->work_ev);
     /* After the barrier in prepare: a submit that pushed before it is seen
      * here, one that pushes after it sees this registration. */
-    enum worker_end end = END_NONE;
-    if ((may_take(p) && has_work(p)) || (end = exit_due(w)) != END_NONE) {
+    enum sl__pool_end end = SL__END_NONE;
+    if ((may_take(p) && has_work(p)) || (end = exit_due(w)) != SL__END_NONE) {
         sl_event_cancel(&p->work_ev);
-        left_work_ev(p, end == END_NONE);
+        left_work_ev(p, end == SL__END_NONE);
         return end;
     }
     /* Going to sleep: give the wake-up token back too. The notify that took
@@ -225,30 +225,30 @@ static enum worker_end park(pool_worker *w)
     if (st == SL_TIMEDOUT && !(may_take(p) && has_work(p)) &&
         leave_above(p, sl__pool_floor(p))) {
         w->counted = false;
-        end = END_RETIRED;
+        end = SL__END_RETIRED;
     }
-    left_work_ev(p, end == END_NONE);
+    left_work_ev(p, end == SL__END_NONE);
     return end;
 }
 
-static enum worker_end work(pool_worker *w)
+static enum sl__pool_end work(sl__pool_worker *w)
 {
     for (;;) {
-        enum worker_end end = exit_due(w);
-        if (end != END_NONE)
+        enum sl__pool_end end = exit_due(w);
+        if (end != SL__END_NONE)
             return end;
         run_streak(w);
         if (may_take(w->pool) && search(w->pool))
             continue;
         end = park(w);
-        if (end != END_NONE)
+        if (end != SL__END_NONE)
             return end;
     }
 }
 
 /* Hands the worker to the control thread, which joins and frees it. The
  * thread touches nothing of the pool after this. */
-static void worker_exit(pool_worker *w, enum worker_end end)
+static void worker_exit(sl__pool_worker *w, enum sl__pool_end end)
 {
     sl_pool *p = w->pool;
     pthread_mutex_lock(&p->lock);
@@ -256,7 +256,7 @@ static void worker_exit(pool_worker *w, enum worker_end end)
     atomic_fetch_add_explicit(&p->completed_gone,
                               atomic_load_explicit(&w->completed, memory_order_relaxed),
                               memory_order_relaxed);
-    if (end == END_DIED) {
+    if (end == SL__END_DIED) {
         atomic_fetch_add_explicit(&p->died, 1, memory_order_relaxed);
         p->deaths++;
     }
@@ -269,7 +269,7 @@ static void worker_exit(pool_worker *w, enum worker_end end)
     sl__pool_ctl_poke(p);
 }
 
-static void run_fini(pool_worker *w)
+static void run_fini(sl__pool_worker *w)
 {
     sl_pool *p = w->pool;
     if (w->fini_done || !w->init_done)
@@ -283,7 +283,7 @@ static void run_fini(pool_worker *w)
  * dies (pthread_exit or cancellation) inside a job or a callback. */
 static void worker_died(void *arg)
 {
-    pool_worker *w = arg;
+    sl__pool_worker *w = arg;
     sl_pool *p = w->pool;
     if (w->has_job) {
         /* Reported before the job counts as over, so that a wait_idle that
@@ -295,19 +295,19 @@ static void worker_died(void *arg)
     if (atomic_load_explicit(&p->cmd_waiting, memory_order_seq_cst))
         sl__pool_ctl_poke(p);
     run_fini(w);
-    worker_exit(w, END_DIED);
+    worker_exit(w, SL__END_DIED);
 }
 
-static void name_thread(const pool_worker *w)
+static void name_thread(const sl__pool_worker *w)
 {
     char id[16];
     snprintf(id, sizeof id, "%u", w->id);
     sl__thread_name(pthread_self(), w->pool->name, id);
 }
 
-static void *worker_main(void *arg)
+static void *pool_worker_main(void *arg)
 {
-    pool_worker *w = arg;
+    sl__pool_worker *w = arg;
     sl_pool *p = w->pool;
     w->thread = pthread_self();
     sl__pool_of_thread = p;
@@ -324,7 +324,7 @@ static void *worker_main(void *arg)
 }
 
 /* Takes a vacant slot for w (under the pool lock). */
-static bool claim_slot(sl_pool *p, pool_worker *w)
+static bool claim_pool_slot(sl_pool *p, sl__pool_worker *w)
 {
     for (unsigned s = 0; s < p->opts.max_workers; s++) {
         if (!atomic_load_explicit(&p->slots[s].worker, memory_order_relaxed)) {
@@ -354,7 +354,7 @@ sl_status sl__pool_spawn(sl_pool *p, unsigned limit)
     bool replacement = false;
     if (limit > p->opts.max_workers)
         limit = p->opts.max_workers;
-    pool_worker *w = aligned_alloc(SL_CACHELINE, sizeof(*w));
+    sl__pool_worker *w = aligned_alloc(SL_CACHELINE, sizeof(*w));
     if (!w)
         return SL_ENOMEM;
     memset(w, 0, sizeof(*w));
@@ -368,7 +368,7 @@ sl_status sl__pool_spawn(sl_pool *p, unsigned limit)
      * while set_workers shrinks the pool). */
     unsigned target = atomic_load_explicit(&p->target, memory_order_seq_cst);
     bool slotted = enter_below(p, limit < target ? limit : target);
-    if (slotted && !claim_slot(p, w)) {
+    if (slotted && !claim_pool_slot(p, w)) {
         atomic_fetch_sub_explicit(&p->live, 1, memory_order_acq_rel);
         slotted = false;
     }
@@ -389,7 +389,7 @@ sl_status sl__pool_spawn(sl_pool *p, unsigned limit)
     if (replacement)
         atomic_fetch_add_explicit(&p->respawned, 1, memory_order_relaxed);
     pthread_t t;
-    if (pthread_create(&t, NULL, worker_main, w) != 0) {
+    if (pthread_create(&t, NULL, pool_worker_main, w) != 0) {
         atomic_fetch_sub_explicit(&p->live, 1, memory_order_acq_rel);
         atomic_fetch_sub_explicit(&p->spawned, 1, memory_order_relaxed);
         if (replacement)

@@ -18,23 +18,6 @@
 #include "pool_impl.h"
 #include "internal/util.h"
 
-void sl__pool_discard(sl_pool *p, const sl_job *job, sl_discard why)
-{
-    if (p->opts.on_discard)
-        p->opts.on_discard(job, why, p->opts.user);
-    /* Release: the report precedes the count (and the count precedes the
-     * pending decrement that the caller makes next). */
-    atomic_fetch_add_explicit(&p->discarded, 1, memory_order_release);
-}
-
-unsigned sl__pool_floor(const sl_pool *p)
-{
-    unsigned target = atomic_load_explicit(&p->target, memory_order_seq_cst);
-    if (!p->opts.idle_timeout_ns)
-        return target;
-    return p->opts.min_workers < target ? p->opts.min_workers : target;
-}
-
 /* ---- creation and free --------------------------------------------------- */
 
 static sl_status fill_opts(sl_pool_opts *o, const sl_pool_opts *given)
@@ -141,12 +124,10 @@ static void begin_shutdown(sl_pool *p, sl_shutdown how)
 /* After a change the workers and waiting submitters must see. */
 static void wake_everyone(sl_pool *p)
 {
-    sl_event_notify_all(&p->work_ev);
+    sl__pool_wake_workers(p);
     sl_event_notify_all(&p->space_ev);
     sl__pool_ctl_poke(p);
 }
-
-_Thread_local sl_pool *sl__pool_of_thread;
 
 /* Freeing a pool from its own thread would join that thread from itself:
  * a silent hang. Say what happened instead. */

@@ -26,14 +26,6 @@
  * have not pushed yet, or a spawn failed, the thread polls this often. */
 #define CTL_POLL_NS (1000000ull)
 
-void sl__pool_ctl_poke(sl_pool *p)
-{
-    /* seq_cst: the kick is the condition the control thread re-reads after
-     * its prepare; it must precede the notify's read of the waiter count. */
-    atomic_fetch_add_explicit(&p->ctl_kicks, 1, memory_order_seq_cst);
-    sl_event_notify_one(&p->ctl_ev);
-}
-
 static void join_exited(sl_pool *p)
 {
     pthread_mutex_lock(&p->lock);

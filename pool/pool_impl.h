@@ -1,12 +1,33 @@
 /*
  * pool/pool_impl.h — the worker pool's insides, shared by its files:
  *
- *   pool.c         new/free, the commands, stats, waits
- *   pool_submit.c  submitting: the `pending` reservation, inboxes, waking
  *   pool_queue.c   the job queues: priority levels x inboxes of SL_LIST
  *   pool_keys.c    the key table: which keys are busy, jobs waiting per key
- *   pool_worker.c  a worker thread: take, run, search, park, retire, die
+ *   pool_core.c    the shared bookkeeping: `pending` and its waiters,
+ *                  discards, pushing a job and making sure a worker will
+ *                  look, a key's next job, the floor, poking the control
+ *                  thread
+ *   pool_submit.c  submitting: the `pending` reservation, back-pressure, keys
+ *   pool_worker.c  a worker thread: spawn, take, run, search, park, retire, die
  *   pool_ctl.c     the control thread: spawns, joins, sweeps, completes commands
+ *   pool.c         new/free, the commands, waits, stats
+ *
+ * The files are layered: each calls only files below it (pool.c also
+ * calls the worker file and the core directly, the control thread the core
+ * and the queues), so the call graph between them has no cycle:
+ *
+ *                 pool.c              starts the control thread, the first workers
+ *                   |
+ *               pool_ctl.c            starts the other workers (sl__pool_spawn)
+ *                   |
+ *             pool_worker.c   pool_submit.c
+ *                      \        /
+ *                     pool_core.c
+ *                      /       \
+ *            pool_queue.c   pool_keys.c     (and the parking layer)
+ *
+ * Whatever two of the upper files share lives in the core; none of them
+ * calls another sideways.
  *
  * The hot path (a keyless submit, a worker taking a job) is lock-free: one
  * reservation on `pending`, one push or pop on an SL_LIST, and the parking
@@ -184,35 +205,45 @@ struct sl_pool {
     pthread_t ctl;
 };
 
-/* pool.c */
+/* ---- the core (pool_core.c) --------------------------------------------- */
+
+/* The pool whose worker or control thread this is (NULL elsewhere), so that
+ * sl_pool_free can refuse to wait for its own thread. */
+extern _Thread_local sl_pool *sl__pool_of_thread;
+
 /* Hands an accepted job to on_discard and counts it. */
 void sl__pool_discard(sl_pool *p, const sl_job *job, sl_discard why);
 /* The workers kept while idle: the target, or min_workers when idle
  * workers retire. */
 unsigned sl__pool_floor(const sl_pool *p);
-
-/* pool_submit.c */
+/* Wakes the control thread: it re-evaluates everything (ctl_kicks). */
+void sl__pool_ctl_poke(sl_pool *p);
+/* Wakes every parked worker (a command or a shutdown changed what they may
+ * do). */
+void sl__pool_wake_workers(sl_pool *p);
 /* n jobs left `pending`: wakes whoever waits on that. */
 void sl__pool_pending_done(sl_pool *p, uint64_t n);
 /* Work is waiting: wakes a sleeper unless someone spins, or asks the
  * control thread for a worker when none sleeps and the pool is below its
  * target. */
 void sl__pool_want_worker(sl_pool *p);
+/* Pushes an accepted job (a new one, or a keyed job whose key came free)
+ * into the inbox its dispatch mode picks, and makes sure a worker will look.
+ * SL_OK or SL_ENOMEM (nothing pushed). */
+sl_status sl__pool_push(sl_pool *p, const sl_job *job);
 /* The job holding key is over: queues the key's next job, if any. */
 void sl__pool_key_done(sl_pool *p, uint64_t key);
 
-/* pool_worker.c */
+/* ---- the worker threads (pool_worker.c) ---------------------------------- */
+
 /* Starts a worker if fewer than limit (and max_workers) are live — a
  * replacement (respawned) if a death is not yet made good: SL_OK;
  * SL_FULL when there are enough (or no slot is free yet); SL_ENOMEM. */
 sl_status sl__pool_spawn(sl_pool *p, unsigned limit);
 
-/* pool_ctl.c */
-void *sl__pool_ctl_main(void *arg);
-void sl__pool_ctl_poke(sl_pool *p);
+/* ---- the control thread (pool_ctl.c) ------------------------------------- */
 
-/* pool.c: the pool whose worker or control thread this is (NULL elsewhere),
- * so that sl_pool_free can refuse to wait for its own thread. */
-extern _Thread_local sl_pool *sl__pool_of_thread;
+/* The control thread's body; arg is the pool. */
+void *sl__pool_ctl_main(void *arg);
 
 #endif /* SLUICE_POOL_IMPL_H */

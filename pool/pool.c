@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "pool_impl.h"
+#include "internal/await.h"
 #include "internal/util.h"
 
 /* ---- creation and free --------------------------------------------------- */
@@ -247,31 +248,29 @@ SL_API bool sl_pool_ready(sl_pool *p)
     return p && !atomic_load_explicit(&p->busy, memory_order_seq_cst);
 }
 
-/* The eventcount protocol around a condition: check, register, re-check,
- * sleep; SL_OK once cond holds, SL_TIMEDOUT at the deadline. */
-static sl_status wait_until(sl_pool *p, sl_event *ev, bool (*cond)(sl_pool *),
-                            uint64_t timeout_ns)
+/* Waits on ev until ready(p) holds (SL_OK) or the deadline passes
+ * (SL_TIMEDOUT), through the await protocol (internal/await.h): whoever makes
+ * the condition true notifies ev after it. A wait for a rare event: no spin. */
+static sl_status wait_until(sl_pool *p, sl_event *ev, sl__ready_fn ready, uint64_t timeout_ns)
 {
-    uint64_t deadline = sl_deadline_after(timeout_ns);
-    while (!cond(p)) {
-        uint32_t key = sl_event_prepare(ev);
-        if (cond(p)) {
-            sl_event_cancel(ev);
-            break;
-        }
-        if (sl_event_wait(ev, key, deadline) == SL_TIMEDOUT)
-            return cond(p) ? SL_OK : SL_TIMEDOUT;
-    }
-    return SL_OK;
+    return sl__event_await(ev, ready, p, sl_deadline_after(timeout_ns), 0);
 }
+
+/* The command in progress completed; try_complete (pool_ctl.c) clears `busy`,
+ * then notifies ready_ev. */
+static bool is_ready(void *arg) { return sl_pool_ready(arg); }
 
 SL_API sl_status sl_pool_wait_ready(sl_pool *p, uint64_t timeout_ns)
 {
-    return p ? wait_until(p, &p->ready_ev, sl_pool_ready, timeout_ns) : SL_EINVAL;
+    return p ? wait_until(p, &p->ready_ev, is_ready, timeout_ns) : SL_EINVAL;
 }
 
-static bool is_idle(sl_pool *p)
+/* Nothing pending, nothing running. idle_ev is notified when the count
+ * reaches 0 (sl__pool_pending_done) and when a job ends with nothing pending
+ * (job_over in pool_worker.c). */
+static bool is_idle(void *arg)
 {
+    sl_pool *p = arg;
     if (SL__PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) != 0)
         return false;
     bool idle = true;

@@ -9,9 +9,9 @@
  * the command in progress — marks the pool ready, then calls on_state — and
  * exits once a shutdown has completed.
  *
- * It sleeps on ctl_ev with a kick counter as its condition: every poke
- * increments the counter and notifies, and the thread re-checks the counter
- * after registering, so no poke is lost. Pokes are rare: a worker exiting,
+ * It sleeps on ctl_ev through the await protocol (internal/await.h), its
+ * condition a kick counter that every poke (sl__pool_ctl_poke, in the core)
+ * increments before it notifies, so no poke is lost. Pokes are rare: a worker exiting,
  * a submit that found no idle worker below the target, a worker going idle
  * while a stop waits for that, the pending count reaching 0 after shutdown,
  * a command. An idle pool's control thread sleeps without a timeout.
@@ -20,6 +20,7 @@
 #include <stdlib.h>
 
 #include "pool_impl.h"
+#include "internal/await.h"
 #include "internal/util.h"
 
 /* While a cancel waits for submits that reserved before the shutdown but
@@ -211,22 +212,31 @@ static bool ctl_pass(sl_pool *p)
     return poll;
 }
 
+typedef struct kick_ctx {
+    sl_pool *pool;
+    uint64_t seen; /* ctl_kicks before the last pass */
+} kick_ctx;
+
+/* A poke came since the pass began: do another. */
+static bool kicked(void *arg)
+{
+    const kick_ctx *c = arg;
+    return atomic_load_explicit(&c->pool->ctl_kicks, memory_order_seq_cst) != c->seen;
+}
+
 void *sl__pool_ctl_main(void *arg)
 {
     sl_pool *p = arg;
     sl__pool_of_thread = p;
     sl__thread_name(pthread_self(), p->name, "ctl");
     for (;;) {
-        uint64_t seen = atomic_load_explicit(&p->ctl_kicks, memory_order_seq_cst);
+        /* seq_cst: read before the pass, so a poke during it is not lost. */
+        kick_ctx c = {p, atomic_load_explicit(&p->ctl_kicks, memory_order_seq_cst)};
         bool poll = ctl_pass(p);
         if (try_complete(p))
             break;
-        uint32_t key = sl_event_prepare(&p->ctl_ev);
-        if (atomic_load_explicit(&p->ctl_kicks, memory_order_seq_cst) != seen) {
-            sl_event_cancel(&p->ctl_ev);
-            continue;
-        }
-        sl_event_wait(&p->ctl_ev, key, poll ? sl_deadline_after(CTL_POLL_NS) : SL_FOREVER);
+        uint64_t deadline = poll ? sl_deadline_after(CTL_POLL_NS) : SL_FOREVER;
+        sl__event_await(&p->ctl_ev, kicked, &c, deadline, 0); /* a poke, or the poll */
     }
     join_exited(p);
     return NULL;

@@ -11,6 +11,7 @@
  * sure a worker will look). Only (2) takes a lock, and only for keyed jobs.
  */
 #include "pool_impl.h"
+#include "internal/await.h"
 
 /* ---- pending: reservations and back-pressure ------------------------------ */
 
@@ -32,16 +33,18 @@ static sl_status reserve_bounded(sl_pool *p)
     }
 }
 
-/* Parks until room may have appeared: SL_OK to try again, SL_TIMEDOUT. */
-static sl_status wait_for_room(sl_pool *p, uint64_t deadline)
+typedef struct room_ctx {
+    sl_pool *pool;
+    sl_status st; /* the last attempt's result */
+} room_ctx;
+
+/* The wait's condition is the reservation itself: true once it succeeded or
+ * found the pool closed. */
+static bool reserved(void *arg)
 {
-    uint32_t key = sl_event_prepare(&p->space_ev);
-    uint64_t v = atomic_load_explicit(&p->pending, memory_order_seq_cst);
-    if ((v & SL__PENDING_CLOSED) || SL__PENDING_COUNT(v) < p->cap) {
-        sl_event_cancel(&p->space_ev);
-        return SL_OK;
-    }
-    return sl_event_wait(&p->space_ev, key, deadline);
+    room_ctx *c = arg;
+    c->st = reserve_bounded(c->pool);
+    return c->st != SL_FULL;
 }
 
 static sl_status reserve(sl_pool *p, uint64_t timeout_ns)
@@ -55,20 +58,16 @@ static sl_status reserve(sl_pool *p, uint64_t timeout_ns)
         sl__pool_pending_done(p, 1);
         return SL_CLOSED;
     }
-    uint64_t deadline = 0;
-    for (;;) {
-        sl_status st = reserve_bounded(p);
-        if (st != SL_FULL)
-            return st;
-        if (timeout_ns == 0)
-            return SL_FULL;
-        if (deadline == 0)
-            deadline = sl_deadline_after(timeout_ns);
-        if (wait_for_room(p, deadline) == SL_TIMEDOUT) {
-            st = reserve_bounded(p); /* room may have come with the deadline */
-            return st == SL_FULL ? SL_TIMEDOUT : st;
-        }
-    }
+    room_ctx c = {p, reserve_bounded(p)};
+    if (c.st != SL_FULL || timeout_ns == 0)
+        return c.st;
+    /* Full: park on space_ev through the await protocol (internal/await.h).
+     * Every decrement of `pending` notifies it (sl__pool_pending_done), and
+     * so does a shutdown; the await tries once more at the deadline, so room
+     * that came with it is not missed. */
+    if (sl__event_await(&p->space_ev, reserved, &c, sl_deadline_after(timeout_ns), 0) != SL_OK)
+        return SL_TIMEDOUT;
+    return c.st;
 }
 
 /* ---- the public submit calls --------------------------------------------- */

@@ -43,6 +43,7 @@ static void pool_destroy(sl_pool *p)
 {
     sl__pool_queue_destroy(&p->queue);
     sl__pool_keys_destroy(&p->keys);
+    sl__idle_destroy(&p->idle);
     free(p->slots);
     pthread_mutex_destroy(&p->lock);
     free(p);
@@ -67,11 +68,12 @@ static sl_status pool_alloc(sl_pool **out, const sl_pool_opts *o)
         memset(p->slots, 0, o->max_workers * sizeof(sl__pool_slot));
     unsigned inboxes = o->dispatch == SL_DISPATCH_SHARED ? 1u : o->max_workers;
     if (!p->slots || sl__pool_keys_init(&p->keys) != SL_OK ||
-        sl__pool_queue_init(&p->queue, p->levels, inboxes) != SL_OK) {
+        sl__pool_queue_init(&p->queue, p->levels, inboxes) != SL_OK ||
+        sl__idle_init(&p->idle, o->max_workers) != SL_OK) {
         pool_destroy(p);
         return SL_ENOMEM;
     }
-    sl_event *events[] = {&p->work_ev, &p->space_ev, &p->idle_ev, &p->ready_ev, &p->ctl_ev};
+    sl_event *events[] = {&p->space_ev, &p->idle_ev, &p->ready_ev, &p->ctl_ev};
     for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++)
         sl_event_init(events[i]);
     bool stopped = o->start_stopped;

@@ -8,15 +8,17 @@
  *               wait_idle, a shutdown waiting for the count to reach 0
  *   discard     an accepted job handed to on_discard, and counted
  *   push        an accepted job into an inbox (the dispatch modes), then
- *               making sure a worker will look: a searcher, a sleeper, or a
- *               new worker asked of the control thread
+ *               making sure a worker will look: a searcher, a sleeper woken
+ *               through the idle component, or a new worker asked of the
+ *               control thread
  *   keys        the job holding a key is over: the key's next job is pushed
  *   floor       the workers kept while idle
  *   ctl poke    waking the control thread
  *
  * Submitting, the workers, the control thread and the commands call down
- * into this file; it calls only the queue, the key table and the parking
- * layer, never up.
+ * into this file; it calls only the queue, the key table, the idle-worker
+ * component (idle.h: who searches, who sleeps, who wakes whom) and the
+ * parking layer, never up.
  */
 #include <sched.h>
 
@@ -51,7 +53,14 @@ void sl__pool_ctl_poke(sl_pool *p)
 
 void sl__pool_wake_workers(sl_pool *p)
 {
-    sl_event_notify_all(&p->work_ev);
+    /* Slot by slot through sl__idle_notify_slot (it fences: the caller's
+     * change before its read of each bit). Not sl__idle_wake_all: for a slot
+     * it cannot claim, that one adds a token and drops it again without the
+     * hand-on of sl__idle_search_end, so a submit that reads the count in
+     * between skips its wake-up, while a worker that registered behind the
+     * sweep sleeps on the job. notify_slot passes such a token on. */
+    for (unsigned i = 0; i < p->opts.max_workers; i++)
+        sl__idle_notify_slot(&p->idle, i);
 }
 
 /* ---- pending: the end of a job's wait ------------------------------------ */
@@ -91,47 +100,29 @@ static void request_spawn(sl_pool *p)
         sl__pool_ctl_poke(p);
 }
 
+bool sl__pool_more_work(void *pool) { return sl__pool_takeable(pool); }
+
 /* A job was just pushed (or a worker took one and saw more waiting): make
- * sure a worker will look — a spinner, else a sleeper, else a new worker
- * when the pool is below its target. */
+ * sure a worker will look — a searcher, else a sleeper, else a new worker
+ * when the pool is below its target. Which sleeper, and why the job cannot
+ * be stranded, is the idle component's (idle.h). */
 void sl__pool_want_worker(sl_pool *p)
 {
-    /* Orders the push before the loads of spinning and of the waiter count:
-     * a searcher stops counting itself, then registers on work_ev (a full
-     * barrier), then looks at the lists again — either it sees the job or
-     * this thread sees it spinning or registered. */
+    /* Our push before the loads below, the inline pre-check included: the
+     * Dekker pair with a parking worker's registration and re-check. */
     sl_event_fence();
-    if (atomic_load_explicit(&p->spinning, memory_order_seq_cst) != 0)
+    /* relaxed: ordered by the fence. A searcher will find the job, or wake
+     * the next sleeper when it stops (idle.h). */
+    if (sl__idle_searchers(&p->idle) != 0)
         return;
     /* Stopped or cancelling: nobody may take it; start wakes everyone. (A
-     * start racing with this load is covered by start's own notify_all,
-     * which follows its store of the run state.) */
+     * start racing with this load is covered by start's own wake-up of every
+     * worker, which follows its store of the run state.) */
     int run = atomic_load_explicit(&p->run_state, memory_order_seq_cst);
     if (run != SL__RUN_RUNNING && run != SL__RUN_DRAINING)
         return;
-    if (sl_event_waiters(&p->work_ev) == 0) {
-        request_spawn(p);
-        return;
-    }
-    /* One wake-up in flight at a time: while a woken worker has not yet
-     * left work_ev it will look at the lists after this push (it clears
-     * `waking` after it deregisters, then searches), so a second notify
-     * would only cost a system call. */
-    unsigned idle = 0;
-    if (atomic_load_explicit(&p->waking, memory_order_relaxed) != 0 ||
-        !atomic_compare_exchange_strong_explicit(&p->waking, &idle, 1, memory_order_seq_cst,
-                                                 memory_order_relaxed))
-        return;
-    /* seq_cst: read after the token is taken. A waiter seen here leaves
-     * work_ev after this read and clears the token after that; with none,
-     * give the token back — a worker registering later re-checks and sees
-     * the job itself. */
-    if (sl_event_waiters(&p->work_ev) != 0) {
-        sl_event_notify_one(&p->work_ev);
-        return;
-    }
-    atomic_store_explicit(&p->waking, 0, memory_order_seq_cst);
-    request_spawn(p);
+    if (sl__idle_notify_work(&p->idle) == SL__IDLE_NOBODY)
+        request_spawn(p); /* every worker is busy */
 }
 
 /* ---- push: inboxes ------------------------------------------------------- */

@@ -3,6 +3,8 @@
  *
  *   pool_queue.c   the job queues: priority levels x inboxes of SL_LIST
  *   pool_keys.c    the key table: which keys are busy, jobs waiting per key
+ *   idle.c         (shared with the executor) idle workers: who searches, who
+ *                  sleeps, who wakes whom; the wake policy and its argument
  *   pool_core.c    the shared bookkeeping: `pending` and its waiters,
  *                  discards, pushing a job and making sure a worker will
  *                  look, a key's next job, the floor, poking the control
@@ -23,15 +25,15 @@
  *             pool_worker.c   pool_submit.c
  *                      \        /
  *                     pool_core.c
- *                      /       \
- *            pool_queue.c   pool_keys.c     (and the parking layer)
+ *                     /    |     \
+ *         pool_queue.c  pool_keys.c  idle.c     (and the parking layer)
  *
  * Whatever two of the upper files share lives in the core; none of them
  * calls another sideways.
  *
  * The hot path (a keyless submit, a worker taking a job) is lock-free: one
- * reservation on `pending`, one push or pop on an SL_LIST, and the parking
- * layer's cheap notify. Everything rare — commands, spawning and joining
+ * reservation on `pending`, one push or pop on an SL_LIST, and the idle
+ * component's cheap check (a fence and a load while someone searches). Everything rare — commands, spawning and joining
  * threads, keyed jobs — goes through a mutex or the control thread.
  */
 #ifndef SLUICE_POOL_IMPL_H
@@ -40,6 +42,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "idle.h"
 #include "sluice/list.h"
 #include "sluice/park.h"
 #include "sluice/pool.h"
@@ -151,23 +154,24 @@ struct sl__pool_worker {
     SL_ATOMIC(uint64_t) completed; /* jobs run to the end */
     /* The worker's own (plain: read by its cleanup handler, same thread). */
     sl_pool *pool;
-    unsigned id, slot;
+    unsigned id, slot;             /* slot: also its idle slot (pool->idle) */
     pthread_t thread;
     void *ctx;                     /* from worker_init */
     sl_job job;                    /* the job running now, when has_job */
     bool has_job, init_done, fini_done;
     bool counted;                  /* still counted in pool->live */
+    bool searching;                /* holds a count in pool->idle's searching (idle.h) */
     enum sl__pool_end end;         /* work()'s result; a field, not a local, because the
                                       cleanup region is a setjmp (-Wclobbered) */
     sl__pool_worker *next_exited;  /* the control thread's join list */
 };
 
 struct sl_pool {
-    /* Submitters and workers: the reservation count and the searchers. */
+    /* Submitters and workers: the reservation count, the idle workers
+     * (searchers, sleepers, one eventcount per worker slot: idle.h). */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) pending; /* accepted, not started | CLOSED */
-    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(unsigned) spinning; /* workers searching before parking */
-    SL_ATOMIC(unsigned) waking;        /* a notify of work_ev is in flight */
-    SL_ATOMIC(unsigned) rr;            /* round-robin cursor */
+    sl__idle idle;                     /* max_workers slots; its count has a line of its own */
+    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(unsigned) rr; /* round-robin cursor */
     /* Read on every take, written by commands only. */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(int) run_state; /* enum sl__pool_run */
     SL_ATOMIC(unsigned) live;          /* worker threads counted alive */
@@ -176,7 +180,6 @@ struct sl_pool {
     SL_ATOMIC(int) spawn_req;          /* a submit found no idle worker */
     SL_ATOMIC(int) busy;               /* a command is in progress */
     SL_ATOMIC(int) state;              /* sl_pool_state, as reported */
-    sl_event work_ev;                  /* idle workers */
     sl_event space_ev;                 /* submitters waiting for room */
     sl_event idle_ev;                  /* wait_idle, and pending reaching 0 */
     sl_event ready_ev;                 /* wait_ready */
@@ -207,6 +210,33 @@ struct sl_pool {
 
 /* ---- the core (pool_core.c) --------------------------------------------- */
 
+/* Workers may take jobs: running, or draining a shutdown. */
+static inline bool sl__pool_may_take(const sl_pool *p)
+{
+    int run = atomic_load_explicit(&p->run_state, memory_order_seq_cst);
+    return run == SL__RUN_RUNNING || run == SL__RUN_DRAINING;
+}
+
+/* Whether some job is in the lists (or about to be): pending minus the
+ * keyed jobs waiting aside. `waiting` is read first: a job that left it was
+ * counted there before its push, so a stale `waiting` can only overstate
+ * the jobs that wait aside when its push has not been seen — and then the
+ * pusher, whose push precedes its wake-up check, sees this worker's
+ * registration or its search (idle.h). seq_cst, both: the re-check side of
+ * that Dekker pair. */
+static inline bool sl__pool_has_work(const sl_pool *p)
+{
+    uint64_t waiting = atomic_load_explicit(&p->keys.waiting, memory_order_seq_cst);
+    uint64_t pending = atomic_load_explicit(&p->pending, memory_order_seq_cst);
+    return SL__PENDING_COUNT(pending) > waiting;
+}
+
+/* A worker may take a job now, and one is waiting. */
+static inline bool sl__pool_takeable(const sl_pool *p)
+{
+    return sl__pool_may_take(p) && sl__pool_has_work(p);
+}
+
 /* The pool whose worker or control thread this is (NULL elsewhere), so that
  * sl_pool_free can refuse to wait for its own thread. */
 extern _Thread_local sl_pool *sl__pool_of_thread;
@@ -218,15 +248,19 @@ void sl__pool_discard(sl_pool *p, const sl_job *job, sl_discard why);
 unsigned sl__pool_floor(const sl_pool *p);
 /* Wakes the control thread: it re-evaluates everything (ctl_kicks). */
 void sl__pool_ctl_poke(sl_pool *p);
-/* Wakes every parked worker (a command or a shutdown changed what they may
- * do). */
+/* Wakes every parked worker, each with a token (a command or a shutdown
+ * changed what they may do). Takes time in max_workers: not for hot paths. */
 void sl__pool_wake_workers(sl_pool *p);
 /* n jobs left `pending`: wakes whoever waits on that. */
 void sl__pool_pending_done(sl_pool *p, uint64_t n);
-/* Work is waiting: wakes a sleeper unless someone spins, or asks the
- * control thread for a worker when none sleeps and the pool is below its
- * target. */
+/* Work is waiting: wakes a sleeper unless someone searches (handing it the
+ * wake token: idle.h), or asks the control thread for a worker when nobody
+ * searches or sleeps and the pool is below its target. Nothing while the
+ * pool is stopped or cancelling. */
 void sl__pool_want_worker(sl_pool *p);
+/* sl__pool_takeable as an sl__ready_fn (pool: the pool): the `more` of
+ * sl__idle_search_end. */
+bool sl__pool_more_work(void *pool);
 /* Pushes an accepted job (a new one, or a keyed job whose key came free)
  * into the inbox its dispatch mode picks, and makes sure a worker will look.
  * SL_OK or SL_ENOMEM (nothing pushed). */

@@ -131,7 +131,7 @@ static sl_status admit_locked(sl__pool_keys *k, const sl_job *job)
     else
         e->head = w;
     e->tail = w;
-    /* seq_cst, after the submit's reservation: see has_work in pool_worker.c. */
+    /* seq_cst, after the submit's reservation: see sl__pool_has_work (pool_impl.h). */
     atomic_fetch_add_explicit(&k->waiting, 1, memory_order_seq_cst);
     return SL_FULL;
 }
@@ -151,7 +151,7 @@ bool sl__pool_keys_release(sl__pool_keys *k, uint64_t key, sl_job *next)
     sl__pool_key_entry *e = find(k, key);
     if (e && e->head) {
         w = e->head;
-        /* seq_cst, before the job is pushed: see has_work in pool_worker.c. */
+        /* seq_cst, before the job is pushed: see sl__pool_has_work (pool_impl.h). */
         atomic_fetch_sub_explicit(&k->waiting, 1, memory_order_seq_cst);
         e->head = w->next;
         if (!e->head)

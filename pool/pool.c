@@ -1,7 +1,9 @@
 /*
  * pool/pool.c — the worker pool's life: creation, the commands of the state
- * machine, waits, statistics and free. Submitting is in pool_submit.c, the
- * workers in pool_worker.c, the control thread in pool_ctl.c.
+ * machine, waits, statistics and free. The top of the pool's files
+ * (pool_impl.h): it starts the control thread (pool_ctl.c) and the first
+ * workers (pool_worker.c); submitting is in pool_submit.c, the bookkeeping
+ * they all share in pool_core.c.
  *
  * A command checks and applies its immediate effect under the pool lock —
  * the run state the workers read, the target, the closed bit — and leaves
@@ -13,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "pool_impl.h"
 #include "internal/await.h"

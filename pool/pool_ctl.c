@@ -4,17 +4,18 @@
  * and the hot path never creates or joins a thread.
  *
  * It joins workers that exited (retired, shut down or died), spawns workers
- * up to what the target, the floor and the backlog call for (replacing dead
- * ones), sweeps queued jobs to on_discard for reset and cancel, completes
+ * (sl__pool_spawn, in the worker file below it) up to what the target, the
+ * floor and the backlog call for (replacing dead ones), sweeps queued jobs to on_discard for reset and cancel, completes
  * the command in progress — marks the pool ready, then calls on_state — and
  * exits once a shutdown has completed.
  *
  * It sleeps on ctl_ev through the await protocol (internal/await.h), its
  * condition a kick counter that every poke (sl__pool_ctl_poke, in the core)
- * increments before it notifies, so no poke is lost. Pokes are rare: a worker exiting,
- * a submit that found no idle worker below the target, a worker going idle
- * while a stop waits for that, the pending count reaching 0 after shutdown,
- * a command. An idle pool's control thread sleeps without a timeout.
+ * increments before it notifies, so no poke is lost. Pokes are rare: a
+ * worker exiting, a submit that found nobody searching or asleep below the
+ * target, a worker going idle while a stop waits for that, the pending count
+ * reaching 0 after shutdown, a command. An idle pool's control thread sleeps
+ * without a timeout.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -33,8 +33,9 @@
  *
  * The hot path (a keyless submit, a worker taking a job) is lock-free: one
  * reservation on `pending`, one push or pop on an SL_LIST, and the idle
- * component's cheap check (a fence and a load while someone searches). Everything rare — commands, spawning and joining
- * threads, keyed jobs — goes through a mutex or the control thread.
+ * component's cheap check (a fence and a load while someone searches).
+ * Everything rare — commands, spawning and joining threads, keyed jobs —
+ * goes through a mutex or the control thread.
  */
 #ifndef SLUICE_POOL_IMPL_H
 #define SLUICE_POOL_IMPL_H
@@ -78,11 +79,11 @@ enum sl__pool_end { SL__END_NONE, SL__END_RETIRED, SL__END_SHUTDOWN, SL__END_DIE
 
 typedef struct sl__pool_worker sl__pool_worker;
 
-/* ---- job queues (pool_queue.c) ------------------------------------------ */
+/* ---- job queues (pool_queue.c) ------------------------------------------- */
 
 /* levels x inboxes lists of sl_job; inboxes == 1 for the shared queue. */
 typedef struct sl__pool_queue {
-    sl_list *lists;       /* [inbox * levels + level] */
+    sl_list *lists; /* [inbox * levels + level] */
     unsigned levels, inboxes;
 } sl__pool_queue;
 
@@ -97,17 +98,17 @@ bool sl__pool_queue_pop(sl__pool_queue *q, unsigned own, sl_job *out, unsigned *
 /* Jobs in all lists; a snapshot. */
 size_t sl__pool_queue_len(const sl__pool_queue *q);
 
-/* ---- key table (pool_keys.c) -------------------------------------------- */
+/* ---- key table (pool_keys.c) --------------------------------------------- */
 
 typedef struct sl__pool_key_job sl__pool_key_job; /* a job waiting for its key */
 typedef struct sl__pool_key_entry {
-    uint64_t key;               /* 0: free slot */
+    uint64_t key;                  /* 0: free slot */
     sl__pool_key_job *head, *tail; /* waiting jobs, in submission order */
 } sl__pool_key_entry;
 
 typedef struct sl__pool_keys {
     pthread_mutex_t lock;
-    sl__pool_key_entry *slots;     /* open addressing, linear probing */
+    sl__pool_key_entry *slots; /* open addressing, linear probing */
     size_t mask, used;
     /* Jobs waiting for their key (written under lock, read lock-free by
      * workers deciding whether the lists hold anything). */
@@ -139,7 +140,7 @@ void sl__pool_keys_drop_list(sl__pool_key_job *list, void (*visit)(const sl_job 
  * spawn; the slot (and its inbox) outlives it. */
 typedef struct sl__pool_slot {
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(sl__pool_worker *) worker; /* NULL: vacant */
-    SL_ATOMIC(uint64_t) load;   /* jobs pushed to this inbox and not yet popped */
+    SL_ATOMIC(uint64_t) load; /* jobs pushed to this inbox and not yet popped */
     /* The occupant is running a job. Here rather than in the worker so that
      * dispatch, stats and wait_idle read it without touching a worker that
      * may be exiting; written only by the occupant. */
@@ -170,45 +171,45 @@ struct sl_pool {
     /* Submitters and workers: the reservation count, the idle workers
      * (searchers, sleepers, one eventcount per worker slot: idle.h). */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) pending; /* accepted, not started | CLOSED */
-    sl__idle idle;                     /* max_workers slots; its count has a line of its own */
+    sl__idle idle;                 /* max_workers slots; its count has a line of its own */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(unsigned) rr; /* round-robin cursor */
     /* Read on every take, written by commands only. */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(int) run_state; /* enum sl__pool_run */
-    SL_ATOMIC(unsigned) live;          /* worker threads counted alive */
-    SL_ATOMIC(unsigned) target;        /* set_workers */
-    SL_ATOMIC(int) cmd_waiting;        /* the control thread waits for workers to go idle */
-    SL_ATOMIC(int) spawn_req;          /* a submit found no idle worker */
-    SL_ATOMIC(int) busy;               /* a command is in progress */
-    SL_ATOMIC(int) state;              /* sl_pool_state, as reported */
-    sl_event space_ev;                 /* submitters waiting for room */
-    sl_event idle_ev;                  /* wait_idle, and pending reaching 0 */
-    sl_event ready_ev;                 /* wait_ready */
-    sl_event ctl_ev;                   /* the control thread */
+    SL_ATOMIC(unsigned) live;      /* worker threads counted alive */
+    SL_ATOMIC(unsigned) target;    /* set_workers */
+    SL_ATOMIC(int) cmd_waiting;    /* the control thread waits for workers to go idle */
+    SL_ATOMIC(int) spawn_req;      /* a submit found no idle worker */
+    SL_ATOMIC(int) busy;           /* a command is in progress */
+    SL_ATOMIC(int) state;          /* sl_pool_state, as reported */
+    sl_event space_ev;             /* submitters waiting for room */
+    sl_event idle_ev;              /* wait_idle, and pending reaching 0 */
+    sl_event ready_ev;             /* wait_ready */
+    sl_event ctl_ev;               /* the control thread */
     SL_ATOMIC(uint64_t) discarded, completed_gone, spawned, retired, respawned, died;
 
     sl__pool_queue queue;
     sl__pool_keys keys;
     sl__pool_slot *slots;          /* max_workers of them */
-    sl_pool_opts opts;                 /* as given, defaults filled in */
+    sl_pool_opts opts;             /* as given, defaults filled in */
     char name[32];
     unsigned levels;
-    unsigned spin_limit;               /* searchers at once: online CPUs / 2, at least 1 */
-    uint64_t cap;                      /* queue_capacity, 0: unbounded */
+    unsigned spin_limit;           /* searchers at once: online CPUs / 2, at least 1 */
+    uint64_t cap;                  /* queue_capacity, 0: unbounded */
 
     /* Commands and thread bookkeeping, under lock. */
     pthread_mutex_t lock;
     enum sl__pool_cmd cmd;         /* in progress, or SL__CMD_NONE */
-    bool shut;                         /* shutdown was called (commands: EINVAL) */
+    bool shut;                     /* shutdown was called (commands: EINVAL) */
     sl__pool_worker *exited;       /* to be joined by the control thread */
-    unsigned next_id;                  /* worker ids, never reused */
-    unsigned deaths;                   /* deaths not yet replaced */
-    uint64_t joined;                   /* workers joined (control thread only) */
+    unsigned next_id;              /* worker ids, never reused */
+    unsigned deaths;               /* deaths not yet replaced */
+    uint64_t joined;               /* workers joined (control thread only) */
     bool reset_swept;              /* SL__CMD_RESET: the sweep is done */
-    SL_ATOMIC(uint64_t) ctl_kicks;     /* the control thread's condition */
+    SL_ATOMIC(uint64_t) ctl_kicks; /* the control thread's condition */
     pthread_t ctl;
 };
 
-/* ---- the core (pool_core.c) --------------------------------------------- */
+/* ---- the core (pool_core.c) ---------------------------------------------- */
 
 /* Workers may take jobs: running, or draining a shutdown. */
 static inline bool sl__pool_may_take(const sl_pool *p)

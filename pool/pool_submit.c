@@ -13,7 +13,7 @@
 #include "pool_impl.h"
 #include "internal/await.h"
 
-/* ---- pending: reservations and back-pressure ------------------------------ */
+/* ---- pending: reservations and back-pressure ----------------------------- */
 
 /* One CAS attempt loop on a bounded pool: SL_OK, SL_FULL or SL_CLOSED. */
 static sl_status reserve_bounded(sl_pool *p)

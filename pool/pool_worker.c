@@ -350,6 +350,31 @@ static bool enter_below(sl_pool *p, unsigned limit)
     return false;
 }
 
+/* Under the pool lock: counts w as live if fewer than limit (and the
+ * target) are, and gives it a slot and an id. *replacement: it makes good a
+ * death. false: enough workers, or no slot free yet. */
+static bool place_worker(sl_pool *p, sl__pool_worker *w, unsigned limit, bool *replacement)
+{
+    /* Under lock with the slot: a worker that has left the live count but
+     * not yet its slot holds the slot a moment longer. */
+    /* The target as it is now: a limit computed from an older, higher target
+     * would spawn workers that retire at once, over and over (thread churn
+     * while set_workers shrinks the pool). */
+    unsigned target = atomic_load_explicit(&p->target, memory_order_seq_cst);
+    if (!enter_below(p, limit < target ? limit : target))
+        return false;
+    if (!claim_pool_slot(p, w)) {
+        atomic_fetch_sub_explicit(&p->live, 1, memory_order_acq_rel);
+        return false;
+    }
+    w->id = p->next_id++;
+    /* Decided here, under the lock a death counts itself under: a spawn
+     * after a death restores the dead worker's place. */
+    *replacement = p->deaths > 0;
+    p->deaths -= *replacement;
+    return true;
+}
+
 sl_status sl__pool_spawn(sl_pool *p, unsigned limit)
 {
     bool replacement = false;
@@ -362,26 +387,9 @@ sl_status sl__pool_spawn(sl_pool *p, unsigned limit)
     w->pool = p;
     w->counted = true;
     pthread_mutex_lock(&p->lock);
-    /* Under lock with the slot: a worker that has left the live count but
-     * not yet its slot holds the slot a moment longer. */
-    /* The target as it is now: a limit computed from an older, higher target
-     * would spawn workers that retire at once, over and over (thread churn
-     * while set_workers shrinks the pool). */
-    unsigned target = atomic_load_explicit(&p->target, memory_order_seq_cst);
-    bool slotted = enter_below(p, limit < target ? limit : target);
-    if (slotted && !claim_pool_slot(p, w)) {
-        atomic_fetch_sub_explicit(&p->live, 1, memory_order_acq_rel);
-        slotted = false;
-    }
-    if (slotted) {
-        w->id = p->next_id++;
-        /* Decided here, under the lock a death counts itself under: a
-         * spawn after a death restores the dead worker's place. */
-        replacement = p->deaths > 0;
-        p->deaths -= replacement;
-    }
+    bool placed = place_worker(p, w, limit, &replacement);
     pthread_mutex_unlock(&p->lock);
-    if (!slotted) {
+    if (!placed) {
         free(w);
         return SL_FULL;
     }

@@ -5,9 +5,10 @@
  *
  * It joins workers that exited (retired, shut down or died), spawns workers
  * (sl__pool_spawn, in the worker file below it) up to what the target, the
- * floor and the backlog call for (replacing dead ones), sweeps queued jobs to on_discard for reset and cancel, completes
- * the command in progress — marks the pool ready, then calls on_state — and
- * exits once a shutdown has completed.
+ * floor and the backlog call for (replacing dead ones), sweeps queued jobs
+ * to on_discard for reset and cancel, completes the command in progress —
+ * marks the pool ready, then calls on_state — and exits once a shutdown has
+ * completed.
  *
  * It sleeps on ctl_ev through the await protocol (internal/await.h), its
  * condition a kick counter that every poke (sl__pool_ctl_poke, in the core)

@@ -17,19 +17,19 @@
  * look empty, which is when a pending stop is told.
  *
  * Search, park and waking follow the idle-worker component (idle.h), the
- * executor's policy too: the worker owns idle slot `slot`. Searching, it is
- * counted in the component's `searching` (at most spin_limit searchers) and
- * polls briefly; submits skip their wake-up meanwhile. Out of work, it parks
- * in its slot through the await protocol; a submit that finds nobody
- * searching wakes one sleeper and hands it the wake token, so the woken
- * worker counts as a searcher until it finds work. The flag `searching`
- * says the worker holds such a count; whoever stops holding it ends the
- * search (sl__idle_search_end), and the last searcher out wakes the next
- * sleeper if more work is waiting — so a burst fans out one worker at a
- * time and one job wakes at most one. Every way out of the loop ends the
- * search too (work()), or work could wait for a token that left with its
- * thread. The park's deadline is the idle timeout when the pool is above its
- * floor, else none (an idle pool uses no CPU).
+ * executor's policy too; the worker owns idle slot `slot`. Searching, it is
+ * counted in the component's `searching` (at most spin_limit searchers)
+ * and polls briefly; submits skip their wake-up meanwhile. Out of work, it
+ * parks in its slot through the await protocol (internal/await.h). A
+ * submit that finds nobody searching wakes one sleeper and hands it the
+ * wake token, so the woken worker counts as a searcher until it finds work.
+ * The flag `searching` says the worker holds such a count; whoever stops
+ * holding it ends the search (sl__idle_search_end), and the last searcher
+ * out wakes the next sleeper if more work is waiting — so a burst fans out
+ * one worker at a time and one job wakes at most one. Every way out of the
+ * loop ends the search too (work()), or work could wait for a token that
+ * left with its thread. The park's deadline is the idle timeout when the
+ * pool is above its floor, else none (an idle pool uses no CPU).
  */
 #include <stdio.h>
 #include <stdlib.h>

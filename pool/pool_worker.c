@@ -160,10 +160,13 @@ static void run_streak(sl__pool_worker *w)
 static bool search(sl__pool_worker *w)
 {
     sl_pool *p = w->pool;
-    /* Enough searchers already (one per two CPUs, as Go allows): more would
-     * only take CPU from the threads that submit and run jobs. A worker that
-     * holds a token is counted already and searches regardless. */
-    if (!w->searching && sl__idle_searchers(&p->idle) >= p->spin_limit)
+    /* Enough searchers besides this one (one per two CPUs, as Go allows):
+     * more would only take CPU from the threads that submit and run jobs. A
+     * worker woken with a token (after a command, every sleeper) parks again
+     * at once then: park drops the count, and its re-check stands in for
+     * the hand-on (idle.h). */
+    unsigned n = sl__idle_searchers(&p->idle);
+    if ((n > (unsigned)w->searching ? n - (unsigned)w->searching : 0) >= p->spin_limit)
         return false;
     sl__idle_search_begin(&p->idle, &w->searching);
     for (unsigned i = 0; i < POOL_SPIN_POLLS; i++) {

@@ -14,9 +14,10 @@
  *   pool_ctl.c     the control thread: spawns, joins, sweeps, completes commands
  *   pool.c         new/free, the commands, waits, stats
  *
- * The files are layered: each calls only files below it (pool.c also
- * calls the worker file and the core directly, the control thread the core
- * and the queues), so the call graph between them has no cycle:
+ * The files are layered: each calls only files below it, skipping levels
+ * where it needs to (pool.c also calls the worker file, the core and the
+ * bottom row; the control thread the core, the queue and the key table),
+ * so the call graph between them has no cycle:
  *
  *                 pool.c              starts the control thread, the first workers
  *                   |

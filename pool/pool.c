@@ -1,7 +1,9 @@
 /*
  * pool/pool.c — the worker pool's life: creation, the commands of the state
- * machine, waits, statistics and free. Submitting is in pool_submit.c, the
- * workers in pool_worker.c, the control thread in pool_ctl.c.
+ * machine, waits, statistics and free. The top of the pool's files
+ * (pool_impl.h): it starts the control thread (pool_ctl.c) and the first
+ * workers (pool_worker.c); submitting is in pool_submit.c, the bookkeeping
+ * they all share in pool_core.c.
  *
  * A command checks and applies its immediate effect under the pool lock —
  * the run state the workers read, the target, the closed bit — and leaves
@@ -13,27 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "pool_impl.h"
+#include "internal/await.h"
 #include "internal/util.h"
-
-void sl__pool_discard(sl_pool *p, const sl_job *job, sl_discard why)
-{
-    if (p->opts.on_discard)
-        p->opts.on_discard(job, why, p->opts.user);
-    /* Release: the report precedes the count (and the count precedes the
-     * pending decrement that the caller makes next). */
-    atomic_fetch_add_explicit(&p->discarded, 1, memory_order_release);
-}
-
-unsigned sl__pool_floor(const sl_pool *p)
-{
-    unsigned target = atomic_load_explicit(&p->target, memory_order_seq_cst);
-    if (!p->opts.idle_timeout_ns)
-        return target;
-    return p->opts.min_workers < target ? p->opts.min_workers : target;
-}
 
 /* ---- creation and free --------------------------------------------------- */
 
@@ -59,6 +44,7 @@ static void pool_destroy(sl_pool *p)
 {
     sl__pool_queue_destroy(&p->queue);
     sl__pool_keys_destroy(&p->keys);
+    sl__idle_destroy(&p->idle);
     free(p->slots);
     pthread_mutex_destroy(&p->lock);
     free(p);
@@ -78,20 +64,21 @@ static sl_status pool_alloc(sl_pool **out, const sl_pool_opts *o)
     p->spin_limit = cpus >= 4 ? cpus / 2 : 1u;
     p->cap = o->queue_capacity;
     pthread_mutex_init(&p->lock, NULL);
-    p->slots = aligned_alloc(SL_CACHELINE, o->max_workers * sizeof(pool_slot));
+    p->slots = aligned_alloc(SL_CACHELINE, o->max_workers * sizeof(sl__pool_slot));
     if (p->slots)
-        memset(p->slots, 0, o->max_workers * sizeof(pool_slot));
+        memset(p->slots, 0, o->max_workers * sizeof(sl__pool_slot));
     unsigned inboxes = o->dispatch == SL_DISPATCH_SHARED ? 1u : o->max_workers;
     if (!p->slots || sl__pool_keys_init(&p->keys) != SL_OK ||
-        sl__pool_queue_init(&p->queue, p->levels, inboxes) != SL_OK) {
+        sl__pool_queue_init(&p->queue, p->levels, inboxes) != SL_OK ||
+        sl__idle_init(&p->idle, o->max_workers) != SL_OK) {
         pool_destroy(p);
         return SL_ENOMEM;
     }
-    sl_event *events[] = {&p->work_ev, &p->space_ev, &p->idle_ev, &p->ready_ev, &p->ctl_ev};
+    sl_event *events[] = {&p->space_ev, &p->idle_ev, &p->ready_ev, &p->ctl_ev};
     for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++)
         sl_event_init(events[i]);
     bool stopped = o->start_stopped;
-    atomic_store_explicit(&p->run_state, stopped ? RUN_STOPPED : RUN_RUNNING,
+    atomic_store_explicit(&p->run_state, stopped ? SL__RUN_STOPPED : SL__RUN_RUNNING,
                           memory_order_relaxed);
     atomic_store_explicit(&p->state, stopped ? SL_POOL_STOPPED : SL_POOL_RUNNING,
                           memory_order_relaxed);
@@ -133,20 +120,18 @@ static void begin_shutdown(sl_pool *p, sl_shutdown how)
 {
     p->shut = true;
     /* seq_cst: in one total order with every reservation (pool_submit.c). */
-    atomic_fetch_or_explicit(&p->pending, PENDING_CLOSED, memory_order_seq_cst);
-    atomic_store_explicit(&p->run_state, how == SL_DRAIN ? RUN_DRAINING : RUN_CANCELLING,
+    atomic_fetch_or_explicit(&p->pending, SL__PENDING_CLOSED, memory_order_seq_cst);
+    atomic_store_explicit(&p->run_state, how == SL_DRAIN ? SL__RUN_DRAINING : SL__RUN_CANCELLING,
                           memory_order_seq_cst);
 }
 
 /* After a change the workers and waiting submitters must see. */
 static void wake_everyone(sl_pool *p)
 {
-    sl_event_notify_all(&p->work_ev);
+    sl__pool_wake_workers(p);
     sl_event_notify_all(&p->space_ev);
     sl__pool_ctl_poke(p);
 }
-
-_Thread_local sl_pool *sl__pool_of_thread;
 
 /* Freeing a pool from its own thread would join that thread from itself:
  * a silent hang. Say what happened instead. */
@@ -168,7 +153,7 @@ SL_API void sl_pool_free(sl_pool *p)
         refuse_free_from_own_thread(p);
     pthread_mutex_lock(&p->lock);
     if (!p->shut) {
-        p->cmd = CMD_NONE; /* a command in progress is overtaken */
+        p->cmd = SL__CMD_NONE; /* a command in progress is overtaken */
         atomic_store_explicit(&p->busy, 1, memory_order_seq_cst);
         begin_shutdown(p, SL_CANCEL);
     }
@@ -181,50 +166,50 @@ SL_API void sl_pool_free(sl_pool *p)
 /* ---- commands ------------------------------------------------------------ */
 
 /* Under lock: SL_OK if cmd may begin now. */
-static sl_status admissible(const sl_pool *p, enum pool_cmd cmd, unsigned arg)
+static sl_status admissible(const sl_pool *p, enum sl__pool_cmd cmd, unsigned arg)
 {
     int state = atomic_load_explicit(&p->state, memory_order_relaxed);
     bool ok;
     switch (cmd) {
-    case CMD_START: ok = state == SL_POOL_STOPPED; break;
-    case CMD_STOP: ok = state == SL_POOL_RUNNING; break;
-    case CMD_WORKERS: ok = arg >= 1 && arg <= p->opts.max_workers; break;
-    case CMD_RESET: ok = state == SL_POOL_STOPPED; break;
-    case CMD_SHUTDOWN: ok = arg == SL_DRAIN || arg == SL_CANCEL; break;
+    case SL__CMD_START: ok = state == SL_POOL_STOPPED; break;
+    case SL__CMD_STOP: ok = state == SL_POOL_RUNNING; break;
+    case SL__CMD_WORKERS: ok = arg >= 1 && arg <= p->opts.max_workers; break;
+    case SL__CMD_RESET: ok = state == SL_POOL_STOPPED; break;
+    case SL__CMD_SHUTDOWN: ok = arg == SL_DRAIN || arg == SL_CANCEL; break;
     default: ok = false; break;
     }
     if (p->shut)
         return SL_EINVAL;
     /* Busy before the state: the state a command in progress leads to is
      * not reported yet, so stop right after start is SL_BUSY, not EINVAL. */
-    if (p->cmd != CMD_NONE && (cmd != CMD_WORKERS || ok) && (cmd != CMD_SHUTDOWN || ok))
+    if (p->cmd != SL__CMD_NONE && (cmd != SL__CMD_WORKERS || ok) && (cmd != SL__CMD_SHUTDOWN || ok))
         return SL_BUSY;
     return ok ? SL_OK : SL_EINVAL;
 }
 
 /* Under lock: the command's immediate effect. */
-static void apply(sl_pool *p, enum pool_cmd cmd, unsigned arg)
+static void apply(sl_pool *p, enum sl__pool_cmd cmd, unsigned arg)
 {
     p->cmd = cmd;
     /* seq_cst: the condition wait_ready re-checks after its prepare. */
     atomic_store_explicit(&p->busy, 1, memory_order_seq_cst);
     switch (cmd) {
-    case CMD_START:
-        atomic_store_explicit(&p->run_state, RUN_RUNNING, memory_order_seq_cst);
+    case SL__CMD_START:
+        atomic_store_explicit(&p->run_state, SL__RUN_RUNNING, memory_order_seq_cst);
         break;
-    case CMD_STOP:
+    case SL__CMD_STOP:
         /* seq_cst, both: stop's Dekker pairs with the workers' `active`
          * (pool_worker.c); cmd_waiting makes idle-going workers poke. */
         atomic_store_explicit(&p->cmd_waiting, 1, memory_order_seq_cst);
-        atomic_store_explicit(&p->run_state, RUN_STOPPED, memory_order_seq_cst);
+        atomic_store_explicit(&p->run_state, SL__RUN_STOPPED, memory_order_seq_cst);
         break;
-    case CMD_WORKERS:
+    case SL__CMD_WORKERS:
         atomic_store_explicit(&p->target, arg, memory_order_seq_cst);
         break;
-    case CMD_RESET:
+    case SL__CMD_RESET:
         p->reset_swept = false;
         break;
-    case CMD_SHUTDOWN:
+    case SL__CMD_SHUTDOWN:
         begin_shutdown(p, (sl_shutdown)arg);
         break;
     default:
@@ -232,7 +217,7 @@ static void apply(sl_pool *p, enum pool_cmd cmd, unsigned arg)
     }
 }
 
-static sl_status command(sl_pool *p, enum pool_cmd cmd, unsigned arg)
+static sl_status command(sl_pool *p, enum sl__pool_cmd cmd, unsigned arg)
 {
     if (!p)
         return SL_EINVAL;
@@ -246,14 +231,17 @@ static sl_status command(sl_pool *p, enum pool_cmd cmd, unsigned arg)
     return st;
 }
 
-SL_API sl_status sl_pool_start(sl_pool *p) { return command(p, CMD_START, 0); }
-SL_API sl_status sl_pool_stop(sl_pool *p) { return command(p, CMD_STOP, 0); }
-SL_API sl_status sl_pool_set_workers(sl_pool *p, unsigned n) { return command(p, CMD_WORKERS, n); }
-SL_API sl_status sl_pool_reset(sl_pool *p) { return command(p, CMD_RESET, 0); }
+SL_API sl_status sl_pool_start(sl_pool *p) { return command(p, SL__CMD_START, 0); }
+SL_API sl_status sl_pool_stop(sl_pool *p) { return command(p, SL__CMD_STOP, 0); }
+SL_API sl_status sl_pool_set_workers(sl_pool *p, unsigned n)
+{
+    return command(p, SL__CMD_WORKERS, n);
+}
+SL_API sl_status sl_pool_reset(sl_pool *p) { return command(p, SL__CMD_RESET, 0); }
 
 SL_API sl_status sl_pool_shutdown(sl_pool *p, sl_shutdown how)
 {
-    return command(p, CMD_SHUTDOWN, (unsigned)how);
+    return command(p, SL__CMD_SHUTDOWN, (unsigned)how);
 }
 
 /* ---- waits and statistics ------------------------------------------------ */
@@ -263,32 +251,30 @@ SL_API bool sl_pool_ready(sl_pool *p)
     return p && !atomic_load_explicit(&p->busy, memory_order_seq_cst);
 }
 
-/* The eventcount protocol around a condition: check, register, re-check,
- * sleep; SL_OK once cond holds, SL_TIMEDOUT at the deadline. */
-static sl_status wait_until(sl_pool *p, sl_event *ev, bool (*cond)(sl_pool *),
-                            uint64_t timeout_ns)
+/* Waits on ev until ready(p) holds (SL_OK) or the deadline passes
+ * (SL_TIMEDOUT), through the await protocol (internal/await.h): whoever makes
+ * the condition true notifies ev after it. A wait for a rare event: no spin. */
+static sl_status wait_until(sl_pool *p, sl_event *ev, sl__ready_fn ready, uint64_t timeout_ns)
 {
-    uint64_t deadline = sl_deadline_after(timeout_ns);
-    while (!cond(p)) {
-        uint32_t key = sl_event_prepare(ev);
-        if (cond(p)) {
-            sl_event_cancel(ev);
-            break;
-        }
-        if (sl_event_wait(ev, key, deadline) == SL_TIMEDOUT)
-            return cond(p) ? SL_OK : SL_TIMEDOUT;
-    }
-    return SL_OK;
+    return sl__event_await(ev, ready, p, sl_deadline_after(timeout_ns), 0);
 }
+
+/* The command in progress completed; try_complete (pool_ctl.c) clears `busy`,
+ * then notifies ready_ev. */
+static bool is_ready(void *arg) { return sl_pool_ready(arg); }
 
 SL_API sl_status sl_pool_wait_ready(sl_pool *p, uint64_t timeout_ns)
 {
-    return p ? wait_until(p, &p->ready_ev, sl_pool_ready, timeout_ns) : SL_EINVAL;
+    return p ? wait_until(p, &p->ready_ev, is_ready, timeout_ns) : SL_EINVAL;
 }
 
-static bool is_idle(sl_pool *p)
+/* Nothing pending, nothing running. idle_ev is notified when the count
+ * reaches 0 (sl__pool_pending_done) and when a job ends with nothing pending
+ * (job_over in pool_worker.c). */
+static bool is_idle(void *arg)
 {
-    if (PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) != 0)
+    sl_pool *p = arg;
+    if (SL__PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) != 0)
         return false;
     bool idle = true;
     pthread_mutex_lock(&p->lock);
@@ -309,7 +295,7 @@ SL_API sl_status sl_pool_wait_idle(sl_pool *p, uint64_t timeout_ns)
 static void worker_stats(sl_pool *p, sl_pool_stats *out)
 {
     for (unsigned s = 0; s < p->opts.max_workers; s++) {
-        pool_worker *w = atomic_load_explicit(&p->slots[s].worker, memory_order_acquire);
+        sl__pool_worker *w = atomic_load_explicit(&p->slots[s].worker, memory_order_acquire);
         if (!w)
             continue;
         out->running += atomic_load_explicit(&p->slots[s].running, memory_order_acquire);
@@ -330,7 +316,7 @@ SL_API void sl_pool_get_stats(sl_pool *p, sl_pool_stats *out)
     out->discarded = atomic_load_explicit(&p->discarded, memory_order_acquire);
     out->completed = atomic_load_explicit(&p->completed_gone, memory_order_relaxed);
     worker_stats(p, out);
-    out->queued = PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst));
+    out->queued = SL__PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst));
     out->waiting_on_key = atomic_load_explicit(&p->keys.waiting, memory_order_relaxed);
     if (out->waiting_on_key > out->queued)
         out->waiting_on_key = out->queued; /* read after queued: keep "of those" true */

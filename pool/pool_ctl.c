@@ -4,44 +4,39 @@
  * and the hot path never creates or joins a thread.
  *
  * It joins workers that exited (retired, shut down or died), spawns workers
- * up to what the target, the floor and the backlog call for (replacing dead
- * ones), sweeps queued jobs to on_discard for reset and cancel, completes
- * the command in progress — marks the pool ready, then calls on_state — and
- * exits once a shutdown has completed.
+ * (sl__pool_spawn, in the worker file below it) up to what the target, the
+ * floor and the backlog call for (replacing dead ones), sweeps queued jobs
+ * to on_discard for reset and cancel, completes the command in progress —
+ * marks the pool ready, then calls on_state — and exits once a shutdown has
+ * completed.
  *
- * It sleeps on ctl_ev with a kick counter as its condition: every poke
- * increments the counter and notifies, and the thread re-checks the counter
- * after registering, so no poke is lost. Pokes are rare: a worker exiting,
- * a submit that found no idle worker below the target, a worker going idle
- * while a stop waits for that, the pending count reaching 0 after shutdown,
- * a command. An idle pool's control thread sleeps without a timeout.
+ * It sleeps on ctl_ev through the await protocol (internal/await.h), its
+ * condition a kick counter that every poke (sl__pool_ctl_poke, in the core)
+ * increments before it notifies, so no poke is lost. Pokes are rare: a
+ * worker exiting, a submit that found nobody searching or asleep below the
+ * target, a worker going idle while a stop waits for that, the pending count
+ * reaching 0 after shutdown, a command. An idle pool's control thread sleeps
+ * without a timeout.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "pool_impl.h"
+#include "internal/await.h"
 #include "internal/util.h"
 
 /* While a cancel waits for submits that reserved before the shutdown but
  * have not pushed yet, or a spawn failed, the thread polls this often. */
 #define CTL_POLL_NS (1000000ull)
 
-void sl__pool_ctl_poke(sl_pool *p)
-{
-    /* seq_cst: the kick is the condition the control thread re-reads after
-     * its prepare; it must precede the notify's read of the waiter count. */
-    atomic_fetch_add_explicit(&p->ctl_kicks, 1, memory_order_seq_cst);
-    sl_event_notify_one(&p->ctl_ev);
-}
-
 static void join_exited(sl_pool *p)
 {
     pthread_mutex_lock(&p->lock);
-    pool_worker *w = p->exited;
+    sl__pool_worker *w = p->exited;
     p->exited = NULL;
     pthread_mutex_unlock(&p->lock);
     while (w) {
-        pool_worker *next = w->next_exited;
+        sl__pool_worker *next = w->next_exited;
         pthread_join(w->thread, NULL);
         free(w);
         p->joined++;
@@ -98,7 +93,7 @@ static unsigned wanted(sl_pool *p, int run, uint64_t pending, bool asked)
 {
     unsigned target = atomic_load_explicit(&p->target, memory_order_seq_cst);
     unsigned want = sl__pool_floor(p);
-    if (run == RUN_STOPPED)
+    if (run == SL__RUN_STOPPED)
         return want;
     uint64_t waiting = atomic_load_explicit(&p->keys.waiting, memory_order_seq_cst);
     uint64_t demand = running_now(p) + (pending > waiting ? pending - waiting : 0);
@@ -114,9 +109,9 @@ static unsigned wanted(sl_pool *p, int run, uint64_t pending, bool asked)
 static bool ensure_workers(sl_pool *p)
 {
     int run = atomic_load_explicit(&p->run_state, memory_order_seq_cst);
-    uint64_t pending = PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst));
+    uint64_t pending = SL__PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst));
     bool asked = atomic_exchange_explicit(&p->spawn_req, 0, memory_order_seq_cst);
-    if (run == RUN_CANCELLING || (run == RUN_DRAINING && pending == 0))
+    if (run == SL__RUN_CANCELLING || (run == SL__RUN_DRAINING && pending == 0))
         return true;
     unsigned want = wanted(p, run, pending, asked);
     sl_status st;
@@ -129,7 +124,7 @@ static bool ensure_workers(sl_pool *p)
 static bool all_inactive(sl_pool *p)
 {
     for (unsigned s = 0; s < p->opts.max_workers; s++) {
-        pool_worker *w = atomic_load_explicit(&p->slots[s].worker, memory_order_acquire);
+        sl__pool_worker *w = atomic_load_explicit(&p->slots[s].worker, memory_order_acquire);
         if (w && atomic_load_explicit(&w->active, memory_order_seq_cst))
             return false;
     }
@@ -146,23 +141,23 @@ static bool completed(sl_pool *p, sl_pool_state *now)
         *now = SL_POOL_SHUTDOWN;
         return live == 0 &&
                p->joined == atomic_load_explicit(&p->spawned, memory_order_relaxed) &&
-               PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) == 0;
+               SL__PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) == 0;
     }
     switch (p->cmd) {
-    case CMD_START:
+    case SL__CMD_START:
         *now = SL_POOL_RUNNING;
         return true;
-    case CMD_STOP:
+    case SL__CMD_STOP:
         *now = SL_POOL_STOPPED;
         return all_inactive(p);
-    case CMD_WORKERS: {
+    case SL__CMD_WORKERS: {
         /* Threads that exist, not the live count: a shrink completes once
          * the extra workers have run worker_fini and been joined. */
         uint64_t threads = atomic_load_explicit(&p->spawned, memory_order_relaxed) - p->joined;
         return threads <= atomic_load_explicit(&p->target, memory_order_seq_cst) &&
                live >= sl__pool_floor(p);
     }
-    case CMD_RESET:
+    case SL__CMD_RESET:
         return p->reset_swept;
     default:
         return false;
@@ -175,12 +170,12 @@ static bool try_complete(sl_pool *p)
 {
     sl_pool_state now;
     pthread_mutex_lock(&p->lock);
-    bool user_cmd = p->cmd != CMD_NONE;
+    bool user_cmd = p->cmd != SL__CMD_NONE;
     if ((!user_cmd && !p->shut) || !completed(p, &now)) {
         pthread_mutex_unlock(&p->lock);
         return false;
     }
-    p->cmd = CMD_NONE;
+    p->cmd = SL__CMD_NONE;
     atomic_store_explicit(&p->cmd_waiting, 0, memory_order_relaxed);
     atomic_store_explicit(&p->state, (int)now, memory_order_relaxed);
     pthread_mutex_unlock(&p->lock);
@@ -199,12 +194,12 @@ static bool ctl_pass(sl_pool *p)
 {
     join_exited(p);
     bool poll = false;
-    if (atomic_load_explicit(&p->run_state, memory_order_seq_cst) == RUN_CANCELLING) {
+    if (atomic_load_explicit(&p->run_state, memory_order_seq_cst) == SL__RUN_CANCELLING) {
         sweep(p, SL_DISCARD_CANCELLED, SIZE_MAX); /* nothing new can come */
-        poll = PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) != 0;
+        poll = SL__PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) != 0;
     }
     pthread_mutex_lock(&p->lock);
-    bool reset = p->cmd == CMD_RESET && !p->reset_swept;
+    bool reset = p->cmd == SL__CMD_RESET && !p->reset_swept;
     pthread_mutex_unlock(&p->lock);
     if (reset) {
         /* What was queued when the sweep began (the jobs waiting for their
@@ -219,22 +214,31 @@ static bool ctl_pass(sl_pool *p)
     return poll;
 }
 
+typedef struct kick_ctx {
+    sl_pool *pool;
+    uint64_t seen; /* ctl_kicks before the last pass */
+} kick_ctx;
+
+/* A poke came since the pass began: do another. */
+static bool kicked(void *arg)
+{
+    const kick_ctx *c = arg;
+    return atomic_load_explicit(&c->pool->ctl_kicks, memory_order_seq_cst) != c->seen;
+}
+
 void *sl__pool_ctl_main(void *arg)
 {
     sl_pool *p = arg;
     sl__pool_of_thread = p;
     sl__thread_name(pthread_self(), p->name, "ctl");
     for (;;) {
-        uint64_t seen = atomic_load_explicit(&p->ctl_kicks, memory_order_seq_cst);
+        /* seq_cst: read before the pass, so a poke during it is not lost. */
+        kick_ctx c = {p, atomic_load_explicit(&p->ctl_kicks, memory_order_seq_cst)};
         bool poll = ctl_pass(p);
         if (try_complete(p))
             break;
-        uint32_t key = sl_event_prepare(&p->ctl_ev);
-        if (atomic_load_explicit(&p->ctl_kicks, memory_order_seq_cst) != seen) {
-            sl_event_cancel(&p->ctl_ev);
-            continue;
-        }
-        sl_event_wait(&p->ctl_ev, key, poll ? sl_deadline_after(CTL_POLL_NS) : SL_FOREVER);
+        uint64_t deadline = poll ? sl_deadline_after(CTL_POLL_NS) : SL_FOREVER;
+        sl__event_await(&p->ctl_ev, kicked, &c, deadline, 0); /* a poke, or the poll */
     }
     join_exited(p);
     return NULL;

@@ -1,17 +1,42 @@
 /*
  * pool/pool_impl.h — the worker pool's insides, shared by its files:
  *
- *   pool.c         new/free, the commands, stats, waits
- *   pool_submit.c  submitting: the `pending` reservation, inboxes, waking
  *   pool_queue.c   the job queues: priority levels x inboxes of SL_LIST
  *   pool_keys.c    the key table: which keys are busy, jobs waiting per key
- *   pool_worker.c  a worker thread: take, run, search, park, retire, die
+ *   idle.c         (shared with the executor) idle workers: who searches, who
+ *                  sleeps, who wakes whom; the wake policy and its argument
+ *   pool_core.c    the shared bookkeeping: `pending` and its waiters,
+ *                  discards, pushing a job and making sure a worker will
+ *                  look, a key's next job, the floor, poking the control
+ *                  thread
+ *   pool_submit.c  submitting: the `pending` reservation, back-pressure, keys
+ *   pool_worker.c  a worker thread: spawn, take, run, search, park, retire, die
  *   pool_ctl.c     the control thread: spawns, joins, sweeps, completes commands
+ *   pool.c         new/free, the commands, waits, stats
+ *
+ * The files are layered: each calls only files below it, skipping levels
+ * where it needs to (pool.c also calls the worker file, the core and the
+ * bottom row; the control thread the core, the queue and the key table),
+ * so the call graph between them has no cycle:
+ *
+ *                 pool.c              starts the control thread, the first workers
+ *                   |
+ *               pool_ctl.c            starts the other workers (sl__pool_spawn)
+ *                   |
+ *             pool_worker.c   pool_submit.c
+ *                      \        /
+ *                     pool_core.c
+ *                     /    |     \
+ *         pool_queue.c  pool_keys.c  idle.c     (and the parking layer)
+ *
+ * Whatever two of the upper files share lives in the core; none of them
+ * calls another sideways.
  *
  * The hot path (a keyless submit, a worker taking a job) is lock-free: one
- * reservation on `pending`, one push or pop on an SL_LIST, and the parking
- * layer's cheap notify. Everything rare — commands, spawning and joining
- * threads, keyed jobs — goes through a mutex or the control thread.
+ * reservation on `pending`, one push or pop on an SL_LIST, and the idle
+ * component's cheap check (a fence and a load while someone searches).
+ * Everything rare — commands, spawning and joining threads, keyed jobs —
+ * goes through a mutex or the control thread.
  */
 #ifndef SLUICE_POOL_IMPL_H
 #define SLUICE_POOL_IMPL_H
@@ -19,6 +44,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "idle.h"
 #include "sluice/list.h"
 #include "sluice/park.h"
 #include "sluice/pool.h"
@@ -28,93 +54,101 @@
  * ordered by one read-modify-write each: every reservation either precedes
  * the shutdown (and is counted, so the drain or cancel waits for it) or sees
  * the bit and takes nothing. */
-#define PENDING_CLOSED (UINT64_C(1) << 63)
-#define PENDING_COUNT(v) ((v) & ~PENDING_CLOSED)
+#define SL__PENDING_CLOSED (UINT64_C(1) << 63)
+#define SL__PENDING_COUNT(v) ((v) & ~SL__PENDING_CLOSED)
 
 /* What the workers may do now (run_state). */
-enum pool_run {
-    RUN_STOPPED,    /* take nothing; park */
-    RUN_RUNNING,    /* take and run jobs */
-    RUN_DRAINING,   /* shutdown(SL_DRAIN): run what is queued, then exit */
-    RUN_CANCELLING, /* shutdown(SL_CANCEL) or free: take nothing, exit */
+enum sl__pool_run {
+    SL__RUN_STOPPED,    /* take nothing; park */
+    SL__RUN_RUNNING,    /* take and run jobs */
+    SL__RUN_DRAINING,   /* shutdown(SL_DRAIN): run what is queued, then exit */
+    SL__RUN_CANCELLING, /* shutdown(SL_CANCEL) or free: take nothing, exit */
 };
 
 /* The command in progress (cmd), completed by the control thread. */
-enum pool_cmd { CMD_NONE, CMD_START, CMD_STOP, CMD_WORKERS, CMD_RESET, CMD_SHUTDOWN };
+enum sl__pool_cmd {
+    SL__CMD_NONE,
+    SL__CMD_START,
+    SL__CMD_STOP,
+    SL__CMD_WORKERS,
+    SL__CMD_RESET,
+    SL__CMD_SHUTDOWN,
+};
 
 /* Why a worker thread ended. */
-enum worker_end { END_NONE, END_RETIRED, END_SHUTDOWN, END_DIED };
+enum sl__pool_end { SL__END_NONE, SL__END_RETIRED, SL__END_SHUTDOWN, SL__END_DIED };
 
-typedef struct pool_worker pool_worker;
+typedef struct sl__pool_worker sl__pool_worker;
 
-/* ---- job queues (pool_queue.c) ------------------------------------------ */
+/* ---- job queues (pool_queue.c) ------------------------------------------- */
 
 /* levels x inboxes lists of sl_job; inboxes == 1 for the shared queue. */
-typedef struct pool_queue {
-    sl_list *lists;       /* [inbox * levels + level] */
+typedef struct sl__pool_queue {
+    sl_list *lists; /* [inbox * levels + level] */
     unsigned levels, inboxes;
-} pool_queue;
+} sl__pool_queue;
 
-sl_status sl__pool_queue_init(pool_queue *q, unsigned levels, unsigned inboxes);
-void sl__pool_queue_destroy(pool_queue *q);
+sl_status sl__pool_queue_init(sl__pool_queue *q, unsigned levels, unsigned inboxes);
+void sl__pool_queue_destroy(sl__pool_queue *q);
 /* Pushes job into inbox's list of its level. SL_OK or SL_ENOMEM. */
-sl_status sl__pool_queue_push(pool_queue *q, unsigned inbox, const sl_job *job);
+sl_status sl__pool_queue_push(sl__pool_queue *q, unsigned inbox, const sl_job *job);
 /* Pops the highest-priority job, own inbox first at each level, then the
  * others'. true with *out set, or false when every list looked empty. The
  * inbox it came from goes to *from. */
-bool sl__pool_queue_pop(pool_queue *q, unsigned own, sl_job *out, unsigned *from);
+bool sl__pool_queue_pop(sl__pool_queue *q, unsigned own, sl_job *out, unsigned *from);
 /* Jobs in all lists; a snapshot. */
-size_t sl__pool_queue_len(const pool_queue *q);
+size_t sl__pool_queue_len(const sl__pool_queue *q);
 
-/* ---- key table (pool_keys.c) -------------------------------------------- */
+/* ---- key table (pool_keys.c) --------------------------------------------- */
 
-typedef struct key_job key_job; /* a job waiting for its key */
-typedef struct key_entry {
-    uint64_t key;               /* 0: free slot */
-    key_job *head, *tail;       /* waiting jobs, in submission order */
-} key_entry;
+typedef struct sl__pool_key_job sl__pool_key_job; /* a job waiting for its key */
+typedef struct sl__pool_key_entry {
+    uint64_t key;                  /* 0: free slot */
+    sl__pool_key_job *head, *tail; /* waiting jobs, in submission order */
+} sl__pool_key_entry;
 
-typedef struct pool_keys {
+typedef struct sl__pool_keys {
     pthread_mutex_t lock;
-    key_entry *slots;           /* open addressing, linear probing */
+    sl__pool_key_entry *slots; /* open addressing, linear probing */
     size_t mask, used;
     /* Jobs waiting for their key (written under lock, read lock-free by
      * workers deciding whether the lists hold anything). */
     SL_ATOMIC(uint64_t) waiting;
-} pool_keys;
+} sl__pool_keys;
 
-sl_status sl__pool_keys_init(pool_keys *k);
-void sl__pool_keys_destroy(pool_keys *k);
+sl_status sl__pool_keys_init(sl__pool_keys *k);
+void sl__pool_keys_destroy(sl__pool_keys *k);
 /* Admits a keyed job: SL_OK when its key was free (the key is now busy and
  * the caller queues the job); SL_FULL when the key is busy (the job was
  * stored to wait for it — the caller is done); SL_EXISTS for SL_JOB_UNIQUE
  * on a busy key; SL_ENOMEM. */
-sl_status sl__pool_keys_admit(pool_keys *k, const sl_job *job);
+sl_status sl__pool_keys_admit(sl__pool_keys *k, const sl_job *job);
 /* The job holding key is over (ran, died or was discarded): true with the
  * key's next waiting job in *next (the key stays busy for it), or false
  * after freeing the key. */
-bool sl__pool_keys_release(pool_keys *k, uint64_t key, sl_job *next);
+bool sl__pool_keys_release(sl__pool_keys *k, uint64_t key, sl_job *next);
 /* Detaches every job waiting for its key (not the ones holding keys) and
  * returns them as a list for sl__pool_keys_drop_list; the keys stay busy
  * until their holders are over. */
-key_job *sl__pool_keys_take_waiting(pool_keys *k);
+sl__pool_key_job *sl__pool_keys_take_waiting(sl__pool_keys *k);
 /* Visits and frees a list from sl__pool_keys_take_waiting. */
-void sl__pool_keys_drop_list(key_job *list, void (*visit)(const sl_job *, void *), void *ctx);
+void sl__pool_keys_drop_list(sl__pool_key_job *list, void (*visit)(const sl_job *, void *),
+                             void *ctx);
 
 /* ---- the pool ------------------------------------------------------------ */
 
 /* One inbox slot per possible worker. A worker owns the slot it was given at
  * spawn; the slot (and its inbox) outlives it. */
-typedef struct pool_slot {
-    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(pool_worker *) worker; /* NULL: vacant */
-    SL_ATOMIC(uint64_t) load;   /* jobs pushed to this inbox and not yet popped */
+typedef struct sl__pool_slot {
+    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(sl__pool_worker *) worker; /* NULL: vacant */
+    SL_ATOMIC(uint64_t) load; /* jobs pushed to this inbox and not yet popped */
     /* The occupant is running a job. Here rather than in the worker so that
      * dispatch, stats and wait_idle read it without touching a worker that
      * may be exiting; written only by the occupant. */
     SL_ATOMIC(unsigned) running;
-} pool_slot;
+} sl__pool_slot;
 
-struct pool_worker {
+struct sl__pool_worker {
     /* Written by the worker, read by stats and the control thread: its own
      * line, so that workers do not slow each other down. */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(unsigned) active; /* in a run of jobs (see stop) */
@@ -122,89 +156,130 @@ struct pool_worker {
     SL_ATOMIC(uint64_t) completed; /* jobs run to the end */
     /* The worker's own (plain: read by its cleanup handler, same thread). */
     sl_pool *pool;
-    unsigned id, slot;
+    unsigned id, slot;             /* slot: also its idle slot (pool->idle) */
     pthread_t thread;
     void *ctx;                     /* from worker_init */
     sl_job job;                    /* the job running now, when has_job */
     bool has_job, init_done, fini_done;
     bool counted;                  /* still counted in pool->live */
-    enum worker_end end;           /* work()'s result; a field, not a local, because the
+    bool searching;                /* holds a count in pool->idle's searching (idle.h) */
+    enum sl__pool_end end;         /* work()'s result; a field, not a local, because the
                                       cleanup region is a setjmp (-Wclobbered) */
-    pool_worker *next_exited;      /* the control thread's join list */
+    sl__pool_worker *next_exited;  /* the control thread's join list */
 };
 
 struct sl_pool {
-    /* Submitters and workers: the reservation count and the searchers. */
+    /* Submitters and workers: the reservation count, the idle workers
+     * (searchers, sleepers, one eventcount per worker slot: idle.h). */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) pending; /* accepted, not started | CLOSED */
-    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(unsigned) spinning; /* workers searching before parking */
-    SL_ATOMIC(unsigned) waking;        /* a notify of work_ev is in flight */
-    SL_ATOMIC(unsigned) rr;            /* round-robin cursor */
+    sl__idle idle;                 /* max_workers slots; its count has a line of its own */
+    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(unsigned) rr; /* round-robin cursor */
     /* Read on every take, written by commands only. */
-    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(int) run_state; /* enum pool_run */
-    SL_ATOMIC(unsigned) live;          /* worker threads counted alive */
-    SL_ATOMIC(unsigned) target;        /* set_workers */
-    SL_ATOMIC(int) cmd_waiting;        /* the control thread waits for workers to go idle */
-    SL_ATOMIC(int) spawn_req;          /* a submit found no idle worker */
-    SL_ATOMIC(int) busy;               /* a command is in progress */
-    SL_ATOMIC(int) state;              /* sl_pool_state, as reported */
-    sl_event work_ev;                  /* idle workers */
-    sl_event space_ev;                 /* submitters waiting for room */
-    sl_event idle_ev;                  /* wait_idle, and pending reaching 0 */
-    sl_event ready_ev;                 /* wait_ready */
-    sl_event ctl_ev;                   /* the control thread */
+    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(int) run_state; /* enum sl__pool_run */
+    SL_ATOMIC(unsigned) live;      /* worker threads counted alive */
+    SL_ATOMIC(unsigned) target;    /* set_workers */
+    SL_ATOMIC(int) cmd_waiting;    /* the control thread waits for workers to go idle */
+    SL_ATOMIC(int) spawn_req;      /* a submit found no idle worker */
+    SL_ATOMIC(int) busy;           /* a command is in progress */
+    SL_ATOMIC(int) state;          /* sl_pool_state, as reported */
+    sl_event space_ev;             /* submitters waiting for room */
+    sl_event idle_ev;              /* wait_idle, and pending reaching 0 */
+    sl_event ready_ev;             /* wait_ready */
+    sl_event ctl_ev;               /* the control thread */
     SL_ATOMIC(uint64_t) discarded, completed_gone, spawned, retired, respawned, died;
 
-    pool_queue queue;
-    pool_keys keys;
-    pool_slot *slots;                  /* max_workers of them */
-    sl_pool_opts opts;                 /* as given, defaults filled in */
+    sl__pool_queue queue;
+    sl__pool_keys keys;
+    sl__pool_slot *slots;          /* max_workers of them */
+    sl_pool_opts opts;             /* as given, defaults filled in */
     char name[32];
     unsigned levels;
-    unsigned spin_limit;               /* searchers at once: online CPUs / 2, at least 1 */
-    uint64_t cap;                      /* queue_capacity, 0: unbounded */
+    unsigned spin_limit;           /* searchers at once: online CPUs / 2, at least 1 */
+    uint64_t cap;                  /* queue_capacity, 0: unbounded */
 
     /* Commands and thread bookkeeping, under lock. */
     pthread_mutex_t lock;
-    enum pool_cmd cmd;                 /* in progress, or CMD_NONE */
-    bool shut;                         /* shutdown was called (commands: EINVAL) */
-    pool_worker *exited;               /* to be joined by the control thread */
-    unsigned next_id;                  /* worker ids, never reused */
-    unsigned deaths;                   /* deaths not yet replaced */
-    uint64_t joined;                   /* workers joined (control thread only) */
-    bool reset_swept;                  /* CMD_RESET: the sweep is done */
-    SL_ATOMIC(uint64_t) ctl_kicks;     /* the control thread's condition */
+    enum sl__pool_cmd cmd;         /* in progress, or SL__CMD_NONE */
+    bool shut;                     /* shutdown was called (commands: EINVAL) */
+    sl__pool_worker *exited;       /* to be joined by the control thread */
+    unsigned next_id;              /* worker ids, never reused */
+    unsigned deaths;               /* deaths not yet replaced */
+    uint64_t joined;               /* workers joined (control thread only) */
+    bool reset_swept;              /* SL__CMD_RESET: the sweep is done */
+    SL_ATOMIC(uint64_t) ctl_kicks; /* the control thread's condition */
     pthread_t ctl;
 };
 
-/* pool.c */
+/* ---- the core (pool_core.c) ---------------------------------------------- */
+
+/* Workers may take jobs: running, or draining a shutdown. */
+static inline bool sl__pool_may_take(const sl_pool *p)
+{
+    int run = atomic_load_explicit(&p->run_state, memory_order_seq_cst);
+    return run == SL__RUN_RUNNING || run == SL__RUN_DRAINING;
+}
+
+/* Whether some job is in the lists (or about to be): pending minus the
+ * keyed jobs waiting aside. `waiting` is read first: a job that left it was
+ * counted there before its push, so a stale `waiting` can only overstate
+ * the jobs that wait aside when its push has not been seen — and then the
+ * pusher, whose push precedes its wake-up check, sees this worker's
+ * registration or its search (idle.h). seq_cst, both: the re-check side of
+ * that Dekker pair. */
+static inline bool sl__pool_has_work(const sl_pool *p)
+{
+    uint64_t waiting = atomic_load_explicit(&p->keys.waiting, memory_order_seq_cst);
+    uint64_t pending = atomic_load_explicit(&p->pending, memory_order_seq_cst);
+    return SL__PENDING_COUNT(pending) > waiting;
+}
+
+/* A worker may take a job now, and one is waiting. */
+static inline bool sl__pool_takeable(const sl_pool *p)
+{
+    return sl__pool_may_take(p) && sl__pool_has_work(p);
+}
+
+/* The pool whose worker or control thread this is (NULL elsewhere), so that
+ * sl_pool_free can refuse to wait for its own thread. */
+extern _Thread_local sl_pool *sl__pool_of_thread;
+
 /* Hands an accepted job to on_discard and counts it. */
 void sl__pool_discard(sl_pool *p, const sl_job *job, sl_discard why);
 /* The workers kept while idle: the target, or min_workers when idle
  * workers retire. */
 unsigned sl__pool_floor(const sl_pool *p);
-
-/* pool_submit.c */
+/* Wakes the control thread: it re-evaluates everything (ctl_kicks). */
+void sl__pool_ctl_poke(sl_pool *p);
+/* Wakes every parked worker, each with a token (a command or a shutdown
+ * changed what they may do). Takes time in max_workers: not for hot paths. */
+void sl__pool_wake_workers(sl_pool *p);
 /* n jobs left `pending`: wakes whoever waits on that. */
 void sl__pool_pending_done(sl_pool *p, uint64_t n);
-/* Work is waiting: wakes a sleeper unless someone spins, or asks the
- * control thread for a worker when none sleeps and the pool is below its
- * target. */
+/* Work is waiting: wakes a sleeper unless someone searches (handing it the
+ * wake token: idle.h), or asks the control thread for a worker when nobody
+ * searches or sleeps and the pool is below its target. Nothing while the
+ * pool is stopped or cancelling. */
 void sl__pool_want_worker(sl_pool *p);
+/* sl__pool_takeable as an sl__ready_fn (pool: the pool): the `more` of
+ * sl__idle_search_end. */
+bool sl__pool_more_work(void *pool);
+/* Pushes an accepted job (a new one, or a keyed job whose key came free)
+ * into the inbox its dispatch mode picks, and makes sure a worker will look.
+ * SL_OK or SL_ENOMEM (nothing pushed). */
+sl_status sl__pool_push(sl_pool *p, const sl_job *job);
 /* The job holding key is over: queues the key's next job, if any. */
 void sl__pool_key_done(sl_pool *p, uint64_t key);
 
-/* pool_worker.c */
+/* ---- the worker threads (pool_worker.c) ---------------------------------- */
+
 /* Starts a worker if fewer than limit (and max_workers) are live — a
  * replacement (respawned) if a death is not yet made good: SL_OK;
  * SL_FULL when there are enough (or no slot is free yet); SL_ENOMEM. */
 sl_status sl__pool_spawn(sl_pool *p, unsigned limit);
 
-/* pool_ctl.c */
-void *sl__pool_ctl_main(void *arg);
-void sl__pool_ctl_poke(sl_pool *p);
+/* ---- the control thread (pool_ctl.c) ------------------------------------- */
 
-/* pool.c: the pool whose worker or control thread this is (NULL elsewhere),
- * so that sl_pool_free can refuse to wait for its own thread. */
-extern _Thread_local sl_pool *sl__pool_of_thread;
+/* The control thread's body; arg is the pool. */
+void *sl__pool_ctl_main(void *arg);
 
 #endif /* SLUICE_POOL_IMPL_H */

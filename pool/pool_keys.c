@@ -17,9 +17,9 @@
 
 #include "pool_impl.h"
 
-struct key_job {
+struct sl__pool_key_job {
     sl_job job;
-    key_job *next;
+    sl__pool_key_job *next;
 };
 
 #define KEYS_MIN_SLOTS 64u
@@ -32,9 +32,9 @@ static size_t hash_key(uint64_t key)
     return (size_t)key;
 }
 
-sl_status sl__pool_keys_init(pool_keys *k)
+sl_status sl__pool_keys_init(sl__pool_keys *k)
 {
-    k->slots = calloc(KEYS_MIN_SLOTS, sizeof(key_entry));
+    k->slots = calloc(KEYS_MIN_SLOTS, sizeof(sl__pool_key_entry));
     if (!k->slots)
         return SL_ENOMEM;
     k->mask = KEYS_MIN_SLOTS - 1;
@@ -44,12 +44,12 @@ sl_status sl__pool_keys_init(pool_keys *k)
     return SL_OK;
 }
 
-void sl__pool_keys_destroy(pool_keys *k)
+void sl__pool_keys_destroy(sl__pool_keys *k)
 {
     if (!k->slots)
         return;
     for (size_t i = 0; i <= k->mask; i++) {
-        for (key_job *j = k->slots[i].head, *next; j; j = next) {
+        for (sl__pool_key_job *j = k->slots[i].head, *next; j; j = next) {
             next = j->next;
             free(j);
         }
@@ -59,7 +59,7 @@ void sl__pool_keys_destroy(pool_keys *k)
     pthread_mutex_destroy(&k->lock);
 }
 
-static key_entry *find(pool_keys *k, uint64_t key)
+static sl__pool_key_entry *find(sl__pool_keys *k, uint64_t key)
 {
     for (size_t i = hash_key(key) & k->mask;; i = (i + 1) & k->mask) {
         if (k->slots[i].key == key)
@@ -69,7 +69,7 @@ static key_entry *find(pool_keys *k, uint64_t key)
     }
 }
 
-static key_entry *free_slot_for(key_entry *slots, size_t mask, uint64_t key)
+static sl__pool_key_entry *free_slot_for(sl__pool_key_entry *slots, size_t mask, uint64_t key)
 {
     size_t i = hash_key(key) & mask;
     while (slots[i].key != 0)
@@ -77,10 +77,10 @@ static key_entry *free_slot_for(key_entry *slots, size_t mask, uint64_t key)
     return &slots[i];
 }
 
-static bool grow(pool_keys *k)
+static bool grow(sl__pool_keys *k)
 {
     size_t n = (k->mask + 1) * 2;
-    key_entry *slots = calloc(n, sizeof(key_entry));
+    sl__pool_key_entry *slots = calloc(n, sizeof(sl__pool_key_entry));
     if (!slots)
         return false;
     for (size_t i = 0; i <= k->mask; i++) {
@@ -95,7 +95,7 @@ static bool grow(pool_keys *k)
 
 /* Backward-shift deletion: later members of the probe run move into the
  * hole when their home slot is at or before it (cyclically). */
-static void erase(pool_keys *k, key_entry *e)
+static void erase(sl__pool_keys *k, sl__pool_key_entry *e)
 {
     size_t hole = (size_t)(e - k->slots);
     for (size_t i = (hole + 1) & k->mask; k->slots[i].key != 0; i = (i + 1) & k->mask) {
@@ -105,38 +105,38 @@ static void erase(pool_keys *k, key_entry *e)
             hole = i;
         }
     }
-    k->slots[hole] = (key_entry){0};
+    k->slots[hole] = (sl__pool_key_entry){0};
     k->used--;
 }
 
-static sl_status admit_locked(pool_keys *k, const sl_job *job)
+static sl_status admit_locked(sl__pool_keys *k, const sl_job *job)
 {
-    key_entry *e = find(k, job->key);
+    sl__pool_key_entry *e = find(k, job->key);
     if (!e) {
         if ((k->used + 1) * 2 > k->mask + 1 && !grow(k))
             return SL_ENOMEM;
         e = free_slot_for(k->slots, k->mask, job->key);
-        *e = (key_entry){.key = job->key};
+        *e = (sl__pool_key_entry){.key = job->key};
         k->used++;
         return SL_OK;
     }
     if (job->flags & SL_JOB_UNIQUE)
         return SL_EXISTS;
-    key_job *w = malloc(sizeof(*w));
+    sl__pool_key_job *w = malloc(sizeof(*w));
     if (!w)
         return SL_ENOMEM;
-    *w = (key_job){.job = *job};
+    *w = (sl__pool_key_job){.job = *job};
     if (e->tail)
         e->tail->next = w;
     else
         e->head = w;
     e->tail = w;
-    /* seq_cst, after the submit's reservation: see has_work in pool_worker.c. */
+    /* seq_cst, after the submit's reservation: see sl__pool_has_work (pool_impl.h). */
     atomic_fetch_add_explicit(&k->waiting, 1, memory_order_seq_cst);
     return SL_FULL;
 }
 
-sl_status sl__pool_keys_admit(pool_keys *k, const sl_job *job)
+sl_status sl__pool_keys_admit(sl__pool_keys *k, const sl_job *job)
 {
     pthread_mutex_lock(&k->lock);
     sl_status st = admit_locked(k, job);
@@ -144,14 +144,14 @@ sl_status sl__pool_keys_admit(pool_keys *k, const sl_job *job)
     return st;
 }
 
-bool sl__pool_keys_release(pool_keys *k, uint64_t key, sl_job *next)
+bool sl__pool_keys_release(sl__pool_keys *k, uint64_t key, sl_job *next)
 {
-    key_job *w = NULL;
+    sl__pool_key_job *w = NULL;
     pthread_mutex_lock(&k->lock);
-    key_entry *e = find(k, key);
+    sl__pool_key_entry *e = find(k, key);
     if (e && e->head) {
         w = e->head;
-        /* seq_cst, before the job is pushed: see has_work in pool_worker.c. */
+        /* seq_cst, before the job is pushed: see sl__pool_has_work (pool_impl.h). */
         atomic_fetch_sub_explicit(&k->waiting, 1, memory_order_seq_cst);
         e->head = w->next;
         if (!e->head)
@@ -167,14 +167,14 @@ bool sl__pool_keys_release(pool_keys *k, uint64_t key, sl_job *next)
     return true;
 }
 
-key_job *sl__pool_keys_take_waiting(pool_keys *k)
+sl__pool_key_job *sl__pool_keys_take_waiting(sl__pool_keys *k)
 {
-    key_job *all = NULL;
+    sl__pool_key_job *all = NULL;
     pthread_mutex_lock(&k->lock);
     for (size_t i = 0; i <= k->mask; i++) {
-        key_entry *e = &k->slots[i];
+        sl__pool_key_entry *e = &k->slots[i];
         if (e->head) {
-            for (key_job *j = e->head; j; j = j->next)
+            for (sl__pool_key_job *j = e->head; j; j = j->next)
                 atomic_fetch_sub_explicit(&k->waiting, 1, memory_order_seq_cst);
             e->tail->next = all;
             all = e->head;
@@ -185,10 +185,11 @@ key_job *sl__pool_keys_take_waiting(pool_keys *k)
     return all;
 }
 
-void sl__pool_keys_drop_list(key_job *list, void (*visit)(const sl_job *, void *), void *ctx)
+void sl__pool_keys_drop_list(sl__pool_key_job *list, void (*visit)(const sl_job *, void *),
+                             void *ctx)
 {
     while (list) {
-        key_job *next = list->next;
+        sl__pool_key_job *next = list->next;
         visit(&list->job, ctx);
         free(list);
         list = next;

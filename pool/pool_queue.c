@@ -14,12 +14,12 @@
 
 #include "pool_impl.h"
 
-static sl_list *list_at(const pool_queue *q, unsigned inbox, unsigned level)
+static sl_list *list_at(const sl__pool_queue *q, unsigned inbox, unsigned level)
 {
     return &q->lists[(size_t)inbox * q->levels + level];
 }
 
-sl_status sl__pool_queue_init(pool_queue *q, unsigned levels, unsigned inboxes)
+sl_status sl__pool_queue_init(sl__pool_queue *q, unsigned levels, unsigned inboxes)
 {
     size_t n = (size_t)levels * inboxes;
     q->levels = levels;
@@ -40,7 +40,7 @@ sl_status sl__pool_queue_init(pool_queue *q, unsigned levels, unsigned inboxes)
     return SL_OK;
 }
 
-void sl__pool_queue_destroy(pool_queue *q)
+void sl__pool_queue_destroy(sl__pool_queue *q)
 {
     if (!q->lists)
         return;
@@ -50,14 +50,14 @@ void sl__pool_queue_destroy(pool_queue *q)
     q->lists = NULL;
 }
 
-sl_status sl__pool_queue_push(pool_queue *q, unsigned inbox, const sl_job *job)
+sl_status sl__pool_queue_push(sl__pool_queue *q, unsigned inbox, const sl_job *job)
 {
     return sl_list_try_push(list_at(q, inbox, job->priority), job);
 }
 
 /* One level: the own inbox, then the others from the next one on, so that
  * thieves spread over the inboxes instead of all raiding inbox 0. */
-static bool pop_level(pool_queue *q, unsigned own, unsigned level, sl_job *out,
+static bool pop_level(sl__pool_queue *q, unsigned own, unsigned level, sl_job *out,
                       unsigned *from)
 {
     for (unsigned k = 0; k < q->inboxes; k++) {
@@ -70,7 +70,7 @@ static bool pop_level(pool_queue *q, unsigned own, unsigned level, sl_job *out,
     return false;
 }
 
-bool sl__pool_queue_pop(pool_queue *q, unsigned own, sl_job *out, unsigned *from)
+bool sl__pool_queue_pop(sl__pool_queue *q, unsigned own, sl_job *out, unsigned *from)
 {
     own = q->inboxes == 1 ? 0 : own; /* the shared queue: every worker's own */
     for (unsigned level = q->levels; level-- > 0;) {
@@ -81,7 +81,7 @@ bool sl__pool_queue_pop(pool_queue *q, unsigned own, sl_job *out, unsigned *from
 }
 
 /* Jobs in inbox (all levels); a snapshot. */
-static size_t inbox_len(const pool_queue *q, unsigned inbox)
+static size_t inbox_len(const sl__pool_queue *q, unsigned inbox)
 {
     size_t n = 0;
     for (unsigned level = 0; level < q->levels; level++)
@@ -89,7 +89,7 @@ static size_t inbox_len(const pool_queue *q, unsigned inbox)
     return n;
 }
 
-size_t sl__pool_queue_len(const pool_queue *q)
+size_t sl__pool_queue_len(const sl__pool_queue *q)
 {
     size_t n = 0;
     for (unsigned inbox = 0; inbox < q->inboxes; inbox++)

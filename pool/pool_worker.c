@@ -1,9 +1,9 @@
 /*
- * pool/pool_worker.c — one worker thread: take jobs and run them, search a
- * little when there are none, park on the pool's eventcount, retire when the
- * pool has too many workers or this one was idle too long, and — if the
- * thread dies inside a job — report the job, release its key and leave the
- * pool in order.
+ * pool/pool_worker.c — one worker thread, from spawn to exit: take jobs and
+ * run them, search a little when there are none, park in its idle slot,
+ * retire when the pool has too many workers or this one was idle too long,
+ * and — if the thread dies inside a job — report the job, release its key
+ * and leave the pool in order.
  *
  * A worker's life:
  *
@@ -16,15 +16,20 @@
  * stop; it stays set across consecutive jobs and is cleared when the lists
  * look empty, which is when a pending stop is told.
  *
- * Search: the worker counts itself in `spinning` (at most one spinner per
- * two CPUs) and polls briefly; submits skip their wake-up while anyone
- * spins. A worker that takes a job and sees more waiting wakes one more
- * (sl__pool_want_worker), so a burst fans out one worker at a time.
- *
- * Park: stop counting as a spinner, register on work_ev (a full barrier),
- * re-check for work and for reasons to exit, sleep. The timeout is the idle
- * timeout when the pool is above its floor, else none (an idle pool uses no
- * CPU).
+ * Search, park and waking follow the idle-worker component (idle.h), the
+ * executor's policy too; the worker owns idle slot `slot`. Searching, it is
+ * counted in the component's `searching` (at most spin_limit searchers)
+ * and polls briefly; submits skip their wake-up meanwhile. Out of work, it
+ * parks in its slot through the await protocol (internal/await.h). A
+ * submit that finds nobody searching wakes one sleeper and hands it the
+ * wake token, so the woken worker counts as a searcher until it finds work.
+ * The flag `searching` says the worker holds such a count; whoever stops
+ * holding it ends the search (sl__idle_search_end), and the last searcher
+ * out wakes the next sleeper if more work is waiting — so a burst fans out
+ * one worker at a time and one job wakes at most one. Every way out of the
+ * loop ends the search too (work()), or work could wait for a token that
+ * left with its thread. The park's deadline is the idle timeout when the
+ * pool is above its floor, else none (an idle pool uses no CPU).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,25 +43,6 @@
  * pause in between this is a few microseconds — long enough to catch the
  * next job of a steady stream, short enough not to matter when idle. */
 #define POOL_SPIN_POLLS 200u
-
-static bool may_take(const sl_pool *p)
-{
-    int run = atomic_load_explicit(&p->run_state, memory_order_seq_cst);
-    return run == RUN_RUNNING || run == RUN_DRAINING;
-}
-
-/* Whether some job is in the lists (or about to be): pending minus the
- * keyed jobs waiting aside. `waiting` is read first: a job that left it was
- * counted there before its push, so a stale `waiting` can only overstate
- * the jobs that wait aside when its push has not been seen — and then the
- * pusher, whose push precedes its wake-up check, sees this worker's
- * registration (see sl__pool_want_worker). */
-static bool has_work(const sl_pool *p)
-{
-    uint64_t waiting = atomic_load_explicit(&p->keys.waiting, memory_order_seq_cst);
-    uint64_t pending = PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst));
-    return pending > waiting;
-}
 
 /* Retires: leaves the live count if there are more workers than `limit`.
  * Under the pool lock, with the count of retirements, so that a stats
@@ -79,26 +65,26 @@ static bool leave_above(sl_pool *p, unsigned limit)
     return left;
 }
 
-static enum worker_end exit_due(pool_worker *w)
+static enum sl__pool_end exit_due(sl__pool_worker *w)
 {
     sl_pool *p = w->pool;
     int run = atomic_load_explicit(&p->run_state, memory_order_seq_cst);
-    bool done = run == RUN_CANCELLING ||
-                (run == RUN_DRAINING &&
-                 PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) == 0);
+    bool done = run == SL__RUN_CANCELLING ||
+                (run == SL__RUN_DRAINING &&
+                 SL__PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) == 0);
     if (done) {
         atomic_fetch_sub_explicit(&p->live, 1, memory_order_acq_rel);
         w->counted = false;
-        return END_SHUTDOWN;
+        return SL__END_SHUTDOWN;
     }
     if (leave_above(p, atomic_load_explicit(&p->target, memory_order_seq_cst))) {
         w->counted = false;
-        return END_RETIRED;
+        return SL__END_RETIRED;
     }
-    return END_NONE;
+    return SL__END_NONE;
 }
 
-static bool take(pool_worker *w)
+static bool take(sl__pool_worker *w)
 {
     sl_pool *p = w->pool;
     unsigned from;
@@ -111,16 +97,24 @@ static bool take(pool_worker *w)
      * what wait_idle reads first. */
     atomic_store_explicit(&p->slots[w->slot].running, 1, memory_order_relaxed);
     sl__pool_pending_done(p, 1);
+    /* Found work: a searcher, or a sleeper woken with a token, stops
+     * searching; the last one out wakes the next sleeper if more is waiting
+     * (idle.h). Always before the job runs, so no job ever runs while its
+     * worker holds a token (worker_died relies on it). */
+    if (w->searching)
+        sl__idle_search_end(&p->idle, &w->searching, sl__pool_more_work, p);
     /* More waiting behind this job: the backlog exceeds the workers that
-     * were woken for it (a burst of submits can all see one sleeper that is
-     * only waking up) — fan out one more worker, as a searcher would. */
-    if (has_work(p))
+     * were woken for it (a burst of submits can all see one searcher) — fan
+     * out one more, or ask for a new worker when none sleeps, as a submit
+     * would. Nothing happens while someone searches, the sleeper just woken
+     * above included. */
+    if (sl__pool_has_work(p))
         sl__pool_want_worker(p);
     return true;
 }
 
 /* After a job (run or died): the job's key, the counters, wait_idle. */
-static void job_over(pool_worker *w, bool ran)
+static void job_over(sl__pool_worker *w, bool ran)
 {
     sl_pool *p = w->pool;
     uint64_t key = w->job.key;
@@ -136,17 +130,17 @@ static void job_over(pool_worker *w, bool ran)
     /* Orders the store above before the loads below (wait_idle registers,
      * then reads running and pending). */
     sl_event_fence();
-    if (PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) == 0)
+    if (SL__PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) == 0)
         sl_event_notify_all(&p->idle_ev);
 }
 
-static void run_streak(pool_worker *w)
+static void run_streak(sl__pool_worker *w)
 {
     sl_pool *p = w->pool;
     /* seq_cst: a Dekker pair with stop, which stores run_state and then
      * reads every worker's `active`. */
     atomic_store_explicit(&w->active, 1, memory_order_seq_cst);
-    while (may_take(p) && take(w)) {
+    while (sl__pool_may_take(p) && take(w)) {
         w->job.fn(w->job.arg, w->ctx);
         job_over(w, true);
         if (atomic_load_explicit(&p->live, memory_order_relaxed) >
@@ -160,24 +154,26 @@ static void run_streak(pool_worker *w)
         sl__pool_ctl_poke(p);
 }
 
-/* Spins for work. true: work appeared (the worker goes back to run). */
-static bool search(sl_pool *p)
+/* Searches for work, counted as a searcher (idle.h). true: work appeared —
+ * the worker goes back to take it, still searching (take ends the search).
+ * false: park, which stops the count once the worker is registered. */
+static bool search(sl__pool_worker *w)
 {
-    /* Enough spinners already (one per two CPUs, as Go allows): more would
-     * only take CPU from the threads that submit and run jobs. */
-    if (atomic_load_explicit(&p->spinning, memory_order_relaxed) >= p->spin_limit)
+    sl_pool *p = w->pool;
+    /* Enough searchers besides this one (one per two CPUs, as Go allows):
+     * more would only take CPU from the threads that submit and run jobs. A
+     * worker woken with a token (after a command, every sleeper) parks again
+     * at once then: park drops the count, and its re-check stands in for
+     * the hand-on (idle.h). */
+    unsigned n = sl__idle_searchers(&p->idle);
+    if ((n > (unsigned)w->searching ? n - (unsigned)w->searching : 0) >= p->spin_limit)
         return false;
-    /* seq_cst: submits read spinning after their push (sl__pool_want_worker). */
-    atomic_fetch_add_explicit(&p->spinning, 1, memory_order_seq_cst);
+    sl__idle_search_begin(&p->idle, &w->searching);
     for (unsigned i = 0; i < POOL_SPIN_POLLS; i++) {
-        if (has_work(p) && may_take(p)) {
-            /* The taker fans out if more is waiting (take). */
-            atomic_fetch_sub_explicit(&p->spinning, 1, memory_order_seq_cst);
+        if (sl__pool_takeable(p))
             return true;
-        }
         sl_cpu_relax();
     }
-    atomic_fetch_sub_explicit(&p->spinning, 1, memory_order_seq_cst);
     return false;
 }
 
@@ -190,65 +186,69 @@ static uint64_t idle_deadline(const sl_pool *p)
     return sl_deadline_after(p->opts.idle_timeout_ns);
 }
 
-/* The worker has left work_ev (cancel or wait). It clears the wake-up
- * token: a notify that counted on a registered waiter is answered by
- * whichever waiter leaves first — this one. seq_cst: ordered before its
- * next look at the lists. A worker that will not look (it exits) passes
- * the wake-up on. */
-static void left_work_ev(sl_pool *p, bool will_look)
+/* What exit_due would act on, read without acting (no lock, no count
+ * changes): park's re-check runs between the registration and the sleep. */
+static bool exit_wanted(const sl_pool *p)
 {
-    atomic_store_explicit(&p->waking, 0, memory_order_seq_cst);
-    if (!will_look && may_take(p) && has_work(p))
-        sl__pool_want_worker(p);
+    int run = atomic_load_explicit(&p->run_state, memory_order_seq_cst);
+    if (run == SL__RUN_CANCELLING ||
+        (run == SL__RUN_DRAINING &&
+         SL__PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) == 0))
+        return true;
+    return atomic_load_explicit(&p->live, memory_order_seq_cst) >
+           atomic_load_explicit(&p->target, memory_order_seq_cst);
 }
 
-static enum worker_end park(pool_worker *w)
+/* Park's condition: work to take, or a reason to exit. Whatever makes it
+ * true wakes the workers after it: a push (sl__pool_want_worker), a command,
+ * and `pending` reaching 0 after shutdown (sl__pool_wake_workers). */
+static bool wake_reason(void *arg)
+{
+    const sl_pool *p = arg;
+    return sl__pool_takeable(p) || exit_wanted(p);
+}
+
+/* Sleeps in the worker's idle slot until woken (perhaps with a token: then
+ * w->searching is true), wake_reason holds, or the idle deadline passes; at
+ * the deadline, with no work visible, retires if the pool is above its
+ * floor. */
+static enum sl__pool_end park(sl__pool_worker *w)
 {
     sl_pool *p = w->pool;
-    uint32_t key = sl_event_prepare(&p->work_ev);
-    /* After the barrier in prepare: a submit that pushed before it is seen
-     * here, one that pushes after it sees this registration. */
-    enum worker_end end = END_NONE;
-    if ((may_take(p) && has_work(p)) || (end = exit_due(w)) != END_NONE) {
-        sl_event_cancel(&p->work_ev);
-        left_work_ev(p, end == END_NONE);
-        return end;
-    }
-    /* Going to sleep: give the wake-up token back too. The notify that took
-     * it may have bumped the epoch before this worker read its key, and then
-     * it does not wake this worker — and if every worker sleeps, nobody else
-     * would ever clear the token. */
-    atomic_store_explicit(&p->waking, 0, memory_order_seq_cst);
+    uint64_t deadline = idle_deadline(p);
     atomic_store_explicit(&w->parked, 1, memory_order_relaxed);
-    sl_status st = sl_event_wait(&p->work_ev, key, idle_deadline(p));
+    sl_status st = sl__idle_park(&p->idle, w->slot, &w->searching, wake_reason, p, deadline);
     atomic_store_explicit(&w->parked, 0, memory_order_relaxed);
-    if (st == SL_TIMEDOUT && !(may_take(p) && has_work(p)) &&
-        leave_above(p, sl__pool_floor(p))) {
+    if (st == SL_TIMEDOUT && !sl__pool_takeable(p) && leave_above(p, sl__pool_floor(p))) {
         w->counted = false;
-        end = END_RETIRED;
+        return SL__END_RETIRED; /* a token claimed at the deadline: work() hands it on */
     }
-    left_work_ev(p, end == END_NONE);
-    return end;
+    return SL__END_NONE;
 }
 
-static enum worker_end work(pool_worker *w)
+static enum sl__pool_end work(sl__pool_worker *w)
 {
+    sl_pool *p = w->pool;
+    enum sl__pool_end end;
     for (;;) {
-        enum worker_end end = exit_due(w);
-        if (end != END_NONE)
-            return end;
+        if ((end = exit_due(w)) != SL__END_NONE)
+            break;
         run_streak(w);
-        if (may_take(w->pool) && search(w->pool))
+        if (sl__pool_may_take(p) && search(w))
             continue;
-        end = park(w);
-        if (end != END_NONE)
-            return end;
+        if ((end = park(w)) != SL__END_NONE)
+            break;
     }
+    /* Leaving with a token (woken for work that it will not take, or still
+     * searching): the component passes it on to a sleeper if work is
+     * waiting, as any searcher that stops does. */
+    sl__idle_search_end(&p->idle, &w->searching, sl__pool_more_work, p);
+    return end;
 }
 
 /* Hands the worker to the control thread, which joins and frees it. The
  * thread touches nothing of the pool after this. */
-static void worker_exit(pool_worker *w, enum worker_end end)
+static void worker_exit(sl__pool_worker *w, enum sl__pool_end end)
 {
     sl_pool *p = w->pool;
     pthread_mutex_lock(&p->lock);
@@ -256,7 +256,7 @@ static void worker_exit(pool_worker *w, enum worker_end end)
     atomic_fetch_add_explicit(&p->completed_gone,
                               atomic_load_explicit(&w->completed, memory_order_relaxed),
                               memory_order_relaxed);
-    if (end == END_DIED) {
+    if (end == SL__END_DIED) {
         atomic_fetch_add_explicit(&p->died, 1, memory_order_relaxed);
         p->deaths++;
     }
@@ -269,7 +269,7 @@ static void worker_exit(pool_worker *w, enum worker_end end)
     sl__pool_ctl_poke(p);
 }
 
-static void run_fini(pool_worker *w)
+static void run_fini(sl__pool_worker *w)
 {
     sl_pool *p = w->pool;
     if (w->fini_done || !w->init_done)
@@ -283,7 +283,7 @@ static void run_fini(pool_worker *w)
  * dies (pthread_exit or cancellation) inside a job or a callback. */
 static void worker_died(void *arg)
 {
-    pool_worker *w = arg;
+    sl__pool_worker *w = arg;
     sl_pool *p = w->pool;
     if (w->has_job) {
         /* Reported before the job counts as over, so that a wait_idle that
@@ -294,20 +294,24 @@ static void worker_died(void *arg)
     atomic_store_explicit(&w->active, 0, memory_order_seq_cst);
     if (atomic_load_explicit(&p->cmd_waiting, memory_order_seq_cst))
         sl__pool_ctl_poke(p);
+    /* A thread dies only inside a job or a callback, and take() ends the
+     * search before a job runs, so no token can be held here; ended anyway,
+     * because a token that left with its thread would strand work. */
+    sl__idle_search_end(&p->idle, &w->searching, sl__pool_more_work, p);
     run_fini(w);
-    worker_exit(w, END_DIED);
+    worker_exit(w, SL__END_DIED);
 }
 
-static void name_thread(const pool_worker *w)
+static void name_thread(const sl__pool_worker *w)
 {
     char id[16];
     snprintf(id, sizeof id, "%u", w->id);
     sl__thread_name(pthread_self(), w->pool->name, id);
 }
 
-static void *worker_main(void *arg)
+static void *pool_worker_main(void *arg)
 {
-    pool_worker *w = arg;
+    sl__pool_worker *w = arg;
     sl_pool *p = w->pool;
     w->thread = pthread_self();
     sl__pool_of_thread = p;
@@ -324,7 +328,7 @@ static void *worker_main(void *arg)
 }
 
 /* Takes a vacant slot for w (under the pool lock). */
-static bool claim_slot(sl_pool *p, pool_worker *w)
+static bool claim_pool_slot(sl_pool *p, sl__pool_worker *w)
 {
     for (unsigned s = 0; s < p->opts.max_workers; s++) {
         if (!atomic_load_explicit(&p->slots[s].worker, memory_order_relaxed)) {
@@ -349,38 +353,46 @@ static bool enter_below(sl_pool *p, unsigned limit)
     return false;
 }
 
-sl_status sl__pool_spawn(sl_pool *p, unsigned limit)
+/* Under the pool lock: counts w as live if fewer than limit (and the
+ * target) are, and gives it a slot and an id. *replacement: it makes good a
+ * death. false: enough workers, or no slot free yet. */
+static bool place_worker(sl_pool *p, sl__pool_worker *w, unsigned limit, bool *replacement)
 {
-    bool replacement = false;
-    if (limit > p->opts.max_workers)
-        limit = p->opts.max_workers;
-    pool_worker *w = aligned_alloc(SL_CACHELINE, sizeof(*w));
-    if (!w)
-        return SL_ENOMEM;
-    memset(w, 0, sizeof(*w));
-    w->pool = p;
-    w->counted = true;
-    pthread_mutex_lock(&p->lock);
     /* Under lock with the slot: a worker that has left the live count but
      * not yet its slot holds the slot a moment longer. */
     /* The target as it is now: a limit computed from an older, higher target
      * would spawn workers that retire at once, over and over (thread churn
      * while set_workers shrinks the pool). */
     unsigned target = atomic_load_explicit(&p->target, memory_order_seq_cst);
-    bool slotted = enter_below(p, limit < target ? limit : target);
-    if (slotted && !claim_slot(p, w)) {
+    if (!enter_below(p, limit < target ? limit : target))
+        return false;
+    if (!claim_pool_slot(p, w)) {
         atomic_fetch_sub_explicit(&p->live, 1, memory_order_acq_rel);
-        slotted = false;
+        return false;
     }
-    if (slotted) {
-        w->id = p->next_id++;
-        /* Decided here, under the lock a death counts itself under: a
-         * spawn after a death restores the dead worker's place. */
-        replacement = p->deaths > 0;
-        p->deaths -= replacement;
-    }
+    w->id = p->next_id++;
+    /* Decided here, under the lock a death counts itself under: a spawn
+     * after a death restores the dead worker's place. */
+    *replacement = p->deaths > 0;
+    p->deaths -= *replacement;
+    return true;
+}
+
+sl_status sl__pool_spawn(sl_pool *p, unsigned limit)
+{
+    bool replacement = false;
+    if (limit > p->opts.max_workers)
+        limit = p->opts.max_workers;
+    sl__pool_worker *w = aligned_alloc(SL_CACHELINE, sizeof(*w));
+    if (!w)
+        return SL_ENOMEM;
+    memset(w, 0, sizeof(*w));
+    w->pool = p;
+    w->counted = true;
+    pthread_mutex_lock(&p->lock);
+    bool placed = place_worker(p, w, limit, &replacement);
     pthread_mutex_unlock(&p->lock);
-    if (!slotted) {
+    if (!placed) {
         free(w);
         return SL_FULL;
     }
@@ -389,7 +401,7 @@ sl_status sl__pool_spawn(sl_pool *p, unsigned limit)
     if (replacement)
         atomic_fetch_add_explicit(&p->respawned, 1, memory_order_relaxed);
     pthread_t t;
-    if (pthread_create(&t, NULL, worker_main, w) != 0) {
+    if (pthread_create(&t, NULL, pool_worker_main, w) != 0) {
         atomic_fetch_sub_explicit(&p->live, 1, memory_order_acq_rel);
         atomic_fetch_sub_explicit(&p->spawned, 1, memory_order_relaxed);
         if (replacement)

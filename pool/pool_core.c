@@ -1,0 +1,191 @@
+/*
+ * pool/pool_core.c — the pool's shared bookkeeping: what every side of a
+ * job's way through the pool needs, written once at the bottom of the pool's
+ * files (pool_impl.h has the layering).
+ *
+ *   pending     a job leaving `pending` (started, discarded, a reservation
+ *               given back) and whoever waits on that: blocked submitters,
+ *               wait_idle, a shutdown waiting for the count to reach 0
+ *   discard     an accepted job handed to on_discard, and counted
+ *   push        an accepted job into an inbox (the dispatch modes), then
+ *               making sure a worker will look: a searcher, a sleeper woken
+ *               through the idle component, or a new worker asked of the
+ *               control thread
+ *   keys        the job holding a key is over: the key's next job is pushed
+ *   floor       the workers kept while idle
+ *   ctl poke    waking the control thread
+ *
+ * Submitting, the workers, the control thread and the commands call down
+ * into this file; it calls only the queue, the key table, the idle-worker
+ * component (idle.h: who searches, who sleeps, who wakes whom) and the
+ * parking layer, never up.
+ */
+#include <sched.h>
+
+#include "pool_impl.h"
+
+_Thread_local sl_pool *sl__pool_of_thread;
+
+void sl__pool_discard(sl_pool *p, const sl_job *job, sl_discard why)
+{
+    if (p->opts.on_discard)
+        p->opts.on_discard(job, why, p->opts.user);
+    /* Release: the report precedes the count (and the count precedes the
+     * pending decrement that the caller makes next). */
+    atomic_fetch_add_explicit(&p->discarded, 1, memory_order_release);
+}
+
+unsigned sl__pool_floor(const sl_pool *p)
+{
+    unsigned target = atomic_load_explicit(&p->target, memory_order_seq_cst);
+    if (!p->opts.idle_timeout_ns)
+        return target;
+    return p->opts.min_workers < target ? p->opts.min_workers : target;
+}
+
+void sl__pool_ctl_poke(sl_pool *p)
+{
+    /* seq_cst: the kick is the condition the control thread re-reads after
+     * its prepare; it must precede the notify's read of the waiter count. */
+    atomic_fetch_add_explicit(&p->ctl_kicks, 1, memory_order_seq_cst);
+    sl_event_notify_one(&p->ctl_ev);
+}
+
+void sl__pool_wake_workers(sl_pool *p)
+{
+    /* Slot by slot through sl__idle_notify_slot (it fences: the caller's
+     * change before its read of each bit). Not sl__idle_wake_all: for a slot
+     * it cannot claim, that one adds a token and drops it again without the
+     * hand-on of sl__idle_search_end, so a submit that reads the count in
+     * between skips its wake-up, while a worker that registered behind the
+     * sweep sleeps on the job. notify_slot passes such a token on. */
+    for (unsigned i = 0; i < p->opts.max_workers; i++)
+        sl__idle_notify_slot(&p->idle, i);
+}
+
+/* ---- pending: the end of a job's wait ------------------------------------ */
+
+/* Called for n jobs that left `pending` (started, discarded, or a
+ * reservation given back). Wakes submitters waiting for room, wait_idle
+ * callers when nothing is pending, and — after shutdown — the workers and
+ * the control thread, which wait for the count to reach 0. */
+void sl__pool_pending_done(sl_pool *p, uint64_t n)
+{
+    /* seq_cst: the decrement is the condition change the waiters on
+     * space_ev and idle_ev pair with (their prepare is a full barrier). */
+    uint64_t v = atomic_fetch_sub_explicit(&p->pending, n, memory_order_seq_cst);
+    if (p->cap)
+        sl_event_notify_n(&p->space_ev, (size_t)n);
+    if (SL__PENDING_COUNT(v) != n)
+        return;
+    sl_event_notify_all(&p->idle_ev);
+    if (v & SL__PENDING_CLOSED) {
+        sl__pool_wake_workers(p);
+        sl__pool_ctl_poke(p);
+    }
+}
+
+/* ---- making sure a worker will look -------------------------------------- */
+
+static void request_spawn(sl_pool *p)
+{
+    if (atomic_load_explicit(&p->live, memory_order_relaxed) >=
+        atomic_load_explicit(&p->target, memory_order_relaxed))
+        return;
+    if (atomic_load_explicit(&p->spawn_req, memory_order_relaxed))
+        return; /* one request at a time: the control thread re-evaluates */
+    /* seq_cst: the request is the condition the control thread re-checks
+     * after its prepare; it must precede the notify's read of its waiters. */
+    if (!atomic_exchange_explicit(&p->spawn_req, 1, memory_order_seq_cst))
+        sl__pool_ctl_poke(p);
+}
+
+bool sl__pool_more_work(void *pool) { return sl__pool_takeable(pool); }
+
+/* A job was just pushed (or a worker took one and saw more waiting): make
+ * sure a worker will look — a searcher, else a sleeper, else a new worker
+ * when the pool is below its target. Which sleeper, and why the job cannot
+ * be stranded, is the idle component's (idle.h). */
+void sl__pool_want_worker(sl_pool *p)
+{
+    /* Our push before the loads below, the inline pre-check included: the
+     * Dekker pair with a parking worker's registration and re-check. */
+    sl_event_fence();
+    /* relaxed: ordered by the fence. A searcher will find the job, or wake
+     * the next sleeper when it stops (idle.h). */
+    if (sl__idle_searchers(&p->idle) != 0)
+        return;
+    /* Stopped or cancelling: nobody may take it; start wakes everyone. (A
+     * start racing with this load is covered by start's own wake-up of every
+     * worker, which follows its store of the run state.) */
+    int run = atomic_load_explicit(&p->run_state, memory_order_seq_cst);
+    if (run != SL__RUN_RUNNING && run != SL__RUN_DRAINING)
+        return;
+    if (sl__idle_notify_work(&p->idle) == SL__IDLE_NOBODY)
+        request_spawn(p); /* every worker is busy */
+}
+
+/* ---- push: inboxes ------------------------------------------------------- */
+
+static unsigned pick_round_robin(sl_pool *p)
+{
+    unsigned n = p->queue.inboxes;
+    unsigned i = atomic_fetch_add_explicit(&p->rr, 1, memory_order_relaxed) % n;
+    for (unsigned k = 0; k < n; k++) {
+        unsigned s = i + k < n ? i + k : i + k - n;
+        if (atomic_load_explicit(&p->slots[s].worker, memory_order_relaxed))
+            return s;
+    }
+    return i;
+}
+
+/* The inbox with the fewest queued jobs, counting a running job as one;
+ * ties go to the first found from a rotating start. */
+static unsigned pick_least_loaded(sl_pool *p)
+{
+    unsigned n = p->queue.inboxes;
+    unsigned start = atomic_fetch_add_explicit(&p->rr, 1, memory_order_relaxed) % n;
+    unsigned best = start;
+    uint64_t best_load = UINT64_MAX;
+    for (unsigned k = 0; k < n && best_load > 0; k++) {
+        unsigned s = start + k < n ? start + k : start + k - n;
+        if (!atomic_load_explicit(&p->slots[s].worker, memory_order_relaxed))
+            continue; /* vacant: only a pointer test, never a dereference */
+        uint64_t load = atomic_load_explicit(&p->slots[s].load, memory_order_relaxed) +
+                        atomic_load_explicit(&p->slots[s].running, memory_order_relaxed);
+        if (load < best_load)
+            best = s, best_load = load;
+    }
+    return best;
+}
+
+sl_status sl__pool_push(sl_pool *p, const sl_job *job)
+{
+    unsigned inbox = 0;
+    if (p->opts.dispatch == SL_DISPATCH_ROUND_ROBIN)
+        inbox = pick_round_robin(p);
+    else if (p->opts.dispatch == SL_DISPATCH_LEAST_LOADED)
+        inbox = pick_least_loaded(p);
+    if (p->opts.dispatch == SL_DISPATCH_LEAST_LOADED)
+        atomic_fetch_add_explicit(&p->slots[inbox].load, 1, memory_order_relaxed);
+    sl_status st = sl__pool_queue_push(&p->queue, inbox, job);
+    if (st != SL_OK) {
+        if (p->opts.dispatch == SL_DISPATCH_LEAST_LOADED)
+            atomic_fetch_sub_explicit(&p->slots[inbox].load, 1, memory_order_relaxed);
+        return st;
+    }
+    sl__pool_want_worker(p);
+    return SL_OK;
+}
+
+/* The key's next job was accepted long ago and must not be lost to a failed
+ * allocation, so a push that fails is retried (the lists allocate a segment
+ * per 32+ jobs). */
+void sl__pool_key_done(sl_pool *p, uint64_t key)
+{
+    sl_job next;
+    if (!sl__pool_keys_release(&p->keys, key, &next))
+        return;
+    while (sl__pool_push(p, &next) != SL_OK)
+        sched_yield();
+}

@@ -53,14 +53,9 @@ void sl__pool_ctl_poke(sl_pool *p)
 
 void sl__pool_wake_workers(sl_pool *p)
 {
-    /* Slot by slot through sl__idle_notify_slot (it fences: the caller's
-     * change before its read of each bit). Not sl__idle_wake_all: for a slot
-     * it cannot claim, that one adds a token and drops it again without the
-     * hand-on of sl__idle_search_end, so a submit that reads the count in
-     * between skips its wake-up, while a worker that registered behind the
-     * sweep sleeps on the job. notify_slot passes such a token on. */
-    for (unsigned i = 0; i < p->opts.max_workers; i++)
-        sl__idle_notify_slot(&p->idle, i);
+    /* It fences: the caller's change of the run state or target before its
+     * read of each sleep bit (pool/idle.h). */
+    sl__idle_wake_all(&p->idle);
 }
 
 /* ---- pending: the end of a job's wait ------------------------------------ */

@@ -31,7 +31,8 @@
  *
  * ready() may have side effects (a channel's ready *is* the operation): it is
  * called until it returns true once, never after. It runs between prepare
- * and wait, so it must not block and must not wait on `ev` itself.
+ * and wait, so it must not sleep (a short lock is fine) and must not wait on
+ * `ev` itself.
  */
 #ifndef SLUICE_INTERNAL_AWAIT_H
 #define SLUICE_INTERNAL_AWAIT_H

@@ -152,8 +152,7 @@ sl_status sl__chan_new_at(sl_chan **out, const sl_chan_opts *opts, uint64_t star
 {
     if (!out || !opts || !flavor_supported(opts->flavor))
         return SL_EINVAL;
-    sl_chan *ch = aligned_alloc(SL_CACHELINE, (sizeof *ch + SL_CACHELINE - 1) &
-                                                  ~(size_t)(SL_CACHELINE - 1));
+    sl_chan *ch = aligned_alloc(SL_CACHELINE, sl__round_to_line(sizeof *ch));
     if (!ch)
         return SL_ENOMEM;
     memset(ch, 0, sizeof *ch);

@@ -11,12 +11,12 @@
  * a row here, and its sl_flavor value (docs/design.md, "The flavour table,
  * and adding a flavour").
  *
- * Every operation is a non-blocking attempt (send_once / try_recv_once) plus,
- * for the blocking forms, the three phases of parking: bounded spinning with
- * back-off, a few yields, then the eventcount. Receivers park on `not_empty`,
- * senders on `not_full`; a successful send notifies one receiver and a
- * successful receive one sender, and both notifies cost one load while nobody
- * is parked.
+ * Every operation is a non-blocking attempt (send_once / try_recv_once); the
+ * blocking and timed forms repeat it through the await protocol
+ * (internal/await.h): a bounded spin, then parking on an eventcount —
+ * receivers on `not_empty`, senders on `not_full`. A successful send notifies
+ * one receiver and a successful receive one sender, and both notifies cost
+ * one load while nobody is parked.
  *
  * Close sets `closed` and wakes everyone. A send checks `closed` before it
  * pushes; a receive that finds the queue empty checks `closed` and then looks
@@ -28,16 +28,13 @@
  */
 #include "chan_impl.h"
 
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rings.h"
-#include "internal/spin.h"
+#include "internal/await.h"
 #include "internal/testing.h"
-
-typedef sl_status (*chan_op)(sl_chan *ch, void *buf);
 
 /* ---- senders in flight ---------------------------------------------------
  * A sender marks itself before it checks `closed` and unmarks after its push.
@@ -428,8 +425,8 @@ static inline bool is_closed(const sl_chan *ch)
 sl_event sl__select_bell;
 
 /* A selecting thread may wait for this channel: ring the bell. The caller's
- * state change was a seq_cst RMW or fenced (the Dekker pair with sl_select's
- * registration), so this seq_cst load cannot miss a registered selector. */
+ * state change was a seq_cst RMW or fenced, so this seq_cst load cannot miss
+ * a selector whose registration came before its re-check (select.c). */
 static inline void ring_selectors(sl_chan *ch)
 {
     if (atomic_load_explicit(&ch->selectors, memory_order_seq_cst) != 0)
@@ -446,6 +443,7 @@ PER_FLAVOR void send_end(const flavor_adapter *a, sl_chan *ch, SL_ATOMIC(uint32_
         sl_event_notify_all(&ch->not_empty);
 }
 
+/* send_once for one flavour's adapter. */
 PER_FLAVOR sl_status send_with(const flavor_adapter *a, sl_chan *ch, const void *elem,
                                sl_visit_fn displaced, void *ctx)
 {
@@ -471,17 +469,15 @@ static sl_status send_once(sl_chan *ch, const void *elem, sl_visit_fn displaced,
     DISPATCH(ch->flavor, send_with, ch, elem, displaced, ctx);
 }
 
-/* The chan_op form: a displaced message goes to the drop function. */
-static sl_status try_send_once(sl_chan *ch, void *elem)
+/* A send whose displaced message (SL_RING) goes to the drop function. */
+static sl_status try_send_once(sl_chan *ch, const void *elem)
 {
     return send_once(ch, elem, ch->drop, ch->drop_ctx);
 }
 
-sl_status sl__chan_try_send(sl_chan *ch, const void *elem)
-{
-    return try_send_once(ch, (void *)(uintptr_t)elem);
-}
+sl_status sl__chan_try_send(sl_chan *ch, const void *elem) { return try_send_once(ch, elem); }
 
+/* One pop, and the notifies it owes. */
 PER_FLAVOR sl_status pop_with(const flavor_adapter *a, sl_chan *ch, void *out)
 {
     sl_status st = a->pop(ch, out);
@@ -492,6 +488,7 @@ PER_FLAVOR sl_status pop_with(const flavor_adapter *a, sl_chan *ch, void *out)
     return st;
 }
 
+/* try_recv_once for one flavour's adapter. */
 PER_FLAVOR sl_status recv_with(const flavor_adapter *a, sl_chan *ch, void *out)
 {
     if (pop_with(a, ch, out) == SL_OK)
@@ -523,78 +520,65 @@ static sl_status try_recv_once(sl_chan *ch, void *out)
 
 sl_status sl__chan_try_recv(sl_chan *ch, void *out) { return try_recv_once(ch, out); }
 
-static inline bool retry_status(sl_status st) { return st == SL_FULL || st == SL_EMPTY; }
+/* ---- the blocking and timed forms -----------------------------------------
+ * They wait through the await protocol (internal/await.h). The condition is
+ * the operation itself, tried once per look: ready once its status is final
+ * (not SL_FULL or SL_EMPTY), and chan_wait keeps that status. The notifies
+ * the protocol asks for are the façade's own: every successful send and
+ * receive notifies the other side after a change the adapter ordered before
+ * the notify, close notifies both sides, and an unmark after a close the
+ * receivers again. */
+typedef struct chan_wait {
+    sl_chan *ch;
+    const void *elem; /* a send's message */
+    void *out;        /* where a receive puts its message */
+    sl_status st;     /* the last attempt's status */
+} chan_wait;
 
-/* Phase 1: the operation itself, retried with growing pauses, then yields.
- * Returns the first final status, or SL_FULL/SL_EMPTY if none came. */
-static sl_status spin_phase(sl_chan *ch, chan_op op, void *buf, uint64_t deadline)
+static inline bool is_final(sl_status st) { return st != SL_FULL && st != SL_EMPTY; }
+
+static bool send_ready(void *ctx)
 {
-    sl_status st = SL_EMPTY;
-    unsigned relax = 1;
-    for (unsigned i = 0; i < SL_SPIN_TRIES; i++) {
-        for (unsigned k = 0; k < relax; k++)
-            sl_cpu_relax();
-        if (relax < SL_SPIN_RELAX_MAX)
-            relax <<= 1;
-        st = op(ch, buf);
-        if (!retry_status(st))
-            return st;
-        if (deadline != SL_FOREVER && (i & 7) == 7 && sl_now_ns() >= deadline)
-            return st;
-    }
-    for (unsigned i = 0; i < SL_SPIN_YIELDS; i++) {
-        sched_yield();
-        st = op(ch, buf);
-        if (!retry_status(st))
-            return st;
-    }
-    return st;
+    chan_wait *w = ctx;
+    w->st = try_send_once(w->ch, w->elem);
+    return is_final(w->st);
 }
 
-/* The blocking and timed forms: try, spin, then park on ev until op succeeds,
- * the channel closes, or the deadline passes. */
-static sl_status wait_for(sl_chan *ch, sl_event *ev, chan_op op, void *buf, uint64_t timeout_ns)
+static bool recv_ready(void *ctx)
 {
-    sl_status st = op(ch, buf);
-    if (!retry_status(st))
-        return st;
+    chan_wait *w = ctx;
+    w->st = try_recv_once(w->ch, w->out);
+    return is_final(w->st);
+}
+
+/* Tries, then waits on ev until ready() holds (its status) or the timeout
+ * passes (SL_TIMEDOUT). The first try comes before the clock is read: a
+ * timeout of 0 is exactly that one try, and a call that succeeds at once
+ * costs no clock read. */
+static sl_status await_op(sl_event *ev, sl__ready_fn ready, chan_wait *w, uint64_t timeout_ns)
+{
+    if (ready(w))
+        return w->st;
     if (timeout_ns == 0)
         return SL_TIMEDOUT;
-    uint64_t deadline = sl_deadline_after(timeout_ns);
-    st = spin_phase(ch, op, buf, deadline);
-    if (!retry_status(st))
-        return st;
-    for (;;) {
-        uint32_t key = sl_event_prepare(ev);
-        SL_FI(); /* registered, not yet re-checked */
-        st = op(ch, buf);
-        if (!retry_status(st)) {
-            sl_event_cancel(ev);
-            return st;
-        }
-        sl_status w = sl_event_wait(ev, key, deadline);
-        /* Always try once more after waking, also at the deadline: a notify
-         * that chose us must not be lost with us. */
-        st = op(ch, buf);
-        if (!retry_status(st))
-            return st;
-        if (w == SL_TIMEDOUT)
-            return SL_TIMEDOUT;
-    }
+    if (sl__event_await(ev, ready, w, sl_deadline_after(timeout_ns), SL__AWAIT_SPIN) != SL_OK)
+        return SL_TIMEDOUT;
+    return w->st;
 }
 
 SL_API sl_status sl_chan_try_send(sl_chan *ch, const void *elem)
 {
     if (!ch || !elem)
         return SL_EINVAL;
-    return try_send_once(ch, (void *)(uintptr_t)elem);
+    return try_send_once(ch, elem);
 }
 
 SL_API sl_status sl_chan_send_for(sl_chan *ch, const void *elem, uint64_t timeout_ns)
 {
     if (!ch || !elem)
         return SL_EINVAL;
-    return wait_for(ch, &ch->not_full, try_send_once, (void *)(uintptr_t)elem, timeout_ns);
+    chan_wait w = {.ch = ch, .elem = elem};
+    return await_op(&ch->not_full, send_ready, &w, timeout_ns);
 }
 
 SL_API sl_status sl_chan_send(sl_chan *ch, const void *elem)
@@ -658,7 +642,8 @@ SL_API sl_status sl_chan_recv_for(sl_chan *ch, void *out, uint64_t timeout_ns)
 {
     if (!ch || !out)
         return SL_EINVAL;
-    return wait_for(ch, &ch->not_empty, try_recv_once, out, timeout_ns);
+    chan_wait w = {.ch = ch, .out = out};
+    return await_op(&ch->not_empty, recv_ready, &w, timeout_ns);
 }
 
 SL_API sl_status sl_chan_recv(sl_chan *ch, void *out)
@@ -666,6 +651,7 @@ SL_API sl_status sl_chan_recv(sl_chan *ch, void *out)
     return sl_chan_recv_for(ch, out, SL_FOREVER);
 }
 
+/* sl_chan_try_send_n for one flavour's adapter. */
 PER_FLAVOR size_t send_n_with(const flavor_adapter *a, sl_chan *ch, const void *elems, size_t n)
 {
     SL_ATOMIC(uint32_t) *mark = a->mark(ch);
@@ -687,6 +673,7 @@ SL_API size_t sl_chan_try_send_n(sl_chan *ch, const void *elems, size_t n)
     DISPATCH(ch->flavor, send_n_with, ch, elems, n);
 }
 
+/* One batch pop, and the notifies it owes. */
 PER_FLAVOR size_t pop_n_with(const flavor_adapter *a, sl_chan *ch, void *out, size_t n)
 {
     size_t got = a->pop_n(ch, out, n);
@@ -697,6 +684,7 @@ PER_FLAVOR size_t pop_n_with(const flavor_adapter *a, sl_chan *ch, void *out, si
     return got;
 }
 
+/* sl_chan_try_recv_n for one flavour's adapter. */
 PER_FLAVOR size_t recv_n_with(const flavor_adapter *a, sl_chan *ch, void *out, size_t n)
 {
     size_t got = pop_n_with(a, ch, out, n);

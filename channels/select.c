@@ -85,8 +85,11 @@ static void set_registered(sl_select_case *cases, size_t n, bool on)
     }
     SL_FI();
     /* The registrations above before the rounds that follow, with the
-     * channels' state change and `selectors` load as the other side. */
-    sl_event_heavy_fence();
+     * channels' state change and `selectors` load as the other side. Leaving
+     * needs no barrier: a channel that still sees the count only rings the
+     * bell once more. */
+    if (on)
+        sl_event_heavy_fence();
 }
 
 /* The await's condition: one round over the cases, ready once one was. */

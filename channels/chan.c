@@ -202,7 +202,10 @@ static inline sl_status mpmc_push(sl_chan *ch, const void *elem, sl_visit_fn dis
     return sl_mpmc_try_push(&ch->q.mpmc, elem);
 }
 
-static inline sl_status mpmc_pop(sl_chan *ch, void *out) { return sl_mpmc_try_pop(&ch->q.mpmc, out); }
+static inline sl_status mpmc_pop(sl_chan *ch, void *out)
+{
+    return sl_mpmc_try_pop(&ch->q.mpmc, out);
+}
 
 static inline size_t mpmc_push_n(sl_chan *ch, const void *elems, size_t n)
 {
@@ -241,7 +244,10 @@ static inline sl_status list_push(sl_chan *ch, const void *elem, sl_visit_fn dis
     return sl_list_try_push(&ch->q.list, elem);
 }
 
-static inline sl_status list_pop(sl_chan *ch, void *out) { return sl_list_try_pop(&ch->q.list, out); }
+static inline sl_status list_pop(sl_chan *ch, void *out)
+{
+    return sl_list_try_pop(&ch->q.list, out);
+}
 
 static inline size_t list_push_n(sl_chan *ch, const void *elems, size_t n)
 {
@@ -281,7 +287,10 @@ static inline sl_status ring_push(sl_chan *ch, const void *elem, sl_visit_fn dis
     return sl__ring_push_visit(&ch->q.ring, elem, displaced, ctx);
 }
 
-static inline sl_status ring_pop(sl_chan *ch, void *out) { return sl_ring_try_pop(&ch->q.ring, out); }
+static inline sl_status ring_pop(sl_chan *ch, void *out)
+{
+    return sl_ring_try_pop(&ch->q.ring, out);
+}
 
 /* Every send into a ring succeeds: evicting ones count as sent. */
 static inline size_t ring_push_n(sl_chan *ch, const void *elems, size_t n)
@@ -309,8 +318,8 @@ static const flavor_adapter ring_adapter = {
 
 /* ---- the flavour table ----------------------------------------------------
  * One row per flavour: X(its sl_flavor value, its adapter, ...), the rest of
- * the arguments passed through for the dispatch below. Nothing else in this
- * file names a flavour. */
+ * the arguments passed through for the dispatch below. Outside the adapters
+ * and this table, no code in the façade names a flavour. */
 #define CHAN_FLAVORS(X, ...)              \
     X(SL_SPSC, spsc_adapter, __VA_ARGS__) \
     X(SL_MPMC, mpmc_adapter, __VA_ARGS__) \
@@ -333,12 +342,12 @@ static bool flavor_supported(sl_flavor f) { return adapter_of(f) != NULL; }
  * adapter, and DISPATCH calls one with the constant adapter of the flavour:
  * inlined into each case, the adapter's calls become direct calls and are
  * inlined in turn (the SPSC ring's fast path stays inline), for one switch
- * per operation. Calling through adapter_of(f) would cost an indirect call
- * per adapter call, and a switch per adapter call three switches per send
- * (mark, push, unmark): both measured slower (docs/design.md). No default:
- * -Wswitch (in -Wall) names a flavour value without a row. Every channel's
- * flavour has a row (sl_chan_new checks), so falling out of the switch is
- * unreachable; saying so spares the last comparison. */
+ * per operation. Calling through adapter_of(f) would add an indirect call
+ * per adapter call; a switch around each adapter call would make three per
+ * send (mark, push, unmark); both measured slower (docs/design.md). No
+ * default: -Wswitch (in -Wall) names a flavour value without a row. Every
+ * channel's flavour has a row (sl_chan_new checks), so falling out of the
+ * switch is unreachable; saying so spares the last comparison. */
 #define PER_FLAVOR static inline __attribute__((always_inline))
 #define DISPATCH_ROW(flavor, adapter, fn, ...) \
     case flavor: return fn(&adapter, __VA_ARGS__);

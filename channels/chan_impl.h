@@ -1,6 +1,8 @@
 /*
- * channels/chan_impl.h — the channel's layout and the non-blocking steps that
- * select shares with the façade (internal).
+ * channels/chan_impl.h — the channel's layout, and what select.c shares with
+ * the façade: the non-blocking send and receive, and the bell selecting
+ * threads park on (internal, not installed). The flavours' adapters and the
+ * flavour table are chan.c's own.
  */
 #ifndef SLUICE_CHANNELS_CHAN_IMPL_H
 #define SLUICE_CHANNELS_CHAN_IMPL_H

@@ -560,19 +560,22 @@ static bool recv_ready(void *ctx)
     return is_final(w->st);
 }
 
-/* Tries, then waits on ev until ready() holds (its status) or the timeout
- * passes (SL_TIMEDOUT). The first try comes before the clock is read: a
- * timeout of 0 is exactly that one try, and a call that succeeds at once
- * costs no clock read. */
-static sl_status await_op(sl_event *ev, sl__ready_fn ready, chan_wait *w, uint64_t timeout_ns)
+/* What a blocking or timed form does after a first try that was not final:
+ * with a timeout of 0, nothing more (SL_TIMEDOUT); otherwise wait on ev until
+ * ready() holds (its status) or the timeout passes (SL_TIMEDOUT). The first
+ * try is the caller's, before the clock is read, and this is out of line: a
+ * call whose first try succeeds reads no clock and sets up no frame for the
+ * wait. */
+static __attribute__((noinline)) sl_status await_op(sl_event *ev, sl__ready_fn ready,
+                                                    sl_chan *ch, const void *elem, void *out,
+                                                    uint64_t timeout_ns)
 {
-    if (ready(w))
-        return w->st;
     if (timeout_ns == 0)
         return SL_TIMEDOUT;
-    if (sl__event_await(ev, ready, w, sl_deadline_after(timeout_ns), SL__AWAIT_SPIN) != SL_OK)
+    chan_wait w = {.ch = ch, .elem = elem, .out = out};
+    if (sl__event_await(ev, ready, &w, sl_deadline_after(timeout_ns), SL__AWAIT_SPIN) != SL_OK)
         return SL_TIMEDOUT;
-    return w->st;
+    return w.st;
 }
 
 SL_API sl_status sl_chan_try_send(sl_chan *ch, const void *elem)
@@ -586,8 +589,10 @@ SL_API sl_status sl_chan_send_for(sl_chan *ch, const void *elem, uint64_t timeou
 {
     if (!ch || !elem)
         return SL_EINVAL;
-    chan_wait w = {.ch = ch, .elem = elem};
-    return await_op(&ch->not_full, send_ready, &w, timeout_ns);
+    sl_status st = try_send_once(ch, elem);
+    if (is_final(st))
+        return st;
+    return await_op(&ch->not_full, send_ready, ch, elem, NULL, timeout_ns);
 }
 
 SL_API sl_status sl_chan_send(sl_chan *ch, const void *elem)
@@ -651,8 +656,10 @@ SL_API sl_status sl_chan_recv_for(sl_chan *ch, void *out, uint64_t timeout_ns)
 {
     if (!ch || !out)
         return SL_EINVAL;
-    chan_wait w = {.ch = ch, .out = out};
-    return await_op(&ch->not_empty, recv_ready, &w, timeout_ns);
+    sl_status st = try_recv_once(ch, out);
+    if (is_final(st))
+        return st;
+    return await_op(&ch->not_empty, recv_ready, ch, NULL, out, timeout_ns);
 }
 
 SL_API sl_status sl_chan_recv(sl_chan *ch, void *out)

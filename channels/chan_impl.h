@@ -1,6 +1,8 @@
 /*
- * channels/chan_impl.h — the channel's layout and the non-blocking steps that
- * select shares with the façade (internal).
+ * channels/chan_impl.h — the channel's layout, and what select.c shares with
+ * the façade: the non-blocking send and receive, and the bell selecting
+ * threads park on (internal, not installed). The flavours' adapters and the
+ * flavour table are chan.c's own.
  */
 #ifndef SLUICE_CHANNELS_CHAN_IMPL_H
 #define SLUICE_CHANNELS_CHAN_IMPL_H
@@ -33,12 +35,14 @@ struct sl_chan {
                                        it stays so (later senders all see closed) */
     /* Senders between their closed-check and the end of their push, so that
      * no receiver reports SL_CLOSED while a send that saw the channel open is
-     * still landing. SL_SPSC uses slot 0 as its single sender's flag (plain
-     * stores); the others count in slots picked per thread, a line each, so
-     * senders on different threads do not share a counter line. */
+     * still landing. How a sender marks itself is its flavour adapter's
+     * (chan.c): a single sender's flag in slot 0, or counts in slots picked
+     * per thread, a line each, so that senders on different threads do not
+     * share a counter line. */
     struct {
         SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint32_t) n;
     } in_flight[SL_SEND_SLOTS];
+    /* The raw queue: one member per flavour, used only by its adapter. */
     union {
         sl_spsc spsc;
         sl_mpmc mpmc;

@@ -60,11 +60,6 @@ struct sl_list_seg {
     SL_ATOMIC(unsigned char) state[]; /* seg_slots entries */
 };
 
-static size_t round_to_line(size_t bytes)
-{
-    return (bytes + SL_CACHELINE - 1) & ~(size_t)(SL_CACHELINE - 1);
-}
-
 static size_t slots_for(size_t elem_size)
 {
     /* About 32 KiB of messages per segment, between 32 and 1024 slots. */
@@ -74,8 +69,9 @@ static size_t slots_for(size_t elem_size)
 
 static sl_list_seg *seg_new(sl_list *q, uint64_t base)
 {
-    size_t hdr = round_to_line(sizeof(sl_list_seg) + q->seg_slots);
-    sl_list_seg *s = aligned_alloc(SL_CACHELINE, hdr + round_to_line(q->seg_slots * q->elem_size));
+    size_t hdr = sl__round_to_line(sizeof(sl_list_seg) + q->seg_slots);
+    sl_list_seg *s =
+        aligned_alloc(SL_CACHELINE, hdr + sl__round_to_line(q->seg_slots * q->elem_size));
     if (!s)
         return NULL;
     atomic_init(&s->enq, 0);

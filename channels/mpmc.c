@@ -234,11 +234,6 @@ static scq_view used_view(const sl_mpmc *q)
                       m->used_ring.order, m->half};
 }
 
-static size_t round_to_line(size_t bytes)
-{
-    return (bytes + SL_CACHELINE - 1) & ~(size_t)(SL_CACHELINE - 1);
-}
-
 static unsigned log2_pow2(uint64_t x)
 {
     unsigned o = 0;
@@ -272,8 +267,8 @@ sl_status sl__mpmc_init_at(sl_mpmc *q, size_t elem_size, size_t capacity, uint64
     uint64_t half = (uint64_t)1 << log2_pow2(capacity < SCQ_MIN_HALF ? SCQ_MIN_HALF : capacity);
     /* aligned_alloc wants a size that is a multiple of the alignment (the
      * sanitizers' allocators enforce it): round both up to a cache line. */
-    size_t ring_bytes = round_to_line((size_t)(2 * half) * sizeof(uint64_t));
-    size_t slot_bytes = round_to_line(capacity * elem_size);
+    size_t ring_bytes = sl__round_to_line((size_t)(2 * half) * sizeof(uint64_t));
+    size_t slot_bytes = sl__round_to_line(capacity * elem_size);
     scq_word *free_e = aligned_alloc(SL_CACHELINE, ring_bytes);
     scq_word *used_e = aligned_alloc(SL_CACHELINE, ring_bytes);
     unsigned char *slots = aligned_alloc(SL_CACHELINE, slot_bytes);

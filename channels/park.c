@@ -25,8 +25,9 @@
  * prepared after N3 and holds the new key. That thread's key load acquired
  * N3, so its re-check saw N1: it was woken for a condition that was true, and
  * if another thread consumed it first, no condition change is left without a
- * wake. Every waiter retries its operation after every wake (chan.c), so the
- * wake is never swallowed by a thread that leaves without looking.
+ * wake. Every waiter retries its operation after every wake (sl__event_await
+ * below), so the wake is never swallowed by a thread that leaves without
+ * looking.
  *
  * sl__event_await (internal/await.h) is that waiter's side written once: every
  * blocking call with a re-checkable condition goes through it, so the steps

@@ -1,6 +1,8 @@
 /*
- * channels/rings.h — internal entry points of the raw rings used by the
- * channel façade (not installed).
+ * channels/rings.h — what the raw queues share with each other and with the
+ * channel façade (internal, not installed): the SCQ steps the overwrite ring
+ * is built on, the in-place drains and the ring's visiting push that the
+ * façade's adapters call, and the cache-line rounding of their allocations.
  */
 #ifndef SLUICE_CHANNELS_RINGS_H
 #define SLUICE_CHANNELS_RINGS_H
@@ -9,6 +11,14 @@
 #include "sluice/mpmc.h"
 #include "sluice/ring.h"
 #include "sluice/spsc.h"
+
+/* bytes rounded up to whole cache lines: aligned_alloc(SL_CACHELINE, ...)
+ * wants a multiple of the alignment (the sanitizers' allocators enforce it),
+ * and the storage then shares no line with a neighbouring allocation. */
+static inline size_t sl__round_to_line(size_t bytes)
+{
+    return (bytes + SL_CACHELINE - 1) & ~(size_t)(SL_CACHELINE - 1);
+}
 
 /* The MPMC queue's four steps, for the overwrite ring built on its slots:
  * take a free slot index, publish a filled slot, take the oldest filled slot,

@@ -5,20 +5,18 @@
  * performs the first that is ready; if readiness does not change during the
  * round, every ready case is first with equal probability.
  *
- * Sleeping: the selector registers on the process-wide bell (prepare), then
- * adds itself to each case's channel `selectors` count, fences, and tries the
- * cases again. A channel's successful send, receive or close is a seq_cst
- * RMW (or is fenced) and is followed by a seq_cst load of `selectors`; if it
- * reads non-zero it rings the bell. The same Dekker argument as the
- * eventcount's (sluice/park.h) shows that either the re-check sees the change
- * or the bell wakes the selector.
+ * Sleeping: a selector that finds no case ready adds itself to each case's
+ * channel `selectors` count and waits on the process-wide bell through the
+ * await protocol (internal/await.h), its condition one round over the cases.
+ * A channel whose count is non-zero rings the bell after every send, receive
+ * and close (chan.c).
  */
 #include "sluice/select.h"
 
 #include <stdlib.h>
 
 #include "chan_impl.h"
-#include "internal/spin.h"
+#include "internal/await.h"
 #include "internal/util.h"
 
 /* Cases up to this many need no allocation for the shuffle. */
@@ -79,47 +77,49 @@ static void set_registered(sl_select_case *cases, size_t n, bool on)
     for (size_t i = 0; i < n; i++) {
         if (!cases[i].ch)
             continue;
+        /* seq_cst: in the total order with the channels' `selectors` loads. */
         if (on)
             atomic_fetch_add_explicit(&cases[i].ch->selectors, 1u, memory_order_seq_cst);
         else
             atomic_fetch_sub_explicit(&cases[i].ch->selectors, 1u, memory_order_seq_cst);
     }
     SL_FI();
-    /* The registrations above before the re-check that follows (Dekker with
-     * the channels' state change and selectors load; see sluice/park.h). */
-    sl_event_heavy_fence();
+    /* The registrations above before the rounds that follow, with the
+     * channels' state change and `selectors` load as the other side. Leaving
+     * needs no barrier: a channel that still sees the count only rings the
+     * bell once more. */
+    if (on)
+        sl_event_heavy_fence();
+}
+
+/* The await's condition: one round over the cases, ready once one was. */
+typedef struct select_ctx {
+    sl_select_case *cases;
+    size_t n;
+    size_t *order;
+    size_t *index;
+    sl_status st; /* the last round's */
+} select_ctx;
+
+static bool select_ready(void *ctx)
+{
+    select_ctx *w = ctx;
+    w->st = poll_round(w->cases, w->n, w->order, w->index);
+    return w->st != SL_TIMEDOUT;
 }
 
 static sl_status select_wait(sl_select_case *cases, size_t n, size_t *order, uint64_t deadline,
                              size_t *index)
 {
-    sl_status st = SL_TIMEDOUT;
-    for (unsigned i = 0; i < SL_SPIN_TRIES / 4 && st == SL_TIMEDOUT; i++) {
-        for (unsigned k = 0; k < SL_SPIN_RELAX_MAX; k++)
-            sl_cpu_relax();
-        st = poll_round(cases, n, order, index);
-    }
-    if (st != SL_TIMEDOUT)
-        return st;
-    bool registered = false;
-    for (;;) {
-        uint32_t key = sl_event_prepare(&sl__select_bell);
-        if (!registered) {
-            set_registered(cases, n, true);
-            registered = true;
-        }
-        st = poll_round(cases, n, order, index);
-        if (st != SL_TIMEDOUT) {
-            sl_event_cancel(&sl__select_bell);
-            break;
-        }
-        sl_status w = sl_event_wait(&sl__select_bell, key, deadline);
-        st = poll_round(cases, n, order, index);
-        if (st != SL_TIMEDOUT || w == SL_TIMEDOUT)
-            break;
-    }
+    select_ctx w = {cases, n, order, index, SL_TIMEDOUT};
+    /* Registered before the first prepare, and still race-free: a notifier
+     * changes state before it loads `selectors`, our prepare and re-check
+     * follow the registration; the rest is the await protocol
+     * (internal/await.h). */
+    set_registered(cases, n, true);
+    sl_status st = sl__event_await(&sl__select_bell, select_ready, &w, deadline, SL__AWAIT_SPIN);
     set_registered(cases, n, false);
-    return st;
+    return st == SL_OK ? w.st : SL_TIMEDOUT;
 }
 
 SL_API sl_status sl_select(sl_select_case *cases, size_t n, uint64_t timeout_ns, size_t *index)

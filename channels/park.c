@@ -222,7 +222,7 @@ SL_API uint64_t sl_deadline_after(uint64_t timeout_ns)
 /* Phase 1 of the await protocol: ready() retried with pause hints growing 1,
  * 2, 4 … SL_SPIN_RELAX_MAX, then a few yields (spin.h). true once ready();
  * false when the budget or the deadline ran out first. */
-static bool await_spin(sl__ready_fn ready, void *ctx, uint64_t deadline_ns)
+bool sl__await_spin(sl__ready_fn ready, void *ctx, uint64_t deadline_ns)
 {
     unsigned relax = 1;
     for (unsigned i = 0; i < SL_SPIN_TRIES; i++) {
@@ -250,7 +250,7 @@ sl_status sl__event_await(sl_event *ev, sl__ready_fn ready, void *ctx, uint64_t 
 {
     if (ready(ctx))
         return SL_OK;
-    if ((flags & SL__AWAIT_SPIN) && await_spin(ready, ctx, deadline_ns))
+    if ((flags & SL__AWAIT_SPIN) && sl__await_spin(ready, ctx, deadline_ns))
         return SL_OK;
     for (;;) {
         uint32_t key = sl_event_prepare(ev);

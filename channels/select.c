@@ -5,9 +5,10 @@
  * performs the first that is ready; if readiness does not change during the
  * round, every ready case is first with equal probability.
  *
- * Sleeping: a selector that finds no case ready adds itself to each case's
- * channel `selectors` count and waits on the process-wide bell through the
- * await protocol (internal/await.h), its condition one round over the cases.
+ * Sleeping: a selector that finds no case ready spins on rounds, then adds
+ * itself to each case's channel `selectors` count and waits on the
+ * process-wide bell through the await protocol (internal/await.h), its
+ * condition one round over the cases.
  * A channel whose count is non-zero rings the bell after every send, receive
  * and close (chan.c).
  */
@@ -112,12 +113,16 @@ static sl_status select_wait(sl_select_case *cases, size_t n, size_t *order, uin
                              size_t *index)
 {
     select_ctx w = {cases, n, order, index, SL_TIMEDOUT};
+    /* Spin before registering: a select answered within the spin pays no
+     * heavy fence. */
+    if (sl__await_spin(select_ready, &w, deadline))
+        return w.st;
     /* Registered before the first prepare, and still race-free: a notifier
      * changes state before it loads `selectors`, our prepare and re-check
      * follow the registration; the rest is the await protocol
      * (internal/await.h). */
     set_registered(cases, n, true);
-    sl_status st = sl__event_await(&sl__select_bell, select_ready, &w, deadline, SL__AWAIT_SPIN);
+    sl_status st = sl__event_await(&sl__select_bell, select_ready, &w, deadline, 0);
     set_registered(cases, n, false);
     return st == SL_OK ? w.st : SL_TIMEDOUT;
 }

@@ -58,4 +58,12 @@ enum {
 sl_status sl__event_await(sl_event *ev, sl__ready_fn ready, void *ctx, uint64_t deadline_ns,
                           unsigned flags);
 
+/* Phase 1 alone: ready(ctx) retried with growing pause hints, then a few
+ * sched_yield()s. true once ready(ctx); false when the budget or the
+ * deadline ran out first. For a waiter that must register interest by other
+ * means between the spin and the park (select registers on its channels
+ * only once it is about to sleep); it then calls sl__event_await without
+ * SL__AWAIT_SPIN. */
+bool sl__await_spin(sl__ready_fn ready, void *ctx, uint64_t deadline_ns);
+
 #endif /* SLUICE_INTERNAL_AWAIT_H */

@@ -1,0 +1,343 @@
+/*
+ * channels/chan_flavors.h — the channel façade's flavour table (internal):
+ * how a sender marks itself in flight, one adapter per flavour, the table
+ * that maps an sl_flavor to its adapter, and the dispatch over it.
+ *
+ * Adding a flavour is its raw queue, its member of the queue union
+ * (chan_impl.h), an adapter and a row here, and its sl_flavor value
+ * (docs/design.md, "The flavour table, and adding a flavour"). Outside this
+ * file, nothing in the façade names a flavour.
+ *
+ * Static definitions, included by channels/chan.c alone: the adapters must
+ * be visible where the per-message paths are compiled, so that each
+ * dispatch inlines its adapter's calls.
+ */
+#ifndef SLUICE_CHANNELS_CHAN_FLAVORS_H
+#define SLUICE_CHANNELS_CHAN_FLAVORS_H
+
+#include "chan_impl.h"
+#include "rings.h"
+#include "internal/testing.h"
+
+/* ---- senders in flight ---------------------------------------------------
+ * A sender marks itself before it checks `closed` and unmarks after its push.
+ * The closer sets `closed`, issues the heavy barrier, then sets `close_done`.
+ * Either a sender's check saw `closed` (it refuses), or its mark is visible to
+ * anyone who saw `close_done` (the Dekker pair of sluice/park.h, asymmetric
+ * where membarrier is available). Receivers report SL_CLOSED only after
+ * `close_done` with no sender marked: every send that saw the channel open
+ * has landed by then.
+ *
+ * How a sender marks itself is its flavour's choice (the adapter's mark and
+ * unmark): one of the two schemes below. */
+
+/* One sender at a time (SL_SPSC): slot 0 as a plain flag, each store
+ * followed by the eventcount's fence — no read-modify-write on the path. */
+static inline SL_ATOMIC(uint32_t) *flag_mark(sl_chan *ch)
+{
+    SL_ATOMIC(uint32_t) *flag = &ch->in_flight[0].n;
+    /* Relaxed: only this sender writes the flag; the fence orders it. */
+    atomic_store_explicit(flag, 1u, memory_order_relaxed);
+    sl_event_fence(); /* the mark before the closed-check */
+    return flag;
+}
+
+static inline void flag_unmark(SL_ATOMIC(uint32_t) *flag)
+{
+    /* Release: the push is visible to whoever sees the flag down. */
+    atomic_store_explicit(flag, 0u, memory_order_release);
+    /* The unmark before the closed load that follows, and with it the push's
+     * release store before the notify's waiter load. */
+    sl_event_fence();
+}
+
+/* Any number of senders: a count in a slot picked once per thread, a line
+ * per slot so that senders on different threads do not share one. */
+static _Thread_local unsigned send_slot_of_thread = UINT32_MAX;
+static SL_ATOMIC(unsigned) send_slot_next;
+
+static inline SL_ATOMIC(uint32_t) *count_mark(sl_chan *ch)
+{
+    if (send_slot_of_thread == UINT32_MAX)
+        /* Relaxed: any spread of the threads over the slots will do. */
+        send_slot_of_thread = atomic_fetch_add_explicit(&send_slot_next, 1u,
+                                                        memory_order_relaxed) % SL_SEND_SLOTS;
+    SL_ATOMIC(uint32_t) *n = &ch->in_flight[send_slot_of_thread].n;
+    /* seq_cst: the mark before the closed-check, in the total order. */
+    atomic_fetch_add_explicit(n, 1u, memory_order_seq_cst);
+    return n;
+}
+
+static inline void count_unmark(SL_ATOMIC(uint32_t) *n)
+{
+    /* seq_cst: the unmark (after the push) before the closed load that follows. */
+    atomic_fetch_sub_explicit(n, 1u, memory_order_seq_cst);
+}
+
+/* Whether any sender is marked. Every slot, whatever the scheme: a flag's
+ * unused slots stay 0, and only a receiver deciding SL_CLOSED asks. */
+static bool senders_in_flight(const sl_chan *ch)
+{
+    for (unsigned i = 0; i < SL_SEND_SLOTS; i++)
+        /* Acquire: pairs with the unmark's release, so a push that landed
+         * before the unmark is visible to the final look. */
+        if (atomic_load_explicit(&ch->in_flight[i].n, memory_order_acquire) != 0)
+            return true;
+    return false;
+}
+
+/* ---- the adapters ---------------------------------------------------------
+ * One per flavour: its raw queue's operations in the façade's terms, and the
+ * ordering the façade relies on. After every push or pop that changed the
+ * queue the façade notifies; the await protocol (internal/await.h) needs the
+ * change ordered before the notify's load of the waiter count. The queues
+ * that change state with a seq_cst read-modify-write (MPMC, list, ring) give
+ * that as they are; SPSC publishes with release stores, so its adapter
+ * fences: after a pop itself, after a push in its unmark (every push runs
+ * between mark and unmark). */
+typedef struct flavor_adapter {
+    /* Sets up ch->q for o's message size and capacity, with the counters at
+     * `start` where the queue has them (the test hook sl__chan_new_at). */
+    sl_status (*init)(sl_chan *ch, const sl_chan_opts *o, uint64_t start);
+    /* Hands what is left to fn (if any) in place, oldest first, then frees. */
+    void (*drain_destroy)(sl_chan *ch, sl_visit_fn fn, void *ctx);
+    /* Marks the calling sender in flight, before its closed-check; unmark
+     * takes what mark returned, after the push (flag_* or count_* above). */
+    SL_ATOMIC(uint32_t) *(*mark)(sl_chan *ch);
+    void (*unmark)(SL_ATOMIC(uint32_t) *mark);
+    /* One push: SL_OK, SL_EVICTED (the displaced message went to
+     * `displaced`), SL_FULL or SL_ENOMEM. */
+    sl_status (*push)(sl_chan *ch, const void *elem, sl_visit_fn displaced, void *ctx);
+    /* One pop: SL_OK or SL_EMPTY. */
+    sl_status (*pop)(sl_chan *ch, void *out);
+    /* Up to n messages in order; how many went. A ring evicts instead of
+     * refusing, through the channel's drop function. */
+    size_t (*push_n)(sl_chan *ch, const void *elems, size_t n);
+    size_t (*pop_n)(sl_chan *ch, void *out, size_t n);
+    size_t (*len)(const sl_chan *ch);
+    bool unbounded; /* no capacity: sl_chan_cap says SIZE_MAX */
+    bool evicts;    /* a push into a full queue displaces the oldest (sl_chan_send_evict) */
+} flavor_adapter;
+
+/* SL_SPSC: the ring whose fast paths are inline (sluice/spsc.h). */
+static inline sl_status spsc_init(sl_chan *ch, const sl_chan_opts *o, uint64_t start)
+{
+    return sl__spsc_init_at(&ch->q.spsc, o->elem_size, o->capacity, start);
+}
+
+static inline void spsc_drain_destroy(sl_chan *ch, sl_visit_fn fn, void *ctx)
+{
+    if (fn)
+        sl__spsc_drain(&ch->q.spsc, fn, ctx);
+    sl_spsc_destroy(&ch->q.spsc);
+}
+
+/* A release store publishes; flag_unmark's fence orders it. */
+static inline sl_status spsc_push(sl_chan *ch, const void *elem, sl_visit_fn displaced, void *ctx)
+{
+    return sl_spsc_try_push(&ch->q.spsc, elem) == SL_OK ? SL_OK : SL_FULL;
+}
+
+static inline sl_status spsc_pop(sl_chan *ch, void *out)
+{
+    if (sl_spsc_try_pop(&ch->q.spsc, out) != SL_OK)
+        return SL_EMPTY;
+    sl_event_fence(); /* head store before waiter load (asymmetric: see park.h) */
+    return SL_OK;
+}
+
+static inline size_t spsc_push_n(sl_chan *ch, const void *elems, size_t n)
+{
+    return sl_spsc_push_n(&ch->q.spsc, elems, n); /* fenced by flag_unmark */
+}
+
+static inline size_t spsc_pop_n(sl_chan *ch, void *out, size_t n)
+{
+    size_t k = sl_spsc_pop_n(&ch->q.spsc, out, n);
+    sl_event_fence(); /* head store before waiter load (asymmetric: see park.h) */
+    return k;
+}
+
+static inline size_t spsc_len(const sl_chan *ch) { return sl_spsc_len(&ch->q.spsc); }
+
+static const flavor_adapter spsc_adapter = {
+    .init = spsc_init, .drain_destroy = spsc_drain_destroy,
+    .mark = flag_mark, .unmark = flag_unmark,
+    .push = spsc_push, .pop = spsc_pop,
+    .push_n = spsc_push_n, .pop_n = spsc_pop_n, .len = spsc_len,
+};
+
+/* SL_MPMC: the SCQ queue; its steps are seq_cst read-modify-writes. */
+static inline sl_status mpmc_init(sl_chan *ch, const sl_chan_opts *o, uint64_t start)
+{
+    return sl__mpmc_init_at(&ch->q.mpmc, o->elem_size, o->capacity, start);
+}
+
+static inline void mpmc_drain_destroy(sl_chan *ch, sl_visit_fn fn, void *ctx)
+{
+    if (fn)
+        sl__mpmc_drain(&ch->q.mpmc, fn, ctx);
+    sl_mpmc_destroy(&ch->q.mpmc);
+}
+
+static inline sl_status mpmc_push(sl_chan *ch, const void *elem, sl_visit_fn displaced, void *ctx)
+{
+    return sl_mpmc_try_push(&ch->q.mpmc, elem);
+}
+
+static inline sl_status mpmc_pop(sl_chan *ch, void *out)
+{
+    return sl_mpmc_try_pop(&ch->q.mpmc, out);
+}
+
+static inline size_t mpmc_push_n(sl_chan *ch, const void *elems, size_t n)
+{
+    return sl_mpmc_push_n(&ch->q.mpmc, elems, n);
+}
+
+static inline size_t mpmc_pop_n(sl_chan *ch, void *out, size_t n)
+{
+    return sl_mpmc_pop_n(&ch->q.mpmc, out, n);
+}
+
+static inline size_t mpmc_len(const sl_chan *ch) { return sl_mpmc_len(&ch->q.mpmc); }
+
+static const flavor_adapter mpmc_adapter = {
+    .init = mpmc_init, .drain_destroy = mpmc_drain_destroy,
+    .mark = count_mark, .unmark = count_unmark,
+    .push = mpmc_push, .pop = mpmc_pop,
+    .push_n = mpmc_push_n, .pop_n = mpmc_pop_n, .len = mpmc_len,
+};
+
+/* SL_LIST: the unbounded list; its steps are seq_cst read-modify-writes. It
+ * has no capacity and no counters to start elsewhere. */
+static inline sl_status list_init(sl_chan *ch, const sl_chan_opts *o, uint64_t start)
+{
+    return sl_list_init(&ch->q.list, o->elem_size);
+}
+
+static inline void list_drain_destroy(sl_chan *ch, sl_visit_fn fn, void *ctx)
+{
+    sl__list_drain(&ch->q.list, fn, ctx);
+    sl_list_destroy(&ch->q.list);
+}
+
+static inline sl_status list_push(sl_chan *ch, const void *elem, sl_visit_fn displaced, void *ctx)
+{
+    return sl_list_try_push(&ch->q.list, elem);
+}
+
+static inline sl_status list_pop(sl_chan *ch, void *out)
+{
+    return sl_list_try_pop(&ch->q.list, out);
+}
+
+static inline size_t list_push_n(sl_chan *ch, const void *elems, size_t n)
+{
+    return sl_list_push_n(&ch->q.list, elems, n);
+}
+
+static inline size_t list_pop_n(sl_chan *ch, void *out, size_t n)
+{
+    return sl_list_pop_n(&ch->q.list, out, n);
+}
+
+static inline size_t list_len(const sl_chan *ch) { return sl_list_len(&ch->q.list); }
+
+static const flavor_adapter list_adapter = {
+    .init = list_init, .drain_destroy = list_drain_destroy,
+    .mark = count_mark, .unmark = count_unmark,
+    .push = list_push, .pop = list_pop,
+    .push_n = list_push_n, .pop_n = list_pop_n, .len = list_len,
+    .unbounded = true,
+};
+
+/* SL_RING: the overwrite ring on SCQ slots; seq_cst read-modify-writes. A
+ * push into a full ring displaces the oldest message instead of failing. */
+static inline sl_status ring_init(sl_chan *ch, const sl_chan_opts *o, uint64_t start)
+{
+    return sl_ring_init(&ch->q.ring, o->elem_size, o->capacity);
+}
+
+static inline void ring_drain_destroy(sl_chan *ch, sl_visit_fn fn, void *ctx)
+{
+    sl__ring_drain(&ch->q.ring, fn, ctx);
+    sl_ring_destroy(&ch->q.ring);
+}
+
+static inline sl_status ring_push(sl_chan *ch, const void *elem, sl_visit_fn displaced, void *ctx)
+{
+    return sl__ring_push_visit(&ch->q.ring, elem, displaced, ctx);
+}
+
+static inline sl_status ring_pop(sl_chan *ch, void *out)
+{
+    return sl_ring_try_pop(&ch->q.ring, out);
+}
+
+/* Every send into a ring succeeds: evicting ones count as sent. */
+static inline size_t ring_push_n(sl_chan *ch, const void *elems, size_t n)
+{
+    const unsigned char *p = elems;
+    for (size_t i = 0; i < n; i++)
+        sl__ring_push_visit(&ch->q.ring, p + i * ch->elem_size, ch->drop, ch->drop_ctx);
+    return n;
+}
+
+static inline size_t ring_pop_n(sl_chan *ch, void *out, size_t n)
+{
+    return sl_ring_pop_n(&ch->q.ring, out, n);
+}
+
+static inline size_t ring_len(const sl_chan *ch) { return sl_ring_len(&ch->q.ring); }
+
+static const flavor_adapter ring_adapter = {
+    .init = ring_init, .drain_destroy = ring_drain_destroy,
+    .mark = count_mark, .unmark = count_unmark,
+    .push = ring_push, .pop = ring_pop,
+    .push_n = ring_push_n, .pop_n = ring_pop_n, .len = ring_len,
+    .evicts = true,
+};
+
+/* ---- the flavour table ----------------------------------------------------
+ * One row per flavour: X(its sl_flavor value, its adapter, ...), the rest of
+ * the arguments passed through for the dispatch below. Outside the adapters
+ * and this table, no code in the façade names a flavour. */
+#define CHAN_FLAVORS(X, ...)              \
+    X(SL_SPSC, spsc_adapter, __VA_ARGS__) \
+    X(SL_MPMC, mpmc_adapter, __VA_ARGS__) \
+    X(SL_LIST, list_adapter, __VA_ARGS__) \
+    X(SL_RING, ring_adapter, __VA_ARGS__)
+
+/* The adapter of flavour f, or NULL when f has no row (a bad sl_chan_opts).
+ * For what runs once per channel; the per-message paths use DISPATCH. */
+#define ADAPTER_ROW(flavor, adapter, unused) \
+    case flavor: return &adapter;
+static const flavor_adapter *adapter_of(sl_flavor f)
+{
+    switch (f) { CHAN_FLAVORS(ADAPTER_ROW, 0) }
+    return NULL;
+}
+
+static bool flavor_supported(sl_flavor f) { return adapter_of(f) != NULL; }
+
+/* The per-message paths are written once, as PER_FLAVOR functions of an
+ * adapter, and DISPATCH calls one with the constant adapter of the flavour:
+ * inlined into each case, the adapter's calls become direct calls and are
+ * inlined in turn (the SPSC ring's fast path stays inline), for one switch
+ * per operation. Calling through adapter_of(f) would add an indirect call
+ * per adapter call; a switch around each adapter call would make three per
+ * send (mark, push, unmark); both measured slower (docs/design.md). No
+ * default: -Wswitch (in -Wall) names a flavour value without a row. Every
+ * channel's flavour has a row (sl_chan_new checks), so falling out of the
+ * switch is unreachable; saying so spares the last comparison. */
+#define PER_FLAVOR static inline __attribute__((always_inline))
+#define DISPATCH_ROW(flavor, adapter, fn, ...) \
+    case flavor: return fn(&adapter, __VA_ARGS__);
+#define DISPATCH(f, fn, ...)                                           \
+    do {                                                               \
+        switch (f) { CHAN_FLAVORS(DISPATCH_ROW, fn, __VA_ARGS__) }     \
+        __builtin_unreachable();                                       \
+    } while (0)
+
+#endif /* SLUICE_CHANNELS_CHAN_FLAVORS_H */

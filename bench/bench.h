@@ -122,6 +122,11 @@ unsigned slb_ncpu(void);
 void slb_pin_self(int cpu);
 void slb_cpu_model(char *buf, size_t len);
 
+/* machine.c: the "machine:" line — CPU, CPUs available, load average, and
+ * the core-to-core round trip measured now (figures compare only within one
+ * run, or between runs whose round trips agree). */
+void slb_print_machine(FILE *f);
+
 /* report.c */
 const char *slb_kind_name(slb_kind k);
 const char *slb_test_name(slb_test t);

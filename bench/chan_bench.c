@@ -340,31 +340,10 @@ static void run_workload(const slb_opts *o, slb_workload *w, uint64_t *rng, prog
 
 /* ---- the command -------------------------------------------------------- */
 
-/* Other work on the machine skews every figure; the reader should know. */
-static const char *load_average(void)
-{
-    static char buf[64] = "unknown";
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f) {
-        if (fgets(buf, sizeof(buf), f)) {
-            char *third = buf;
-            for (int i = 0; i < 3 && third; i++)
-                third = strchr(third + 1, ' ');
-            if (third)
-                *third = '\0';
-        }
-        fclose(f);
-    }
-    return buf;
-}
-
 static void print_preamble(const slb_opts *o, FILE *f)
 {
-    char cpu[256];
-    slb_cpu_model(cpu, sizeof(cpu));
     fprintf(f, "sl-bench chan — sluice %s\n", SLB_VERSION);
-    fprintf(f, "machine: %s, %u CPUs available, load average %s\n", cpu, slb_ncpu(),
-            load_average());
+    slb_print_machine(f);
     fprintf(f, "method: each figure is the median of %u rounds; every round runs the "
                "workload's contenders once in shuffled order (seed %llu)\n",
             o->rounds, (unsigned long long)o->seed);

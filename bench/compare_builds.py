@@ -14,11 +14,13 @@ build, relative to its median. A row moved when the ratio is outside
 
 The core-to-core round trip of this machine changes while it runs, so only
 the interleaving makes the two builds comparable; each sl-bench run prints
-its own round trip, kept in DIR/rep*.txt.
+its own round trip on its machine line (kept in OUT/base*.txt, OUT/new*.txt),
+and the summary lists them per rep.
 """
 import argparse
 import csv
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -62,6 +64,16 @@ def summary(lists):
     return med, noise
 
 
+def round_trips(out_dir, tag, reps):
+    """The core-to-core round trip each run printed on its machine line."""
+    found = []
+    for i in range(reps):
+        with open(os.path.join(out_dir, f"{tag}{i}.txt")) as f:
+            m = re.search(r"core-to-core round trip (\d+) ns", f.read())
+        found.append(m.group(1) if m else "?")
+    return " ".join(found)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -84,6 +96,8 @@ def main():
     base, new = collect(a.out, "base", a.reps), collect(a.out, "new", a.reps)
     print(f"sl-bench {' '.join(mode_args)}: {a.reps} interleaved reps per build, seeds "
           f"{a.seed}..{a.seed + a.reps - 1}")
+    print(f"core-to-core round trip per rep, ns: base {round_trips(a.out, 'base', a.reps)}; "
+          f"new {round_trips(a.out, 'new', a.reps)} (? = that build does not print it)")
     print(f"{'workload':<28} {'contender':<26} {'unit':<8} {'base':>10} {'new':>10} "
           f"{'better':>7} {'noise':>6}")
     moved = 0

@@ -479,21 +479,8 @@ static int parse(int argc, char **argv, slb_xopts *o)
 
 static void print_preamble(const slb_xopts *o)
 {
-    char cpu[256], load[64] = "unknown";
-    slb_cpu_model(cpu, sizeof(cpu));
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f) {
-        if (fgets(load, sizeof(load), f)) {
-            char *cut = load;
-            for (int i = 0; i < 3 && cut; i++)
-                cut = strchr(cut + 1, ' ');
-            if (cut)
-                *cut = '\0';
-        }
-        fclose(f);
-    }
     printf("sl-bench exec — sluice %s\n", SLB_VERSION);
-    printf("machine: %s, %u CPUs available, load average %s\n", cpu, slb_ncpu(), load);
+    slb_print_machine(stdout);
     printf("method: every runtime has %u thread%s (the calling thread included where it "
            "takes part); each figure is the median of %u round%s, every round runs the "
            "contenders once in shuffled order (seed %llu); wall clock and user+sys CPU "

@@ -390,10 +390,8 @@ static void run_workload(const slp_opts *o, slp_workload *w, uint64_t *rng)
 
 static void print_preamble(FILE *f, const slp_opts *o)
 {
-    char cpu[256];
-    slb_cpu_model(cpu, sizeof(cpu));
     fprintf(f, "sl-bench pool — sluice %s\n", SLB_VERSION);
-    fprintf(f, "machine: %s, %u CPUs available\n", cpu, slb_ncpu());
+    slb_print_machine(f);
     fprintf(f, "method: each figure is the median of %u rounds; every round runs the "
                "workload's contenders once in shuffled order (seed %llu)\n", o->rounds,
             (unsigned long long)o->seed);

@@ -54,6 +54,11 @@ typedef struct peer_set {
 #else
 #define CQ_FN NULL
 #endif
+#if SLB_HAVE_AQ
+#define AQ_FN slb_peers_atomic_queue
+#else
+#define AQ_FN NULL
+#endif
 #if SLB_HAVE_TBB
 #define TBB_FN slb_peers_tbb
 #else
@@ -76,6 +81,7 @@ static const peer_set peer_sets[] = {
     { "boost", "Boost.Lockfree", "libboost-dev", BOOST_FN },
     { "moodycamel", "moodycamel ReaderWriterQueue", "libreaderwriterqueue-dev", RWQ_FN },
     { "moodycamel", "moodycamel ConcurrentQueue", "libconcurrentqueue-dev", CQ_FN },
+    { "atomic_queue", "atomic_queue", "libatomic-queue-dev", AQ_FN },
     { "tbb", "oneTBB concurrent_queue", "libtbb-dev", TBB_FN },
     { "urcu", "liburcu cds_wfcq", "liburcu-dev", URCU_FN },
     { "glib", "GLib GAsyncQueue", "libglib2.0-dev", GLIB_FN },

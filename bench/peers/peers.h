@@ -20,6 +20,7 @@ const slb_ops *const *slb_peers_ck(void);         /* Concurrency Kit ck_ring */
 const slb_ops *const *slb_peers_boost(void);      /* Boost.Lockfree */
 const slb_ops *const *slb_peers_moodycamel_rwq(void); /* moodycamel SPSC queues */
 const slb_ops *const *slb_peers_moodycamel_cq(void);  /* moodycamel ConcurrentQueue */
+const slb_ops *const *slb_peers_atomic_queue(void);   /* atomic_queue AtomicQueueB2 */
 const slb_ops *const *slb_peers_tbb(void);        /* oneTBB */
 const slb_ops *const *slb_peers_urcu(void);       /* liburcu cds_wfcq */
 const slb_ops *const *slb_peers_glib(void);       /* GLib GAsyncQueue */

@@ -7,7 +7,16 @@
 // and its store holds up the consumer of that slot, so it is not lock-free —
 // the trade sluice's SL_MPMC does not make. Storage and capacity are rounded
 // up to a power of two (at least 256 here), so a run holds up to that many,
-// not exactly the capacity asked. Its order is FIFO per producer.
+// not exactly the capacity asked.
+//
+// The MPMC form does not keep per-producer order under preemption: the
+// fullness check counts claimed, not finished, pops, so a producer a lap
+// ahead can fill a slot before the producer of the earlier lap, and the
+// consumers of the two laps then take the messages in swapped order. The
+// driver caught it (4x4, 64-byte messages, on 2 cores: a producer's
+// sequence 0 after 7290 good messages), so that contender is registered
+// without SLB_FIFO: count and checksum are still checked. The SPSC form,
+// with one thread on each end, is FIFO.
 #include <atomic_queue/atomic_queue.h>
 
 #include "peers/cxx_adapter.hpp"
@@ -33,8 +42,8 @@ template <class M> struct AqSpsc : Aq<M, true> {
 const slb_ops *const *build()
 {
     static const slb_ops mpmc = slb::make_ops<AqMpmc>(
-        "atomic_queue B2", "atomic_queue", SLB_MPMC, SLB_FIFO, 0,
-        "capacity rounded up to a power of two; a claimed slot waits for its occupant");
+        "atomic_queue B2", "atomic_queue", SLB_MPMC, 0, 0,
+        "power-of-two capacity; a claimed slot waits; no per-producer order");
     static const slb_ops spsc = slb::make_ops<AqSpsc>(
         "atomic_queue B2 spsc", "atomic_queue", SLB_SPSC, SLB_FIFO | SLB_SINGLE, 0,
         "capacity rounded up to a power of two; single producer and consumer");

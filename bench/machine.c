@@ -36,7 +36,8 @@ static void load_average(char *buf, size_t len)
 #define RT_SAMPLES 9u    /* the median of these */
 #define RT_LIMIT_NS 200000000u /* give up after 200 ms (a CPU we could not get) */
 
-/* One line for the ball, its own: the two threads bounce it between cores. */
+/* The ball and the stop flag share one line, which the two threads bounce
+ * between cores; the flag is read on the line the pong already holds. */
 static struct {
     _Alignas(64) atomic_uint ball;
     atomic_int stop;

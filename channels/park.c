@@ -248,9 +248,8 @@ bool sl__await_spin(sl__ready_fn ready, void *ctx, uint64_t deadline_ns)
 sl_status sl__event_await(sl_event *ev, sl__ready_fn ready, void *ctx, uint64_t deadline_ns,
                           unsigned flags)
 {
-    if (ready(ctx))
-        return SL_OK;
-    if ((flags & SL__AWAIT_SPIN) && sl__await_spin(ready, ctx, deadline_ns))
+    /* Phase 1: one look, or the spin (whose first try follows one pause). */
+    if ((flags & SL__AWAIT_SPIN) ? sl__await_spin(ready, ctx, deadline_ns) : ready(ctx))
         return SL_OK;
     for (;;) {
         uint32_t key = sl_event_prepare(ev);

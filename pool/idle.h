@@ -7,9 +7,12 @@
  * with its bit set in `sleep_bits`. A thread that publishes work wakes a
  * sleeper only when nobody searches, and only one waker at a time: the CAS
  * of `searching` from 0 to 1 takes a wake token, which the woken worker
- * inherits and counts as a searcher until it finds work. So one piece of
- * work wakes at most one sleeper, and a burst ramps up one worker per hop,
- * never a herd (the Go scheduler's policy: runtime/proc.go, "Worker thread
+ * inherits and counts as a searcher until it finds work. So a publish wakes
+ * at most one sleeper; the last searcher to find work wakes one more only
+ * when its caller sees more work waiting (the pool: then one job wakes at
+ * most one sleeper), or always when the caller cannot tell (the executor:
+ * a spare wake-up now and then). A burst ramps up one worker per hop, never
+ * a herd (the Go scheduler's policy: runtime/proc.go, "Worker thread
  * parking/unparking").
  *
  * Why no work is stranded — the argument, once (docs/design.md, "Idle

@@ -103,19 +103,15 @@ bool sl__pool_more_work(void *pool) { return sl__pool_takeable(pool); }
  * be stranded, is the idle component's (idle.h). */
 void sl__pool_want_worker(sl_pool *p)
 {
-    /* Our push before the loads below, the inline pre-check included: the
-     * Dekker pair with a parking worker's registration and re-check. */
-    sl_event_fence();
-    /* relaxed: ordered by the fence. A searcher will find the job, or wake
-     * the next sleeper when it stops (idle.h). */
-    if (sl__idle_searchers(&p->idle) != 0)
-        return;
     /* Stopped or cancelling: nobody may take it; start wakes everyone. (A
      * start racing with this load is covered by start's own wake-up of every
      * worker, which follows its store of the run state.) */
-    int run = atomic_load_explicit(&p->run_state, memory_order_seq_cst);
-    if (run != SL__RUN_RUNNING && run != SL__RUN_DRAINING)
+    if (!sl__pool_may_take(p))
         return;
+    /* It fences (our push before its loads: the Dekker pair with a parking
+     * worker's registration and re-check) and returns at once while someone
+     * searches: that searcher finds the job, or wakes the next sleeper when
+     * it stops (idle.h). */
     if (sl__idle_notify_work(&p->idle) == SL__IDLE_NOBODY)
         request_spawn(p); /* every worker is busy */
 }

@@ -165,8 +165,8 @@ static bool search(sl__pool_worker *w)
      * worker woken with a token (after a command, every sleeper) parks again
      * at once then: park drops the count, and its re-check stands in for
      * the hand-on (idle.h). */
-    unsigned n = sl__idle_searchers(&p->idle);
-    if ((n > (unsigned)w->searching ? n - (unsigned)w->searching : 0) >= p->spin_limit)
+    unsigned others = sl__idle_searchers(&p->idle) - (w->searching ? 1u : 0u);
+    if (others >= p->spin_limit)
         return false;
     sl__idle_search_begin(&p->idle, &w->searching);
     for (unsigned i = 0; i < POOL_SPIN_POLLS; i++) {

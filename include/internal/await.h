@@ -10,8 +10,9 @@
  * instead of repeating it.
  *
  * The protocol (phases 1–3 of parking):
- *   1. ready(ctx); with SL__AWAIT_SPIN, retried with growing pause hints and
- *      then a few sched_yield()s (spin.h's budgets);
+ *   1. ready(ctx) once; or, with SL__AWAIT_SPIN, ready(ctx) retried after
+ *      growing pause hints and then a few sched_yield()s (spin.h's budgets)
+ *      — a caller that spins has just tried once itself;
  *   2. sl_event_prepare (a full barrier after the registration), then
  *      ready(ctx) again: true withdraws the registration and returns;
  *   3. sl_event_wait until notified or the deadline, then ready(ctx) once

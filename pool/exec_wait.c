@@ -339,21 +339,22 @@ typedef struct help_frame {
  * foreign thread runs, as it does from a worker of ex. */
 static _Thread_local const help_frame *foreign_frames;
 
-sl__helper *sl__exec_foreign_slot(const sl_exec *ex)
+/* The calling thread's innermost frame helping ex, or NULL. */
+static const help_frame *frame_of(const sl_exec *ex)
 {
-    for (const help_frame *f = foreign_frames; f; f = f->up)
-        if (f->ex == ex)
-            return f->slot;
-    return NULL;
+    const help_frame *f = foreign_frames;
+    while (f && f->ex != ex)
+        f = f->up;
+    return f;
 }
 
-bool sl__exec_foreign_helping(const sl_exec *ex)
+sl__helper *sl__exec_foreign_slot(const sl_exec *ex)
 {
-    for (const help_frame *f = foreign_frames; f; f = f->up)
-        if (f->ex == ex)
-            return true;
-    return false;
+    const help_frame *f = frame_of(ex);
+    return f ? f->slot : NULL;
 }
+
+bool sl__exec_foreign_helping(const sl_exec *ex) { return frame_of(ex) != NULL; }
 
 /* Borrows a free helper slot of ex, or NULL when all are taken. An empty one
  * first: a released slot may still hold spawns its last owner never synced,

@@ -26,7 +26,7 @@ SL_API sl_status sl_ring_init(sl_ring *r, size_t elem_size, size_t capacity)
 {
     if (!r || capacity == 0 || capacity > SIZE_MAX / 2)
         return SL_EINVAL;
-    sl_status st = sl_mpmc_init(&r->slots, elem_size, capacity + SL_RING_SPARE);
+    sl_status st = sl__mpmc_init_mode(&r->slots, elem_size, capacity + SL_RING_SPARE, 0, true);
     if (st != SL_OK)
         return st;
     atomic_init(&r->count, 0);

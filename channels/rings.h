@@ -20,7 +20,15 @@ static inline size_t sl__round_to_line(size_t bytes)
     return (bytes + SL_CACHELINE - 1) & ~(size_t)(SL_CACHELINE - 1);
 }
 
-/* The MPMC queue's four steps, for the overwrite ring built on its slots:
+/* Initialises q as sl_mpmc_init does, with positions starting at the lap
+ * boundary at or below `start` (tests cross the counters' wrap-around), and
+ * with `indexed` in the slot-array form whatever the message size (the
+ * overwrite ring needs the four steps below). */
+sl_status sl__mpmc_init_mode(sl_mpmc *q, size_t elem_size, size_t capacity, uint64_t start,
+                             bool indexed);
+
+/* The MPMC queue's four steps in its indexed form, for the overwrite ring
+ * built on its slots:
  * take a free slot index, publish a filled slot, take the oldest filled slot,
  * return a slot to the free ring. Lock-free, ordered as in sl_mpmc_try_*. */
 bool sl__mpmc_take_free(sl_mpmc *q, uint64_t *index);

@@ -67,11 +67,13 @@ typedef struct sl_mpmc {
     SL_ATOMIC(uint64_t) free_tail;
     /* Read-only after init. */
     SL_ALIGNAS(SL_CACHELINE) sl_mpmc_cell *used; /* capacity cells */
-    sl_mpmc_cell *free;           /* capacity cells of slot indices; NULL when direct */
-    unsigned char *slots;         /* capacity * elem_size; NULL when direct */
+    sl_mpmc_cell *free;           /* slot indices, one cell per slot; NULL when direct */
+    unsigned char *slots;         /* slots * elem_size bytes; NULL when direct */
     size_t elem_size;
-    size_t capacity;
+    size_t capacity;              /* cells of the used ring */
+    size_t slot_count;            /* capacity, or more for the overwrite ring's spares */
     uint64_t one_lap;             /* power of two > capacity: positions per lap */
+    uint64_t free_one_lap;        /* ... > slot_count */
 } sl_mpmc;
 
 /* Initialises q for capacity messages of elem_size bytes.

@@ -153,6 +153,9 @@ void slb_watchdog_install(void);
 void slb_watchdog_arm(unsigned seconds, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void slb_watchdog_disarm(void);
+/* The path of the program `name` built next to sl-bench's own executable
+ * (helpers and out-of-process peers); false when it does not fit in buf. */
+bool slb_sibling_path(const char *name, char *buf, size_t len);
 
 /* `sl-bench pool` and `sl-bench exec`: argv[0] is the subcommand's name. */
 int slb_pool_main(int argc, char **argv);

@@ -108,6 +108,10 @@ bool slb_run_tput(const slb_run *r, slb_result *out);     /* tput.c: tput, batch
 bool slb_run_pingpong(const slb_run *r, slb_result *out); /* latency.c */
 bool slb_run_stream(const slb_run *r, slb_result *out);   /* latency.c */
 bool slb_run_overwrite(const slb_run *r, slb_result *out); /* overwrite.c */
+/* remote.c: a contender in its own process (ops->program) runs tput or
+ * pingpong there; slb_remote_built says whether its program is in place. */
+bool slb_run_remote(const slb_run *r, slb_result *out);
+bool slb_remote_built(const char *program);
 
 /* stats.c */
 uint64_t slb_now_ns(void);

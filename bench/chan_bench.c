@@ -36,6 +36,8 @@ typedef struct peer_set {
 } peer_set;
 
 #define RUST_DEBS "librust-crossbeam-channel-dev librust-flume-dev rustc cargo"
+#define XENIUM_DEB "libxenium-dev with nikolaev_bounded_queue.hpp (newer than 0.0.2), " \
+                   "or cmake -DSLB_XENIUM_INCLUDE=<a xenium checkout>"
 
 
 #if SLB_HAVE_CK
@@ -78,6 +80,11 @@ typedef struct peer_set {
 #else
 #define GLIB_FN NULL
 #endif
+#if SLB_HAVE_XENIUM
+#define XENIUM_FN slb_peers_xenium
+#else
+#define XENIUM_FN NULL
+#endif
 #if SLB_HAVE_RUST
 #define CROSSBEAM_FN slb_peers_crossbeam
 #define FLUME_FN slb_peers_flume
@@ -101,6 +108,7 @@ static const peer_set peer_sets[] = {
     { "tbb", "oneTBB concurrent_queue", "libtbb-dev", TBB_FN, NULL },
     { "urcu", "liburcu cds_wfcq", "liburcu-dev", URCU_FN, NULL },
     { "glib", "GLib GAsyncQueue", "libglib2.0-dev", GLIB_FN, NULL },
+    { "xenium", "xenium nikolaev_bounded_queue", XENIUM_DEB, XENIUM_FN, NULL },
     { "crossbeam", "crossbeam-channel (Rust)", RUST_DEBS, CROSSBEAM_FN, "sl-peer-rust" },
     { "flume", "flume (Rust)", RUST_DEBS, FLUME_FN, "sl-peer-rust" },
     { "go", "Go channels", "golang-go", GO_FN, "sl-peer-go" },

@@ -26,6 +26,7 @@ const slb_ops *const *slb_peers_atomic_queue(void);   /* atomic_queue AtomicQueu
 const slb_ops *const *slb_peers_tbb(void);        /* oneTBB */
 const slb_ops *const *slb_peers_urcu(void);       /* liburcu cds_wfcq */
 const slb_ops *const *slb_peers_glib(void);       /* GLib GAsyncQueue */
+const slb_ops *const *slb_peers_xenium(void);     /* xenium nikolaev_bounded_queue */
 /* In their own processes (bench/remote.c), tables in peers/processes.c: */
 const slb_ops *const *slb_peers_crossbeam(void);  /* Rust crossbeam-channel */
 const slb_ops *const *slb_peers_flume(void);      /* Rust flume */

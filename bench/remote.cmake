@@ -13,14 +13,14 @@ set(SLB_PEER_SCRIPT ${CMAKE_CURRENT_SOURCE_DIR}/peers/build_peer.cmake)
 
 # Adds the custom target that builds program `name`; sl-bench depends on it.
 function(slb_process_peer name lang tool what)
-  cmake_parse_arguments(P "" "REGISTRY" "SOURCES" ${ARGN})
+  cmake_parse_arguments(P "" "REGISTRY;RUSTC" "SOURCES" ${ARGN})
   set(work ${CMAKE_CURRENT_BINARY_DIR}/${lang})
   add_custom_command(
     OUTPUT ${work}/built.stamp
     BYPRODUCTS ${CMAKE_CURRENT_BINARY_DIR}/${name}
     COMMAND ${CMAKE_COMMAND} -DLANG=${lang} -DSRC=${CMAKE_CURRENT_SOURCE_DIR}/peers/${lang}
             -DWORK=${work} -DOUT=${CMAKE_CURRENT_BINARY_DIR}/${name} -DTOOL=${tool}
-            -DREGISTRY=${P_REGISTRY} -P ${SLB_PEER_SCRIPT}
+            -DREGISTRY=${P_REGISTRY} -DRUSTC=${P_RUSTC} -P ${SLB_PEER_SCRIPT}
     DEPENDS ${P_SOURCES} ${SLB_PEER_SCRIPT}
     COMMENT "Building ${name} (${what}) with ${tool}, offline"
     VERBATIM)
@@ -59,7 +59,7 @@ elseif(NOT SLB_CB_CRATE OR NOT SLB_FLUME_CRATE)
 endif()
 if(SLB_RUST_WHY STREQUAL "")
   slb_process_peer(sl-peer-rust rust ${SLB_CARGO} "crossbeam-channel, flume"
-    REGISTRY ${SLB_CARGO_REGISTRY}
+    REGISTRY ${SLB_CARGO_REGISTRY} RUSTC ${SLB_RUSTC}
     SOURCES peers/rust/Cargo.toml peers/rust/src/main.rs peers/rust/src/msg.rs
             peers/rust/src/run.rs peers/rust/src/workloads.rs)
   target_compile_definitions(sl-bench PRIVATE SLB_HAVE_RUST=1)

@@ -2,7 +2,7 @@
 # run by a custom command of bench/remote.cmake as
 #   cmake -DLANG=rust|go -DSRC=<its sources> -DWORK=<its build directory>
 #         -DOUT=<the program, next to sl-bench> -DTOOL=<cargo or go>
-#         [-DREGISTRY=<crate directory registry>] -P build_peer.cmake
+#         [-DREGISTRY=<crate directory registry> -DRUSTC=<rustc>] -P build_peer.cmake
 # Everything it writes is under WORK; nothing is downloaded. A failure does
 # not fail sl-bench's build: it says so loudly and leaves no program, and
 # sl-bench then skips the peer with a line saying why.
@@ -17,6 +17,8 @@ if(LANG STREQUAL "rust")
        "[source.crates-io]\nreplace-with = \"debian\"\n\n"
        "[source.debian]\ndirectory = \"${REGISTRY}\"\n")
   set(ENV{CARGO_TARGET_DIR} ${WORK}/target)
+  # The rustc CMake checked, not whichever comes first on PATH.
+  set(ENV{RUSTC} ${RUSTC})
   execute_process(COMMAND ${TOOL} build --release --offline --quiet
                   WORKING_DIRECTORY ${WORK}/crate RESULT_VARIABLE rc)
   set(built ${WORK}/target/release/sl-peer-rust)

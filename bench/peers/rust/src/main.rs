@@ -97,7 +97,9 @@ where
 fn sized<const N: usize>(run: &Run, chan: Chan, block: bool) -> Outcome {
     let cap = run.capacity;
     match chan {
-        Chan::CrossbeamBounded => workload::<N, _, _>(run, block, || crossbeam_channel::bounded(cap)),
+        Chan::CrossbeamBounded => {
+            workload::<N, _, _>(run, block, || crossbeam_channel::bounded(cap))
+        }
         Chan::CrossbeamUnbounded => workload::<N, _, _>(run, block, crossbeam_channel::unbounded),
         Chan::FlumeBounded => workload::<N, _, _>(run, block, || flume::bounded(cap)),
         Chan::FlumeUnbounded => workload::<N, _, _>(run, block, flume::unbounded),

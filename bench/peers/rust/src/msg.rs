@@ -85,7 +85,11 @@ impl<'a> Check<'a> {
             self.fail(m, "a message that was never sent");
         }
         let next = &mut self.next[(p - 1) as usize];
-        if if self.exact { seq != *next } else { seq < *next } {
+        if if self.exact {
+            seq != *next
+        } else {
+            seq < *next
+        } {
             self.fail(
                 m,
                 if self.exact {

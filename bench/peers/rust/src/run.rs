@@ -29,7 +29,9 @@ pub struct Run {
 }
 
 fn num(args: &[String], i: usize) -> u64 {
-    args[i].parse().unwrap_or_else(|_| usage(&format!("'{}' is not a number", args[i])))
+    args[i]
+        .parse()
+        .unwrap_or_else(|_| usage(&format!("'{}' is not a number", args[i])))
 }
 
 pub fn usage(why: &str) -> ! {
@@ -68,8 +70,12 @@ impl Run {
             pin_ncpu: num(args, 11) as usize,
             base: Instant::now(),
         };
-        if run.producers == 0 || run.consumers == 0 || run.producers > 0xFFFE
-            || run.elem == 0 || run.elem % 8 != 0 || run.capacity == 0
+        if run.producers == 0
+            || run.consumers == 0
+            || run.producers > 0xFFFE
+            || run.elem == 0
+            || run.elem % 8 != 0
+            || run.capacity == 0
         {
             usage("bad workload parameters");
         }
@@ -102,7 +108,10 @@ impl Run {
         // SAFETY: the mask outlives the call and its size is passed.
         let rc = unsafe { sched_setaffinity(0, std::mem::size_of_val(&mask), mask.as_ptr()) };
         if rc != 0 {
-            eprintln!("sl-peer: cannot pin a thread to CPU {}; running unpinned", cpu);
+            eprintln!(
+                "sl-peer: cannot pin a thread to CPU {}; running unpinned",
+                cpu
+            );
         }
     }
 

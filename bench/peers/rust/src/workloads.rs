@@ -37,11 +37,21 @@ struct Padded(AtomicU64);
 
 const LOST_AFTER_NS: u64 = 5_000_000_000;
 
-fn produce<const N: usize, T: Tx<[u64; N]>>(run: &Run, sh: &Shared, id: u32, tx: T, block: bool) -> u64 {
+fn produce<const N: usize, T: Tx<[u64; N]>>(
+    run: &Run,
+    sh: &Shared,
+    id: u32,
+    tx: T,
+    block: bool,
+) -> u64 {
     run.pin(2 * id as usize);
     let per = run.msgs / run.producers as u64;
     sh.gate.wait();
-    let end = if run.cap_ns > 0 { run.now() + run.cap_ns } else { u64::MAX };
+    let end = if run.cap_ns > 0 {
+        run.now() + run.cap_ns
+    } else {
+        u64::MAX
+    };
     let mut seq = 0;
     while seq < per && !run.time_up(seq, end) {
         send(&tx, fill::<N>(id, seq), block);
@@ -53,8 +63,13 @@ fn produce<const N: usize, T: Tx<[u64; N]>>(run: &Run, sh: &Shared, id: u32, tx:
     seq
 }
 
-fn consume<'a, const N: usize, R: Rx<[u64; N]>>(run: &'a Run, sh: &Shared, id: u32, rx: R,
-                                                 block: bool) -> Check<'a> {
+fn consume<'a, const N: usize, R: Rx<[u64; N]>>(
+    run: &'a Run,
+    sh: &Shared,
+    id: u32,
+    rx: R,
+    block: bool,
+) -> Check<'a> {
     run.pin(2 * id as usize + 1);
     let per = run.msgs / run.producers as u64;
     let sole = run.consumers == 1;
@@ -99,7 +114,11 @@ fn consume<'a, const N: usize, R: Rx<[u64; N]>>(run: &'a Run, sh: &Shared, id: u
                     run.die(&format!(
                         "{}: every producer finished, the queue stays empty, and only {} of \
                          {} messages arrived (this consumer: {}): messages were lost",
-                        run.label, sh.consumed.0.load(SeqCst), sh.sent.load(SeqCst), chk.count));
+                        run.label,
+                        sh.consumed.0.load(SeqCst),
+                        sh.sent.load(SeqCst),
+                        chk.count
+                    ));
                 }
             }
         }
@@ -111,9 +130,11 @@ fn consume<'a, const N: usize, R: Rx<[u64; N]>>(run: &'a Run, sh: &Shared, id: u
 /// a message received twice or made up.
 fn expect_empty<const N: usize, R: Rx<[u64; N]>>(run: &Run, rx: &R) {
     if let Some(m) = rx.try_recv() {
-        run.die(&format!("{}: the queue still held a message after every message sent had \
+        run.die(&format!(
+            "{}: the queue still held a message after every message sent had \
                           been received (word {:#x}): a duplicate or an invented message",
-                         run.label, m[0]));
+            run.label, m[0]
+        ));
     }
 }
 
@@ -154,7 +175,10 @@ where
     }
     while let Some(m) = rx.try_recv() {
         if m[0] == SENTINEL {
-            run.die(&format!("{}: an extra sentinel: one was delivered twice", run.label));
+            run.die(&format!(
+                "{}: an extra sentinel: one was delivered twice",
+                run.label
+            ));
         }
         rest.msg(&m);
     }
@@ -162,18 +186,35 @@ where
     let count = rest.count + checks.iter().map(|c| c.count).sum::<u64>();
     let sum = checks.iter().fold(rest.sum, |a, c| a.wrapping_add(c.sum));
     if count != total_sent {
-        run.die(&format!("{}: received {} messages, {} were sent", run.label, count, total_sent));
+        run.die(&format!(
+            "{}: received {} messages, {} were sent",
+            run.label, count, total_sent
+        ));
     }
     if sum != sent_sum(&sent) {
-        run.die(&format!("{}: the checksum of the received messages does not match what was \
-                          sent (some lost and others duplicated)", run.label));
+        run.die(&format!(
+            "{}: the checksum of the received messages does not match what was \
+                          sent (some lost and others duplicated)",
+            run.label
+        ));
     }
     let secs = (t1 - t0) as f64 / 1e9;
-    Outcome { value: total_sent as f64 / secs / 1e6, p99: 0.0, p999: 0.0, msgs: total_sent }
+    Outcome {
+        value: total_sent as f64 / secs / 1e6,
+        p99: 0.0,
+        p999: 0.0,
+        msgs: total_sent,
+    }
 }
 
-fn ping<const N: usize, T, R>(run: &Run, gate: &Gate, ab: T, ba: R, block: bool,
-                              samples: &mut [u64]) -> u64
+fn ping<const N: usize, T, R>(
+    run: &Run,
+    gate: &Gate,
+    ab: T,
+    ba: R,
+    block: bool,
+    samples: &mut [u64],
+) -> u64
 where
     T: Tx<[u64; N]>,
     R: Rx<[u64; N]>,
@@ -191,7 +232,12 @@ where
         samples[i as usize] = now - t;
         i += 1;
         if back != m {
-            run.die(&format!("{}: trip {} came back as word {:#x}", run.label, i - 1, back[0]));
+            run.die(&format!(
+                "{}: trip {} came back as word {:#x}",
+                run.label,
+                i - 1,
+                back[0]
+            ));
         }
         if now - start > run.trip_cap_ns {
             break;
@@ -249,7 +295,10 @@ where
         (a.join().unwrap(), b.join().unwrap())
     });
     if echoed != n {
-        run.die(&format!("{}: {} trips sent, {} echoed", run.label, n, echoed));
+        run.die(&format!(
+            "{}: {} trips sent, {} echoed",
+            run.label, n, echoed
+        ));
     }
     expect_empty(run, &ab_rx);
     expect_empty(run, &ba_rx);

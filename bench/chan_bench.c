@@ -39,7 +39,6 @@ typedef struct peer_set {
 #define XENIUM_DEB "libxenium-dev with nikolaev_bounded_queue.hpp (newer than 0.0.2), " \
                    "or cmake -DSLB_XENIUM_INCLUDE=<a xenium checkout>"
 
-
 #if SLB_HAVE_CK
 #define CK_FN slb_peers_ck
 #else

@@ -58,7 +58,9 @@
  *   - every message received at most once and never invented (1..NMSG and
  *     pushed); per producer, each consumer receives in sending order;
  *   - the header's invariants: head and tail only move forward; s < t means
- *     s == t - one_lap + 1; an empty answer means s == h;
+ *     s == t - one_lap + 1; an empty answer means s == h; a failed P4 failed
+ *     on the stamp (a value never changes without its stamp); the value read
+ *     at C3 is still there at a successful C4;
  *   - at rest: tail exact (the first unwritten position), head exact except
  *     in the overwrite ring (a displacing push whose head CAS lost to a pop
  *     still between its C4 and C5 leaves the head on a displaced position),
@@ -164,6 +166,7 @@ byte got[NMSG + 1];            /* times it was received by a pop */
 byte evicted[NMSG + 1];        /* times it was displaced */
 byte npushed;                  /* successful P4s */
 byte ntaken;                   /* successful C4s and displacements */
+bool moved_back;               /* a counter write moved it backwards */
 
 /* the position of the k-th message from BASE */
 #define POS(k) MOD(BASE + ((k) / CAP) * ONE_LAP + (k) % CAP)
@@ -191,22 +194,22 @@ inline dequeue(x)
 }
 
 /* P5, P6, C5: sl__cellring_advance: CAS counter pos -> next(pos). Counters
- * only move forward. */
+ * only move forward: the CAS from the value read makes that hold by
+ * construction; a plain store (BUG_STALE_HELP) from a stale pos does not. */
 inline advance(ctr, p, mark)
 {
+    d_step {
 #ifdef BUG_STALE_HELP
-    d_step {
-        assert(DIFF(NEXT(p), ctr) >= 0);   /* BUG: may move it back */
-        ctr = NEXT(p)
-    }
+        moved_back = (DIFF(NEXT(p), ctr) < 0);
+        ctr = NEXT(p);                     /* BUG: a plain store */
 #else
-    d_step {
         if
-        :: ctr == p -> assert(DIFF(NEXT(p), ctr) > 0); ctr = NEXT(p)
+        :: ctr == p -> ctr = NEXT(p)
         :: else -> REACHED(mark)           /* someone moved it already */
-        fi
-    }
+        fi;
 #endif
+        assert(!moved_back)                /* head and tail only move forward */
+    }
 }
 
 /* sl__cellring_push(m); sets r (and ev when displaced) */
@@ -283,26 +286,20 @@ inline push(m)
                 if
                 :: d != 0 ->
 #ifndef BUG_DISPLACE_NO_HEAD
-                    d_step {                           /* P5, watched for --cover */
-                        if
-                        :: head != MOD(s - 1) -> REACHED(39)
-                        :: else -> skip
-                        fi
-                    };
-                    advance(head, MOD(s - 1), 42);
+                    advance(head, MOD(s - 1), 39);     /* P5 */
 #endif
                     ev = old;
                     r = R_DISPLACED
                 :: else -> r = R_OK
                 fi;
-                advance(tail, t, 37);                      /* P6 */
+                advance(tail, t, 37);                  /* P6 */
                 break
             :: else -> skip
             fi
         :: else ->
             REACHED(32);                               /* written by another push, or t stale */
 #ifndef BUG_NO_HELP
-            advance(tail, t, 37)                           /* P6: the help */
+            advance(tail, t, 37)                       /* P6: the help */
 #else
             skip
 #endif
@@ -359,7 +356,7 @@ inline pop()
 #ifdef BUG_FREE_BEFORE_READ
                 v = val[IDX(h)];                       /* BUG: after the cell was freed */
 #endif
-                advance(head, h, 42);                      /* C5 */
+                advance(head, h, 42);                  /* C5 */
                 r = R_OK;
                 break
             :: else -> skip
@@ -368,7 +365,7 @@ inline pop()
         :: else ->
             REACHED(36);                               /* taken or displaced, or h stale */
 #ifndef BUG_NO_HELP
-            advance(head, h, 42)                           /* C5: the help */
+            advance(head, h, 42)                       /* C5: the help */
 #else
             skip
 #endif
@@ -398,8 +395,7 @@ proctype Producer(byte me)
         m = me * MSGS + k + 1;
         push(m);
 progress_push:
-        skip;
-        d_step {
+        atomic {
             if
             :: r == R_OK -> sent_ok[m] = true
             :: r == R_FULL -> full_answer[m] = true; assert(!pushed[m])
@@ -425,14 +421,16 @@ proctype Consumer(byte me)
     for (k : 1 .. POPS) {
         pop();
 progress_pop:
-        if
-        :: r == R_OK ->
-            received(v, expect);
-            assert(SEQ(v) + 1 > last[PROD(v)]);        /* per-producer FIFO */
-            last[PROD(v)] = SEQ(v) + 1
-        :: else -> skip
-        fi;
-        d_step { h = 0; s = 0; d = 0; v = 0; expect = 0; r = 0; ok = false }
+        atomic {
+            if
+            :: r == R_OK ->
+                received(v, expect);
+                assert(SEQ(v) + 1 > last[PROD(v)]);    /* per-producer FIFO */
+                last[PROD(v)] = SEQ(v) + 1
+            :: else -> skip
+            fi;
+            h = 0; s = 0; d = 0; v = 0; expect = 0; r = 0; ok = false
+        }
     }
 }
 

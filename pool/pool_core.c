@@ -3,9 +3,10 @@
  * job's way through the pool needs, written once at the bottom of the pool's
  * files (pool_impl.h has the layering).
  *
- *   pending     a job leaving `pending` (started, discarded, a reservation
- *               given back) and whoever waits on that: blocked submitters,
- *               wait_idle, a shutdown waiting for the count to reach 0
+ *   pending     a job leaving `pending` (started, taken into a ring,
+ *               discarded, a reservation given back), a ring's last job
+ *               claimed, and whoever waits on those: blocked submitters,
+ *               wait_idle, a shutdown waiting for nothing to be left
  *   discard     an accepted job handed to on_discard, and counted
  *   push        an accepted job into an inbox (the dispatch modes), then
  *               making sure a worker will look: a searcher, a sleeper woken
@@ -64,6 +65,20 @@ void sl__pool_wake_workers(sl_pool *p)
  * reservation given back). Wakes submitters waiting for room, wait_idle
  * callers when nothing is pending, and — after shutdown — the workers and
  * the control thread, which wait for the count to reach 0. */
+/* `pending` reached 0 (closed: whether shutdown was called), or the last
+ * busy ring emptied with `pending` at 0: wait_idle may be done, and after
+ * shutdown the workers and the control thread wait for this. A ring may
+ * still be busy when `pending` reaches 0: the waiters re-check, and the
+ * ring's emptying calls this again. */
+static void nothing_pending(sl_pool *p, bool closed)
+{
+    sl_event_notify_all(&p->idle_ev);
+    if (closed) {
+        sl__pool_wake_workers(p);
+        sl__pool_ctl_poke(p);
+    }
+}
+
 void sl__pool_pending_done(sl_pool *p, uint64_t n)
 {
     /* seq_cst: the decrement is the condition change the waiters on
@@ -71,13 +86,21 @@ void sl__pool_pending_done(sl_pool *p, uint64_t n)
     uint64_t v = atomic_fetch_sub_explicit(&p->pending, n, memory_order_seq_cst);
     if (p->cap)
         sl_event_notify_n(&p->space_ev, (size_t)n);
-    if (SL__PENDING_COUNT(v) != n)
+    if (SL__PENDING_COUNT(v) == n)
+        nothing_pending(p, v & SL__PENDING_CLOSED);
+}
+
+void sl__pool_ring_emptied(sl_pool *p)
+{
+    /* seq_cst, both: the decrement is a condition change (the waiters'
+     * prepare is a full barrier), and the load after it makes this and
+     * pending_done a Dekker pair — whichever of the two last leaves
+     * nothing to start sees the other's zero and wakes. */
+    if (atomic_fetch_sub_explicit(&p->rings_busy, 1, memory_order_seq_cst) != 1)
         return;
-    sl_event_notify_all(&p->idle_ev);
-    if (v & SL__PENDING_CLOSED) {
-        sl__pool_wake_workers(p);
-        sl__pool_ctl_poke(p);
-    }
+    uint64_t v = atomic_load_explicit(&p->pending, memory_order_seq_cst);
+    if (SL__PENDING_COUNT(v) == 0)
+        nothing_pending(p, v & SL__PENDING_CLOSED);
 }
 
 /* ---- making sure a worker will look -------------------------------------- */

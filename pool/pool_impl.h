@@ -128,8 +128,15 @@ typedef struct sl__pool_ring {
 } sl__pool_ring;
 
 void sl__pool_ring_init(sl__pool_ring *r);
-/* Jobs in r: exact for the filler, a snapshot for others. */
-unsigned sl__pool_ring_len(const sl__pool_ring *r);
+/* Jobs in r: exact for the filler (its fills are the only writes of
+ * tail), a snapshot for others (a refill between the loads reads as 0).
+ * Inline: the owner asks around every job of a batch. */
+static inline unsigned sl__pool_ring_len(const sl__pool_ring *r)
+{
+    uint32_t h = atomic_load_explicit(&r->head, memory_order_acquire);
+    uint32_t t = atomic_load_explicit(&r->tail, memory_order_acquire);
+    return (uint32_t)(t - h) <= SL__POOL_BATCH ? (unsigned)(t - h) : 0;
+}
 /* The filler only, r empty: publishes jobs[0..n), 1 <= n <= SL__POOL_BATCH. */
 void sl__pool_ring_fill(sl__pool_ring *r, const sl_job *jobs, unsigned n);
 /* Claims the oldest jobs — up to max, or half of them (rounded up) with

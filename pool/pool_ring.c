@@ -34,15 +34,6 @@ void sl__pool_ring_init(sl__pool_ring *r)
     atomic_init(&r->tail, 0);
 }
 
-unsigned sl__pool_ring_len(const sl__pool_ring *r)
-{
-    /* Exact for the owner, whose fills are the only writes of tail; for
-     * anyone else a snapshot (a refill between the loads reads as 0). */
-    uint32_t h = atomic_load_explicit(&r->head, memory_order_acquire);
-    uint32_t t = atomic_load_explicit(&r->tail, memory_order_acquire);
-    return (uint32_t)(t - h) <= SL__POOL_BATCH ? (unsigned)(t - h) : 0;
-}
-
 void sl__pool_ring_fill(sl__pool_ring *r, const sl_job *jobs, unsigned n)
 {
     uint32_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);

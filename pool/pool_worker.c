@@ -238,7 +238,11 @@ static void job_over(sl__pool_worker *w, bool ran)
         atomic_store_explicit(&w->completed,
                               atomic_load_explicit(&w->completed, memory_order_relaxed) + 1,
                               memory_order_relaxed);
-    stop_running(w);
+    /* More of its batch to come: the slot stays marked running (the pool
+     * is not idle while the ring holds jobs), until the batch is done or a
+     * claim finds it stolen. */
+    if (sl__pool_ring_len(own_ring(w)) == 0)
+        stop_running(w);
 }
 
 static void run_streak(sl__pool_worker *w)
@@ -255,6 +259,7 @@ static void run_streak(sl__pool_worker *w)
             sl__pool_ring_len(own_ring(w)) == 0)
             break; /* let exit_due retire this worker, its batch done */
     }
+    stop_running(w); /* stopped, or cancelled, in the middle of a batch */
     /* seq_cst: pairs with the control thread's store of cmd_waiting before
      * it reads `active` — one of the two sees the other. */
     atomic_store_explicit(&w->active, 0, memory_order_seq_cst);
@@ -342,6 +347,7 @@ static enum sl__pool_end park(sl__pool_worker *w)
 static void leave(sl__pool_worker *w)
 {
     sl_pool *p = w->pool;
+    stop_running(w); /* a death in the middle of a batch */
     if (sl__pool_ring_len(own_ring(w)) != 0)
         sl__pool_want_worker(p);
     sl__idle_search_end(&p->idle, &w->searching, sl__pool_more_work, p);

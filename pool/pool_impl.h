@@ -142,9 +142,49 @@ void sl__pool_ring_fill(sl__pool_ring *r, const sl_job *jobs, unsigned n);
 /* Claims the oldest jobs — up to max, or half of them (rounded up) with
  * half — into out[]: how many, 0 when r is empty. *emptied: this claim took
  * the last one (the caller then calls sl__pool_ring_emptied). Lock-free;
- * seq_cst. */
-unsigned sl__pool_ring_claim(sl__pool_ring *r, sl_job *out, unsigned max, bool half,
-                             bool *emptied);
+ * seq_cst. Inline: the owner claims around every job of its batch (the
+ * protocol is pool_ring.c's). */
+static inline unsigned sl__pool_ring_claim(sl__pool_ring *r, sl_job *out, unsigned max,
+                                           bool half, bool *emptied)
+{
+    /* Acquire, both: the tail's entries are visible; and the head load
+     * pairs with the release of the CAS below as the owner reads it before
+     * a refill, so that every copy of an entry is done before it is
+     * overwritten. */
+    uint32_t h = atomic_load_explicit(&r->head, memory_order_acquire);
+    for (;;) {
+        uint32_t t = atomic_load_explicit(&r->tail, memory_order_acquire);
+        uint32_t len = t - h;
+        if (len == 0)
+            return 0;
+        if (len > SL__POOL_BATCH) { /* h is older than a refill: look again */
+            h = atomic_load_explicit(&r->head, memory_order_acquire);
+            continue;
+        }
+        unsigned k = half ? (len + 1) / 2 : len;
+        k = k < max ? k : max;
+        for (unsigned i = 0; i < k; i++) {
+            const sl__pool_ring_entry *e = &r->e[(h + i) % SL__POOL_BATCH];
+            uint64_t pf = atomic_load_explicit(&e->prio_flags, memory_order_relaxed);
+            out[i].fn = (sl_job_fn)atomic_load_explicit(&e->fn, memory_order_relaxed);
+            out[i].arg = (void *)atomic_load_explicit(&e->arg, memory_order_relaxed);
+            out[i].key = atomic_load_explicit(&e->key, memory_order_relaxed);
+            out[i].priority = (unsigned)(pf & UINT32_MAX);
+            out[i].flags = (unsigned)(pf >> 32);
+        }
+        SL_FI();
+        /* seq_cst: a claim that empties the ring is followed by the
+         * decrement of rings_busy, whose readers must not see the count
+         * without the claim (sl__pool_has_work); release for the copy above
+         * (see the head load). */
+        if (atomic_compare_exchange_weak_explicit(&r->head, &h, h + k, memory_order_seq_cst,
+                                                  memory_order_acquire)) {
+            /* tail cannot have moved while h < t: fills wait for empty. */
+            *emptied = h + k == t;
+            return k;
+        }
+    }
+}
 
 /* ---- key table (pool_keys.c) --------------------------------------------- */
 

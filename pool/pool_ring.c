@@ -25,6 +25,9 @@
  * needs 2^32 claims during one copy), and a claim never waits for the owner,
  * so a worker stopped in the middle of a long job — or dead — does not hold
  * back the jobs it took: the others steal them.
+ *
+ * The claim (sl__pool_ring_claim) is inline in pool_impl.h: a worker makes
+ * one around every job of its batch.
  */
 #include "pool_impl.h"
 
@@ -51,47 +54,3 @@ void sl__pool_ring_fill(sl__pool_ring *r, const sl_job *jobs, unsigned n)
     atomic_store_explicit(&r->tail, t + n, memory_order_release);
 }
 
-static void copy_out(const sl__pool_ring_entry *e, sl_job *out)
-{
-    out->fn = (sl_job_fn)atomic_load_explicit(&e->fn, memory_order_relaxed);
-    out->arg = (void *)atomic_load_explicit(&e->arg, memory_order_relaxed);
-    out->key = atomic_load_explicit(&e->key, memory_order_relaxed);
-    uint64_t pf = atomic_load_explicit(&e->prio_flags, memory_order_relaxed);
-    out->priority = (unsigned)(pf & UINT32_MAX);
-    out->flags = (unsigned)(pf >> 32);
-}
-
-unsigned sl__pool_ring_claim(sl__pool_ring *r, sl_job *out, unsigned max, bool half,
-                             bool *emptied)
-{
-    /* Acquire, both: the tail's entries are visible; and the head load
-     * pairs with the release of the CAS below as the owner reads it before
-     * a refill, so that every copy of an entry is done before it is
-     * overwritten. */
-    uint32_t h = atomic_load_explicit(&r->head, memory_order_acquire);
-    for (;;) {
-        uint32_t t = atomic_load_explicit(&r->tail, memory_order_acquire);
-        uint32_t len = t - h;
-        if (len == 0)
-            return 0;
-        if (len > SL__POOL_BATCH) { /* h is older than a refill: look again */
-            h = atomic_load_explicit(&r->head, memory_order_acquire);
-            continue;
-        }
-        unsigned k = half ? (len + 1) / 2 : len;
-        k = k < max ? k : max;
-        for (unsigned i = 0; i < k; i++)
-            copy_out(&r->e[(h + i) % SL__POOL_BATCH], &out[i]);
-        SL_FI();
-        /* seq_cst: a claim that empties the ring is followed by the
-         * decrement of the pool's busy-ring count, whose readers must not
-         * see the count without the claim (pool_impl.h, sl__pool_has_work);
-         * release for the copy above (see the head load). */
-        if (atomic_compare_exchange_weak_explicit(&r->head, &h, h + k, memory_order_seq_cst,
-                                                  memory_order_acquire)) {
-            /* tail cannot have moved while h < t: fills wait for empty. */
-            *emptied = h + k == t;
-            return k;
-        }
-    }
-}

@@ -16,6 +16,14 @@
  * stop; it stays set across consecutive jobs and is cleared when the lists
  * look empty, which is when a pending stop is told.
  *
+ * Take: the next job of the worker's own batch ring (pool_ring.c); else a
+ * fresh batch — up to SL__POOL_BATCH jobs of the top level popped at once,
+ * the first run now, the rest kept in the ring, all leaving `pending` with
+ * one decrement; else half of a busy worker's ring; else, with several
+ * priority levels, one job of a lower level. The run state is read before
+ * every job, so a stop leaves the rest of a batch in the ring (queued), and
+ * a worker that leaves for good makes sure another will look at it.
+ *
  * Search, park and waking follow the idle-worker component (idle.h), the
  * executor's policy too; the worker owns idle slot `slot`. Searching, it is
  * counted in the component's `searching` (at most spin_limit searchers)

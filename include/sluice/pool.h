@@ -58,9 +58,9 @@
  *
  * Workers take queued jobs in batches: up to 16 of the top priority level at
  * once (one at a time when queue_capacity is set). A job taken and not yet
- * started still counts as queued and runs after a stop only once the pool is
- * started; a worker with nothing to do takes half of a busy worker's batch,
- * so a long job does not hold back the ones taken with it.
+ * started still counts as queued, and a stop leaves it queued; a worker with
+ * nothing to do takes half of a busy worker's batch, so a long job does not
+ * hold back the ones taken with it.
  *
  * Concurrency:
  *   | operation                          | may run concurrently with          |

@@ -215,7 +215,8 @@ static inline bool sl__cellring_pop(const sl__cellring *r, uint64_t *value)
 }
 
 /* Values between head and tail: a snapshot in [0, capacity], exact when no
- * operation is in progress (either counter may lag its cell by one). */
+ * operation is in progress (meanwhile a counter may lag by one position per
+ * operation in progress; the clamp keeps the answer in range). */
 static inline uint64_t sl__cellring_len(const sl__cellring *r)
 {
     uint64_t h = atomic_load_explicit(r->head, memory_order_seq_cst);

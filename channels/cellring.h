@@ -156,8 +156,12 @@ static inline int sl__cellring_push(const sl__cellring *r, uint64_t value, bool 
                 goto reload;
 #endif
             /* Claim and publish in one step; when full, the same step takes
-             * the oldest value (position s - 1, which is the head's). */
-            if (sl__dwcas(c, s, old, t + 1, value)) {
+             * the oldest value (position s - 1, which is the head's). A
+             * producer that already sees the tail moved lost this cell: it
+             * skips the locked CAS, which would pull the cell's line away
+             * from the consumer for nothing. */
+            if (atomic_load_explicit(r->tail, memory_order_relaxed) == t &&
+                sl__dwcas(c, s, old, t + 1, value)) {
                 if (d < 0) {
                     sl__cellring_raise(r, r->head, s - 1);
                     *evicted = old;
@@ -193,7 +197,8 @@ static inline bool sl__cellring_pop(const sl__cellring *r, uint64_t *value)
             uint64_t v = atomic_load_explicit(&c->value, memory_order_relaxed);
 #endif
             SL_FI();
-            if (atomic_compare_exchange_strong_explicit(&c->stamp, &s, h + r->one_lap,
+            if (atomic_load_explicit(r->head, memory_order_relaxed) == h &&
+                atomic_compare_exchange_strong_explicit(&c->stamp, &s, h + r->one_lap,
                                                         memory_order_seq_cst,
                                                         memory_order_relaxed)) {
 #ifdef SL_MUTANT_MPMC_FREE_BEFORE_READ

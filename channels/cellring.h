@@ -107,6 +107,24 @@ static inline void sl__cellring_advance(const sl__cellring *r, SL_ATOMIC(uint64_
                                             memory_order_seq_cst, memory_order_relaxed);
 }
 
+/* Moves the counter to next(pos) unless it is there or beyond already. For a
+ * displacing push's head: every position up to pos is taken or displaced, but
+ * the head may not have reached pos yet (another taker's step from an earlier
+ * position is still to come), and a plain advance from pos would then be lost
+ * for good — the head would rest on a displaced cell and fall one cell further
+ * behind with every later displacement. Fails only when the counter moved. */
+static inline void sl__cellring_raise(const sl__cellring *r, SL_ATOMIC(uint64_t) *counter,
+                                      uint64_t pos)
+{
+    uint64_t to = sl__cellring_next(r, pos);
+    uint64_t cur = atomic_load_explicit(counter, memory_order_seq_cst);
+    SL_FI();
+    while ((int64_t)(to - cur) > 0 &&
+           !atomic_compare_exchange_weak_explicit(counter, &cur, to, memory_order_seq_cst,
+                                                  memory_order_relaxed))
+        ;
+}
+
 /* Appends value. Returns 0 when pushed; 1 when the ring was full and
  * `displace` was false (nothing changed); 2 when it was full and the oldest
  * value was displaced into *evicted. Lock-free; the publishing step is a
@@ -138,10 +156,14 @@ static inline int sl__cellring_push(const sl__cellring *r, uint64_t value, bool 
                 goto reload;
 #endif
             /* Claim and publish in one step; when full, the same step takes
-             * the oldest value (position s - 1, which is the head's). */
-            if (sl__dwcas(c, s, old, t + 1, value)) {
+             * the oldest value (position s - 1, which is the head's). A
+             * producer that already sees the tail moved lost this cell: it
+             * skips the locked CAS, which would pull the cell's line away
+             * from the consumer for nothing. */
+            if (atomic_load_explicit(r->tail, memory_order_relaxed) == t &&
+                sl__dwcas(c, s, old, t + 1, value)) {
                 if (d < 0) {
-                    sl__cellring_advance(r, r->head, s - 1);
+                    sl__cellring_raise(r, r->head, s - 1);
                     *evicted = old;
                 }
                 sl__cellring_advance(r, r->tail, t);
@@ -175,7 +197,8 @@ static inline bool sl__cellring_pop(const sl__cellring *r, uint64_t *value)
             uint64_t v = atomic_load_explicit(&c->value, memory_order_relaxed);
 #endif
             SL_FI();
-            if (atomic_compare_exchange_strong_explicit(&c->stamp, &s, h + r->one_lap,
+            if (atomic_load_explicit(r->head, memory_order_relaxed) == h &&
+                atomic_compare_exchange_strong_explicit(&c->stamp, &s, h + r->one_lap,
                                                         memory_order_seq_cst,
                                                         memory_order_relaxed)) {
 #ifdef SL_MUTANT_MPMC_FREE_BEFORE_READ
@@ -197,7 +220,8 @@ static inline bool sl__cellring_pop(const sl__cellring *r, uint64_t *value)
 }
 
 /* Values between head and tail: a snapshot in [0, capacity], exact when no
- * operation is in progress (either counter may lag its cell by one). */
+ * operation is in progress (meanwhile a counter may lag by one position per
+ * operation in progress; the clamp keeps the answer in range). */
 static inline uint64_t sl__cellring_len(const sl__cellring *r)
 {
     uint64_t h = atomic_load_explicit(r->head, memory_order_seq_cst);

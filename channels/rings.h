@@ -1,6 +1,6 @@
 /*
  * channels/rings.h — what the raw queues share with each other and with the
- * channel façade (internal, not installed): the SCQ steps the overwrite ring
+ * channel façade (internal, not installed): the MPMC steps the overwrite ring
  * is built on, the in-place drains and the ring's visiting push that the
  * façade's adapters call, and the cache-line rounding of their allocations.
  */

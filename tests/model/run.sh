@@ -273,7 +273,7 @@ if [ "${1:-}" = "--mutants" ]; then
         "BUG_FULL_NE|cellring.pml|1"
         "BUG_STALE_HELP|cellring.pml|1"
         "BUG_NO_HELP|cellring.pml|1"
-        "BUG_DISPLACE_NO_HEAD|cellring.pml|0"
+        "BUG_DISPLACE_NO_HEAD|cellring.pml|1"
     )
     bad=0
     for m in "${mutants[@]}"; do

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# tests/model/run.sh — model-checks the parking and close protocols with spin.
+# tests/model/run.sh — model-checks the parking and close protocols and the
+# ring of stamped cells with spin.
 #
 #   run.sh                the default checks (exhaustive, ~1 min of CPU in all)
 #   MODEL_FULL=1 run.sh   also the larger configurations (several minutes)
 #   MODEL_BUG=BUG_X run.sh
 #                         the same checks with one planted bug compiled in
 #                         (see the BUG_ lists in park.pml, eventcount.pml,
-#                         close.pml): failures are then expected
+#                         close.pml, cellring.pml): failures are then expected
 #   run.sh --mutants      every planted bug in turn, on the checks of the model
 #                         it applies to; reports which check catches it, and
 #                         fails if a bug that must be caught is not
@@ -45,6 +46,8 @@ trap '[ "${MODEL_KEEP:-0}" = 1 ] || rm -rf "$tmp"' EXIT
 
 # run_check NAME MODEL "DEFINES" KIND "EXTRA DEFINES" DIR
 #   KIND: safety            assertions + invalid end states (deadlocks)
+#         progress          non-progress cycles (pan -l; the model's progress
+#                           labels), no fairness, plus the assertions
 #         ltl:PROP          the never claim PROP, acceptance cycles, no fairness
 #         ltlfair:PROP      the same under weak fairness (pan -f)
 # Writes DIR/result: "pass" or "fail", a tab, then a summary or pan's first
@@ -57,6 +60,7 @@ run_check() {
     local panflags="-m$DEPTH -w$HASH"
     case $kind in
     safety) ccflags="$ccflags -DSAFETY -DNOCLAIM" ;;
+    progress) ccflags="$ccflags -DNP" panflags="$panflags -l" ;;
     ltl:*) panflags="$panflags -a -N ${kind#ltl:}" ;;
     ltlfair:*) panflags="$panflags -a -f -N ${kind#ltlfair:}" ;;
     esac
@@ -105,6 +109,15 @@ checks_default=(
     "close-1s1r-full|close.pml|-DNR=1 -DMSGS=2|safety ltlfair:no_hang ltl:terminates"
     # close: two senders on two in-flight slots, two buffer slots
     "close-2s1r|close.pml|-DNS=2 -DNR=1 -DCAP=2|safety ltlfair:no_hang"
+    # the ring of stamped cells: NAME-cCAP-PxM-CxK is P producers of M
+    # messages, C consumers of K try-pops each, then a drain at rest; -ow-:
+    # displacing pushes (the overwrite ring); -wrap: the positions wrap
+    "cellring-c1-2x2-1x2|cellring.pml|-DCAP=1 -DMSGS=2 -DNC=1 -DPOPS=2|safety progress"
+    "cellring-c2-2x2-1x2-wrap|cellring.pml|-DCAP=2 -DMSGS=2 -DNC=1 -DPOPS=2 -DBASE=56|safety progress"
+    "cellring-c1-2x1-2x2|cellring.pml|-DCAP=1 -DMSGS=1 -DNC=2 -DPOPS=2|safety"
+    "cellring-c2-2x1-2x2|cellring.pml|-DCAP=2 -DMSGS=1 -DNC=2 -DPOPS=2|safety"
+    "cellring-ow-c1-2x1-2x2|cellring.pml|-DDISPLACE -DCAP=1 -DMSGS=1 -DNC=2 -DPOPS=2|safety"
+    "cellring-ow-c2-2x2-1x2-wrap|cellring.pml|-DDISPLACE -DCAP=2 -DMSGS=2 -DNC=1 -DPOPS=2 -DBASE=56|safety progress"
 )
 checks_full=(
     "ec-1s2r-timed|eventcount.pml|-DSENDER_TIMED|safety ltlfair:no_lost_wakeup"
@@ -113,6 +126,13 @@ checks_full=(
     "close-1s2r-2msg|close.pml|-DMSGS=2|safety"
     "close-2s1r-cap1|close.pml|-DNS=2 -DNR=1 -DCAP=1|safety"
     "close-2s1r-sameslot|close.pml|-DNS=2 -DNR=1 -DCAP=2 -DSAME_SLOT|safety"
+    "cellring-c1-2x2-2x2|cellring.pml|-DCAP=1 -DMSGS=2 -DNC=2 -DPOPS=2|safety"
+    "cellring-c2-2x2-2x2|cellring.pml|-DCAP=2 -DMSGS=2 -DNC=2 -DPOPS=2|safety"
+    "cellring-c3-2x2-1x2|cellring.pml|-DCAP=3 -DMSGS=2 -DNC=1 -DPOPS=2|safety progress"
+    "cellring-c2-2x2-2x1|cellring.pml|-DCAP=2 -DMSGS=2 -DNC=2 -DPOPS=1|safety progress"
+    "cellring-ow-c1-2x2-2x1|cellring.pml|-DDISPLACE -DCAP=1 -DMSGS=2 -DNC=2 -DPOPS=1|safety"
+    "cellring-ow-c2-2x2-2x2|cellring.pml|-DDISPLACE -DCAP=2 -DMSGS=2 -DNC=2 -DPOPS=2|safety"
+    "cellring-ow-c1-2x1-2x2-p|cellring.pml|-DDISPLACE -DCAP=1 -DMSGS=1 -DNC=2 -DPOPS=2|progress"
 )
 
 # Runs a list of checks, JOBS at a time, then prints them in order and counts
@@ -136,7 +156,7 @@ run_list() {
             i=$((i + 1))
             local dir="$tmp/$batch-$i-$name-${kind//:/-}"
             dirs+=("$dir")
-            labels+=("$(printf '%-22s %-24s' "$name" "$kind")")
+            labels+=("$(printf '%-28s %-22s' "$name" "$kind")")
             if [ "$running" -ge "$JOBS" ]; then
                 wait -n
                 running=$((running - 1))
@@ -195,6 +215,18 @@ if [ "${1:-}" = "--cover" ]; then
         "24|close.pml|R4: closed, close_done not yet: SL_EMPTY"
         "25|close.pml|R5: closed, a sender in flight: SL_EMPTY"
         "26|close.pml|R6: the last look finds a message"
+        "31|cellring.pml|P2: a push answers SL_FULL"
+        "32|cellring.pml|P2: s > t, a push helps the tail"
+        "33|cellring.pml|P4: the double-width CAS fails (another push won the cell)"
+        "34|cellring.pml|C2: a pop answers SL_EMPTY"
+        "35|cellring.pml|C4: the take fails (another pop, or a displacement, won)"
+        "36|cellring.pml|C2: s > h + 1, a pop helps the head"
+        "37|cellring.pml|P6: the tail CAS fails (another thread moved it)"
+        "38|cellring.pml|P4: a displacing push takes the oldest message"
+        "39|cellring.pml|P5: the head CAS fails (the head is not at the displaced position)"
+        "40|cellring.pml|C4: a pop loses its message to a displacing push"
+        "41|cellring.pml|at rest the head lags on a displaced position"
+        "42|cellring.pml|C5: the head CAS fails (another thread moved it)"
     )
     safety_only=()
     for spec in "${all_checks[@]}"; do
@@ -236,6 +268,12 @@ if [ "${1:-}" = "--mutants" ]; then
         "BUG_NO_LAST_LOOK|close.pml|1"
         "BUG_UNMARK_NO_NOTIFY|close.pml|1"
         "BUG_NO_CLOSE_DONE_CHECK|close.pml|0"
+        "BUG_SPLIT_PUBLISH|cellring.pml|1"
+        "BUG_FREE_BEFORE_READ|cellring.pml|1"
+        "BUG_FULL_NE|cellring.pml|1"
+        "BUG_STALE_HELP|cellring.pml|1"
+        "BUG_NO_HELP|cellring.pml|1"
+        "BUG_DISPLACE_NO_HEAD|cellring.pml|1"
     )
     bad=0
     for m in "${mutants[@]}"; do

@@ -253,7 +253,7 @@ static sl_status push_locked(sl_list *q, const void *elem, sl_epoch_rec *self)
             sl__epoch_refresh(self); /* holds nothing now: stop pinning seg */
             continue;
         }
-        memcpy(slot_bytes(q, seg, i), elem, q->elem_size);
+        sl__spsc_copy(slot_bytes(q, seg, i), elem, q->elem_size); /* inline for 4-64 B */
         SL_FI(); /* claimed, not published: a receiver may poison the slot now */
         unsigned char expect = SLOT_EMPTY;
         /* seq_cst: releases the bytes to the consumer that takes the slot and
@@ -318,7 +318,7 @@ static bool pop_take(sl_list *q, sl_list_seg *seg, uint64_t i, void *out)
     if (atomic_exchange_explicit(state, (unsigned char)SLOT_TAKEN, memory_order_acq_rel) !=
         SLOT_FULL)
         return false;
-    memcpy(out, slot_bytes(q, seg, i), q->elem_size);
+    sl__spsc_copy(out, slot_bytes(q, seg, i), q->elem_size); /* inline for 4-64 B */
     return true;
 }
 

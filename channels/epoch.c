@@ -34,8 +34,32 @@ static void give_back(void *p)
     atomic_store_explicit(&r->owned, 0, memory_order_release);
 }
 
+/* fork's child has only the forking thread: every other record's owner is
+ * gone, and an announcement it left would hold back reclamation forever. */
+static void child_after_fork(void)
+{
+    sl_epoch_rec *r = atomic_load_explicit(&registry, memory_order_relaxed);
+    for (; r; r = r->next) {
+        if (r == sl__epoch_self)
+            continue;
+        atomic_store_explicit(&r->announced, 0, memory_order_relaxed);
+        atomic_store_explicit(&r->owned, 0u, memory_order_relaxed);
+    }
+    atomic_store_explicit(&anonymous, 0, memory_order_relaxed);
+}
+
+/* Unloading the library must not leave a destructor pointing into it. */
+static void __attribute__((destructor)) drop_exit_key(void)
+{
+    unsigned k1 = atomic_exchange_explicit(&exit_key_plus1, 0u, memory_order_acq_rel);
+    if (k1 != 0)
+        pthread_key_delete((pthread_key_t)(k1 - 1));
+}
+
 /* The key with give_back as destructor, created once without a lock: racing
- * creators each make one and all but the first delete theirs. */
+ * creators each make one and all but the first delete theirs. The winner
+ * also registers the fork handler (glibc drops it if the library is
+ * unloaded). */
 static int exit_key(pthread_key_t *out)
 {
     unsigned k1 = atomic_load_explicit(&exit_key_plus1, memory_order_acquire);
@@ -46,10 +70,12 @@ static int exit_key(pthread_key_t *out)
         unsigned want = (unsigned)mine + 1;
         if (atomic_compare_exchange_strong_explicit(&exit_key_plus1, &k1, want,
                                                     memory_order_acq_rel,
-                                                    memory_order_acquire))
+                                                    memory_order_acquire)) {
             k1 = want;
-        else
+            pthread_atfork(NULL, NULL, child_after_fork);
+        } else {
             pthread_key_delete(mine); /* k1 now holds the winner's key */
+        }
     }
     *out = (pthread_key_t)(k1 - 1);
     return 0;

@@ -19,6 +19,8 @@
 #include "stress_common.h"
 
 #include <limits.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -443,6 +445,90 @@ START_TEST(test_records_reused_after_exit)
     ck_assert_msg(after <= before + 1, "%zu records after 200 threads came and went (%zu before)",
                   after, before);
     sl_list_destroy(&q);
+}
+END_TEST
+
+static void *registered_then_wait(void *arg)
+{
+    sl_test_barrier *b = arg;
+    sl_list q;
+    uint64_t v = 1;
+    if (sl_list_init(&q, 8) != SL_OK || sl_list_try_push(&q, &v) != SL_OK)
+        abort();
+    sl_list_destroy(&q);
+    sl_test_barrier_wait(&b[0]); /* registered */
+    sl_test_barrier_wait(&b[1]); /* until the fork is done */
+    return NULL;
+}
+
+typedef struct fork_child {
+    sl_list *q;
+    sl_test_barrier registered, done;
+} fork_child;
+
+static void *use_then_wait(void *arg)
+{
+    fork_child *c = arg;
+    void *failed = one_push_pop(c->q);
+    sl_test_barrier_wait(&c->registered);
+    sl_test_barrier_wait(&c->done);
+    return failed;
+}
+
+/* In the child: as many threads alive at once as there are records besides
+ * this thread's must all find a free one, which only holds if the records
+ * of the threads left behind by fork were freed. */
+static int fork_child_main(sl_list *q, size_t records)
+{
+    fork_child c = {.q = q};
+    size_t k = records - 1;
+    pthread_t *u = xcalloc(k, sizeof *u);
+    sl_test_barrier_init(&c.registered, (unsigned)k + 1);
+    sl_test_barrier_init(&c.done, (unsigned)k + 1);
+    for (size_t i = 0; i < k; i++)
+        if (pthread_create(&u[i], NULL, use_then_wait, &c) != 0)
+            return 2;
+    sl_test_barrier_wait(&c.registered);
+    size_t now = sl__epoch_records();
+    sl_test_barrier_wait(&c.done);
+    int failed = 0;
+    for (size_t i = 0; i < k; i++) {
+        void *ret;
+        pthread_join(u[i], &ret);
+        failed |= ret != NULL;
+    }
+    return failed ? 3 : now == records ? 0 : 1;
+}
+
+/* After fork, the child's records of threads that did not come along are
+ * free again. */
+START_TEST(test_fork_frees_other_records)
+{
+    sl_test_barrier b[2];
+    sl_test_barrier_init(&b[0], 2);
+    sl_test_barrier_init(&b[1], 2);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, registered_then_wait, b), 0);
+    sl_test_barrier_wait(&b[0]);
+    sl_list q;
+    ck_assert_int_eq(sl_list_init(&q, 8), SL_OK);
+    ck_assert_ptr_null(one_push_pop(&q)); /* this thread registered too */
+    size_t before = sl__epoch_records();
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0)
+        _exit(fork_child_main(&q, before));
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    sl_test_barrier_wait(&b[1]);
+    pthread_join(t, NULL);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "child status %d: its threads did not reuse the records of the threads "
+                  "left behind (%zu records before the fork; 1: more records, 3: a push/pop "
+                  "failed)", status, before);
+    sl_list_destroy(&q);
+    sl_test_barrier_destroy(&b[0]);
+    sl_test_barrier_destroy(&b[1]);
 }
 END_TEST
 
@@ -1096,6 +1182,7 @@ static Suite *list_suite(void)
     tcase_add_test(tc, test_enomem_at_boundary);
     tcase_add_test(tc, test_steady_state_uses_spare);
     tcase_add_test(tc, test_records_reused_after_exit);
+    tcase_add_test(tc, test_fork_frees_other_records);
     tcase_add_test(tc, test_idle_thread_holds_nothing);
     suite_add_tcase(s, tc);
 

@@ -34,7 +34,7 @@
  *     an exited thread gave back, or calls aligned_alloc for a new one, and
  *     calls pthread_setspecific so that the record is given back when the
  *     thread exits; the first such call in the process also calls
- *     pthread_key_create. If any of these fails, the operation still runs,
+ *     pthread_key_create and pthread_atfork. If any of these fails, the operation still runs,
  *     through a shared counter, and frees nothing while it runs.
  *   - Reclaiming: a pop that moves past a used-up segment (once per segment)
  *     reads every thread's record, and returns unused segments to the

@@ -14,7 +14,8 @@ BUILD_DEPS = cmake make gcc g++ pkg-config check
 TEST_DEPS  = $(BUILD_DEPS) clang spin groff-base
 BENCH_DEPS = libck-dev libboost-dev libtbb-dev libglib2.0-dev liburcu-dev \
              libconcurrentqueue-dev libreaderwriterqueue-dev libatomic-queue-dev \
-             gnuplot-nox libomp-dev
+             libxenium-dev librust-crossbeam-channel-dev librust-flume-dev rustc cargo \
+             golang-go gnuplot-nox libomp-dev
 BENCH_ARGS ?=
 
 .PHONY: all build test bench bench-pool bench-exec deps build-deps bench-deps clean

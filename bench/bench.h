@@ -108,6 +108,10 @@ bool slb_run_tput(const slb_run *r, slb_result *out);     /* tput.c: tput, batch
 bool slb_run_pingpong(const slb_run *r, slb_result *out); /* latency.c */
 bool slb_run_stream(const slb_run *r, slb_result *out);   /* latency.c */
 bool slb_run_overwrite(const slb_run *r, slb_result *out); /* overwrite.c */
+/* remote.c: a contender in its own process (ops->program) runs tput or
+ * pingpong there; slb_remote_built says whether its program is in place. */
+bool slb_run_remote(const slb_run *r, slb_result *out);
+bool slb_remote_built(const char *program);
 
 /* stats.c */
 uint64_t slb_now_ns(void);
@@ -153,6 +157,9 @@ void slb_watchdog_install(void);
 void slb_watchdog_arm(unsigned seconds, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void slb_watchdog_disarm(void);
+/* The path of the program `name` built next to sl-bench's own executable
+ * (helpers and out-of-process peers); false when it does not fit in buf. */
+bool slb_sibling_path(const char *name, char *buf, size_t len);
 
 /* `sl-bench pool` and `sl-bench exec`: argv[0] is the subcommand's name. */
 int slb_pool_main(int argc, char **argv);

@@ -32,7 +32,12 @@ typedef struct peer_set {
     const char *what;
     const char *package; /* Debian package to install when missing */
     slb_peer_fn get;     /* NULL: not built (not installed at configure time) */
+    const char *program; /* its own process (remote.c): the program; else NULL */
 } peer_set;
+
+#define RUST_DEBS "librust-crossbeam-channel-dev librust-flume-dev rustc cargo"
+#define XENIUM_DEB "libxenium-dev with nikolaev_bounded_queue.hpp (newer than 0.0.2), " \
+                   "or cmake -DSLB_XENIUM_INCLUDE=<a xenium checkout>"
 
 #if SLB_HAVE_CK
 #define CK_FN slb_peers_ck
@@ -74,18 +79,39 @@ typedef struct peer_set {
 #else
 #define GLIB_FN NULL
 #endif
+#if SLB_HAVE_XENIUM
+#define XENIUM_FN slb_peers_xenium
+#else
+#define XENIUM_FN NULL
+#endif
+#if SLB_HAVE_RUST
+#define CROSSBEAM_FN slb_peers_crossbeam
+#define FLUME_FN slb_peers_flume
+#else
+#define CROSSBEAM_FN NULL
+#define FLUME_FN NULL
+#endif
+#if SLB_HAVE_GO
+#define GO_FN slb_peers_go
+#else
+#define GO_FN NULL
+#endif
 
 static const peer_set peer_sets[] = {
-    { "sluice", "sluice", NULL, slb_peers_sluice },
-    { "ck", "Concurrency Kit ck_ring", "libck-dev", CK_FN },
-    { "boost", "Boost.Lockfree", "libboost-dev", BOOST_FN },
-    { "moodycamel", "moodycamel ReaderWriterQueue", "libreaderwriterqueue-dev", RWQ_FN },
-    { "moodycamel", "moodycamel ConcurrentQueue", "libconcurrentqueue-dev", CQ_FN },
-    { "atomic_queue", "atomic_queue", "libatomic-queue-dev", AQ_FN },
-    { "tbb", "oneTBB concurrent_queue", "libtbb-dev", TBB_FN },
-    { "urcu", "liburcu cds_wfcq", "liburcu-dev", URCU_FN },
-    { "glib", "GLib GAsyncQueue", "libglib2.0-dev", GLIB_FN },
-    { "mutex", "mutex/condvar queue (baseline)", NULL, slb_peers_mutex },
+    { "sluice", "sluice", NULL, slb_peers_sluice, NULL },
+    { "ck", "Concurrency Kit ck_ring", "libck-dev", CK_FN, NULL },
+    { "boost", "Boost.Lockfree", "libboost-dev", BOOST_FN, NULL },
+    { "moodycamel", "moodycamel ReaderWriterQueue", "libreaderwriterqueue-dev", RWQ_FN, NULL },
+    { "moodycamel", "moodycamel ConcurrentQueue", "libconcurrentqueue-dev", CQ_FN, NULL },
+    { "atomic_queue", "atomic_queue", "libatomic-queue-dev", AQ_FN, NULL },
+    { "tbb", "oneTBB concurrent_queue", "libtbb-dev", TBB_FN, NULL },
+    { "urcu", "liburcu cds_wfcq", "liburcu-dev", URCU_FN, NULL },
+    { "glib", "GLib GAsyncQueue", "libglib2.0-dev", GLIB_FN, NULL },
+    { "xenium", "xenium nikolaev_bounded_queue", XENIUM_DEB, XENIUM_FN, NULL },
+    { "crossbeam", "crossbeam-channel (Rust)", RUST_DEBS, CROSSBEAM_FN, "sl-peer-rust" },
+    { "flume", "flume (Rust)", RUST_DEBS, FLUME_FN, "sl-peer-rust" },
+    { "go", "Go channels", "golang-go", GO_FN, "sl-peer-go" },
+    { "mutex", "mutex/condvar queue (baseline)", NULL, slb_peers_mutex, NULL },
 };
 #define N_SETS (sizeof(peer_sets) / sizeof(peer_sets[0]))
 
@@ -122,6 +148,12 @@ static size_t collect(const slb_opts *o, const slb_ops **out, size_t max, FILE *
                            "(Debian: %s, then reconfigure)\n", s->what, s->package);
             continue;
         }
+        if (s->program && !slb_remote_built(s->program)) {
+            if (in_list(o->peers, s->id))
+                fprintf(f, "peer %s: its program %s is not next to sl-bench (its build "
+                           "failed: see the build's output); skipped\n", s->what, s->program);
+            continue;
+        }
         for (const slb_ops *const *c = s->get(); *c && n < max; c++)
             if (wanted(o, *c))
                 out[n++] = *c;
@@ -142,6 +174,8 @@ static bool eligible(const slb_ops *c, slb_test t, unsigned producers, unsigned 
     bool single = (c->flags & SLB_SINGLE) || c->kind == SLB_SPSC;
     if (single && (producers != 1 || consumers != 1))
         return false;
+    if (c->program) /* its own process runs these two (remote.c) */
+        return t == SLB_TPUT || t == SLB_PINGPONG;
     if (c->kind == SLB_BLOCKING && (!c->push || !c->pop))
         return false;
     if (t == SLB_BATCHED)
@@ -213,7 +247,9 @@ static bool run_one(const slb_run *r, slb_result *res)
                      "\nsl-bench: FAILED — contender '%s' did not finish %s within %u s: "
                      "a lost message or a deadlock\n", r->ops->name, r->label, r->timeout_s);
     bool ok;
-    if (r->test == SLB_PINGPONG)
+    if (r->ops->program)
+        ok = slb_run_remote(r, res);
+    else if (r->test == SLB_PINGPONG)
         ok = slb_run_pingpong(r, res);
     else if (r->test == SLB_STREAM)
         ok = slb_run_stream(r, res);

@@ -1,7 +1,7 @@
 /*
  * bench/cli.c — what sl-bench's subcommands share: option values (numbers
- * with k/M suffixes, comma lists of names) and the watchdog that turns a hang
- * into a failure.
+ * with k/M suffixes, comma lists of names), the watchdog that turns a hang
+ * into a failure, and where the programs built next to sl-bench are.
  */
 #include <errno.h>
 #include <signal.h>
@@ -80,4 +80,18 @@ bool slb_parse_names(const char *s, const char *const *names, size_t n, unsigned
         p += len + (p[len] == ',');
     }
     return *out != 0;
+}
+
+bool slb_sibling_path(const char *name, char *buf, size_t len)
+{
+    ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    char *slash = strrchr(buf, '/');
+    size_t name_len = strlen(name) + 1;
+    if (!slash || (size_t)(slash - buf) + 1 + name_len > len)
+        return false;
+    memcpy(slash + 1, name, name_len);
+    return true;
 }

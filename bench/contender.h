@@ -88,6 +88,15 @@ typedef struct slb_ops {
      * true when the queue was full and its oldest message was displaced into
      * `evicted` (elem_size bytes), so that the driver can verify it. */
     bool (*push_evict)(void *q, void *h, const void *msg, void *evicted);
+
+    /* A peer in another language runs in its own process: `program` (built
+     * next to sl-bench) is started for every run with `variant` and the
+     * run's parameters, and runs, times and verifies the workload itself
+     * (bench/remote.c has the protocol). Such a contender has none of the
+     * operations above and runs the tput and pingpong workloads only. NULL
+     * for in-process contenders. */
+    const char *program;
+    const char *variant;
 } slb_ops;
 
 /* Each peer adapter exposes one constructor returning its contenders as a

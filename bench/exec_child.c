@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "contender.h"
 #include "exec_bench.h"
 #include "exec_omp.h"
@@ -29,20 +30,6 @@ extern char **environ;
 static pid_t helper = -1;
 static FILE *to_helper, *from_helper;
 static char reason[PATH_MAX + 96];
-
-/* The helper's path: the directory of /proc/self/exe, then its name. */
-static bool helper_path(char *buf, size_t len)
-{
-    ssize_t n = readlink("/proc/self/exe", buf, len - 1);
-    if (n <= 0)
-        return false;
-    buf[n] = '\0';
-    char *slash = strrchr(buf, '/');
-    if (!slash || (size_t)(slash - buf) + 1 + sizeof(SLB_X_HELPER_NAME) > len)
-        return false;
-    memcpy(slash + 1, SLB_X_HELPER_NAME, sizeof(SLB_X_HELPER_NAME));
-    return true;
-}
 
 /* Starts the helper with stdin/stdout on two pipes; false with `reason`. */
 static bool spawn_helper(const char *path, unsigned threads)
@@ -91,7 +78,7 @@ static void child_stop(void)
 static const char *child_start(unsigned threads)
 {
     char path[PATH_MAX];
-    if (!helper_path(path, sizeof(path)) || access(path, X_OK) != 0)
+    if (!slb_sibling_path(SLB_X_HELPER_NAME, path, sizeof(path)) || access(path, X_OK) != 0)
         return "the helper " SLB_X_HELPER_NAME " was not built (needs clang and "
                "LLVM's libomp at configure time; Debian: libomp-dev)";
     /* A helper that dies must show up as a failed read, not kill us. */

@@ -9,6 +9,7 @@
  * the start-up, which the `0` run measures). No threads, so no contention:
  * this is the floor each flavour starts from.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,28 @@ static int run_raw(const char *what, long n)
             sl_ring_try_pop(&q, &out);
         }
         sl_ring_destroy(&q);
+    } else if (strcmp(what, "ring-full") == 0 || strcmp(what, "ring-full-64") == 0) {
+        /* One push into a full ring per count: each displaces the oldest. */
+        bool big = what[9] != 0;
+        msg64 m = {{1}}, ev = {{0}};
+        sl_ring q;
+        sl_ring_init(&q, big ? sizeof m : 8, 1024);
+        for (long i = 0; i < 1024; i++)
+            sl_ring_try_push(&q, &m, NULL);
+        for (long i = 0; i < n; i++)
+            sl_ring_try_push(&q, &m, &ev);
+        sl_ring_destroy(&q);
+        out = ev.w[0];
+    } else if (strcmp(what, "mpmc-64") == 0) {
+        msg64 m = {{1}}, o = {{0}};
+        sl_mpmc q;
+        sl_mpmc_init(&q, sizeof m, 1024);
+        for (long i = 0; i < n; i++) {
+            sl_mpmc_try_push(&q, &m);
+            sl_mpmc_try_pop(&q, &o);
+        }
+        sl_mpmc_destroy(&q);
+        out = o.w[0];
     } else {
         return -1;
     }
@@ -76,8 +99,8 @@ static int run_chan(sl_flavor f, long n)
 int main(int argc, char **argv)
 {
     if (argc != 3) {
-        fprintf(stderr, "usage: sl-opcount spsc|mpmc|list|ring|chan-spsc|chan-mpmc|"
-                        "chan-list|chan-ring COUNT\n");
+        fprintf(stderr, "usage: sl-opcount spsc|mpmc|mpmc-64|list|ring|ring-full|ring-full-64|"
+                        "chan-spsc|chan-mpmc|chan-list|chan-ring COUNT\n");
         return 2;
     }
     long n = atol(argv[2]);

@@ -167,7 +167,7 @@ static const flavor_adapter spsc_adapter = {
     .push_n = spsc_push_n, .pop_n = spsc_pop_n, .len = spsc_len,
 };
 
-/* SL_MPMC: the SCQ queue; its steps are seq_cst read-modify-writes. */
+/* SL_MPMC: the ring of stamped cells; its steps are seq_cst read-modify-writes. */
 static inline sl_status mpmc_init(sl_chan *ch, const sl_chan_opts *o, uint64_t start)
 {
     return sl__mpmc_init_at(&ch->q.mpmc, o->elem_size, o->capacity, start);
@@ -252,11 +252,11 @@ static const flavor_adapter list_adapter = {
     .unbounded = true,
 };
 
-/* SL_RING: the overwrite ring on SCQ slots; seq_cst read-modify-writes. A
+/* SL_RING: the overwrite ring on SL_MPMC's cells; seq_cst read-modify-writes. A
  * push into a full ring displaces the oldest message instead of failing. */
 static inline sl_status ring_init(sl_chan *ch, const sl_chan_opts *o, uint64_t start)
 {
-    return sl_ring_init(&ch->q.ring, o->elem_size, o->capacity);
+    return sl__ring_init_at(&ch->q.ring, o->elem_size, o->capacity, start);
 }
 
 static inline void ring_drain_destroy(sl_chan *ch, sl_visit_fn fn, void *ctx)

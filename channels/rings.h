@@ -1,6 +1,6 @@
 /*
  * channels/rings.h — what the raw queues share with each other and with the
- * channel façade (internal, not installed): the SCQ steps the overwrite ring
+ * channel façade (internal, not installed): the MPMC steps the overwrite ring
  * is built on, the in-place drains and the ring's visiting push that the
  * façade's adapters call, and the cache-line rounding of their allocations.
  */
@@ -20,14 +20,30 @@ static inline size_t sl__round_to_line(size_t bytes)
     return (bytes + SL_CACHELINE - 1) & ~(size_t)(SL_CACHELINE - 1);
 }
 
-/* The MPMC queue's four steps, for the overwrite ring built on its slots:
- * take a free slot index, publish a filled slot, take the oldest filled slot,
- * return a slot to the free ring. Lock-free, ordered as in sl_mpmc_try_*. */
+/* Initialises q as sl_mpmc_init does, with positions starting at the lap
+ * boundary at or below `start` (tests cross the counters' wrap-around), and,
+ * in the indexed form (messages over 8 bytes), `spare` slots beyond the
+ * capacity (the overwrite ring's pushers hold one while displacing). */
+sl_status sl__mpmc_init_mode(sl_mpmc *q, size_t elem_size, size_t capacity, uint64_t start,
+                             size_t spare);
+
+/* Messages of at most 8 bytes live in the used ring's cells ("direct");
+ * larger ones in slots whose indices travel through the free and used rings. */
+static inline bool sl__mpmc_direct(const sl_mpmc *q) { return q->slots == NULL; }
+
+/* The indexed form's steps: take a free slot index, take the oldest used one,
+ * return one to the free ring, and address a slot. Lock-free, ordered as in
+ * sl_mpmc_try_*. */
 bool sl__mpmc_take_free(sl_mpmc *q, uint64_t *index);
-void sl__mpmc_publish(sl_mpmc *q, uint64_t index);
 bool sl__mpmc_take_used(sl_mpmc *q, uint64_t *index);
 void sl__mpmc_release(sl_mpmc *q, uint64_t index);
 unsigned char *sl__mpmc_slot(sl_mpmc *q, uint64_t index);
+
+/* Publishes value (a message of at most 8 bytes, or a slot index) on the
+ * used ring. When the ring is full: returns 1 and changes nothing, or, with
+ * `displace`, swaps out the oldest value into *evicted in the same step and
+ * returns 2. Returns 0 when published without displacing. */
+int sl__mpmc_publish(sl_mpmc *q, uint64_t value, bool displace, uint64_t *evicted);
 
 /* Called with a pointer to each message's bytes inside the ring. */
 typedef void (*sl_visit_fn)(void *elem, void *ctx);
@@ -35,10 +51,13 @@ typedef void (*sl_visit_fn)(void *elem, void *ctx);
 /* Hands every message still inside to fn, oldest first, in place (no copy,
  * no allocation), and leaves the ring empty. No other thread may use q. */
 void sl__spsc_drain(sl_spsc *q, sl_visit_fn fn, void *ctx);
+/* For MPMC, list and ring, fn may be NULL: the messages are only taken. */
 void sl__mpmc_drain(sl_mpmc *q, sl_visit_fn fn, void *ctx);
-/* fn may be NULL: the messages are only marked taken. */
 void sl__list_drain(sl_list *q, sl_visit_fn fn, void *ctx);
 void sl__ring_drain(sl_ring *r, sl_visit_fn fn, void *ctx);
+
+/* sl_ring_init with the counters started as sl__mpmc_init_mode's `start`. */
+sl_status sl__ring_init_at(sl_ring *r, size_t elem_size, size_t capacity, uint64_t start);
 
 /* The overwrite ring's push with the displaced message handed to `displaced`
  * in place (NULL: discarded). Returns SL_OK or SL_EVICTED. */

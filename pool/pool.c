@@ -63,10 +63,16 @@ static sl_status pool_alloc(sl_pool **out, const sl_pool_opts *o)
     unsigned cpus = sl__online_cpus(UINT32_MAX);
     p->spin_limit = cpus >= 4 ? cpus / 2 : 1u;
     p->cap = o->queue_capacity;
+    /* A bounded pool takes one job at a time: jobs in a ring have left
+     * `pending`, which is what the capacity bounds. */
+    p->batch = p->cap ? 1u : SL__POOL_BATCH;
     pthread_mutex_init(&p->lock, NULL);
     p->slots = aligned_alloc(SL_CACHELINE, o->max_workers * sizeof(sl__pool_slot));
-    if (p->slots)
+    if (p->slots) {
         memset(p->slots, 0, o->max_workers * sizeof(sl__pool_slot));
+        for (unsigned s = 0; s < o->max_workers; s++)
+            sl__pool_ring_init(&p->slots[s].ring);
+    }
     unsigned inboxes = o->dispatch == SL_DISPATCH_SHARED ? 1u : o->max_workers;
     if (!p->slots || sl__pool_keys_init(&p->keys) != SL_OK ||
         sl__pool_queue_init(&p->queue, p->levels, inboxes) != SL_OK ||
@@ -268,13 +274,14 @@ SL_API sl_status sl_pool_wait_ready(sl_pool *p, uint64_t timeout_ns)
     return p ? wait_until(p, &p->ready_ev, is_ready, timeout_ns) : SL_EINVAL;
 }
 
-/* Nothing pending, nothing running. idle_ev is notified when the count
- * reaches 0 (sl__pool_pending_done) and when a job ends with nothing pending
- * (job_over in pool_worker.c). */
+/* Nothing pending, nothing in a ring, nothing running. idle_ev is notified
+ * when the count reaches 0 (sl__pool_pending_done), when the last busy ring
+ * empties with nothing pending (sl__pool_ring_emptied) and when a worker
+ * stops running with nothing pending or in its ring (pool_worker.c). */
 static bool is_idle(void *arg)
 {
     sl_pool *p = arg;
-    if (SL__PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) != 0)
+    if (!sl__pool_drained(p))
         return false;
     bool idle = true;
     pthread_mutex_lock(&p->lock);
@@ -291,10 +298,13 @@ SL_API sl_status sl_pool_wait_idle(sl_pool *p, uint64_t timeout_ns)
     return p ? wait_until(p, &p->idle_ev, is_idle, timeout_ns) : SL_EINVAL;
 }
 
-/* Under lock: the live workers' part of the snapshot. */
+/* Under lock: the live workers' part of the snapshot, and the jobs in the
+ * rings (queued: taken from the lists, not started), read before `pending`
+ * as the flow goes. */
 static void worker_stats(sl_pool *p, sl_pool_stats *out)
 {
     for (unsigned s = 0; s < p->opts.max_workers; s++) {
+        out->queued += sl__pool_ring_len(&p->slots[s].ring);
         sl__pool_worker *w = atomic_load_explicit(&p->slots[s].worker, memory_order_acquire);
         if (!w)
             continue;
@@ -316,7 +326,7 @@ SL_API void sl_pool_get_stats(sl_pool *p, sl_pool_stats *out)
     out->discarded = atomic_load_explicit(&p->discarded, memory_order_acquire);
     out->completed = atomic_load_explicit(&p->completed_gone, memory_order_relaxed);
     worker_stats(p, out);
-    out->queued = SL__PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst));
+    out->queued += SL__PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst));
     out->waiting_on_key = atomic_load_explicit(&p->keys.waiting, memory_order_relaxed);
     if (out->waiting_on_key > out->queued)
         out->waiting_on_key = out->queued; /* read after queued: keep "of those" true */

@@ -56,23 +56,48 @@ static void discard_waiting(const sl_job *job, void *arg)
     sl__pool_pending_done(c->pool, 1);
 }
 
+/* Hands an accepted job that left `pending` to on_discard; a keyed job's
+ * discard releases its key. */
+static void discard_taken(sl_pool *p, const sl_job *job, sl_discard why)
+{
+    sl__pool_discard(p, job, why);
+    if (job->key)
+        sl__pool_key_done(p, job->key);
+}
+
+/* Discards every job in the workers' rings (whose workers are stopped,
+ * cancelled, or gone): claimed as a thief would, so a worker that claims at
+ * the same moment takes each job or leaves it, never both. A ring is
+ * counted empty after the reports, so wait_idle has seen them. */
+static void sweep_rings(sl_pool *p, sl_discard why)
+{
+    sl_job got[SL__POOL_BATCH];
+    for (unsigned s = 0; s < p->opts.max_workers; s++) {
+        bool emptied = false;
+        unsigned n = sl__pool_ring_claim(&p->slots[s].ring, got, SL__POOL_BATCH, false, &emptied);
+        for (unsigned i = 0; i < n; i++)
+            discard_taken(p, &got[i], why);
+        if (emptied)
+            sl__pool_ring_emptied(p);
+    }
+}
+
 /* Hands queued jobs to on_discard: first the jobs waiting for their keys,
- * then the lists (a keyed job's discard releases its key), at most `limit`
- * of those — reset takes what was queued when it began, and does not chase
- * submitters that keep the lists full. Each job leaves `pending` after its
- * report, so wait_idle has seen it. */
+ * then the rings, then the lists, at most `limit` of those — reset takes
+ * what was queued when it began, and does not chase submitters that keep
+ * the lists full. Each job leaves `pending` (or its ring) after its report,
+ * so wait_idle has seen it. */
 static void sweep(sl_pool *p, sl_discard why, size_t limit)
 {
     sweep_ctx c = {p, why};
     sl__pool_keys_drop_list(sl__pool_keys_take_waiting(&p->keys), discard_waiting, &c);
+    sweep_rings(p, why);
     sl_job job;
     unsigned from;
-    while (limit-- > 0 && sl__pool_queue_pop(&p->queue, 0, &job, &from)) {
+    while (limit-- > 0 && sl__pool_queue_pop(&p->queue, 0, &job, 1, &from)) {
         if (p->opts.dispatch == SL_DISPATCH_LEAST_LOADED)
             atomic_fetch_sub_explicit(&p->slots[from].load, 1, memory_order_relaxed);
-        sl__pool_discard(p, &job, why);
-        if (job.key)
-            sl__pool_key_done(p, job.key);
+        discard_taken(p, &job, why);
         sl__pool_pending_done(p, 1);
     }
 }
@@ -96,7 +121,8 @@ static unsigned wanted(sl_pool *p, int run, uint64_t pending, bool asked)
     if (run == SL__RUN_STOPPED)
         return want;
     uint64_t waiting = atomic_load_explicit(&p->keys.waiting, memory_order_seq_cst);
-    uint64_t demand = running_now(p) + (pending > waiting ? pending - waiting : 0);
+    uint64_t demand = running_now(p) + (pending > waiting ? pending - waiting : 0) +
+                      atomic_load_explicit(&p->rings_busy, memory_order_seq_cst);
     unsigned live = atomic_load_explicit(&p->live, memory_order_seq_cst);
     if (asked && demand < (uint64_t)live + 1)
         demand = (uint64_t)live + 1; /* a submit found every worker busy */
@@ -111,7 +137,7 @@ static bool ensure_workers(sl_pool *p)
     int run = atomic_load_explicit(&p->run_state, memory_order_seq_cst);
     uint64_t pending = SL__PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst));
     bool asked = atomic_exchange_explicit(&p->spawn_req, 0, memory_order_seq_cst);
-    if (run == SL__RUN_CANCELLING || (run == SL__RUN_DRAINING && pending == 0))
+    if (run == SL__RUN_CANCELLING || (run == SL__RUN_DRAINING && sl__pool_drained(p)))
         return true;
     unsigned want = wanted(p, run, pending, asked);
     sl_status st;
@@ -141,7 +167,7 @@ static bool completed(sl_pool *p, sl_pool_state *now)
         *now = SL_POOL_SHUTDOWN;
         return live == 0 &&
                p->joined == atomic_load_explicit(&p->spawned, memory_order_relaxed) &&
-               SL__PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) == 0;
+               sl__pool_drained(p);
     }
     switch (p->cmd) {
     case SL__CMD_START:
@@ -196,7 +222,7 @@ static bool ctl_pass(sl_pool *p)
     bool poll = false;
     if (atomic_load_explicit(&p->run_state, memory_order_seq_cst) == SL__RUN_CANCELLING) {
         sweep(p, SL_DISCARD_CANCELLED, SIZE_MAX); /* nothing new can come */
-        poll = SL__PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) != 0;
+        poll = !sl__pool_drained(p); /* a late push, or a worker filling its ring */
     }
     pthread_mutex_lock(&p->lock);
     bool reset = p->cmd == SL__CMD_RESET && !p->reset_swept;

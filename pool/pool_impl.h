@@ -2,6 +2,7 @@
  * pool/pool_impl.h — the worker pool's insides, shared by its files:
  *
  *   pool_queue.c   the job queues: priority levels x inboxes of SL_LIST
+ *   pool_ring.c    a worker slot's batch ring: jobs taken, not yet started
  *   pool_keys.c    the key table: which keys are busy, jobs waiting per key
  *   idle.c         (shared with the executor) idle workers: who searches, who
  *                  sleeps, who wakes whom; the wake policy and its argument
@@ -27,14 +28,17 @@
  *                      \        /
  *                     pool_core.c
  *                     /    |     \
- *         pool_queue.c  pool_keys.c  idle.c     (and the parking layer)
+ *   pool_queue.c  pool_ring.c  pool_keys.c  idle.c  (and the parking layer)
  *
  * Whatever two of the upper files share lives in the core; none of them
  * calls another sideways.
  *
  * The hot path (a keyless submit, a worker taking a job) is lock-free: one
- * reservation on `pending`, one push or pop on an SL_LIST, and the idle
- * component's cheap check (a fence and a load while someone searches).
+ * reservation on `pending`, one push on an SL_LIST, and the idle component's
+ * cheap check (a fence and a load while someone searches). A worker takes up
+ * to SL__POOL_BATCH jobs per pop from the lists (one decrement of `pending`
+ * for all) and keeps the rest in its slot's ring, where each costs one CAS
+ * on a line of its own and the others can steal them.
  * Everything rare — commands, spawning and joining threads, keyed jobs —
  * goes through a mutex or the control thread.
  */
@@ -92,12 +96,95 @@ sl_status sl__pool_queue_init(sl__pool_queue *q, unsigned levels, unsigned inbox
 void sl__pool_queue_destroy(sl__pool_queue *q);
 /* Pushes job into inbox's list of its level. SL_OK or SL_ENOMEM. */
 sl_status sl__pool_queue_push(sl__pool_queue *q, unsigned inbox, const sl_job *job);
-/* Pops the highest-priority job, own inbox first at each level, then the
- * others'. true with *out set, or false when every list looked empty. The
- * inbox it came from goes to *from. */
-bool sl__pool_queue_pop(sl__pool_queue *q, unsigned own, sl_job *out, unsigned *from);
+/* max == 1: pops the highest-priority job, own inbox first at each level,
+ * then the others'. max > 1: pops up to max jobs of the top level only (a
+ * batch never holds a job ahead of a higher one that comes later), all from
+ * one inbox. Returns how many went to out[] (0: every list it looked at was
+ * empty); the inbox they came from goes to *from. */
+unsigned sl__pool_queue_pop(sl__pool_queue *q, unsigned own, sl_job *out, unsigned max,
+                            unsigned *from);
 /* Jobs in all lists; a snapshot. */
 size_t sl__pool_queue_len(const sl__pool_queue *q);
+
+/* ---- batch rings (pool_ring.c) ------------------------------------------ */
+
+/* The most jobs a worker takes from the lists at once. */
+#define SL__POOL_BATCH 16u
+
+/* A job in a ring, as relaxed atomics: a thief may copy an entry while its
+ * owner refills it, and then throws the copy away (pool_ring.c). */
+typedef struct sl__pool_ring_entry {
+    SL_ATOMIC(uintptr_t) fn, arg;
+    SL_ATOMIC(uint64_t) key;
+    SL_ATOMIC(uint64_t) prio_flags; /* priority | flags << 32 */
+} sl__pool_ring_entry;
+
+/* Jobs [head, tail) (indices mod SL__POOL_BATCH) were taken from the lists
+ * by the slot's occupant and not yet started. Single filler, any claimers. */
+typedef struct sl__pool_ring {
+    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint32_t) head; /* next to claim (CAS) */
+    SL_ATOMIC(uint32_t) tail;                          /* the filler's only */
+    sl__pool_ring_entry e[SL__POOL_BATCH];
+} sl__pool_ring;
+
+void sl__pool_ring_init(sl__pool_ring *r);
+/* Jobs in r: exact for the filler (its fills are the only writes of
+ * tail), a snapshot for others (a refill between the loads reads as 0).
+ * Inline: the owner asks around every job of a batch. */
+static inline unsigned sl__pool_ring_len(const sl__pool_ring *r)
+{
+    uint32_t h = atomic_load_explicit(&r->head, memory_order_acquire);
+    uint32_t t = atomic_load_explicit(&r->tail, memory_order_acquire);
+    return (uint32_t)(t - h) <= SL__POOL_BATCH ? (unsigned)(t - h) : 0;
+}
+/* The filler only, r empty: publishes jobs[0..n), 1 <= n <= SL__POOL_BATCH. */
+void sl__pool_ring_fill(sl__pool_ring *r, const sl_job *jobs, unsigned n);
+/* Claims the oldest jobs — up to max, or half of them (rounded up) with
+ * half — into out[]: how many, 0 when r is empty. *emptied: this claim took
+ * the last one (the caller then calls sl__pool_ring_emptied). Lock-free;
+ * seq_cst. Inline: the owner claims around every job of its batch (the
+ * protocol is pool_ring.c's). */
+static inline unsigned sl__pool_ring_claim(sl__pool_ring *r, sl_job *out, unsigned max,
+                                           bool half, bool *emptied)
+{
+    /* Acquire, both: the tail's entries are visible; and the head load
+     * pairs with the release of the CAS below as the owner reads it before
+     * a refill, so that every copy of an entry is done before it is
+     * overwritten. */
+    uint32_t h = atomic_load_explicit(&r->head, memory_order_acquire);
+    for (;;) {
+        uint32_t t = atomic_load_explicit(&r->tail, memory_order_acquire);
+        uint32_t len = t - h;
+        if (len == 0)
+            return 0;
+        if (len > SL__POOL_BATCH) { /* h is older than a refill: look again */
+            h = atomic_load_explicit(&r->head, memory_order_acquire);
+            continue;
+        }
+        unsigned k = half ? (len + 1) / 2 : len;
+        k = k < max ? k : max;
+        for (unsigned i = 0; i < k; i++) {
+            const sl__pool_ring_entry *e = &r->e[(h + i) % SL__POOL_BATCH];
+            uint64_t pf = atomic_load_explicit(&e->prio_flags, memory_order_relaxed);
+            out[i].fn = (sl_job_fn)atomic_load_explicit(&e->fn, memory_order_relaxed);
+            out[i].arg = (void *)atomic_load_explicit(&e->arg, memory_order_relaxed);
+            out[i].key = atomic_load_explicit(&e->key, memory_order_relaxed);
+            out[i].priority = (unsigned)(pf & UINT32_MAX);
+            out[i].flags = (unsigned)(pf >> 32);
+        }
+        SL_FI();
+        /* seq_cst: a claim that empties the ring is followed by the
+         * decrement of rings_busy, whose readers must not see the count
+         * without the claim (sl__pool_has_work); release for the copy above
+         * (see the head load). */
+        if (atomic_compare_exchange_weak_explicit(&r->head, &h, h + k, memory_order_seq_cst,
+                                                  memory_order_acquire)) {
+            /* tail cannot have moved while h < t: fills wait for empty. */
+            *emptied = h + k == t;
+            return k;
+        }
+    }
+}
 
 /* ---- key table (pool_keys.c) --------------------------------------------- */
 
@@ -146,6 +233,7 @@ typedef struct sl__pool_slot {
      * dispatch, stats and wait_idle read it without touching a worker that
      * may be exiting; written only by the occupant. */
     SL_ATOMIC(unsigned) running;
+    sl__pool_ring ring; /* the occupant's batch; outlives it like the inbox */
 } sl__pool_slot;
 
 struct sl__pool_worker {
@@ -174,6 +262,10 @@ struct sl_pool {
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) pending; /* accepted, not started | CLOSED */
     sl__idle idle;                 /* max_workers slots; its count has a line of its own */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(unsigned) rr; /* round-robin cursor */
+    /* Slots whose ring is not empty: written per batch by workers, read by
+     * searchers and park re-checks (sl__pool_has_work); its own line, so
+     * that submitters, who never read it, are not disturbed. */
+    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) rings_busy;
     /* Read on every take, written by commands only. */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(int) run_state; /* enum sl__pool_run */
     SL_ATOMIC(unsigned) live;      /* worker threads counted alive */
@@ -196,6 +288,7 @@ struct sl_pool {
     unsigned levels;
     unsigned spin_limit;           /* searchers at once: online CPUs / 2, at least 1 */
     uint64_t cap;                  /* queue_capacity, 0: unbounded */
+    unsigned batch;                /* jobs per pop: SL__POOL_BATCH, 1 when bounded */
 
     /* Commands and thread bookkeeping, under lock. */
     pthread_mutex_t lock;
@@ -219,18 +312,30 @@ static inline bool sl__pool_may_take(const sl_pool *p)
     return run == SL__RUN_RUNNING || run == SL__RUN_DRAINING;
 }
 
-/* Whether some job is in the lists (or about to be): pending minus the
- * keyed jobs waiting aside. `waiting` is read first: a job that left it was
- * counted there before its push, so a stale `waiting` can only overstate
- * the jobs that wait aside when its push has not been seen — and then the
- * pusher, whose push precedes its wake-up check, sees this worker's
- * registration or its search (idle.h). seq_cst, both: the re-check side of
- * that Dekker pair. */
+/* Whether some job is in the lists (or about to be) or in a ring: pending
+ * minus the keyed jobs waiting aside, then the busy rings. `waiting` is read
+ * first: a job that left it was counted there before its push, so a stale
+ * `waiting` can only overstate the jobs that wait aside when its push has
+ * not been seen — and then the pusher, whose push precedes its wake-up
+ * check, sees this worker's registration or its search (idle.h). The rings
+ * are read after `pending`: a batch is counted in rings_busy before it
+ * leaves `pending`, so a job moving into a ring is seen in one of the two.
+ * seq_cst, all: the re-check side of that Dekker pair. */
 static inline bool sl__pool_has_work(const sl_pool *p)
 {
     uint64_t waiting = atomic_load_explicit(&p->keys.waiting, memory_order_seq_cst);
     uint64_t pending = atomic_load_explicit(&p->pending, memory_order_seq_cst);
-    return SL__PENDING_COUNT(pending) > waiting;
+    return SL__PENDING_COUNT(pending) > waiting ||
+           atomic_load_explicit(&p->rings_busy, memory_order_seq_cst) != 0;
+}
+
+/* Nothing accepted is left to start: `pending` is 0 and every ring is empty
+ * (in that order, as sl__pool_has_work). What a drain waits for. */
+static inline bool sl__pool_drained(const sl_pool *p)
+{
+    if (SL__PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) != 0)
+        return false;
+    return atomic_load_explicit(&p->rings_busy, memory_order_seq_cst) == 0;
 }
 
 /* A worker may take a job now, and one is waiting. */
@@ -255,6 +360,9 @@ void sl__pool_ctl_poke(sl_pool *p);
 void sl__pool_wake_workers(sl_pool *p);
 /* n jobs left `pending`: wakes whoever waits on that. */
 void sl__pool_pending_done(sl_pool *p, uint64_t n);
+/* A claim took a ring's last job: the ring no longer counts as busy, and if
+ * nothing else is left to start, whoever waits on that is woken. */
+void sl__pool_ring_emptied(sl_pool *p);
 /* Work is waiting: wakes a sleeper unless someone searches (handing it the
  * wake token: idle.h), or asks the control thread for a worker when nobody
  * searches or sleeps and the pool is below its target. Nothing while the

@@ -56,28 +56,33 @@ sl_status sl__pool_queue_push(sl__pool_queue *q, unsigned inbox, const sl_job *j
 }
 
 /* One level: the own inbox, then the others from the next one on, so that
- * thieves spread over the inboxes instead of all raiding inbox 0. */
-static bool pop_level(sl__pool_queue *q, unsigned own, unsigned level, sl_job *out,
-                      unsigned *from)
+ * thieves spread over the inboxes instead of all raiding inbox 0. Up to max
+ * jobs, all from the first list that has any. */
+static unsigned pop_level(sl__pool_queue *q, unsigned own, unsigned level, sl_job *out,
+                          unsigned max, unsigned *from)
 {
     for (unsigned k = 0; k < q->inboxes; k++) {
         unsigned inbox = own + k < q->inboxes ? own + k : own + k - q->inboxes;
-        if (sl_list_try_pop(list_at(q, inbox, level), out) == SL_OK) {
+        size_t n = sl_list_pop_n(list_at(q, inbox, level), out, max);
+        if (n) {
             *from = inbox;
-            return true;
+            return (unsigned)n;
         }
     }
-    return false;
+    return 0;
 }
 
-bool sl__pool_queue_pop(sl__pool_queue *q, unsigned own, sl_job *out, unsigned *from)
+unsigned sl__pool_queue_pop(sl__pool_queue *q, unsigned own, sl_job *out, unsigned max,
+                            unsigned *from)
 {
     own = q->inboxes == 1 ? 0 : own; /* the shared queue: every worker's own */
+    if (max > 1)
+        return pop_level(q, own, q->levels - 1, out, max, from);
     for (unsigned level = q->levels; level-- > 0;) {
-        if (pop_level(q, own, level, out, from))
-            return true;
+        if (pop_level(q, own, level, out, 1, from))
+            return 1;
     }
-    return false;
+    return 0;
 }
 
 /* Jobs in inbox (all levels); a snapshot. */

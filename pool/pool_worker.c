@@ -16,6 +16,14 @@
  * stop; it stays set across consecutive jobs and is cleared when the lists
  * look empty, which is when a pending stop is told.
  *
+ * Take: the next job of the worker's own batch ring (pool_ring.c); else a
+ * fresh batch — up to SL__POOL_BATCH jobs of the top level popped at once,
+ * the first run now, the rest kept in the ring, all leaving `pending` with
+ * one decrement; else half of a busy worker's ring; else, with several
+ * priority levels, one job of a lower level. The run state is read before
+ * every job, so a stop leaves the rest of a batch in the ring (queued), and
+ * a worker that leaves for good makes sure another will look at it.
+ *
  * Search, park and waking follow the idle-worker component (idle.h), the
  * executor's policy too; the worker owns idle slot `slot`. Searching, it is
  * counted in the component's `searching` (at most spin_limit searchers)
@@ -69,9 +77,7 @@ static enum sl__pool_end exit_due(sl__pool_worker *w)
 {
     sl_pool *p = w->pool;
     int run = atomic_load_explicit(&p->run_state, memory_order_seq_cst);
-    bool done = run == SL__RUN_CANCELLING ||
-                (run == SL__RUN_DRAINING &&
-                 SL__PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) == 0);
+    bool done = run == SL__RUN_CANCELLING || (run == SL__RUN_DRAINING && sl__pool_drained(p));
     if (done) {
         atomic_fetch_sub_explicit(&p->live, 1, memory_order_acq_rel);
         w->counted = false;
@@ -84,30 +90,146 @@ static enum sl__pool_end exit_due(sl__pool_worker *w)
     return SL__END_NONE;
 }
 
-static bool take(sl__pool_worker *w)
+static sl__pool_ring *own_ring(const sl__pool_worker *w)
+{
+    return &w->pool->slots[w->slot].ring;
+}
+
+/* The slot stops counting as running (a job is over, or a claim found
+ * nothing after setting it), and wait_idle hears of it if that may have
+ * been the last sign of work: nothing pending and nothing left in this
+ * worker's ring (a ring's last claimer, or whoever empties it, tells). */
+static void stop_running(sl__pool_worker *w)
+{
+    sl_pool *p = w->pool;
+    /* Release: the job's effects and the count precede "not running". */
+    atomic_store_explicit(&p->slots[w->slot].running, 0, memory_order_release);
+    /* Orders the store above before the loads below (wait_idle registers,
+     * then reads pending, the rings and running). */
+    sl_event_fence();
+    if (sl__pool_ring_len(own_ring(w)) == 0 &&
+        SL__PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) == 0)
+        sl_event_notify_all(&p->idle_ev);
+}
+
+/* Marks the slot running before a claim that can take the last trace of a
+ * job from where wait_idle looks (a ring's last entry, whose emptying
+ * publishes this flag). Relaxed: the claim's seq_cst RMW, and the
+ * decrement after it, release it. */
+static void start_running(sl__pool_worker *w)
+{
+    atomic_store_explicit(&w->pool->slots[w->slot].running, 1, memory_order_relaxed);
+}
+
+/* The next job of this worker's own ring: the steady state of a batch, one
+ * CAS on the ring's line and nothing shared with submitters. */
+static bool take_own(sl__pool_worker *w)
+{
+    bool emptied;
+    if (sl__pool_ring_len(own_ring(w)) == 0)
+        return false;
+    start_running(w);
+    if (!sl__pool_ring_claim(own_ring(w), &w->job, 1, false, &emptied)) {
+        stop_running(w); /* stolen meanwhile */
+        return false;
+    }
+    if (emptied)
+        sl__pool_ring_emptied(w->pool);
+    w->has_job = true;
+    return true;
+}
+
+/* Half of the first other ring that has jobs, the slots from the next one
+ * on. Running is set first: stolen jobs are nowhere else wait_idle looks
+ * until they run or sit in this worker's ring. */
+static unsigned steal(sl__pool_worker *w, sl_job *out, bool *emptied)
+{
+    sl_pool *p = w->pool;
+    unsigned n = p->opts.max_workers;
+    if (atomic_load_explicit(&p->rings_busy, memory_order_relaxed) == 0)
+        return 0; /* the common case: nothing held anywhere */
+    start_running(w);
+    for (unsigned k = 1; k < n; k++) {
+        unsigned s = w->slot + k < n ? w->slot + k : w->slot + k - n;
+        unsigned got = sl__pool_ring_claim(&p->slots[s].ring, out, SL__POOL_BATCH, true, emptied);
+        if (got)
+            return got;
+    }
+    stop_running(w);
+    return 0;
+}
+
+/* Jobs from the lists: a batch of the top level, else one of any level. */
+static unsigned pop_lists(sl__pool_worker *w, sl_job *out, unsigned max)
 {
     sl_pool *p = w->pool;
     unsigned from;
-    if (!sl__pool_queue_pop(&p->queue, w->slot, &w->job, &from))
+    unsigned n = sl__pool_queue_pop(&p->queue, w->slot, out, max, &from);
+    if (n && p->opts.dispatch == SL_DISPATCH_LEAST_LOADED)
+        atomic_fetch_sub_explicit(&p->slots[from].load, n, memory_order_relaxed);
+    return n;
+}
+
+/* Keeps jobs[0..n) in this worker's ring, counted busy first: before the
+ * jobs leave `pending` or the ring they were stolen from (the order
+ * sl__pool_has_work reads the two in). */
+static void keep(sl__pool_worker *w, const sl_job *jobs, unsigned n)
+{
+    if (n == 0)
+        return;
+    /* seq_cst: see above. */
+    atomic_fetch_add_explicit(&w->pool->rings_busy, 1, memory_order_seq_cst);
+    sl__pool_ring_fill(own_ring(w), jobs, n);
+}
+
+/* Takes fresh work: a batch from the lists; else (batching) half of another
+ * worker's ring, before any job of a lower level; else one job of a lower
+ * level. The first job is the worker's next, the rest go to its ring. */
+static bool take_fresh(sl__pool_worker *w)
+{
+    sl_pool *p = w->pool;
+    sl_job got[SL__POOL_BATCH];
+    bool emptied = false;
+    unsigned n = pop_lists(w, got, p->batch);
+    if (n) {
+        /* Relaxed: released by the decrement of `pending` below. */
+        start_running(w);
+        keep(w, got + 1, n - 1);
+        sl__pool_pending_done(p, n);
+    } else if (p->batch > 1 && (n = steal(w, got, &emptied)) != 0) {
+        keep(w, got + 1, n - 1);
+        if (emptied)
+            sl__pool_ring_emptied(p);
+    } else if (p->batch > 1 && p->levels > 1 && (n = pop_lists(w, got, 1)) != 0) {
+        start_running(w);
+        sl__pool_pending_done(p, 1);
+    }
+    if (!n)
         return false;
-    if (p->opts.dispatch == SL_DISPATCH_LEAST_LOADED)
-        atomic_fetch_sub_explicit(&p->slots[from].load, 1, memory_order_relaxed);
+    w->job = got[0];
     w->has_job = true;
-    /* Relaxed: published by the release in pending_done below, which is
-     * what wait_idle reads first. */
-    atomic_store_explicit(&p->slots[w->slot].running, 1, memory_order_relaxed);
-    sl__pool_pending_done(p, 1);
-    /* Found work: a searcher, or a sleeper woken with a token, stops
-     * searching; the last one out wakes the next sleeper if more is waiting
-     * (idle.h). Always before the job runs, so no job ever runs while its
-     * worker holds a token (worker_died relies on it). */
+    return true;
+}
+
+/* The next job: the own ring's, else fresh work. Fresh work ends a search
+ * (a searcher, or a sleeper woken with a token, stops; the last one out
+ * wakes the next sleeper if more is waiting: idle.h) — always before the
+ * job runs, so no job ever runs while its worker holds a token
+ * (worker_died relies on it). */
+static bool take(sl__pool_worker *w)
+{
+    sl_pool *p = w->pool;
+    if (take_own(w))
+        return true;
+    if (!take_fresh(w))
+        return false;
     if (w->searching)
         sl__idle_search_end(&p->idle, &w->searching, sl__pool_more_work, p);
-    /* More waiting behind this job: the backlog exceeds the workers that
-     * were woken for it (a burst of submits can all see one searcher) — fan
-     * out one more, or ask for a new worker when none sleeps, as a submit
-     * would. Nothing happens while someone searches, the sleeper just woken
-     * above included. */
+    /* More waiting behind this job — in the lists, or in a ring just
+     * filled: the backlog exceeds the workers that were woken for it (a
+     * burst of submits can all see one searcher) — fan out one more, or ask
+     * for a new worker when none sleeps, as a submit would. Nothing happens
+     * while someone searches, the sleeper just woken above included. */
     if (sl__pool_has_work(p))
         sl__pool_want_worker(p);
     return true;
@@ -116,22 +238,19 @@ static bool take(sl__pool_worker *w)
 /* After a job (run or died): the job's key, the counters, wait_idle. */
 static void job_over(sl__pool_worker *w, bool ran)
 {
-    sl_pool *p = w->pool;
     uint64_t key = w->job.key;
     w->has_job = false;
     if (key)
-        sl__pool_key_done(p, key);
+        sl__pool_key_done(w->pool, key);
     if (ran) /* only this thread writes it: a load and a store, no RMW */
         atomic_store_explicit(&w->completed,
                               atomic_load_explicit(&w->completed, memory_order_relaxed) + 1,
                               memory_order_relaxed);
-    /* Release: the job's effects and the count precede "not running". */
-    atomic_store_explicit(&p->slots[w->slot].running, 0, memory_order_release);
-    /* Orders the store above before the loads below (wait_idle registers,
-     * then reads running and pending). */
-    sl_event_fence();
-    if (SL__PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) == 0)
-        sl_event_notify_all(&p->idle_ev);
+    /* More of its batch to come: the slot stays marked running (the pool
+     * is not idle while the ring holds jobs), until the batch is done or a
+     * claim finds it stolen. */
+    if (sl__pool_ring_len(own_ring(w)) == 0)
+        stop_running(w);
 }
 
 static void run_streak(sl__pool_worker *w)
@@ -144,9 +263,11 @@ static void run_streak(sl__pool_worker *w)
         w->job.fn(w->job.arg, w->ctx);
         job_over(w, true);
         if (atomic_load_explicit(&p->live, memory_order_relaxed) >
-            atomic_load_explicit(&p->target, memory_order_relaxed))
-            break; /* let exit_due retire this worker */
+                atomic_load_explicit(&p->target, memory_order_relaxed) &&
+            sl__pool_ring_len(own_ring(w)) == 0)
+            break; /* let exit_due retire this worker, its batch done */
     }
+    stop_running(w); /* stopped, or cancelled, in the middle of a batch */
     /* seq_cst: pairs with the control thread's store of cmd_waiting before
      * it reads `active` — one of the two sees the other. */
     atomic_store_explicit(&w->active, 0, memory_order_seq_cst);
@@ -191,9 +312,7 @@ static uint64_t idle_deadline(const sl_pool *p)
 static bool exit_wanted(const sl_pool *p)
 {
     int run = atomic_load_explicit(&p->run_state, memory_order_seq_cst);
-    if (run == SL__RUN_CANCELLING ||
-        (run == SL__RUN_DRAINING &&
-         SL__PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst)) == 0))
+    if (run == SL__RUN_CANCELLING || (run == SL__RUN_DRAINING && sl__pool_drained(p)))
         return true;
     return atomic_load_explicit(&p->live, memory_order_seq_cst) >
            atomic_load_explicit(&p->target, memory_order_seq_cst);
@@ -226,6 +345,22 @@ static enum sl__pool_end park(sl__pool_worker *w)
     return SL__END_NONE;
 }
 
+/* The worker stops taking work for good (exit, retirement, death). Jobs
+ * left in its ring (stopped or cancelled before it ran them, or a death)
+ * stay there for others to steal or the sweep to discard: make sure a
+ * worker will look, as for a push (a stopped pool's start wakes every
+ * worker anyway). Then, leaving with a token (woken for work that it will
+ * not take, or still searching): the component passes it on to a sleeper
+ * if work is waiting, as any searcher that stops does. */
+static void leave(sl__pool_worker *w)
+{
+    sl_pool *p = w->pool;
+    stop_running(w); /* a death in the middle of a batch */
+    if (sl__pool_ring_len(own_ring(w)) != 0)
+        sl__pool_want_worker(p);
+    sl__idle_search_end(&p->idle, &w->searching, sl__pool_more_work, p);
+}
+
 static enum sl__pool_end work(sl__pool_worker *w)
 {
     sl_pool *p = w->pool;
@@ -239,10 +374,7 @@ static enum sl__pool_end work(sl__pool_worker *w)
         if ((end = park(w)) != SL__END_NONE)
             break;
     }
-    /* Leaving with a token (woken for work that it will not take, or still
-     * searching): the component passes it on to a sleeper if work is
-     * waiting, as any searcher that stops does. */
-    sl__idle_search_end(&p->idle, &w->searching, sl__pool_more_work, p);
+    leave(w);
     return end;
 }
 
@@ -297,7 +429,7 @@ static void worker_died(void *arg)
     /* A thread dies only inside a job or a callback, and take() ends the
      * search before a job runs, so no token can be held here; ended anyway,
      * because a token that left with its thread would strand work. */
-    sl__idle_search_end(&p->idle, &w->searching, sl__pool_more_work, p);
+    leave(w);
     run_fini(w);
     worker_exit(w, SL__END_DIED);
 }

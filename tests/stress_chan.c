@@ -236,7 +236,7 @@ static const eo_cfg eo_mpmc[] = {
     {"mpmc 1/1 cap 1024 64B", SL_MPMC, 1, 1, 1024, 64, 2000000, 50000, false, 0, false},
     {"mpmc 2/2 cap 2", SL_MPMC, 2, 2, 2, 16, 100000, 10000, false, 0, false},
     {"mpmc 2/2 cap 64 40B", SL_MPMC, 2, 2, 64, 40, 1000000, 20000, false, 0, false},
-    {"mpmc 4/4 cap 3", SL_MPMC, 4, 4, 3, 16, 100000, 10000, false, 0, false},
+    {"mpmc 4/4 cap 3 8B", SL_MPMC, 4, 4, 3, 8, 100000, 10000, false, 0, false},
     {"mpmc 4/4 cap 1024", SL_MPMC, 4, 4, 1024, 16, 2000000, 40000, false, 0, false},
     {"mpmc 8/8 cap 1", SL_MPMC, 8, 8, 1, 16, 100000, 8000, false, 0, false},
     {"mpmc 8/8 cap 7 64B", SL_MPMC, 8, 8, 7, 64, 150000, 10000, false, 0, false},
@@ -634,7 +634,7 @@ static void mx_execute(const mx_cfg *cfg)
 }
 
 static const mx_cfg mx_cfgs[] = {
-    {"mpmc 4/4 cap 3", SL_MPMC, 4, 4, 3, 16, 40000, 4000, 30, 3, false, 0, false},
+    {"mpmc 4/4 cap 3 8B", SL_MPMC, 4, 4, 3, 8, 40000, 4000, 30, 3, false, 0, false},
     {"mpmc 8/8 cap 64 64B", SL_MPMC, 8, 8, 64, 64, 60000, 4000, 30, 3, false, 0, false},
     {"mpmc 2/6 cap 1", SL_MPMC, 2, 6, 1, 16, 15000, 2000, 30, 3, false, 0, false},
     {"mpmc 6/2 cap 1024 40B", SL_MPMC, 15, 2, 1024, 40, 60000, 4000, 30, 3, false, 0, false},
@@ -644,7 +644,7 @@ static const mx_cfg mx_cfgs[] = {
     {"mpmc 4/4 cap 7 @2^64-1000", SL_MPMC, 4, 4, 7, 16, 40000, 4000, 15, 2, true, W64, false},
     {"spsc cap 3 @2^64-1000", SL_SPSC, 1, 1, 3, 16, 20000, 3000, 15, 2, true, W64, false},
     {"mpmc 4/4 cap 3 preempted", SL_MPMC, 4, 4, 3, 16, 20000, 3000, 30, 3, false, 0, true},
-    {"mpmc 2/6 cap 1 preempted", SL_MPMC, 2, 6, 1, 16, 10000, 2000, 30, 3, false, 0, true},
+    {"mpmc 2/6 cap 1 8B preempted", SL_MPMC, 2, 6, 1, 8, 10000, 2000, 30, 3, false, 0, true},
     {"spsc cap 2 preempted", SL_SPSC, 1, 1, 2, 16, 20000, 2000, 30, 3, false, 0, true},
 };
 
@@ -891,9 +891,9 @@ static void dr_round(const mx_cfg *cfg, uint64_t seed, unsigned round, unsigned 
 }
 
 static const mx_cfg dr_cfgs[] = {
-    {"mpmc 4/4 cap 64", SL_MPMC, 4, 4, 64, 16, 40000, 4000, 20, 3, false, 0, false},
+    {"mpmc 4/4 cap 64 8B", SL_MPMC, 4, 4, 64, 8, 40000, 4000, 20, 3, false, 0, false},
     {"mpmc 8/2 cap 7 64B", SL_MPMC, 8, 2, 7, 64, 15000, 2000, 20, 3, false, 0, false},
-    {"mpmc 3/5 cap 1", SL_MPMC, 3, 5, 1, 16, 10000, 1500, 20, 3, false, 0, false},
+    {"mpmc 3/5 cap 1 8B", SL_MPMC, 3, 5, 1, 8, 10000, 1500, 20, 3, false, 0, false},
     {"spsc cap 1000", SL_SPSC, 1, 1, 1000, 16, 40000, 4000, 20, 3, false, 0, false},
     {"spsc cap 1", SL_SPSC, 1, 1, 1, 40, 8000, 1000, 20, 3, false, 0, false},
     {"mpmc 4/4 cap 64 @2^64-1000", SL_MPMC, 4, 4, 64, 16, 40000, 4000, 10, 2, true, W64, false},

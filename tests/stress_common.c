@@ -223,8 +223,22 @@ static unsigned char pad_byte(uint32_t check, size_t i)
     return (unsigned char)((check >> (8 * (i & 3))) ^ (uint32_t)i);
 }
 
+/* 8-byte messages (the direct form of SL_MPMC and SL_RING): producer in the
+ * top 8 bits, 16 bits of check, then a 40-bit sequence number. */
+#define MSG8_SEQ_BITS 40
+
+static uint64_t msg8_make(uint32_t p, uint64_t s)
+{
+    return (uint64_t)p << 56 | (uint64_t)(msg_check(p, s) & 0xFFFF) << MSG8_SEQ_BITS | s;
+}
+
 void msg_make(unsigned char *b, size_t esz, uint32_t p, uint64_t s)
 {
+    if (esz < sizeof(msg_hdr)) {
+        uint64_t w = msg8_make(p, s);
+        memcpy(b, &w, sizeof w);
+        return;
+    }
     msg_hdr h = {p, msg_check(p, s), s};
     memcpy(b, &h, sizeof h);
     for (size_t i = sizeof h; i < esz; i++)
@@ -246,7 +260,15 @@ bool msg_parse(const unsigned char *b, size_t esz, unsigned np, uint64_t n, uint
                uint64_t *s, char *why, size_t len)
 {
     msg_hdr h;
-    memcpy(&h, b, sizeof h);
+    if (esz < sizeof h) {
+        uint64_t w;
+        memcpy(&w, b, sizeof w);
+        h.producer = (uint32_t)(w >> 56);
+        h.seq = w & (((uint64_t)1 << MSG8_SEQ_BITS) - 1);
+        h.check = w == msg8_make(h.producer, h.seq) ? msg_check(h.producer, h.seq) : 0;
+    } else {
+        memcpy(&h, b, sizeof h);
+    }
     if (h.producer >= np || h.seq >= n || h.check != msg_check(h.producer, h.seq)) {
         snprintf(why, len, "corrupt message (producer %u, seq %llu, check %08x)", h.producer,
                  ULL(h.seq), h.check);

@@ -125,7 +125,8 @@ void drop_see(bitmap *drop, const bitmap *recv, uint64_t *drop_last, uint64_t ne
 /* newest[p] = the largest of newest[p] and every observer's last[c][p]. */
 void fold_newest(uint64_t *newest, const uint64_t *last, unsigned nc, unsigned np);
 
-/* ---- messages: (producer, check, seq), then a pad derived from them ----- */
+/* ---- messages: (producer, check, seq), then a pad derived from them; an
+ * 8-byte message packs producer, 16 bits of check and a 40-bit seq --------- */
 
 typedef struct msg_hdr {
     uint32_t producer;

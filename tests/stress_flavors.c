@@ -893,19 +893,21 @@ static void ring_execute(const ring_cfg *cfg)
 }
 
 static const ring_cfg ring_cfgs[] = {
-    {"cap 1, 4+2 senders, 3 receivers", 1, 16, 4, 2, 3, 600000, 15000, 0, false},
+    {"cap 1, 4+2 senders, 3 receivers, 8B", 1, 8, 4, 2, 3, 600000, 15000, 0, false},
     {"cap 1, 4+2 senders, 3 receivers, senders yield", 1, 16, 4, 2, 3, 200000, 10000, 1, false},
     {"cap 2, 4+2 senders, 3 receivers, 40B", 2, 40, 4, 2, 3, 600000, 15000, 0, false},
     {"cap 2, 4+2 senders, 3 receivers, senders yield", 2, 16, 4, 2, 3, 200000, 10000, 2, false},
-    {"cap 4, 4+2 senders, 3 receivers", 4, 16, 4, 2, 3, 600000, 15000, 0, false},
+    {"cap 4, 4+2 senders, 3 receivers, 8B", 4, 8, 4, 2, 3, 600000, 15000, 0, false},
     {"cap 4, 4+2 senders, 3 receivers, senders yield", 4, 24, 4, 2, 3, 200000, 10000, 1, false},
     {"cap 64, 3+3 senders, 2 receivers, 64B", 64, 64, 3, 3, 2, 600000, 15000, 0, false},
     {"cap 1, 0+4 senders (mostly send_evict), 2 receivers", 1, 24, 0, 4, 2, 300000, 10000, 0,
      false},
-    {"cap 4, 4+2 senders, 3 receivers leave at close", 4, 16, 4, 2, 3, 200000, 10000, 0, true},
+    {"cap 4, 4+2 senders, 3 receivers leave at close, 8B", 4, 8, 4, 2, 3, 200000, 10000, 0, true},
     {"cap 64, 4+2 senders, 2 receivers leave at close", 64, 32, 4, 2, 2, 200000, 10000, 2, true},
-    /* More operations in progress than SL_RING_SPARE: a push may wait, never forever. */
+    /* More operations in progress than SL_RING_SPARE: a push of a message
+     * over 8 bytes may wait, never forever; 8-byte ones never wait. */
     {"cap 1, 140+20 senders, 8 receivers", 1, 16, 140, 20, 8, 320000, 32000, 0, false},
+    {"cap 1, 140+20 senders, 8 receivers, 8B", 1, 8, 140, 20, 8, 320000, 32000, 0, false},
 };
 
 START_TEST(ring_flood) { ring_execute(&ring_cfgs[_i]); }

@@ -249,6 +249,10 @@ static const rm_cfg rm_cfgs[] = {
     {"8/8 cap 1024 @2^64-1000 batches", 8, 8, 1024, 16, 1000000, 40000, true, true, W64},
     {"2/2 cap 1 @2^64-100", 2, 2, 1, 16, 200000, 10000, false, true, UINT64_MAX - 100},
     {"3/3 cap 5 @2^32-300", 3, 3, 5, 16, 300000, 10000, true, true, (uint64_t)UINT32_MAX - 300},
+    /* 8-byte messages: the direct form, values in the cells. */
+    {"8/8 cap 8 8B", 8, 8, 8, 8, 1000000, 40000, false, false, 0},
+    {"4/4 cap 1 8B @2^64-1000", 4, 4, 1, 8, 300000, 10000, false, true, W64},
+    {"4/4 cap 64 8B batches", 4, 4, 64, 8, 1000000, 40000, true, false, 0},
 };
 
 START_TEST(mpmc_exactly_once) { rm_execute(&rm_cfgs[_i]); }
@@ -416,6 +420,7 @@ static const st_cfg st_cfgs[] = {
     {"signals 4/4 cap 64", 4, 4, 64, 16, true, false, 0},
     {"signals 3/3 cap 8 @2^64-1000", 3, 3, 8, 16, true, true, W64},
     {"sleeper 4/4 cap 64", 4, 4, 64, 16, false, false, 0},
+    {"signals 4/4 cap 64 8B", 4, 4, 64, 8, true, false, 0},
 };
 
 static void st_execute(const st_cfg *cfg)

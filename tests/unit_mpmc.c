@@ -30,6 +30,114 @@
 #define q_cap sl_mpmc_cap
 #include "raw_ring_cases.h"
 
+/* ---- what a stopped thread leaves behind ---------------------------------- */
+
+/* A thread stopped anywhere inside try_push or try_pop leaves the ring in one
+ * of three states: untouched; its cell written (push) or taken (pop), with the
+ * tail or head not yet moved past it. In the last two the operation has taken
+ * effect, so the others must not wait for it and must answer exactly: FULL
+ * only with `capacity` messages inside, EMPTY only with none. The states are
+ * made here by hand, as the cell's CAS leaves them, and mixed at random with
+ * real calls that must help the lagging counters on (those branches otherwise
+ * run only under contention), checked against a model FIFO. */
+
+static sl_mpmc_cell *used_cell(sl_mpmc *q, uint64_t pos)
+{
+    return &q->used[pos & (q->one_lap - 1)];
+}
+
+/* A push that wrote cell(tail) and stopped before moving the tail; false (and
+ * nothing done) when cell(tail) is not free for the tail's position. */
+static bool stopped_push(sl_mpmc *q, uint64_t v)
+{
+    uint64_t t = atomic_load(&q->tail);
+    sl_mpmc_cell *c = used_cell(q, t);
+    if (atomic_load(&c->stamp) != t)
+        return false;
+    atomic_store(&c->value, v);
+    atomic_store(&c->stamp, t + 1);
+    return true;
+}
+
+/* A pop that took cell(head) and stopped before moving the head. */
+static bool stopped_pop(sl_mpmc *q, uint64_t *v)
+{
+    uint64_t h = atomic_load(&q->head);
+    sl_mpmc_cell *c = used_cell(q, h);
+    if (atomic_load(&c->stamp) != h + 1)
+        return false;
+    *v = atomic_load(&c->value);
+    atomic_store(&c->stamp, h + q->one_lap);
+    return true;
+}
+
+static void run_stopped(size_t cap, uint64_t start, uint64_t seed)
+{
+    sl_mpmc q;
+    ck_assert_int_eq(sl__mpmc_init_at(&q, sizeof(uint64_t), cap, start), SL_OK);
+    uint64_t *fifo = calloc(cap, sizeof *fifo); /* the model FIFO: [lo, lo + n) mod cap */
+    ck_assert_ptr_nonnull(fifo);
+    size_t lo = 0, n = 0;
+    uint64_t next = 1, v = 0;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, seed);
+    for (unsigned step = 0; step < 4000; step++) {
+        unsigned what = (unsigned)(sl_test_rng_next(&rng) % 8);
+        if (what < 2) { /* a push that stops after its cell's CAS */
+            if (stopped_push(&q, next)) {
+                ck_assert_msg(n < cap, "cap %zu: a cell was free with the queue full", cap);
+                fifo[(lo + n++) % cap] = next++;
+            }
+        } else if (what < 4) { /* a pop that stops after its cell's CAS */
+            if (stopped_pop(&q, &v)) {
+                ck_assert_msg(n > 0, "cap %zu: a written cell with the queue empty", cap);
+                ck_assert_uint_eq(v, fifo[lo]);
+                lo = (lo + 1) % cap, n--;
+            }
+        } else if (what < 6) { /* a real push: helps any lagging counter on */
+            sl_status st = sl_mpmc_try_push(&q, &next);
+            ck_assert_msg(st == (n < cap ? SL_OK : SL_FULL),
+                          "cap %zu start %llu step %u: push returned %s with %zu inside", cap,
+                          (unsigned long long)start, step, sl_status_str(st), n);
+            if (st == SL_OK)
+                fifo[(lo + n++) % cap] = next++;
+        } else {
+            sl_status st = sl_mpmc_try_pop(&q, &v);
+            ck_assert_msg(st == (n > 0 ? SL_OK : SL_EMPTY),
+                          "cap %zu start %llu step %u: pop returned %s with %zu inside", cap,
+                          (unsigned long long)start, step, sl_status_str(st), n);
+            if (st == SL_OK) {
+                ck_assert_uint_eq(v, fifo[lo]);
+                lo = (lo + 1) % cap, n--;
+            }
+        }
+        ck_assert_uint_le(sl_mpmc_len(&q), cap);
+    }
+    /* Real calls leave no counter behind: exact length, then the model's order. */
+    while (sl_mpmc_try_push(&q, &next) == SL_OK)
+        fifo[(lo + n++) % cap] = next++;
+    ck_assert_uint_eq(n, cap);
+    ck_assert_uint_eq(sl_mpmc_len(&q), cap);
+    for (; n > 0; lo = (lo + 1) % cap, n--) {
+        ck_assert_int_eq(sl_mpmc_try_pop(&q, &v), SL_OK);
+        ck_assert_uint_eq(v, fifo[lo]);
+    }
+    ck_assert_int_eq(sl_mpmc_try_pop(&q, &v), SL_EMPTY);
+    ck_assert_uint_eq(sl_mpmc_len(&q), 0);
+    sl_mpmc_destroy(&q);
+    free(fifo);
+}
+
+START_TEST(test_stopped_states)
+{
+    static const size_t sizes[] = {1, 2, 3, 4, 5, 7, 8};
+    static const uint64_t starts[] = {0, UINT64_MAX - 50, (uint64_t)UINT32_MAX - 20};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        for (size_t j = 0; j < sizeof starts / sizeof starts[0]; j++)
+            run_stopped(sizes[i], starts[j], 0x5EED + i * 16 + j);
+}
+END_TEST
+
 /* ---- many producers, many consumers ---------------------------------------- */
 
 enum { MP_PRODUCERS = 3, MP_CONSUMERS = 3 };
@@ -227,6 +335,7 @@ static Suite *mpmc_suite(void)
     tcase_add_test(tc, test_wrap_sequential);
     tcase_add_test(tc, test_model_random);
     tcase_add_test(tc, test_model_random_near_wrap);
+    tcase_add_test(tc, test_stopped_states);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("threads");

@@ -14,6 +14,9 @@
  *   workers    a worker dying inside a job (pthread_exit, cancellation), idle
  *              trimming and growth, back-pressure, no CPU while idle, one
  *              worker woken per job.
+ *   batches    a stop, reset, cancel, drain or death while a worker holds
+ *              jobs it took at once but has not started; the rest of a
+ *              blocked worker's batch taken by another worker.
  *
  * Waits for things that must happen have generous deadlines (POOL_SOON_NS);
  * "does not happen" is checked over a short window and never by an upper
@@ -113,6 +116,7 @@ typedef struct job_rec {
     uint64_t key;
 } job_rec;
 static job_rec g_jobs[LOG_MAX];
+static sl_job_fn g_log_fn; /* what submit_logged submits: log_job unless a test says */
 static unsigned g_order[LOG_MAX];
 static atomic_uint g_order_n;
 static atomic_int g_key_inflight[64];
@@ -133,6 +137,7 @@ static void log_job(void *arg, void *ctx)
 
 static void log_reset(void)
 {
+    g_log_fn = log_job;
     atomic_store(&g_order_n, 0);
     memset(g_jobs, 0, sizeof g_jobs);
     for (int i = 0; i < 64; i++)
@@ -142,7 +147,7 @@ static void log_reset(void)
 static sl_status submit_logged(sl_pool *p, unsigned i, unsigned prio, uint64_t key)
 {
     g_jobs[i] = (job_rec){prio, key};
-    sl_job j = {.fn = log_job, .arg = as_arg(i), .priority = prio, .key = key};
+    sl_job j = {.fn = g_log_fn, .arg = as_arg(i), .priority = prio, .key = key};
     return sl_pool_submit_job(p, &j, SL_FOREVER);
 }
 
@@ -899,7 +904,7 @@ static void record_discard(pool_book *b, const sl_job *job, sl_discard why)
 {
     (void)b;
     uintptr_t i = of_arg(job->arg);
-    if (job->fn != log_job || i >= LOG_MAX) {
+    if (job->fn != g_log_fn || i >= LOG_MAX) {
         rec_fail("on_discard got a job this test did not submit (arg %p)", job->arg);
         return;
     }
@@ -1862,6 +1867,197 @@ START_TEST(test_one_wakeup_per_job)
 }
 END_TEST
 
+/* ---- batches: a worker takes several queued jobs at once --------------------
+ *
+ * One worker behind a gate job, 40 logged jobs queued: when the gate opens
+ * the worker takes a batch of them at once (pool_ring.c), so whatever
+ * happens inside an early job of it — a stop, a death — happens with the
+ * rest of the batch taken but not started. */
+
+static struct {
+    sl_pool *pool;
+    unsigned stop_at; /* this job stops the pool (UINT_MAX: none) */
+    unsigned die_at;  /* this job's worker dies in it (UINT_MAX: none) */
+} g_bt;
+
+static void batch_job(void *arg, void *ctx)
+{
+    unsigned i = (unsigned)of_arg(arg);
+    if (atomic_load(&g_paused))
+        rec_fail("job %u started in a stopped pool", i);
+    log_job(arg, ctx);
+    if (i == g_bt.stop_at) {
+        sl_status st = sl_pool_stop(g_bt.pool);
+        if (st != SL_OK)
+            rec_fail("stop from job %u = %s", i, sl_status_str(st));
+    }
+    if (i == g_bt.die_at)
+        pthread_exit(NULL);
+}
+
+/* A one-worker pool whose worker is about to take jobs [0, n) of batch_job
+ * in batches: they are queued behind a gate job, and the gate is open. */
+static sl_pool *batch_pool(unsigned n, unsigned stop_at, unsigned die_at, pool_gate *g)
+{
+    log_reset();
+    drec_reset();
+    atomic_store(&g_paused, 0);
+    sl_pool_opts o = begin_book();
+    g_book->on_discard = record_discard;
+    o.max_workers = 1;
+    o.min_workers = 1;
+    sl_pool *p = new_pool(&o);
+    g_bt.pool = p;
+    g_bt.stop_at = stop_at;
+    g_bt.die_at = die_at;
+    g_log_fn = batch_job;
+    gate_init(g);
+    CHECK_MSG(sl_pool_submit(p, gate_job, g) == SL_OK, "submit gate");
+    CHECK_MSG(gate_wait_entered(g, 1, POOL_SOON_NS), "the gate job did not start");
+    for (unsigned i = 0; i < n; i++)
+        CHECK_MSG(submit_logged(p, i, 0, 0) == SL_OK, "submit %u", i);
+    gate_open(g);
+    return p;
+}
+
+/* Jobs [0, n) each ran once, in submission order (one worker). */
+static void check_ran_in_order(unsigned n)
+{
+    unsigned got = atomic_load(&g_order_n);
+    CHECK_MSG(got == n, "%u jobs ran, want %u", got, n);
+    for (unsigned k = 0; k < got; k++)
+        CHECK_MSG(g_order[k] == k, "position %u: job %u ran, want job %u", k, g_order[k], k);
+}
+
+/* Jobs [0, first) ran in order; [first, n) were each discarded once, for
+ * why, and did not run. */
+static void check_discarded_from(unsigned first, unsigned n, sl_discard why)
+{
+    check_ran_in_order(first);
+    for (unsigned i = first; i < n; i++)
+        CHECK_MSG(atomic_load(&g_drec[i].times) == 1 && atomic_load(&g_drec[i].why) == (int)why,
+                  "job %u discarded %u times (as %s), want once as %s", i,
+                  atomic_load(&g_drec[i].times), discard_name(atomic_load(&g_drec[i].why)),
+                  discard_name((int)why));
+}
+
+/* The pool stops in the middle of a batch: the rest of the batch does not
+ * run while stopped, counts as queued (the pool is not idle), and then —
+ * _i — runs first after start, is discarded by reset or cancel, or runs in
+ * a drain: each job exactly once, in order. */
+START_TEST(test_batch_stopped_midway)
+{
+    static const char *const next[] = {"start", "reset", "cancel", "drain"};
+    begin_test(SUITE, "batch_stopped_midway[%s]", next[_i]);
+    const unsigned n = 40, stop_at = 3;
+    pool_gate g;
+    sl_pool *p = batch_pool(n, stop_at, UINT_MAX, &g);
+    settle(p, 1, SL_POOL_STOPPED);
+    atomic_store(&g_paused, 1);
+    check_ran_in_order(stop_at + 1);
+    sl_pool_stats s = stats_of(p);
+    CHECK_MSG(s.queued == n - stop_at - 1 && s.running == 0 && s.completed == stop_at + 2 &&
+                  s.submitted == n + 1,
+              "stopped in a batch: queued %llu running %u completed %llu submitted %llu",
+              ULL(s.queued), s.running, ULL(s.completed), ULL(s.submitted));
+    CHECK_MSG(sl_pool_wait_idle(p, 20 * MS) == SL_TIMEDOUT,
+              "wait_idle with the rest of a batch not started");
+    sl_test_sleep_ns(30 * MS);
+    CHECK_MSG(atomic_load(&g_order_n) == stop_at + 1, "%u jobs ran while stopped",
+              atomic_load(&g_order_n) - stop_at - 1);
+    if (_i == 0 || _i == 3)
+        atomic_store(&g_paused, 0);
+    sl_status st = _i == 0   ? sl_pool_start(p)
+                   : _i == 1 ? sl_pool_reset(p)
+                             : sl_pool_shutdown(p, _i == 2 ? SL_CANCEL : SL_DRAIN);
+    CHECK_MSG(st == SL_OK, "%s = %s", next[_i], sl_status_str(st));
+    settle(p, 2, _i == 0 ? SL_POOL_RUNNING : _i == 1 ? SL_POOL_STOPPED : SL_POOL_SHUTDOWN);
+    if (_i == 0)
+        wait_idle_ok(p);
+    if (_i == 0 || _i == 3)
+        check_ran_in_order(n);
+    else
+        check_discarded_from(stop_at + 1, n, _i == 1 ? SL_DISCARD_RESET : SL_DISCARD_CANCELLED);
+    if (_i == 1) { /* nothing of the discarded batch is left to run */
+        CHECK_MSG(stats_of(p).queued == 0, "queued %llu after reset", ULL(stats_of(p).queued));
+        atomic_store(&g_paused, 0);
+        CHECK_MSG(sl_pool_start(p) == SL_OK, "start");
+        settle(p, 3, SL_POOL_RUNNING);
+        wait_idle_ok(p);
+        sl_test_sleep_ns(20 * MS);
+        check_ran_in_order(stop_at + 1);
+    }
+    end_book(p);
+    gate_destroy(&g);
+}
+END_TEST
+
+/* The worker dies in the middle of a batch: the job it died in is discarded
+ * (WORKER_DIED), and the rest of its batch runs once each, in order, on the
+ * replacement — nothing lost with the thread, nothing run twice. */
+START_TEST(test_batch_worker_dies_midway)
+{
+    begin_test(SUITE, "batch_worker_dies_midway");
+    const unsigned n = 40, die_at = 5;
+    pool_gate g;
+    sl_pool *p = batch_pool(n, UINT_MAX, die_at, &g);
+    wait_idle_ok(p);
+    check_ran_in_order(n); /* the dying job logged itself before it died */
+    for (unsigned i = 0; i < n; i++)
+        CHECK_MSG(atomic_load(&g_drec[i].times) == (i == die_at),
+                  "job %u discarded %u times", i, atomic_load(&g_drec[i].times));
+    CHECK_MSG(atomic_load(&g_drec[die_at].why) == SL_DISCARD_WORKER_DIED, "the dead job's "
+              "discard: %s", discard_name(atomic_load(&g_drec[die_at].why)));
+    sl_pool_stats s = stats_of(p);
+    CHECK_MSG(s.died == 1 && s.respawned == 1 && s.completed == n && s.discarded == 1 &&
+                  s.queued == 0,
+              "died %llu respawned %llu completed %llu discarded %llu queued %llu", ULL(s.died),
+              ULL(s.respawned), ULL(s.completed), ULL(s.discarded), ULL(s.queued));
+    end_book(p);
+    gate_destroy(&g);
+}
+END_TEST
+
+/* A worker blocked in the first job of its batch does not hold the rest
+ * back: a worker that joins takes them (steals from the batch) while the
+ * first is still blocked. */
+START_TEST(test_batch_stolen_from_busy_worker)
+{
+    begin_test(SUITE, "batch_stolen_from_busy_worker");
+    sl_pool_opts o = begin_book();
+    o.max_workers = 2;
+    o.active_workers = 1;
+    sl_pool *p = new_pool(&o);
+    pool_gate first, held;
+    gate_init(&first);
+    gate_init(&held);
+    CHECK_MSG(sl_pool_submit(p, gate_job, &first) == SL_OK, "submit gate");
+    CHECK_MSG(gate_wait_entered(&first, 1, POOL_SOON_NS), "the gate job did not start");
+    const unsigned n = 10;
+    atomic_uint ran = 0;
+    CHECK_MSG(sl_pool_submit(p, gate_job, &held) == SL_OK, "submit the blocking job");
+    for (unsigned i = 0; i < n; i++)
+        CHECK_MSG(submit_count(p, &ran) == SL_OK, "submit %u", i);
+    gate_open(&first); /* the one worker takes the blocking job and the rest at once */
+    CHECK_MSG(gate_wait_entered(&held, 1, POOL_SOON_NS), "the blocking job did not start");
+    sl_pool_stats s = stats_of(p);
+    CHECK_MSG(s.queued == n && s.running == 1, "queued %llu running %u", ULL(s.queued),
+              s.running);
+    CHECK_MSG(sl_pool_set_workers(p, 2) == SL_OK, "set_workers(2)");
+    settle(p, 1, SL_POOL_RUNNING);
+    CHECK_MSG(wait_uint_ge(&ran, n, POOL_SOON_NS),
+              "%u of the %u jobs queued behind a blocked job ran on the other worker",
+              atomic_load(&ran), n);
+    CHECK_MSG(gate_left(&held) == 0, "the blocking job finished early");
+    gate_open(&held);
+    wait_idle_ok(p);
+    CHECK_MSG(atomic_load(&ran) == n, "%u jobs ran, want %u", atomic_load(&ran), n);
+    end_book(p);
+    gate_destroy(&first);
+    gate_destroy(&held);
+}
+END_TEST
+
 /* ---- misuse: sl_pool_free from the pool's own thread ------------------------ */
 
 static void free_own_pool_job(void *arg, void *worker_ctx)
@@ -1933,6 +2129,13 @@ static Suite *pool_suite(void)
     tcase_add_test(tc, test_idle_uses_no_cpu);
     tcase_add_loop_test(tc, test_auto_trim, 0, 2);
     tcase_add_test(tc, test_one_wakeup_per_job);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("batches");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_batch_stopped_midway, 0, 4);
+    tcase_add_test(tc, test_batch_worker_dies_midway);
+    tcase_add_test(tc, test_batch_stolen_from_busy_worker);
     suite_add_tcase(s, tc);
     return s;
 }

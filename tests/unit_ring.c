@@ -831,6 +831,55 @@ START_TEST(test_raw_ring_null_args)
 }
 END_TEST
 
+/* Two pushes race into a full ring. The first swaps the oldest message out
+ * of cell(t) and stops before moving the head; the second helps the tail on,
+ * displaces the next message and tries to move the head from *its* displaced
+ * position, which is not the head's yet; then the first moves the head one
+ * step, onto the cell the second displaced. Later displacing pushes must not
+ * leave the head there: at rest it must rest on the oldest message, or it
+ * falls one cell further behind with every push and the next pop walks them
+ * all (lock-free still, but a pop's cost grows with the pushes before it). */
+START_TEST(test_displaced_head_at_rest)
+{
+    enum { CAP = 4, PUSHES = 1000 };
+    sl_ring r;
+    ck_assert_int_eq(sl_ring_init(&r, sizeof(uint64_t), CAP), SL_OK);
+    sl_mpmc *q = &r.q;
+    uint64_t v, out;
+    for (v = 0; v < CAP; v++)
+        ck_assert_int_eq(sl_ring_try_push(&r, &v, NULL), SL_OK);
+    /* The first push's double-width CAS, by hand: (h + 1, 0) -> (t + 1, CAP). */
+    uint64_t h = atomic_load(&q->head), t = atomic_load(&q->tail);
+    ck_assert_uint_lt((h & (q->one_lap - 1)) + 1, CAP); /* next(h) == h + 1 */
+    sl_mpmc_cell *c = &q->used[t & (q->one_lap - 1)];
+    ck_assert_uint_eq(atomic_load(&c->stamp), h + 1);
+    atomic_store(&c->value, v++);
+    atomic_store(&c->stamp, t + 1);
+    /* The second push, for real: it displaces message 1. */
+    ck_assert_int_eq(sl_ring_try_push(&r, &v, &out), SL_EVICTED);
+    ck_assert_uint_eq(out, 1);
+    v++;
+    /* The first push moves the head from its own position, h, unless the
+     * second one has moved it past h already. */
+    uint64_t expect = h;
+    atomic_compare_exchange_strong(&q->head, &expect, h + 1);
+    for (uint64_t k = 0; k < PUSHES; k++, v++) {
+        ck_assert_int_eq(sl_ring_try_push(&r, &v, &out), SL_EVICTED);
+        ck_assert_uint_eq(out, k + 2); /* the oldest, in order */
+    }
+    uint64_t head = atomic_load(&q->head);
+    ck_assert_msg(atomic_load(&q->used[head & (q->one_lap - 1)].stamp) == head + 1,
+                  "at rest the head (position %llu) is not on the oldest message (tail %llu)",
+                  (unsigned long long)head, (unsigned long long)atomic_load(&q->tail));
+    for (uint64_t k = v - CAP; k < v; k++) {
+        ck_assert_int_eq(sl_ring_try_pop(&r, &out), SL_OK);
+        ck_assert_uint_eq(out, k);
+    }
+    ck_assert_int_eq(sl_ring_try_pop(&r, &out), SL_EMPTY);
+    sl_ring_destroy(&r);
+}
+END_TEST
+
 static Suite *ring_suite(void)
 {
     Suite *s = suite_create("ring");
@@ -843,6 +892,7 @@ static Suite *ring_suite(void)
     tcase_add_test(tc, test_pop_n);
     tcase_add_loop_test(tc, test_model_random, 0, N_OF(model_caps));
     tcase_add_test(tc, test_destroy_with_messages);
+    tcase_add_test(tc, test_displaced_head_at_rest);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("chan");

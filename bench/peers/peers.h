@@ -3,7 +3,9 @@
  *
  * Each returns a NULL-terminated list of contender tables (see contender.h).
  * CMake compiles an adapter only when its library is installed and then
- * defines SLB_HAVE_<PEER>=1; the driver lists the others as skipped.
+ * defines SLB_HAVE_<PEER>=1; the driver lists the others as skipped. The
+ * Rust and Go peers are programs of their own, built when their toolchain
+ * and crates are found (SLB_HAVE_RUST, SLB_HAVE_GO).
  */
 #ifndef SLB_PEERS_H
 #define SLB_PEERS_H
@@ -24,6 +26,11 @@ const slb_ops *const *slb_peers_atomic_queue(void);   /* atomic_queue AtomicQueu
 const slb_ops *const *slb_peers_tbb(void);        /* oneTBB */
 const slb_ops *const *slb_peers_urcu(void);       /* liburcu cds_wfcq */
 const slb_ops *const *slb_peers_glib(void);       /* GLib GAsyncQueue */
+const slb_ops *const *slb_peers_xenium(void);     /* xenium nikolaev_bounded_queue */
+/* In their own processes (bench/remote.c), tables in peers/processes.c: */
+const slb_ops *const *slb_peers_crossbeam(void);  /* Rust crossbeam-channel */
+const slb_ops *const *slb_peers_flume(void);      /* Rust flume */
+const slb_ops *const *slb_peers_go(void);         /* Go channels */
 
 /* Smallest power of two >= n (n >= 1); ring-based peers need one. */
 static inline size_t slb_pow2(size_t n)

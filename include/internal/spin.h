@@ -17,12 +17,14 @@ static inline void sl_cpu_relax(void)
 #endif
 }
 
-/* Phase 1 of parking (internal/await.h, SL__AWAIT_SPIN): retries of the condition, with
- * pause hints growing 1, 2, 4 … up to SL_SPIN_RELAX_MAX between retries. A
- * futex sleep and wake costs tens of microseconds; these budgets cover a
- * cross-core hand-off (well under a microsecond) several times over before
- * giving the CPU back. */
-#define SL_SPIN_TRIES 64
+/* Phase 1 of parking (internal/await.h, SL__AWAIT_SPIN): retries of the
+ * condition, with pause hints growing 1, 2, 4 … up to SL_SPIN_RELAX_MAX
+ * between retries: 191 pauses in all, 4–10 µs here (a pause measured 20–50
+ * ns). That covers a cross-core hand-off (0.1–1 µs on this VM) several times
+ * over; longer only burns the core an oversubscribed peer needs — with 64
+ * tries (3 800 pauses, ~170 µs) the blocking 4x4 benchmark spent a third of
+ * its CPU here. */
+#define SL_SPIN_TRIES 8
 #define SL_SPIN_RELAX_MAX 64
 /* Then a few sched_yield() calls: on an oversubscribed machine the peer we
  * wait for may need our core. */

@@ -10,13 +10,15 @@
  *   | SL_SPSC | 1 / 1             | bounded   | wait-free  | wait-free | FIFO             |
  *   | SL_MPMC | many / many       | bounded   | lock-free  | lock-free | linearizable FIFO|
  *   | SL_LIST | many / many       | unbounded | lock-free  | lock-free | linearizable FIFO|
- *   | SL_RING | many / many       | overwrites| lock-free* | lock-free | FIFO per sender  |
+ *   | SL_RING | many / many       | overwrites| lock-free* | lock-free | linearizable FIFO|
  *
  * SL_LIST's sends never wait: only SL_ENOMEM or SL_CLOSED refuse them, and its
- * capacity is SIZE_MAX. SL_RING's sends never wait and never fail while open:
- * into a full ring they displace the oldest message (SL_EVICTED) — to the drop
- * function, or to the caller with sl_chan_send_evict. (*) lock-free while
- * fewer than SL_RING_SPARE operations are in progress (sluice/ring.h).
+ * capacity is SIZE_MAX. SL_RING's sends never wait (*) and never fail while
+ * open: into a full ring they displace the oldest message (SL_EVICTED) — to
+ * the drop function, or to the caller with sl_chan_send_evict. (*) Without
+ * condition for messages of at most 8 bytes; for larger ones while fewer than
+ * SL_RING_SPARE operations hold a slot at once, beyond which a send yields
+ * until one of them is done (sluice/ring.h).
  *
  * Which calls may overlap on one channel:
  *

@@ -12,24 +12,33 @@
  *   | len, cap                | everything except init/destroy    |
  *   | init, destroy           | nothing                           |
  *
- * Algorithm: SCQ (Nikolaev, "A Scalable, Portable, and Memory-Efficient
- * Lock-Free FIFO Queue", DISC 2019). Two rings of slot indices — `free` holds
- * the indices of empty message slots, `used` the indices of full ones, in FIFO
- * order. A push takes an index from `free`, copies the message into that slot
- * and enqueues the index on `used`; a pop does the reverse. Each index ring
- * has twice as many entries as indices, which with the paper's threshold makes
- * it lock-free with fetch-and-add on head and tail and single-width CAS only.
+ * Algorithm: a ring of stamped cells, claimed on the cell itself. Each cell
+ * is 16 bytes: a 64-bit stamp saying which position it serves and whether it
+ * is written, and an 8-byte value. A push finds the cell of the tail position
+ * and, in one double-width compare-and-swap, checks that the cell is free for
+ * that position and stores the value with the "written" stamp; only then does
+ * it move the tail on (any thread that sees the written cell helps it move).
+ * A pop does the same at the head with a single-width CAS of the stamp. There
+ * is never a claimed-but-unwritten cell, so nobody ever waits for, or has to
+ * step around, a stalled thread (the scheme of Tsigas & Zhang's array queue,
+ * with position stamps against ABA as in Vyukov's and crossbeam's rings).
+ * Messages of at most 8 bytes live in the cell ("direct" form: one ring, two
+ * atomic read-modify-writes per side). Larger messages live in a slot array;
+ * two rings of the same kind carry slot indices — `free` and `used` — and a
+ * push takes an index from `free`, copies, and publishes it on `used`.
  *
- * Progress: try_push and try_pop are lock-free in the strict sense: a thread
- * stopped at any instruction never prevents the others from completing their
- * operations (a stalled producer holds one slot that nobody else waits for; a
- * stalled consumer likewise). See docs/guarantees.md for the argument.
- * Order: linearizable FIFO for successful operations, hence FIFO per producer
- * (a pop owns its message from its fetch-and-add on the used ring's head).
- * Capacity: exactly what was asked (the free ring is filled with that many
- * indices); index rings are rounded up to powers of two.
- * Full/empty: SL_FULL means no free slot could be taken at the linearization
- * point; a slot whose consumer is still copying out counts as taken.
+ * Progress: try_push and try_pop are lock-free in the strict sense, with no
+ * bound on the number of threads: a step fails only because another thread's
+ * step on the same cell or counter succeeded, and a thread stopped at any
+ * instruction holds no cell (in the indexed form it holds at most one slot,
+ * which nobody waits for). See docs/guarantees.md for the argument.
+ * Order: linearizable FIFO for successful operations, hence FIFO per producer.
+ * Full/empty: exact and linearizable. SL_FULL means `capacity` messages were
+ * inside at the linearization point; SL_EMPTY means none was. In the indexed
+ * form (messages over 8 bytes) a slot whose consumer is still copying out, or
+ * whose producer is still copying in, counts as taken.
+ * Capacity: exactly what was asked; the ring is `capacity` cells (positions
+ * run in laps of a power of two, so no division is needed).
  */
 #ifndef SLUICE_MPMC_H
 #define SLUICE_MPMC_H
@@ -39,32 +48,32 @@
 
 SL_BEGIN_DECLS
 
-/* One SCQ index ring. Head and tail sit on the lines of the sides that
- * advance them (see sl_mpmc); this struct only names their meaning. */
-typedef struct sl_scq {
-    SL_ATOMIC(uint64_t) *entries; /* 2n entries: cycle | safe bit | index */
-    unsigned order;               /* log2(2n) */
-} sl_scq;
+/* One cell of a ring: the stamp (which position it serves; +1 once written)
+ * and the 8-byte value (a message of at most 8 bytes, or a slot index). */
+typedef struct sl_mpmc_cell {
+    SL_ALIGNAS(16) SL_ATOMIC(uint64_t) stamp;
+    SL_ATOMIC(uint64_t) value;
+} sl_mpmc_cell;
 
 typedef struct sl_mpmc {
-    /* Producers advance free.head and used.tail on every push: one line, so a
-     * push owns a single counter line (not padded apart on purpose). */
-    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) free_head;
-    SL_ATOMIC(uint64_t) used_tail;
-    /* Consumers advance used.head and free.tail on every pop. */
-    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) used_head;
+    /* Producers advance the used ring's tail (and, indexed, the free ring's
+     * head) on every push: one line for the producers' counters, on purpose.
+     * Producers never read the consumers' line, nor consumers this one:
+     * full and empty are read from the cells. */
+    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) tail;
+    SL_ATOMIC(uint64_t) free_head;
+    /* Consumers advance the used ring's head and the free ring's tail. */
+    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) head;
     SL_ATOMIC(uint64_t) free_tail;
-    /* Thresholds change rarely (only around empty); their own line keeps the
-     * reads of the fast path from sharing a line with the hot counters. */
-    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(int64_t) used_threshold;
-    SL_ATOMIC(int64_t) free_threshold;
     /* Read-only after init. */
-    SL_ALIGNAS(SL_CACHELINE) sl_scq free_ring;
-    sl_scq used_ring;
-    unsigned char *slots;
+    SL_ALIGNAS(SL_CACHELINE) sl_mpmc_cell *used; /* capacity cells */
+    sl_mpmc_cell *free;           /* slot indices, one cell per slot; NULL when direct */
+    unsigned char *slots;         /* slots * elem_size bytes; NULL when direct */
     size_t elem_size;
-    size_t capacity;
-    size_t half;                  /* n: indices each ring can hold (power of two) */
+    size_t capacity;              /* cells of the used ring */
+    size_t slot_count;            /* capacity, or more for the overwrite ring's spares */
+    uint64_t one_lap;             /* power of two > capacity: positions per lap */
+    uint64_t free_one_lap;        /* ... > slot_count */
 } sl_mpmc;
 
 /* Initialises q for capacity messages of elem_size bytes.
@@ -77,8 +86,9 @@ SL_API sl_status sl_mpmc_init(sl_mpmc *q, size_t elem_size, size_t capacity);
 SL_API void sl_mpmc_destroy(sl_mpmc *q);
 
 /* Copies one message into the queue. Returns SL_OK, SL_FULL (nothing
- * consumed) or SL_EINVAL (NULL q or elem). Lock-free. Acts as release; the publishing step is a seq_cst
- * read-modify-write, so it may directly precede an eventcount notify. */
+ * consumed) or SL_EINVAL (NULL q or elem). Lock-free. Acts as release; the
+ * publishing step is a seq_cst read-modify-write (the cell's CAS), so it may
+ * directly precede an eventcount notify. */
 SL_API sl_status sl_mpmc_try_push(sl_mpmc *q, const void *elem);
 
 /* Moves the oldest message into out. Returns SL_OK, SL_EMPTY or SL_EINVAL
@@ -92,10 +102,8 @@ SL_API size_t sl_mpmc_push_n(sl_mpmc *q, const void *elems, size_t n);
 /* Pops up to n messages in order into out; returns how many. Lock-free. */
 SL_API size_t sl_mpmc_pop_n(sl_mpmc *q, void *out, size_t n);
 
-/* Messages inside now: a snapshot, at most the capacity. When no operation is
- * in progress it is 0 exactly when the queue is empty; otherwise it may exceed
- * the true count by positions an enqueuer skipped (counted, never filled)
- * until consumers pass them. */
+/* Messages inside now: a snapshot in [0, capacity], exact when no operation
+ * is in progress (a counter may lag its cell by one position meanwhile). */
 SL_API size_t sl_mpmc_len(const sl_mpmc *q);
 /* The capacity given to init. */
 SL_API size_t sl_mpmc_cap(const sl_mpmc *q);

@@ -56,6 +56,12 @@
  * idle pool uses no CPU; a submit wakes at most one sleeping worker, and none
  * while a worker is already searching for work.
  *
+ * Workers take queued jobs in batches: up to 16 of the top priority level at
+ * once (one at a time when queue_capacity is set). A job taken and not yet
+ * started still counts as queued, and a stop leaves it queued; a worker with
+ * nothing to do takes half of a busy worker's batch, so a long job does not
+ * hold back the ones taken with it.
+ *
  * Concurrency:
  *   | operation                          | may run concurrently with          |
  *   |------------------------------------|------------------------------------|

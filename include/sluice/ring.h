@@ -11,21 +11,22 @@
  *   | try_push, try_pop, pop_n, len, cap | everything except init/destroy |
  *   | init, destroy    | nothing                           |
  *
- * Algorithm: the slots and the two SCQ index rings of sluice/mpmc.h, sized
- * capacity + SL_RING_SPARE, plus `count`, the number of published messages not
- * yet claimed by a taker. A push publishes its message, adds one to `count`,
- * and if that took `count` above the capacity it claims the oldest message and
- * displaces it. A pop claims one unit of `count` (a CAS that never goes below
- * zero), then takes the oldest message, which the claim guarantees is there.
+ * Algorithm: the rings of stamped cells of sluice/mpmc.h. A push into a full
+ * ring swaps the oldest message out and its own in with the same CAS that
+ * would have published it, so displacing costs no more than publishing.
+ * Messages of at most 8 bytes live in the cells; larger ones in capacity +
+ * SL_RING_SPARE slots, whose indices go through the rings.
  *
- * Progress: lock-free while fewer than SL_RING_SPARE operations are in
- * progress at once (each holds at most one spare slot); with more, a push may
- * wait for one of them to finish. Never SL_FULL, never fails.
- * Order: FIFO per producer (the used ring is linearizable FIFO).
+ * Progress: with messages of at most 8 bytes, lock-free without condition,
+ * and nothing ever waits. With larger messages, lock-free while fewer than
+ * SL_RING_SPARE operations hold a slot at once (each holds at most one, for
+ * the length of a copy); beyond that a push yields until one of them is done.
+ * Never SL_FULL, never fails.
+ * Order: linearizable FIFO; a displaced message is always the oldest.
  * Accounting: every message pushed is, exactly once, popped, displaced (handed
  * to the pushing caller), or left for destroy.
- * Capacity: at rest the ring holds at most `capacity` messages. A message a
- * consumer has claimed but not yet copied out no longer counts.
+ * Capacity: the ring never holds more than `capacity` messages; a push into a
+ * full ring displaces exactly one.
  */
 #ifndef SLUICE_RING_H
 #define SLUICE_RING_H
@@ -36,14 +37,12 @@
 
 SL_BEGIN_DECLS
 
-/* Slots beyond the capacity: a push in progress holds one while the ring is
- * full. */
+/* Slots beyond the capacity, for messages over 8 bytes: a push holds one
+ * while it copies its message in, a pop while it copies one out. */
 #define SL_RING_SPARE 128
 
 typedef struct sl_ring {
-    sl_mpmc slots;                                  /* capacity + SL_RING_SPARE */
-    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(int64_t) count; /* published, unclaimed */
-    size_t capacity;
+    sl_mpmc q; /* used ring of `capacity` cells; capacity + SL_RING_SPARE slots */
 } sl_ring;
 
 /* Initialises r for capacity messages of elem_size bytes. Returns SL_OK;
@@ -58,7 +57,7 @@ SL_API void sl_ring_destroy(sl_ring *r);
  * SL_EVICTED when the ring was full:
  * the oldest message was displaced and copied to `evicted` (elem_size bytes;
  * NULL discards it). Lock-free (see above); acts as release, publishing with a
- * seq_cst RMW. */
+ * seq_cst RMW (a double-width CAS). */
 SL_API sl_status sl_ring_try_push(sl_ring *r, const void *elem, void *evicted);
 
 /* Moves the oldest message into out. Returns SL_OK, SL_EMPTY, or SL_EINVAL
@@ -68,7 +67,7 @@ SL_API sl_status sl_ring_try_pop(sl_ring *r, void *out);
 /* Pops up to n messages in order; returns how many. */
 SL_API size_t sl_ring_pop_n(sl_ring *r, void *out, size_t n);
 
-/* Messages inside and unclaimed: a snapshot in [0, capacity]. */
+/* Messages inside: a snapshot in [0, capacity]. */
 SL_API size_t sl_ring_len(const sl_ring *r);
 /* The capacity given to init. */
 SL_API size_t sl_ring_cap(const sl_ring *r);

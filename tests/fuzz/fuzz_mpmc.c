@@ -1,6 +1,6 @@
 /*
  * tests/fuzz/fuzz_mpmc.c — libFuzzer target: SL_MPMC against the sequential
- * model (fuzz_common.h): the raw SCQ queue (sl_mpmc_*, counters optionally
+ * model (fuzz_common.h): the raw queue (sl_mpmc_*, counters optionally
  * started near the wrap) or the channel (sl_chan_*).
  */
 #include <sluice/mpmc.h>

@@ -1,0 +1,4 @@
+package main
+
+// cpuRelax executes one PAUSE instruction (relax_amd64.s).
+func cpuRelax()

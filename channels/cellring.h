@@ -1,0 +1,230 @@
+/*
+ * channels/cellring.h — the ring of stamped cells that SL_MPMC and SL_RING
+ * are made of (internal, not installed). One mechanism, written once: the
+ * push, the pop, the displacing push and the length; mpmc.c and ring.c
+ * compose rings of messages (at most 8 bytes) or of slot indices from it.
+ *
+ * Positions. A position is lap * one_lap + index, index < capacity, and
+ * one_lap the power of two above the capacity: the position after the last
+ * index of a lap is the first of the next lap. Head and tail are positions;
+ * both only move forward, and the 64-bit counters may wrap (2^64 is a whole
+ * number of laps).
+ *
+ * Cells. Cell `index` serves one position at a time. Its stamp is
+ *     p        free for position p: a push at p may write it;
+ *     p + 1    written for position p: a pop at p may take it;
+ * and taking it at p stamps it p + one_lap, free for the same cell's position
+ * in the next lap. one_lap >= 2, so "written for p" and "free for the next
+ * lap" never coincide.
+ *
+ * A push reads the tail t and the stamp s of cell(t):
+ *     s == t     one double-width CAS writes (t + 1, value) if the cell is
+ *                still (t, old value): the claim and the write are one step;
+ *                then it moves the tail to next(t);
+ *     s <  t     (then s == t - one_lap + 1) the previous lap's value is still
+ *                there: the ring holds `capacity` values: full. A displacing
+ *                push instead swaps (s, oldest) for (t + 1, value) in the same
+ *                CAS — the oldest value leaves and the new one enters at once;
+ *     s >  t     another push wrote cell(t) (help: CAS tail t -> next(t)), or
+ *                t is stale; read the tail again.
+ * A pop reads the head h and the stamp s of cell(h):
+ *     s == h + 1 CAS the stamp to h + one_lap, having read the value first
+ *                (nobody writes it while the stamp is h + 1); move the head;
+ *     s == h     nothing written at h, hence nothing after h: empty;
+ *     s >  h + 1 cell(h) was taken or displaced (help the head along), or h
+ *                is stale.
+ *
+ * Why this is lock-free and linearizable: docs/guarantees.md, "SL_MPMC". In
+ * short: the tail passes a position only after its cell is written, and the
+ * head only after it is taken, so writes and takes happen in position order;
+ * the cell's CAS is both the claim and the publication, so there is never a
+ * claimed cell that others must wait for; and every failed CAS or help means
+ * another thread's CAS on that cell or counter succeeded.
+ *
+ * Memory orders: stamps and counters are read and CASed seq_cst (on x86 the
+ * loads cost nothing extra, and one total order keeps the full/empty argument
+ * short); the double-width CAS is a full barrier. A value is read relaxed
+ * between the stamp's load (which synchronises with the CAS that wrote it) and
+ * the taking CAS (before which nobody may overwrite it).
+ */
+#ifndef SLUICE_CHANNELS_CELLRING_H
+#define SLUICE_CHANNELS_CELLRING_H
+
+#include "sluice/mpmc.h"
+
+#include "internal/dwcas.h"
+#include "internal/testing.h"
+
+/* One ring: its cells and the two counters that index it, wherever the
+ * owning structure keeps them. */
+typedef struct sl__cellring {
+    sl_mpmc_cell *cells;
+    SL_ATOMIC(uint64_t) *head;
+    SL_ATOMIC(uint64_t) *tail;
+    uint64_t one_lap;
+    uint64_t capacity;
+} sl__cellring;
+
+/* The lap length for a capacity: the power of two above it (so >= 2). */
+static inline uint64_t sl__cellring_lap(uint64_t capacity)
+{
+    uint64_t p = 2;
+    while (p <= capacity)
+        p <<= 1;
+    return p;
+}
+
+/* Cells free for positions base .. base + capacity - 1 (the first lap), or,
+ * with `filled`, already written with the values 0 .. capacity - 1 (a ring
+ * of slot indices that starts full; its tail is then base + one_lap). */
+static inline void sl__cellring_init(sl_mpmc_cell *cells, uint64_t capacity, uint64_t base,
+                                     bool filled)
+{
+    for (uint64_t i = 0; i < capacity; i++) {
+        atomic_init(&cells[i].stamp, base + i + (filled ? 1 : 0));
+        atomic_init(&cells[i].value, filled ? i : 0);
+    }
+}
+
+static inline sl_mpmc_cell *sl__cell_at(const sl__cellring *r, uint64_t pos)
+{
+    return &r->cells[pos & (r->one_lap - 1)];
+}
+
+static inline uint64_t sl__cellring_next(const sl__cellring *r, uint64_t pos)
+{
+    if ((pos & (r->one_lap - 1)) + 1 < r->capacity)
+        return pos + 1;
+    return (pos & ~(r->one_lap - 1)) + r->one_lap;
+}
+
+/* Moves the counter from pos to the next position unless someone did. */
+static inline void sl__cellring_advance(const sl__cellring *r, SL_ATOMIC(uint64_t) *counter,
+                                        uint64_t pos)
+{
+    SL_FI();
+    atomic_compare_exchange_strong_explicit(counter, &pos, sl__cellring_next(r, pos),
+                                            memory_order_seq_cst, memory_order_relaxed);
+}
+
+/* Moves the counter to next(pos) unless it is there or beyond already. For a
+ * displacing push's head: every position up to pos is taken or displaced, but
+ * the head may not have reached pos yet (another taker's step from an earlier
+ * position is still to come), and a plain advance from pos would then be lost
+ * for good — the head would rest on a displaced cell and fall one cell further
+ * behind with every later displacement. Fails only when the counter moved. */
+static inline void sl__cellring_raise(const sl__cellring *r, SL_ATOMIC(uint64_t) *counter,
+                                      uint64_t pos)
+{
+    uint64_t to = sl__cellring_next(r, pos);
+    uint64_t cur = atomic_load_explicit(counter, memory_order_seq_cst);
+    SL_FI();
+    while ((int64_t)(to - cur) > 0 &&
+           !atomic_compare_exchange_weak_explicit(counter, &cur, to, memory_order_seq_cst,
+                                                  memory_order_relaxed))
+        ;
+}
+
+/* Appends value. Returns 0 when pushed; 1 when the ring was full and
+ * `displace` was false (nothing changed); 2 when it was full and the oldest
+ * value was displaced into *evicted. Lock-free; the publishing step is a
+ * double-width CAS (a full barrier: releases the value's bytes, and is the
+ * condition change a parked receiver pairs with). */
+static inline int sl__cellring_push(const sl__cellring *r, uint64_t value, bool displace,
+                                    uint64_t *evicted)
+{
+    uint64_t t = atomic_load_explicit(r->tail, memory_order_seq_cst);
+    for (;;) {
+        sl_mpmc_cell *c = sl__cell_at(r, t);
+        SL_FI();
+        uint64_t s = atomic_load_explicit(&c->stamp, memory_order_seq_cst);
+        int64_t d = (int64_t)(s - t);
+        if (d < 0 && !displace)
+            return 1; /* the previous lap's value is still in cell(t) */
+        if (d <= 0) {
+            uint64_t old = atomic_load_explicit(&c->value, memory_order_relaxed);
+            SL_FI();
+#ifdef SL_MUTANT_MPMC_SPLIT_PUBLISH
+            /* Planted bug (docs/guarantees.md): claim, then write the value. */
+            if (d == 0 && atomic_compare_exchange_strong(&c->stamp, &s, t + 1)) {
+                SL_FI();
+                atomic_store_explicit(&c->value, value, memory_order_relaxed);
+                sl__cellring_advance(r, r->tail, t);
+                return 0;
+            }
+            if (d == 0)
+                goto reload;
+#endif
+            /* Claim and publish in one step; when full, the same step takes
+             * the oldest value (position s - 1, which is the head's). */
+            if (sl__dwcas(c, s, old, t + 1, value)) {
+                if (d < 0) {
+                    sl__cellring_raise(r, r->head, s - 1);
+                    *evicted = old;
+                }
+                sl__cellring_advance(r, r->tail, t);
+                return d < 0 ? 2 : 0;
+            }
+        } else {
+            sl__cellring_advance(r, r->tail, t); /* written by another push, or t is stale */
+        }
+#ifdef SL_MUTANT_MPMC_SPLIT_PUBLISH
+    reload:
+#endif
+        t = atomic_load_explicit(r->tail, memory_order_seq_cst);
+    }
+}
+
+/* Removes the oldest value into *value; false when the ring is empty.
+ * Lock-free; acts as acquire, and the taking CAS is seq_cst (what a parked
+ * sender's re-check pairs with). */
+static inline bool sl__cellring_pop(const sl__cellring *r, uint64_t *value)
+{
+    uint64_t h = atomic_load_explicit(r->head, memory_order_seq_cst);
+    for (;;) {
+        sl_mpmc_cell *c = sl__cell_at(r, h);
+        SL_FI();
+        uint64_t s = atomic_load_explicit(&c->stamp, memory_order_seq_cst);
+        int64_t d = (int64_t)(s - (h + 1));
+        if (d == 0) {
+#ifndef SL_MUTANT_MPMC_FREE_BEFORE_READ
+            /* Stable while the stamp is h + 1: only the next lap's push or a
+             * displacing push writes it, and either changes the stamp too. */
+            uint64_t v = atomic_load_explicit(&c->value, memory_order_relaxed);
+#endif
+            SL_FI();
+            if (atomic_compare_exchange_strong_explicit(&c->stamp, &s, h + r->one_lap,
+                                                        memory_order_seq_cst,
+                                                        memory_order_relaxed)) {
+#ifdef SL_MUTANT_MPMC_FREE_BEFORE_READ
+                /* Planted bug: the cell is free for the next lap already. */
+                SL_FI();
+                uint64_t v = atomic_load_explicit(&c->value, memory_order_relaxed);
+#endif
+                sl__cellring_advance(r, r->head, h);
+                *value = v;
+                return true;
+            }
+        } else if (d < 0) {
+            return false; /* nothing written at h, so nothing after it */
+        } else {
+            sl__cellring_advance(r, r->head, h); /* taken or displaced, or h is stale */
+        }
+        h = atomic_load_explicit(r->head, memory_order_seq_cst);
+    }
+}
+
+/* Values between head and tail: a snapshot in [0, capacity], exact when no
+ * operation is in progress (meanwhile a counter may lag by one position per
+ * operation in progress; the clamp keeps the answer in range). */
+static inline uint64_t sl__cellring_len(const sl__cellring *r)
+{
+    uint64_t h = atomic_load_explicit(r->head, memory_order_seq_cst);
+    uint64_t t = atomic_load_explicit(r->tail, memory_order_seq_cst);
+    uint64_t mask = r->one_lap - 1;
+    int64_t laps = (int64_t)((t & ~mask) - (h & ~mask)) / (int64_t)r->one_lap;
+    int64_t n = laps * (int64_t)r->capacity + (int64_t)(t & mask) - (int64_t)(h & mask);
+    return n <= 0 ? 0 : (uint64_t)n > r->capacity ? r->capacity : (uint64_t)n;
+}
+
+#endif /* SLUICE_CHANNELS_CELLRING_H */

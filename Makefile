@@ -10,9 +10,9 @@
 
 JOBS      ?= $(shell nproc)
 PRESETS   ?= default asan tsan faults fuzz
-BUILD_DEPS = cmake make gcc g++ pkg-config liburcu-dev check
+BUILD_DEPS = cmake make gcc g++ pkg-config check
 TEST_DEPS  = $(BUILD_DEPS) clang spin groff-base
-BENCH_DEPS = libck-dev libboost-dev libtbb-dev libglib2.0-dev \
+BENCH_DEPS = libck-dev libboost-dev libtbb-dev libglib2.0-dev liburcu-dev \
              libconcurrentqueue-dev libreaderwriterqueue-dev libatomic-queue-dev \
              libxenium-dev librust-crossbeam-channel-dev librust-flume-dev rustc cargo \
              golang-go gnuplot-nox libomp-dev

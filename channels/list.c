@@ -1,6 +1,7 @@
 /*
  * channels/list.c — the unbounded MPMC list: FAAArrayQueue segments with
- * inline message bytes, reclaimed through RCU.
+ * inline message bytes, reclaimed through the library's epoch domain
+ * (internal/epoch.h), with one spare segment kept for reuse.
  *
  * A segment is one allocation: a header, `seg_slots` one-byte slot states, and
  * the slots' message bytes. Positions in a segment are claimed with
@@ -11,26 +12,32 @@
  * finds its slot poisoned by a consumer (which made progress), or finds the
  * segment used up and links or follows the next one (a CAS that some thread
  * wins). A pop either takes a message, poisons an empty slot, finds the list
- * empty, or moves the head to the next segment. No step waits for a
- * particular other thread (the bounded spin before poisoning only saves the
- * late producer a retry).
+ * empty, moves the head to the next segment, or rereads `deq` after another
+ * consumer claimed the slot it looked at. No step waits for a particular
+ * other thread (the bounded spin before poisoning only saves the late
+ * producer a retry; the reclaim flag is only ever tried, never waited on).
+ *
+ * Cache lines: a pop reads the producers' `enq` line only when the slot at
+ * `deq` holds nothing yet (the emptiness check); with messages waiting it
+ * touches its own `deq` line, the slot's state and the bytes, as a push
+ * touches `enq`, the state and the bytes (docs/design.md counts them).
  *
  * Reclamation: a pop that moves the head past a used-up segment first makes
- * sure the tail has moved past it too, so no root pointer reaches it; threads
- * already inside it are in an RCU read-side section (every operation runs in
- * one), and the segment is freed by call_rcu after a grace period.
- * ThreadSanitizer cannot see urcu's synchronisation (membarrier-based and
- * uninstrumented), so TSan builds keep unlinked segments chained from
- * `oldest` until destroy instead; ASan builds exercise the real reclamation.
+ * sure the tail has moved past it too, so no root pointer reaches it; then it
+ * stamps the segment with the epoch domain and frees, oldest first, every
+ * stamped segment that no thread inside an operation can still hold. The
+ * first freed segment becomes the list's spare, which the next growth takes
+ * instead of calling the allocator; the rest go back to the allocator.
  */
 #include "sluice/list.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <urcu-bp.h>
 
 #include "rings.h"
+#include "internal/epoch.h"
 #include "internal/spin.h"
+#include "internal/testing.h"
 
 enum { SLOT_EMPTY = 0, SLOT_FULL = 1, SLOT_TAKEN = 2 };
 
@@ -38,24 +45,12 @@ enum { SLOT_EMPTY = 0, SLOT_FULL = 1, SLOT_TAKEN = 2 };
  * it waits this many pause hints before poisoning it. */
 #define LIST_EMPTY_SPIN 64
 
-#if defined(__SANITIZE_THREAD__)
-#define LIST_FREE_AT_DESTROY 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define LIST_FREE_AT_DESTROY 1
-#endif
-#endif
-#ifndef LIST_FREE_AT_DESTROY
-#define LIST_FREE_AT_DESTROY 0
-#endif
-
 struct sl_list_seg {
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) enq; /* producers' next slot */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) deq; /* consumers' next slot */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(sl_list_seg *) next;
+    SL_ATOMIC(uint64_t) retired; /* epoch stamp once unlinked; 0 before */
     uint64_t base;        /* list position of slot 0, for len */
-    sl_list *owner;
-    struct rcu_head rcu;
     unsigned char *bytes; /* seg_slots * elem_size */
     SL_ATOMIC(unsigned char) state[]; /* seg_slots entries */
 };
@@ -67,47 +62,121 @@ static size_t slots_for(size_t elem_size)
     return n < 32 ? 32 : n > 1024 ? 1024 : n;
 }
 
-static sl_list_seg *seg_new(sl_list *q, uint64_t base)
+/* Test hook (internal/testing.h): segment allocations left to fail. */
+static SL_ATOMIC(unsigned) fail_allocs;
+
+void sl__list_fail_allocs(unsigned n)
+{
+    atomic_store_explicit(&fail_allocs, n, memory_order_relaxed);
+}
+
+static bool alloc_should_fail(void)
+{
+    unsigned f = atomic_load_explicit(&fail_allocs, memory_order_relaxed);
+    while (f != 0 && !atomic_compare_exchange_weak_explicit(&fail_allocs, &f, f - 1,
+                                                            memory_order_relaxed,
+                                                            memory_order_relaxed)) {
+    }
+    return f != 0;
+}
+
+/* Empties s for use as a segment of q. No other thread may reach s. */
+static void seg_reset(const sl_list *q, sl_list_seg *s)
+{
+    atomic_init(&s->enq, 0);
+    atomic_init(&s->deq, 0);
+    atomic_init(&s->next, NULL);
+    atomic_init(&s->retired, 0);
+    /* Plain bytes: nobody else can see s (never published, or past its grace
+     * period). */
+    memset((void *)s->state, SLOT_EMPTY, q->seg_slots);
+}
+
+static sl_list_seg *seg_alloc(sl_list *q)
 {
     size_t hdr = sl__round_to_line(sizeof(sl_list_seg) + q->seg_slots);
+    if (alloc_should_fail())
+        return NULL;
     sl_list_seg *s =
         aligned_alloc(SL_CACHELINE, hdr + sl__round_to_line(q->seg_slots * q->elem_size));
     if (!s)
         return NULL;
-    atomic_init(&s->enq, 0);
-    atomic_init(&s->deq, 0);
-    atomic_init(&s->next, NULL);
-    s->base = base;
-    s->owner = q;
     s->bytes = (unsigned char *)s + hdr;
-    for (size_t i = 0; i < q->seg_slots; i++)
-        atomic_init(&s->state[i], (unsigned char)SLOT_EMPTY);
+    seg_reset(q, s);
     atomic_fetch_add_explicit(&q->segs_live, 1, memory_order_relaxed);
     return s;
 }
 
-static void seg_free(sl_list_seg *s)
+static void seg_free(sl_list *q, sl_list_seg *s)
 {
-    atomic_fetch_sub_explicit(&s->owner->segs_live, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&q->segs_live, 1, memory_order_relaxed);
     free(s);
 }
 
-static void seg_free_rcu(struct rcu_head *head)
+/* s is unreachable and no thread holds it: keep it as the spare, or free it
+ * if there already is one. */
+static void seg_put(sl_list *q, sl_list_seg *s)
 {
-    sl_list_seg *s = caa_container_of(head, sl_list_seg, rcu);
-    sl_list *q = s->owner;
-    seg_free(s);
-    /* Release: destroy's acquire load of the count sees this free done. */
-    atomic_fetch_sub_explicit(&q->segs_retiring, 1, memory_order_release);
+    sl_list_seg *none = NULL;
+    seg_reset(q, s);
+    /* Release: the reset is done before a producer takes the spare. */
+    if (!atomic_compare_exchange_strong_explicit(&q->spare, &none, s, memory_order_release,
+                                                 memory_order_relaxed))
+        seg_free(q, s);
 }
 
-/* s is unreachable from head and tail: free it after a grace period. */
-static void seg_retire(sl_list *q, sl_list_seg *s)
+static sl_list_seg *take_spare(sl_list *q)
 {
-    if (LIST_FREE_AT_DESTROY)
-        return; /* stays chained from q->oldest */
-    atomic_fetch_add_explicit(&q->segs_retiring, 1, memory_order_relaxed);
-    urcu_bp_call_rcu(&s->rcu, seg_free_rcu);
+    /* Acquire: pairs with seg_put's release, so the reset is visible. */
+    return atomic_exchange_explicit(&q->spare, NULL, memory_order_acquire);
+}
+
+/* Frees, oldest first, the unlinked segments that no thread inside an
+ * operation can still hold. One thread at a time; the others skip it (it is
+ * tried, never waited for). The calling thread's own announcement is left out
+ * of the scan when `self` is given: the caller then dereferences no segment
+ * it loaded before the call (NULL: it may, and its announcement counts). */
+static void reclaim(sl_list *q, const sl_epoch_rec *self)
+{
+    unsigned idle = 0;
+    /* Acquire: the previous reclaimer's moves of `oldest` are visible. */
+    if (!atomic_compare_exchange_strong_explicit(&q->reclaiming, &idle, 1u, memory_order_acquire,
+                                                 memory_order_relaxed))
+        return;
+    sl_list_seg *first = atomic_load_explicit(&q->oldest, memory_order_relaxed), *end = first;
+    /* Stamps before the scan: a segment stamped after the scan may be held by
+     * a thread that entered after it. Acquire: the stamp's epoch bump (after
+     * the unlink) is ordered before the scan's loads. */
+    while (atomic_load_explicit(&end->retired, memory_order_acquire) != 0)
+        end = atomic_load_explicit(&end->next, memory_order_relaxed);
+#ifdef SL_MUTANT_LIST_EARLY_FREE
+    uint64_t safe = UINT64_MAX; /* planted bug: ignores threads still inside */
+#else
+    uint64_t safe = first == end ? 0 : sl__epoch_oldest(self);
+#endif
+    sl_list_seg *s = first;
+    while (s != end && atomic_load_explicit(&s->retired, memory_order_relaxed) <= safe) {
+        sl_list_seg *next = atomic_load_explicit(&s->next, memory_order_relaxed);
+        seg_put(q, s);
+        s = next;
+    }
+    atomic_store_explicit(&q->oldest, s, memory_order_relaxed);
+    /* Release: the next reclaimer starts from this `oldest`. */
+    atomic_store_explicit(&q->reclaiming, 0u, memory_order_release);
+}
+
+/* An empty segment for growth: the spare; else what reclamation can free
+ * now (the pop that unlinked it may have found a thread still inside); else
+ * a new allocation. The caller still uses its tail segment, which may have
+ * been unlinked meanwhile, so its own announcement counts in the scan. */
+static sl_list_seg *seg_get(sl_list *q)
+{
+    sl_list_seg *s = take_spare(q);
+    if (!s) {
+        reclaim(q, NULL);
+        s = take_spare(q);
+    }
+    return s ? s : seg_alloc(q);
 }
 
 SL_API sl_status sl_list_init(sl_list *q, size_t elem_size)
@@ -118,11 +187,13 @@ SL_API sl_status sl_list_init(sl_list *q, size_t elem_size)
     q->elem_size = elem_size;
     q->seg_slots = slots_for(elem_size);
     atomic_init(&q->segs_live, 0);
-    atomic_init(&q->segs_retiring, 0);
-    sl_list_seg *first = seg_new(q, 0);
+    atomic_init(&q->spare, NULL);
+    atomic_init(&q->reclaiming, 0u);
+    sl_list_seg *first = seg_alloc(q);
     if (!first)
         return SL_ENOMEM;
-    q->oldest = first;
+    first->base = 0;
+    atomic_init(&q->oldest, first);
     atomic_init(&q->head, first);
     atomic_init(&q->tail, first);
     return SL_OK;
@@ -139,9 +210,10 @@ static sl_status push_grow(sl_list *q, sl_list_seg *seg, const void *elem)
 {
     sl_list_seg *next = atomic_load_explicit(&seg->next, memory_order_acquire);
     if (!next) {
-        sl_list_seg *fresh = seg_new(q, seg->base + q->seg_slots);
+        sl_list_seg *fresh = seg_get(q);
         if (!fresh)
             return SL_ENOMEM;
+        fresh->base = seg->base + q->seg_slots;
         memcpy(slot_bytes(q, fresh, 0), elem, q->elem_size);
         atomic_init(&fresh->state[0], (unsigned char)SLOT_FULL);
         atomic_init(&fresh->enq, 1);
@@ -156,7 +228,7 @@ static sl_status push_grow(sl_list *q, sl_list_seg *seg, const void *elem)
                                                     memory_order_relaxed);
             return SL_OK;
         }
-        seg_free(fresh); /* never published */
+        seg_put(q, fresh); /* never published */
     }
     /* Help the tail along; losing the race means someone else did. */
     atomic_compare_exchange_strong_explicit(&q->tail, &seg, next, memory_order_release,
@@ -164,11 +236,12 @@ static sl_status push_grow(sl_list *q, sl_list_seg *seg, const void *elem)
     return SL_EMPTY;
 }
 
-static sl_status push_locked(sl_list *q, const void *elem)
+static sl_status push_locked(sl_list *q, const void *elem, sl_epoch_rec *self)
 {
     for (;;) {
-        /* Acquire: the segment's initialisation is visible. */
-        sl_list_seg *seg = atomic_load_explicit(&q->tail, memory_order_acquire);
+        /* seq_cst: after the epoch announcement (internal/epoch.h); acquire
+         * makes the segment's initialisation visible. */
+        sl_list_seg *seg = atomic_load_explicit(&q->tail, memory_order_seq_cst);
         /* seq_cst: a parked receiver's emptiness re-check compares deq with
          * enq; the claim must be in the same total order as its fence. */
         SL_FI();
@@ -177,9 +250,10 @@ static sl_status push_locked(sl_list *q, const void *elem)
             sl_status st = push_grow(q, seg, elem);
             if (st != SL_EMPTY)
                 return st;
+            sl__epoch_refresh(self); /* holds nothing now: stop pinning seg */
             continue;
         }
-        memcpy(slot_bytes(q, seg, i), elem, q->elem_size);
+        sl__spsc_copy(slot_bytes(q, seg, i), elem, q->elem_size); /* inline for 4-64 B */
         SL_FI(); /* claimed, not published: a receiver may poison the slot now */
         unsigned char expect = SLOT_EMPTY;
         /* seq_cst: releases the bytes to the consumer that takes the slot and
@@ -197,16 +271,16 @@ SL_API sl_status sl_list_try_push(sl_list *q, const void *elem)
 {
     if (!q || !elem)
         return SL_EINVAL;
-    urcu_bp_read_lock();
-    sl_status st = push_locked(q, elem);
-    urcu_bp_read_unlock();
+    sl_epoch_rec *self = sl__epoch_enter();
+    sl_status st = push_locked(q, elem, self);
+    sl__epoch_exit(self);
     return st;
 }
 
 /* The head segment is used up. Returns false if there is no next segment
  * (the list is empty); otherwise moves the head on (retiring the old segment
  * if this thread moved it) and returns true. */
-static bool pop_advance(sl_list *q, sl_list_seg *seg)
+static bool pop_advance(sl_list *q, sl_list_seg *seg, const sl_epoch_rec *self)
 {
     sl_list_seg *next = atomic_load_explicit(&seg->next, memory_order_acquire);
     if (!next)
@@ -217,9 +291,13 @@ static bool pop_advance(sl_list *q, sl_list_seg *seg)
     SL_FI();
     atomic_compare_exchange_strong_explicit(&q->tail, &t, next, memory_order_release,
                                             memory_order_relaxed);
-    if (atomic_compare_exchange_strong_explicit(&q->head, &seg, next, memory_order_acq_rel,
-                                                memory_order_relaxed))
-        seg_retire(q, seg);
+    if (atomic_compare_exchange_strong_explicit(&q->head, &seg, next, memory_order_seq_cst,
+                                                memory_order_relaxed)) {
+        /* Release: the stamp (taken after the unlink) is read before a
+         * reclaimer's scan. This thread touches seg no more. */
+        atomic_store_explicit(&seg->retired, sl__epoch_stamp(), memory_order_release);
+        reclaim(q, self);
+    }
     return true;
 }
 
@@ -240,26 +318,44 @@ static bool pop_take(sl_list *q, sl_list_seg *seg, uint64_t i, void *out)
     if (atomic_exchange_explicit(state, (unsigned char)SLOT_TAKEN, memory_order_acq_rel) !=
         SLOT_FULL)
         return false;
-    memcpy(out, slot_bytes(q, seg, i), q->elem_size);
+    sl__spsc_copy(out, slot_bytes(q, seg, i), q->elem_size); /* inline for 4-64 B */
     return true;
 }
 
-static sl_status pop_locked(sl_list *q, void *out)
+/* Nothing is published at slot d (< seg_slots) of the head segment seg: is
+ * the list empty? Only this case reads the producers' `enq` line. */
+static bool pop_sees_empty(sl_list *q, sl_list_seg *seg, uint64_t d, const sl_epoch_rec *self)
+{
+    uint64_t e = atomic_load_explicit(&seg->enq, memory_order_seq_cst);
+    if (d < e || atomic_load_explicit(&seg->next, memory_order_seq_cst) != NULL)
+        return false;
+    /* Idle: give back what earlier pops could not free yet. */
+    if (atomic_load_explicit(&q->oldest, memory_order_relaxed) != seg)
+        reclaim(q, self);
+    return true;
+}
+
+static sl_status pop_locked(sl_list *q, void *out, sl_epoch_rec *self)
 {
     for (;;) {
-        sl_list_seg *seg = atomic_load_explicit(&q->head, memory_order_acquire);
+        /* seq_cst: after the epoch announcement (internal/epoch.h). */
+        sl_list_seg *seg = atomic_load_explicit(&q->head, memory_order_seq_cst);
         uint64_t d = atomic_load_explicit(&seg->deq, memory_order_seq_cst);
-        uint64_t e = atomic_load_explicit(&seg->enq, memory_order_seq_cst);
-        if (d >= e && atomic_load_explicit(&seg->next, memory_order_seq_cst) == NULL)
+        if (d >= q->seg_slots) {
+            if (!pop_advance(q, seg, self))
+                return SL_EMPTY;
+            sl__epoch_refresh(self); /* holds nothing now: stop pinning seg */
+            continue;
+        }
+        /* Acquire: TAKEN means the claim of d is done, so deq is past d. */
+        unsigned char st = atomic_load_explicit(&seg->state[d], memory_order_acquire);
+        if (st == SLOT_TAKEN)
+            continue; /* another consumer has slot d: read deq again */
+        if (st == SLOT_EMPTY && pop_sees_empty(q, seg, d, self))
             return SL_EMPTY;
         SL_FI();
         uint64_t i = atomic_fetch_add_explicit(&seg->deq, 1, memory_order_seq_cst);
-        if (i >= q->seg_slots) {
-            if (!pop_advance(q, seg))
-                return SL_EMPTY;
-            continue;
-        }
-        if (pop_take(q, seg, i, out))
+        if (i < q->seg_slots && pop_take(q, seg, i, out))
             return SL_OK;
     }
 }
@@ -268,9 +364,9 @@ SL_API sl_status sl_list_try_pop(sl_list *q, void *out)
 {
     if (!q || !out)
         return SL_EINVAL;
-    urcu_bp_read_lock();
-    sl_status st = pop_locked(q, out);
-    urcu_bp_read_unlock();
+    sl_epoch_rec *self = sl__epoch_enter();
+    sl_status st = pop_locked(q, out, self);
+    sl__epoch_exit(self);
     return st;
 }
 
@@ -280,10 +376,10 @@ SL_API size_t sl_list_push_n(sl_list *q, const void *elems, size_t n)
     size_t done = 0;
     if (!q || !elems)
         return 0;
-    urcu_bp_read_lock();
-    while (done < n && push_locked(q, p + done * q->elem_size) == SL_OK)
+    sl_epoch_rec *self = sl__epoch_enter();
+    while (done < n && push_locked(q, p + done * q->elem_size, self) == SL_OK)
         done++;
-    urcu_bp_read_unlock();
+    sl__epoch_exit(self);
     return done;
 }
 
@@ -293,10 +389,10 @@ SL_API size_t sl_list_pop_n(sl_list *q, void *out, size_t n)
     size_t done = 0;
     if (!q || !out)
         return 0;
-    urcu_bp_read_lock();
-    while (done < n && pop_locked(q, p + done * q->elem_size) == SL_OK)
+    sl_epoch_rec *self = sl__epoch_enter();
+    while (done < n && pop_locked(q, p + done * q->elem_size, self) == SL_OK)
         done++;
-    urcu_bp_read_unlock();
+    sl__epoch_exit(self);
     return done;
 }
 
@@ -310,12 +406,13 @@ SL_API size_t sl_list_len(const sl_list *q)
 {
     if (!q)
         return 0;
-    urcu_bp_read_lock();
-    sl_list_seg *h = atomic_load_explicit(&q->head, memory_order_acquire);
+    sl_epoch_rec *self = sl__epoch_enter();
+    /* seq_cst: after the epoch announcement (internal/epoch.h). */
+    sl_list_seg *h = atomic_load_explicit(&q->head, memory_order_seq_cst);
     uint64_t popped = position(q, h, &h->deq);
-    sl_list_seg *t = atomic_load_explicit(&q->tail, memory_order_acquire);
+    sl_list_seg *t = atomic_load_explicit(&q->tail, memory_order_seq_cst);
     uint64_t pushed = position(q, t, &t->enq);
-    urcu_bp_read_unlock();
+    sl__epoch_exit(self);
     return pushed > popped ? (size_t)(pushed - popped) : 0;
 }
 
@@ -346,16 +443,19 @@ SL_API void sl_list_destroy(sl_list *q)
 {
     if (!q || !atomic_load_explicit(&q->head, memory_order_relaxed))
         return;
-    /* Segments waiting for a grace period still point at q: let them go. */
-    while (atomic_load_explicit(&q->segs_retiring, memory_order_acquire) != 0)
-        urcu_bp_barrier();
-    sl_list_seg *seg = LIST_FREE_AT_DESTROY ? q->oldest
-                                            : atomic_load_explicit(&q->head, memory_order_relaxed);
+    /* No other thread uses q now: every segment from the oldest not yet
+     * freed (unlinked ones included) to the newest, and the spare, go. */
+    sl_list_seg *seg = atomic_load_explicit(&q->oldest, memory_order_relaxed);
     while (seg) {
         sl_list_seg *next = atomic_load_explicit(&seg->next, memory_order_relaxed);
-        seg_free(seg);
+        seg_free(q, seg);
         seg = next;
     }
+    sl_list_seg *spare = atomic_load_explicit(&q->spare, memory_order_relaxed);
+    if (spare)
+        seg_free(q, spare);
+    atomic_store_explicit(&q->spare, NULL, memory_order_relaxed);
+    atomic_store_explicit(&q->oldest, NULL, memory_order_relaxed);
     atomic_store_explicit(&q->head, NULL, memory_order_relaxed);
     atomic_store_explicit(&q->tail, NULL, memory_order_relaxed);
 }

@@ -9,13 +9,18 @@
  * duplicated or torn message shows. Random tests print their seed; set
  * SL_TEST_SEED to replay one.
  *
- * Reclamation: after a drained burst the list must be back to one or two
- * segments once urcu's pending callbacks have run (urcu_bp_barrier). TSan
- * builds keep unlinked segments until destroy (docs/guarantees.md), so there
- * the test checks that destroy releases them instead.
+ * Reclamation: after a drained burst the list must be back to at most two
+ * segments (head and spare) once a pop has found it empty, in every build
+ * (TSan sees the epoch scheme's atomics, so it checks the real reclamation
+ * too). Allocation failure at a segment boundary, growth from the spare with
+ * every allocation failing, and record reuse across thread exits use the
+ * hooks of internal/testing.h.
  */
 #include "stress_common.h"
 
+#include <limits.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -24,10 +29,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <urcu-bp.h>
-
 #include <sluice/chan.h>
 #include <sluice/list.h>
+
+#include "testing.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define UL_TSAN 1
@@ -39,6 +44,9 @@
 #ifndef UL_TSAN
 #define UL_TSAN 0
 #endif
+
+/* Segments a drained list may keep: the head segment and the spare. */
+#define IDLE_SEGMENTS 2
 
 /* The same slot count list.c picks (about 32 KiB of messages, 32..1024). */
 static size_t expected_slots(size_t esz)
@@ -279,11 +287,12 @@ START_TEST(test_model_random)
 }
 END_TEST
 
-/* A burst of 10 million 8-byte messages (scaled, at least 1 million), drained:
- * the segments go back once urcu's callbacks have run. */
+/* A burst of 10 million 8-byte messages (scaled, at least 1 million; 1 million
+ * under TSan), drained: the segments go back as the pops pass them. */
 START_TEST(test_memory_returns_after_drain)
 {
-    const uint64_t n = sl_test_scaled(10000000, 1000000);
+    /* TSan: a million (its instrumented atomics make ten cost a minute of CI). */
+    const uint64_t n = sl_test_scaled(UL_TSAN ? 1000000 : 10000000, 1000000);
     const size_t slots = expected_slots(8);
     sl_list q;
     ck_assert_int_eq(sl_list_init(&q, 8), SL_OK);
@@ -302,22 +311,13 @@ START_TEST(test_memory_returns_after_drain)
         uint64_t v;
         ck_assert_int_eq(sl_list_try_pop(&q, &v), SL_EMPTY);
         ck_assert_uint_eq(sl_list_len(&q), 0);
-        urcu_bp_barrier();
         size_t after = sl_list_segments(&q);
-#if UL_TSAN
-        /* TSan builds free unlinked segments only at destroy. */
-        fprintf(stderr,
-                "[unit_list memory] TSan build: %zu segments kept until destroy (peak %zu)\n",
-                after, peak);
-        ck_assert_uint_ge(after, 1);
-#else
-        ck_assert_msg(after <= 2,
-                      "round %d: %zu segments still allocated after draining %llu messages and "
-                      "urcu_bp_barrier() (peak %zu)",
+        ck_assert_msg(after <= IDLE_SEGMENTS,
+                      "round %d: %zu segments still allocated after draining %llu messages "
+                      "(peak %zu)",
                       round, after, ULL(n), peak);
         fprintf(stderr, "[unit_list memory] round %d: peak %zu segments, %zu after the drain\n",
                 round, peak, after);
-#endif
     }
     sl_list_destroy(&q);
     ck_assert_uint_eq(sl_list_segments(&q), 0);
@@ -352,6 +352,247 @@ START_TEST(test_destroy_with_messages)
         ck_assert_uint_eq(sl_list_segments(&q), 0);
         free(buf);
     }
+}
+END_TEST
+
+/* A push that needs a new segment when none can be allocated fails with
+ * SL_ENOMEM and consumes nothing; so does the batch form, short at that
+ * point; the list goes on in order once memory is back. */
+START_TEST(test_enomem_at_boundary)
+{
+    const size_t esz = 64, slots = expected_slots(esz);
+    sl_list q;
+    ck_assert_int_eq(sl_list_init(&q, esz), SL_OK);
+    unsigned char in[64 * 4], out[64];
+    uint64_t s = 0;
+    for (; s < slots; s++) {
+        sl_test_seq_fill(in, esz, s);
+        ck_assert_int_eq(sl_list_try_push(&q, in), SL_OK);
+    }
+    ck_assert_uint_eq(sl_list_segments(&q), 1); /* fresh: no spare to grow into */
+    sl__list_fail_allocs(3);
+    for (int k = 0; k < 3; k++) {
+        sl_test_seq_fill(in, esz, s);
+        ck_assert_int_eq(sl_list_try_push(&q, in), SL_ENOMEM);
+        ck_assert_uint_eq(sl_list_len(&q), slots);
+    }
+    sl__list_fail_allocs(1);
+    for (int k = 0; k < 4; k++)
+        sl_test_seq_fill(in + k * esz, esz, s + (uint64_t)k);
+    ck_assert_uint_eq(sl_list_push_n(&q, in, 4), 0);
+    ck_assert_uint_eq(sl_list_len(&q), slots);
+    ck_assert_uint_eq(sl_list_segments(&q), 1);
+    /* Memory is back: the same four go in, then pop in order. */
+    ck_assert_uint_eq(sl_list_push_n(&q, in, 4), 4);
+    s += 4;
+    ck_assert_uint_eq(sl_list_len(&q), s);
+    for (uint64_t k = 0; k < s; k++) {
+        ck_assert_int_eq(sl_list_try_pop(&q, out), SL_OK);
+        CHECK(sl_test_seq_is(out, esz, k), "pop %llu got message %llu", ULL(k),
+              ULL(sl_test_seq_low(out, esz)));
+    }
+    ck_assert_int_eq(sl_list_try_pop(&q, out), SL_EMPTY);
+    sl_list_destroy(&q);
+}
+END_TEST
+
+/* Steady state allocates nothing: with every allocation failing, a list
+ * whose consumer keeps within a segment of its producer grows through its
+ * spare segment, 200 segments over. */
+START_TEST(test_steady_state_uses_spare)
+{
+    const size_t slots = expected_slots(8);
+    sl_list q;
+    ck_assert_int_eq(sl_list_init(&q, 8), SL_OK);
+    uint64_t pushed = 0, popped = 0, v;
+    for (; pushed < slots + slots / 2; pushed++) /* over a boundary: makes the spare */
+        ck_assert_int_eq(sl_list_try_push(&q, &pushed), SL_OK);
+    while (popped < pushed) {
+        ck_assert_int_eq(sl_list_try_pop(&q, &v), SL_OK);
+        ck_assert_uint_eq(v, popped++);
+    }
+    ck_assert_uint_eq(sl_list_segments(&q), 2);
+    sl__list_fail_allocs(UINT_MAX);
+    const uint64_t window = slots / 3;
+    while (pushed < 200 * slots) {
+        for (uint64_t k = 0; k < window; k++, pushed++)
+            CHECK(sl_list_try_push(&q, &pushed) == SL_OK, "push %llu needed the allocator",
+                  ULL(pushed));
+        while (popped < pushed) {
+            CHECK(sl_list_try_pop(&q, &v) == SL_OK && v == popped, "pop %llu", ULL(popped));
+            popped++;
+        }
+    }
+    sl__list_fail_allocs(0);
+    ck_assert_uint_le(sl_list_segments(&q), IDLE_SEGMENTS);
+    sl_list_destroy(&q);
+}
+END_TEST
+
+static void *one_push_pop(void *arg)
+{
+    uint64_t v = 7, w = 0;
+    sl_list *q = arg;
+    if (sl_list_try_push(q, &v) != SL_OK || sl_list_try_pop(q, &w) != SL_OK || w != v)
+        return arg; /* non-NULL: failed */
+    return NULL;
+}
+
+/* A thread's reclamation record goes back at thread exit: 200 short-lived
+ * threads one after another use one more record at most, not 200. */
+START_TEST(test_records_reused_after_exit)
+{
+    sl_list q;
+    ck_assert_int_eq(sl_list_init(&q, 8), SL_OK);
+    ck_assert_ptr_null(one_push_pop(&q)); /* this thread's record */
+    size_t before = sl__epoch_records();
+    for (int i = 0; i < 200; i++) {
+        pthread_t t;
+        void *ret;
+        ck_assert_int_eq(pthread_create(&t, NULL, one_push_pop, &q), 0);
+        ck_assert_int_eq(pthread_join(t, &ret), 0);
+        ck_assert_ptr_null(ret);
+    }
+    size_t after = sl__epoch_records();
+    ck_assert_msg(after <= before + 1, "%zu records after 200 threads came and went (%zu before)",
+                  after, before);
+    sl_list_destroy(&q);
+}
+END_TEST
+
+static void *registered_then_wait(void *arg)
+{
+    sl_test_barrier *b = arg;
+    sl_list q;
+    uint64_t v = 1;
+    if (sl_list_init(&q, 8) != SL_OK || sl_list_try_push(&q, &v) != SL_OK)
+        abort();
+    sl_list_destroy(&q);
+    sl_test_barrier_wait(&b[0]); /* registered */
+    sl_test_barrier_wait(&b[1]); /* until the fork is done */
+    return NULL;
+}
+
+typedef struct fork_child {
+    sl_list *q;
+    sl_test_barrier registered, done;
+} fork_child;
+
+static void *use_then_wait(void *arg)
+{
+    fork_child *c = arg;
+    void *failed = one_push_pop(c->q);
+    sl_test_barrier_wait(&c->registered);
+    sl_test_barrier_wait(&c->done);
+    return failed;
+}
+
+/* In the child: as many threads alive at once as there are records besides
+ * this thread's must all find a free one, which only holds if the records
+ * of the threads left behind by fork were freed. */
+static int fork_child_main(sl_list *q, size_t records)
+{
+    fork_child c = {.q = q};
+    size_t k = records - 1;
+    pthread_t *u = xcalloc(k, sizeof *u);
+    sl_test_barrier_init(&c.registered, (unsigned)k + 1);
+    sl_test_barrier_init(&c.done, (unsigned)k + 1);
+    for (size_t i = 0; i < k; i++)
+        if (pthread_create(&u[i], NULL, use_then_wait, &c) != 0)
+            return 2;
+    sl_test_barrier_wait(&c.registered);
+    size_t now = sl__epoch_records();
+    sl_test_barrier_wait(&c.done);
+    int failed = 0;
+    for (size_t i = 0; i < k; i++) {
+        void *ret;
+        pthread_join(u[i], &ret);
+        failed |= ret != NULL;
+    }
+    return failed ? 3 : now == records ? 0 : 1;
+}
+
+/* After fork, the child's records of threads that did not come along are
+ * free again. */
+START_TEST(test_fork_frees_other_records)
+{
+    if (UL_TSAN) { /* TSan cannot start threads in the child of a threaded fork */
+        fprintf(stderr, "[unit_list fork] skipped under TSan\n");
+        return;
+    }
+    sl_test_barrier b[2];
+    sl_test_barrier_init(&b[0], 2);
+    sl_test_barrier_init(&b[1], 2);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, registered_then_wait, b), 0);
+    sl_test_barrier_wait(&b[0]);
+    sl_list q;
+    ck_assert_int_eq(sl_list_init(&q, 8), SL_OK);
+    ck_assert_ptr_null(one_push_pop(&q)); /* this thread registered too */
+    size_t before = sl__epoch_records();
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0)
+        _exit(fork_child_main(&q, before));
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    sl_test_barrier_wait(&b[1]);
+    pthread_join(t, NULL);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "child status %d: its threads did not reuse the records of the threads "
+                  "left behind (%zu records before the fork; 1: more records, 3: a push/pop "
+                  "failed)", status, before);
+    sl_list_destroy(&q);
+    sl_test_barrier_destroy(&b[0]);
+    sl_test_barrier_destroy(&b[1]);
+}
+END_TEST
+
+typedef struct idle_arg {
+    sl_list *q;
+    uint64_t n;
+    sl_test_barrier *pushed, *checked;
+} idle_arg;
+
+static void *burst_then_idle(void *p)
+{
+    idle_arg *a = p;
+    for (uint64_t s = 0; s < a->n; s++)
+        if (sl_list_try_push(a->q, &s) != SL_OK)
+            abort();
+    sl_test_barrier_wait(a->pushed);
+    sl_test_barrier_wait(a->checked); /* alive, registered, outside any call */
+    return NULL;
+}
+
+/* A thread that used the list and now idles (alive) holds no memory back. */
+START_TEST(test_idle_thread_holds_nothing)
+{
+    sl_list q;
+    sl_test_barrier pushed, checked;
+    ck_assert_int_eq(sl_list_init(&q, 8), SL_OK);
+    sl_test_barrier_init(&pushed, 2);
+    sl_test_barrier_init(&checked, 2);
+    idle_arg a = {&q, 20 * expected_slots(8), &pushed, &checked};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, burst_then_idle, &a), 0);
+    sl_test_barrier_wait(&pushed);
+    size_t peak = sl_list_segments(&q);
+    ck_assert_uint_ge(peak, 20);
+    uint64_t v;
+    for (uint64_t s = 0; s < a.n; s++) {
+        ck_assert_int_eq(sl_list_try_pop(&q, &v), SL_OK);
+        ck_assert_uint_eq(v, s);
+    }
+    ck_assert_int_eq(sl_list_try_pop(&q, &v), SL_EMPTY);
+    size_t after = sl_list_segments(&q);
+    sl_test_barrier_wait(&checked);
+    pthread_join(t, NULL);
+    ck_assert_msg(after <= IDLE_SEGMENTS, "%zu of %zu segments kept with the producer idle",
+                  after, peak);
+    sl_test_barrier_destroy(&pushed);
+    sl_test_barrier_destroy(&checked);
+    sl_list_destroy(&q);
 }
 END_TEST
 
@@ -514,14 +755,12 @@ START_TEST(test_mt_segment_boundaries)
                   ULL(r->seed));
     ck_assert_uint_eq(sl_list_len(&r->q), 0);
     static unsigned char probe[MT_ESZ];
+    /* Drained by many consumers at once: this empty pop, with every other
+     * thread gone, frees whatever their pops could not. */
     ck_assert_int_eq(sl_list_try_pop(&r->q, probe), SL_EMPTY);
-    urcu_bp_barrier();
-#if !UL_TSAN
-    /* Drained by many consumers at once: reclaimed all the same. */
-    ck_assert_msg(sl_list_segments(&r->q) <= 2,
-                  "%zu segments allocated after a concurrent drain and urcu_bp_barrier()",
+    ck_assert_msg(sl_list_segments(&r->q) <= IDLE_SEGMENTS,
+                  "%zu segments allocated after a concurrent drain and an empty pop",
                   sl_list_segments(&r->q));
-#endif
     fprintf(stderr, "[unit_list mt] %u/%u, %llu messages of %d B over %llu segments in %.3f s\n",
             r->np, r->nc, ULL(want), MT_ESZ, ULL(want / 32), (double)(t1 - t0) / 1e9);
     sl_list_destroy(&r->q);
@@ -956,6 +1195,11 @@ static Suite *list_suite(void)
     tc = tcase_create("reclaim");
     tcase_set_timeout(tc, 180);
     tcase_add_test(tc, test_memory_returns_after_drain);
+    tcase_add_test(tc, test_enomem_at_boundary);
+    tcase_add_test(tc, test_steady_state_uses_spare);
+    tcase_add_test(tc, test_records_reused_after_exit);
+    tcase_add_test(tc, test_fork_frees_other_records);
+    tcase_add_test(tc, test_idle_thread_holds_nothing);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("threads");

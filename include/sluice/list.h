@@ -21,14 +21,34 @@
  * the message is the pop's; if it was still EMPTY the slot is poisoned and the
  * late push retries on a later slot. Nobody ever waits for another thread.
  *
- * Progress: try_push and try_pop are lock-free; a thread stopped anywhere
- * delays nobody. try_push fails only with SL_ENOMEM (a new segment could not
- * be allocated; nothing consumed).
+ * Progress: every operation is lock-free; a thread stopped anywhere delays
+ * nobody's operation. In steady state (the list neither growing past its
+ * segments nor a thread new to lists) an operation takes no lock, creates no
+ * thread and calls no library function. The exceptions, exactly:
+ *   - Growing: a push that finds the last segment full links a new one. It
+ *     reuses the list's spare segment if there is one, else calls
+ *     aligned_alloc (whose own progress is the allocator's). try_push fails
+ *     only with SL_ENOMEM, when that allocation fails; nothing is consumed.
+ *   - A thread's first operation on any list (and its first after its
+ *     record was given back) takes a reclamation record: reuses one that
+ *     an exited thread gave back, or calls aligned_alloc for a new one, and
+ *     calls pthread_setspecific so that the record is given back when the
+ *     thread exits; the first such call in the process also calls
+ *     pthread_key_create and pthread_atfork. If any of these fails, the operation still runs,
+ *     through a shared counter, and frees nothing while it runs.
+ *   - Reclaiming: a pop that moves past a used-up segment (once per segment)
+ *     reads every thread's record, and returns unused segments to the
+ *     allocator with free().
  * Order: linearizable FIFO, hence FIFO per producer.
- * Memory: segments that every consumer has passed are reclaimed with RCU
- * (liburcu's urcu-bp flavour, which needs no thread registration), so a slow
- * consumer may still read a segment that has been unlinked. After a burst is
- * drained the list holds one or two segments.
+ * Memory: segments that every consumer has passed are reclaimed with the
+ * library's own epoch scheme (no registration, no helper thread): the pop
+ * that moves past a segment frees it, and any older one, once no operation
+ * that entered before the move is still running; the first such segment
+ * is kept as the list's spare for the next growth. A thread stopped inside
+ * an operation delays the freeing (not the operations) of every list until
+ * it runs again. After a burst is drained, sl_list_segments() is back to at
+ * most two (the head segment and the spare) once a pop has found the list
+ * empty while no other operation was running.
  */
 #ifndef SLUICE_LIST_H
 #define SLUICE_LIST_H
@@ -43,26 +63,28 @@ typedef struct sl_list_seg sl_list_seg; /* private */
 typedef struct sl_list {
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(sl_list_seg *) head; /* consumers' segment */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(sl_list_seg *) tail; /* producers' segment */
-    /* Read-only after init, apart from the segment accounting. */
+    /* Read-only after init. */
     SL_ALIGNAS(SL_CACHELINE) size_t elem_size;
     size_t seg_slots;                     /* slots per segment */
-    sl_list_seg *oldest;                  /* first segment ever, in builds that
-                                             free unlinked segments only at destroy */
+    /* Written about once per segment: growth and reclamation. */
+    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(sl_list_seg *) oldest; /* first not yet freed */
+    SL_ATOMIC(sl_list_seg *) spare;       /* an empty segment kept for growth */
     SL_ATOMIC(uint64_t) segs_live;        /* allocated and not yet freed */
-    SL_ATOMIC(uint64_t) segs_retiring;    /* unlinked, waiting for a grace period */
+    SL_ATOMIC(unsigned) reclaiming;       /* 1 while a pop frees segments */
 } sl_list;
 
 /* Initialises q for messages of elem_size bytes. Returns SL_OK; SL_EINVAL for
  * NULL q or elem_size 0 or above SL_ELEM_MAX; SL_ENOMEM. */
 SL_API sl_status sl_list_init(sl_list *q, size_t elem_size);
 
-/* Waits for q's segments in reclamation, then frees everything; messages
+/* Frees every segment (unlinked ones and the spare included); messages
  * inside are discarded unseen. NULL is fine. No other thread may use q. */
 SL_API void sl_list_destroy(sl_list *q);
 
-/* Appends one message. Returns SL_OK, SL_ENOMEM (nothing consumed), or
- * SL_EINVAL for NULL q or elem.
- * Lock-free; acts as release, and the publishing step is a seq_cst RMW. */
+/* Appends one message. Returns SL_OK, SL_ENOMEM (a new segment was needed
+ * and none could be allocated; nothing consumed), or SL_EINVAL for NULL q or
+ * elem. Lock-free (allocates only to grow, see above); acts as release, and
+ * the publishing step is a seq_cst RMW. */
 SL_API sl_status sl_list_try_push(sl_list *q, const void *elem);
 
 /* Moves the oldest message into out. Returns SL_OK, SL_EMPTY, or SL_EINVAL
@@ -79,8 +101,9 @@ SL_API size_t sl_list_pop_n(sl_list *q, void *out, size_t n);
 /* Messages inside now: a snapshot; 0 exactly when empty at rest. */
 SL_API size_t sl_list_len(const sl_list *q);
 
-/* Segments allocated and not yet freed (including ones waiting for a grace
- * period): what the list costs in memory, in units of segments. */
+/* Segments allocated and not yet freed (including the spare and unlinked
+ * ones no thread has been able to free yet): what the list costs in
+ * memory, in units of segments. */
 SL_API size_t sl_list_segments(const sl_list *q);
 
 SL_END_DECLS

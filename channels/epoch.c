@@ -1,0 +1,174 @@
+/*
+ * channels/epoch.c — the epoch domain's records: registration, reuse at
+ * thread exit, the anonymous fallback, stamping and the scan (the protocol
+ * and its argument are in internal/epoch.h and docs/guarantees.md).
+ *
+ * The registry is a push-only singly linked list of records: a record is
+ * never freed while the library is loaded, so a scan may walk it at any time
+ * without protection. A thread takes a record that a finished thread gave
+ * back (CAS of `owned` 0 -> 1) before it allocates a new one, so the registry
+ * grows only to the largest number of threads that used lists at once.
+ */
+#include "internal/epoch.h"
+#include "internal/testing.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) sl__epoch_global = 1;
+_Thread_local sl_epoch_rec *sl__epoch_self __attribute__((tls_model("initial-exec")));
+
+static SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(sl_epoch_rec *) registry;
+/* Threads inside an operation without a record. */
+static SL_ATOMIC(uint64_t) anonymous;
+/* The pthread key whose destructor gives a record back, plus one (0: none). */
+static SL_ATOMIC(unsigned) exit_key_plus1;
+
+/* Thread exit: the record goes back for another thread to take. The thread is
+ * outside every operation here, so its announcement is already 0. */
+static void give_back(void *p)
+{
+    sl_epoch_rec *r = p;
+    sl__epoch_self = NULL;
+    /* Release: this thread's last exit store is seen by the next owner. */
+    atomic_store_explicit(&r->owned, 0, memory_order_release);
+}
+
+/* fork's child has only the forking thread: every other record's owner is
+ * gone, and an announcement it left would hold back reclamation forever. */
+static void child_after_fork(void)
+{
+    sl_epoch_rec *r = atomic_load_explicit(&registry, memory_order_relaxed);
+    for (; r; r = r->next) {
+        if (r == sl__epoch_self)
+            continue;
+        atomic_store_explicit(&r->announced, 0, memory_order_relaxed);
+        atomic_store_explicit(&r->owned, 0u, memory_order_relaxed);
+    }
+    atomic_store_explicit(&anonymous, 0, memory_order_relaxed);
+}
+
+/* Unloading the library must not leave a destructor pointing into it. */
+static void __attribute__((destructor)) drop_exit_key(void)
+{
+    unsigned k1 = atomic_exchange_explicit(&exit_key_plus1, 0u, memory_order_acq_rel);
+    if (k1 != 0)
+        pthread_key_delete((pthread_key_t)(k1 - 1));
+}
+
+/* The key with give_back as destructor, created once without a lock: racing
+ * creators each make one and all but the first delete theirs. The winner
+ * also registers the fork handler (glibc drops it if the library is
+ * unloaded). */
+static int exit_key(pthread_key_t *out)
+{
+    unsigned k1 = atomic_load_explicit(&exit_key_plus1, memory_order_acquire);
+    if (k1 == 0) {
+        pthread_key_t mine;
+        if (pthread_key_create(&mine, give_back) != 0)
+            return -1;
+        unsigned want = (unsigned)mine + 1;
+        if (atomic_compare_exchange_strong_explicit(&exit_key_plus1, &k1, want,
+                                                    memory_order_acq_rel,
+                                                    memory_order_acquire)) {
+            k1 = want;
+            pthread_atfork(NULL, NULL, child_after_fork);
+        } else {
+            pthread_key_delete(mine); /* k1 now holds the winner's key */
+        }
+    }
+    *out = (pthread_key_t)(k1 - 1);
+    return 0;
+}
+
+/* A record given back by a finished thread, or NULL. */
+static sl_epoch_rec *take_free_record(void)
+{
+    sl_epoch_rec *r = atomic_load_explicit(&registry, memory_order_acquire);
+    for (; r; r = r->next) {
+        unsigned free_ = 0;
+        /* Acquire: the previous owner's last stores are done. */
+        if (atomic_load_explicit(&r->owned, memory_order_relaxed) == 0 &&
+            atomic_compare_exchange_strong_explicit(&r->owned, &free_, 1u,
+                                                    memory_order_acquire,
+                                                    memory_order_relaxed))
+            return r;
+    }
+    return NULL;
+}
+
+static sl_epoch_rec *new_record(void)
+{
+    sl_epoch_rec *r = aligned_alloc(SL_CACHELINE, sizeof *r);
+    if (!r)
+        return NULL;
+    atomic_init(&r->announced, 0);
+    atomic_init(&r->owned, 1u);
+    r->next = atomic_load_explicit(&registry, memory_order_relaxed);
+    /* Release: the record's fields are written before a scan can reach it. */
+    while (!atomic_compare_exchange_weak_explicit(&registry, &r->next, r, memory_order_release,
+                                                  memory_order_relaxed)) {
+    }
+    return r;
+}
+
+sl_epoch_rec *sl__epoch_enter_slow(void)
+{
+    pthread_key_t key;
+    sl_epoch_rec *r = NULL;
+    if (exit_key(&key) == 0) {
+        r = take_free_record();
+        if (!r)
+            r = new_record();
+        if (r && pthread_setspecific(key, r) != 0) {
+            atomic_store_explicit(&r->owned, 0, memory_order_release);
+            r = NULL;
+        }
+    }
+    if (!r) {
+        /* seq_cst: as the announcement in sl__epoch_enter. */
+        atomic_fetch_add_explicit(&anonymous, 1, memory_order_seq_cst);
+        return NULL;
+    }
+    sl__epoch_self = r;
+    return sl__epoch_enter();
+}
+
+void sl__epoch_exit_anonymous(void)
+{
+    /* Release: as the cleared announcement in sl__epoch_exit. */
+    atomic_fetch_sub_explicit(&anonymous, 1, memory_order_release);
+}
+
+uint64_t sl__epoch_stamp(void)
+{
+    /* seq_cst: after the caller's unlink, before the scan that compares. */
+    return atomic_fetch_add_explicit(&sl__epoch_global, 1, memory_order_seq_cst) + 1;
+}
+
+uint64_t sl__epoch_oldest(const sl_epoch_rec *self)
+{
+    /* seq_cst loads: a thread whose announcement this scan misses comes after
+     * the scan in the single total order, so its root loads see the unlink. */
+    if (atomic_load_explicit(&anonymous, memory_order_seq_cst) != 0)
+        return 0;
+    uint64_t oldest = UINT64_MAX;
+    sl_epoch_rec *r = atomic_load_explicit(&registry, memory_order_acquire);
+    for (; r; r = r->next) {
+        if (r == self)
+            continue;
+        uint64_t e = atomic_load_explicit(&r->announced, memory_order_seq_cst);
+        if (e != 0 && e < oldest)
+            oldest = e;
+    }
+    return oldest;
+}
+
+size_t sl__epoch_records(void)
+{
+    size_t n = 0;
+    sl_epoch_rec *r = atomic_load_explicit(&registry, memory_order_acquire);
+    for (; r; r = r->next)
+        n++;
+    return n;
+}

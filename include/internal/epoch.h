@@ -1,0 +1,99 @@
+/*
+ * internal/epoch.h — epoch-based reclamation for the library's own linked
+ * structures (internal, not installed; today the SL_LIST segments).
+ *
+ * Every thread that touches a protected structure owns a record. An
+ * operation announces, in its record, the global epoch it read on entry
+ * (sl__epoch_enter) and clears the announcement when it is done
+ * (sl__epoch_exit). A thread that unlinks an object takes a stamp
+ * (sl__epoch_stamp: the global epoch, bumped); the object may be freed once
+ * sl__epoch_oldest, read after the stamp was taken, is at least the stamp:
+ * every thread then inside an operation entered after the unlink, so cannot
+ * hold a pointer to the object.
+ *
+ * No helper thread and no lock: the thread that unlinks frees what is safe.
+ * Records are registered lock-free on a thread's first operation and given
+ * back at thread exit for reuse. A thread that cannot get a record (out of
+ * memory or of pthread keys) enters anonymously through one shared counter,
+ * and while any thread is inside anonymously nothing is freed.
+ *
+ * Progress: enter and exit are wait-free once the thread has its record
+ * (registration is lock-free: one CAS push, retried only when another
+ * registration won). A thread stopped inside an operation delays
+ * reclamation, never another thread's operation.
+ */
+#ifndef SLUICE_INTERNAL_EPOCH_H
+#define SLUICE_INTERNAL_EPOCH_H
+
+#include <stdint.h>
+
+#include "sluice/base.h"
+
+typedef struct sl_epoch_rec {
+    /* 0 outside an operation; otherwise the epoch read on entry. Written only
+     * by the owning thread, read by reclaiming threads. */
+    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) announced;
+    SL_ATOMIC(unsigned) owned;       /* 1 while a thread holds the record */
+    struct sl_epoch_rec *next;       /* registry link: set before the record is
+                                        published, never changed after */
+} sl_epoch_rec;
+
+/* The global epoch (starts at 1; 0 means "outside") and the calling thread's
+ * record (NULL until its first operation). Initial-exec TLS: one
+ * %fs-relative load, no __tls_get_addr call. */
+extern SL_ATOMIC(uint64_t) sl__epoch_global;
+extern _Thread_local sl_epoch_rec *sl__epoch_self __attribute__((tls_model("initial-exec")));
+
+/* First operation of a thread (or after its record was given back):
+ * registers and enters. Returns the record, or NULL for an anonymous entry. */
+sl_epoch_rec *sl__epoch_enter_slow(void);
+void sl__epoch_exit_anonymous(void);
+
+/* Announces the epoch now current: at entry, and where a long operation
+ * (a batch) holds no pointer into the structure, so that it stops holding
+ * back what was unlinked since it entered. NULL (anonymous) is fine. */
+static inline void sl__epoch_refresh(sl_epoch_rec *r)
+{
+    if (r == NULL)
+        return;
+    /* Acquire: an epoch read at or past an unlinker's stamp makes its unlink
+     * visible to this operation's loads. */
+    uint64_t e = atomic_load_explicit(&sl__epoch_global, memory_order_acquire);
+    /* seq_cst RMW: the announcement is ordered before this operation's
+     * (seq_cst) loads of the structure's roots, against a reclaimer's scan. */
+    atomic_exchange_explicit(&r->announced, e, memory_order_seq_cst);
+}
+
+/* Enters a protected operation. Returns the token to pass to sl__epoch_exit.
+ * Wait-free after the thread's first call. */
+static inline sl_epoch_rec *sl__epoch_enter(void)
+{
+    sl_epoch_rec *r = sl__epoch_self;
+    if (__builtin_expect(r == NULL, 0))
+        return sl__epoch_enter_slow();
+    sl__epoch_refresh(r);
+    return r;
+}
+
+/* Leaves the operation. Release: every access of the operation happens before
+ * a reclaimer that reads the cleared announcement frees anything. */
+static inline void sl__epoch_exit(sl_epoch_rec *r)
+{
+    if (__builtin_expect(r != NULL, 1))
+        atomic_store_explicit(&r->announced, 0, memory_order_release);
+    else
+        sl__epoch_exit_anonymous();
+}
+
+/* Stamps an object its caller has just made unreachable from every root.
+ * One seq_cst RMW on the global epoch; call once per unlinked object. */
+uint64_t sl__epoch_stamp(void);
+
+/* The oldest epoch announced by a thread inside an operation, other than
+ * `self` (which must hold no pointer to what the caller frees): objects with
+ * a stamp <= the result may be freed. UINT64_MAX when nobody is inside; 0
+ * while an anonymous thread is. Call after reading the stamps it is compared
+ * with. O(records registered); wait-free. */
+uint64_t sl__epoch_oldest(const sl_epoch_rec *self);
+
+#endif /* SLUICE_INTERNAL_EPOCH_H */

@@ -204,9 +204,12 @@ static bool try_complete(sl_pool *p)
     p->cmd = SL__CMD_NONE;
     atomic_store_explicit(&p->cmd_waiting, 0, memory_order_relaxed);
     atomic_store_explicit(&p->state, (int)now, memory_order_relaxed);
-    pthread_mutex_unlock(&p->lock);
-    /* seq_cst: the condition wait_ready re-checks after its prepare. */
+    /* seq_cst: the condition wait_ready re-checks after its prepare. Under
+     * the lock, like apply()'s `busy = 1`: cleared after the unlock, it could
+     * overwrite the mark of a command issued in between, and that command's
+     * wait_ready would return before its effect (a RESET's sweep). */
     atomic_store_explicit(&p->busy, 0, memory_order_seq_cst);
+    pthread_mutex_unlock(&p->lock);
     sl_event_notify_all(&p->ready_ev);
     if (user_cmd && p->opts.on_state)
         p->opts.on_state(p, now, p->opts.user);

@@ -146,14 +146,16 @@ static inline int sl__cellring_push(const sl__cellring *r, uint64_t value, bool 
             SL_FI();
 #ifdef SL_MUTANT_MPMC_SPLIT_PUBLISH
             /* Planted bug (docs/guarantees.md): claim, then write the value. */
-            if (d == 0 && atomic_compare_exchange_strong(&c->stamp, &s, t + 1)) {
-                SL_FI();
-                atomic_store_explicit(&c->value, value, memory_order_relaxed);
-                sl__cellring_advance(r, r->tail, t);
-                return 0;
+            if (d == 0) {
+                if (atomic_compare_exchange_strong(&c->stamp, &s, t + 1)) {
+                    SL_FI();
+                    atomic_store_explicit(&c->value, value, memory_order_relaxed);
+                    sl__cellring_advance(r, r->tail, t);
+                    return 0;
+                }
+                t = atomic_load_explicit(r->tail, memory_order_seq_cst);
+                continue;
             }
-            if (d == 0)
-                goto reload;
 #endif
             /* Claim and publish in one step; when full, the same step takes
              * the oldest value (position s - 1, which is the head's). A
@@ -172,9 +174,6 @@ static inline int sl__cellring_push(const sl__cellring *r, uint64_t value, bool 
         } else {
             sl__cellring_advance(r, r->tail, t); /* written by another push, or t is stale */
         }
-#ifdef SL_MUTANT_MPMC_SPLIT_PUBLISH
-    reload:
-#endif
         t = atomic_load_explicit(r->tail, memory_order_seq_cst);
     }
 }

@@ -32,12 +32,13 @@
 #include "chan_flavors.h"
 #include "internal/await.h"
 #include "internal/testing.h"
+#include "internal/sysops.h"
 
 sl_status sl__chan_new_at(sl_chan **out, const sl_chan_opts *opts, uint64_t start)
 {
     if (!out || !opts || !flavor_supported(opts->flavor))
         return SL_EINVAL;
-    sl_chan *ch = aligned_alloc(SL_CACHELINE, sl__round_to_line(sizeof *ch));
+    sl_chan *ch = sl__alloc(SL_CACHELINE, sizeof *ch);
     if (!ch)
         return SL_ENOMEM;
     memset(ch, 0, sizeof *ch);

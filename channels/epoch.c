@@ -11,6 +11,7 @@
  */
 #include "internal/epoch.h"
 #include "internal/testing.h"
+#include "internal/sysops.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -99,7 +100,7 @@ static sl_epoch_rec *take_free_record(void)
 
 static sl_epoch_rec *new_record(void)
 {
-    sl_epoch_rec *r = aligned_alloc(SL_CACHELINE, sizeof *r);
+    sl_epoch_rec *r = sl__alloc(SL_CACHELINE, sizeof *r);
     if (!r)
         return NULL;
     atomic_init(&r->announced, 0);

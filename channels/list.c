@@ -38,6 +38,7 @@
 #include "internal/epoch.h"
 #include "internal/spin.h"
 #include "internal/testing.h"
+#include "internal/sysops.h"
 
 enum { SLOT_EMPTY = 0, SLOT_FULL = 1, SLOT_TAKEN = 2 };
 
@@ -62,24 +63,6 @@ static size_t slots_for(size_t elem_size)
     return n < 32 ? 32 : n > 1024 ? 1024 : n;
 }
 
-/* Test hook (internal/testing.h): segment allocations left to fail. */
-static SL_ATOMIC(unsigned) fail_allocs;
-
-void sl__list_fail_allocs(unsigned n)
-{
-    atomic_store_explicit(&fail_allocs, n, memory_order_relaxed);
-}
-
-static bool alloc_should_fail(void)
-{
-    unsigned f = atomic_load_explicit(&fail_allocs, memory_order_relaxed);
-    while (f != 0 && !atomic_compare_exchange_weak_explicit(&fail_allocs, &f, f - 1,
-                                                            memory_order_relaxed,
-                                                            memory_order_relaxed)) {
-    }
-    return f != 0;
-}
-
 /* Empties s for use as a segment of q. No other thread may reach s. */
 static void seg_reset(const sl_list *q, sl_list_seg *s)
 {
@@ -95,10 +78,8 @@ static void seg_reset(const sl_list *q, sl_list_seg *s)
 static sl_list_seg *seg_alloc(sl_list *q)
 {
     size_t hdr = sl__round_to_line(sizeof(sl_list_seg) + q->seg_slots);
-    if (alloc_should_fail())
-        return NULL;
     sl_list_seg *s =
-        aligned_alloc(SL_CACHELINE, hdr + sl__round_to_line(q->seg_slots * q->elem_size));
+        sl__alloc(SL_CACHELINE, hdr + sl__round_to_line(q->seg_slots * q->elem_size));
     if (!s)
         return NULL;
     s->bytes = (unsigned char *)s + hdr;

@@ -16,6 +16,7 @@
 
 #include "cellring.h"
 #include "rings.h"
+#include "internal/sysops.h"
 
 /* ---- the queue's rings ---------------------------------------------------- */
 
@@ -34,12 +35,10 @@ static sl__cellring free_ring(const sl_mpmc *q)
 
 static sl_status alloc_storage(sl_mpmc *q, size_t elem_size, size_t capacity, size_t slots)
 {
-    /* aligned_alloc wants a size that is a multiple of the alignment (the
-     * sanitizers' allocators enforce it): round up to a cache line. */
-    q->used = aligned_alloc(SL_CACHELINE, sl__round_to_line(capacity * sizeof(sl_mpmc_cell)));
+    q->used = sl__alloc(SL_CACHELINE, capacity * sizeof(sl_mpmc_cell));
     if (slots) {
-        q->free = aligned_alloc(SL_CACHELINE, sl__round_to_line(slots * sizeof(sl_mpmc_cell)));
-        q->slots = aligned_alloc(SL_CACHELINE, sl__round_to_line(slots * elem_size));
+        q->free = sl__alloc(SL_CACHELINE, slots * sizeof(sl_mpmc_cell));
+        q->slots = sl__alloc(SL_CACHELINE, slots * elem_size);
     }
     if (!q->used || (slots && (!q->free || !q->slots))) {
         free(q->used);

@@ -19,6 +19,7 @@
 #include "chan_impl.h"
 #include "internal/await.h"
 #include "internal/util.h"
+#include "internal/sysops.h"
 
 /* Cases up to this many need no allocation for the shuffle. */
 #define SELECT_STACK_CASES 64
@@ -132,7 +133,7 @@ SL_API sl_status sl_select(sl_select_case *cases, size_t n, uint64_t timeout_ns,
     if (!cases || !index || n == 0 || !cases_valid(cases, n))
         return SL_EINVAL;
     size_t stack_order[SELECT_STACK_CASES];
-    size_t *order = n <= SELECT_STACK_CASES ? stack_order : malloc(n * sizeof *order);
+    size_t *order = n <= SELECT_STACK_CASES ? stack_order : sl__alloc(0, n * sizeof *order);
     if (!order)
         return SL_ENOMEM;
     sl_status st = poll_round(cases, n, order, index);

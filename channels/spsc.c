@@ -15,6 +15,7 @@
 
 #include "rings.h"
 #include "internal/testing.h"
+#include "internal/sysops.h"
 
 static size_t round_up_pow2(size_t x)
 {
@@ -56,7 +57,7 @@ sl_status sl__spsc_init_at(sl_spsc *q, size_t elem_size, size_t capacity, uint64
     if (capacity > (SIZE_MAX >> 2) / elem_size)
         return SL_EINVAL;
     size_t slots_n = round_up_pow2(capacity + slack_slots(elem_size));
-    unsigned char *slots = aligned_alloc(SL_CACHELINE, sl__round_to_line(slots_n * elem_size));
+    unsigned char *slots = sl__alloc(SL_CACHELINE, slots_n * elem_size);
     if (!slots)
         return SL_ENOMEM;
     init_side(&q->prod, slots, slots_n - 1, capacity, elem_size, start);

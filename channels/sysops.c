@@ -4,11 +4,14 @@
  * FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline, so a wait
  * interrupted by a signal retries with the same deadline instead of
  * recomputing a relative one. Futexes are process-private: sluice objects are
- * never shared between processes.
+ * never shared between processes. Allocation and thread creation sit in the
+ * same table so that tests can make them fail.
  */
 #include "internal/sysops.h"
 
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 #include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
@@ -54,11 +57,24 @@ static int sys_membarrier(int cmd)
 #endif
 }
 
+static void *sys_alloc(size_t align, size_t size)
+{
+    return align <= sizeof(max_align_t) ? malloc(size) : aligned_alloc(align, size);
+}
+
+static int sys_thread_getattr(pthread_attr_t *attr)
+{
+    return pthread_getattr_np(pthread_self(), attr);
+}
+
 const sl_sys_ops sl__sys_default_ops = {
     .futex_wait = sys_futex_wait,
     .futex_wake = sys_futex_wake,
     .now_ns = sys_now_ns,
     .membarrier = sys_membarrier,
+    .alloc = sys_alloc,
+    .thread_create = pthread_create,
+    .thread_getattr = sys_thread_getattr,
 };
 
 static _Atomic(const sl_sys_ops *) current_ops = &sl__sys_default_ops;
@@ -73,4 +89,38 @@ void sl__sys_set_ops(const sl_sys_ops *ops)
 {
     atomic_store_explicit(&current_ops, ops ? ops : &sl__sys_default_ops,
                           memory_order_release);
+}
+
+void *sl__alloc(size_t align, size_t size)
+{
+    if (align > 1) {
+        if (size > SIZE_MAX - (align - 1))
+            return NULL;
+        size = (size + align - 1) & ~(align - 1);
+    }
+    void *(*alloc)(size_t, size_t) = sl__sys()->alloc;
+    return (alloc ? alloc : sys_alloc)(align, size ? size : 1);
+}
+
+void *sl__calloc(size_t n, size_t size)
+{
+    if (size != 0 && n > SIZE_MAX / size)
+        return NULL;
+    void *p = sl__alloc(0, n * size);
+    if (p)
+        memset(p, 0, n * size);
+    return p;
+}
+
+int sl__thread_create(pthread_t *thread, const pthread_attr_t *attr,
+                      void *(*start)(void *), void *arg)
+{
+    const sl_sys_ops *sys = sl__sys();
+    return (sys->thread_create ? sys->thread_create : pthread_create)(thread, attr, start, arg);
+}
+
+int sl__thread_getattr(pthread_attr_t *attr)
+{
+    const sl_sys_ops *sys = sl__sys();
+    return (sys->thread_getattr ? sys->thread_getattr : sys_thread_getattr)(attr);
 }

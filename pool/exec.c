@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "internal/util.h"
+#include "internal/sysops.h"
 
 /* A worker thread: its main loop (exec_wait.c) until the executor exits. */
 static void *exec_thread_main(void *arg)
@@ -223,7 +224,7 @@ static void exec_destroy(sl_exec *ex, unsigned initialised)
 /* Allocates ex and everything but the threads. */
 static sl_exec *exec_alloc(unsigned n, const char *name)
 {
-    sl_exec *ex = aligned_alloc(SL_CACHELINE, sizeof *ex);
+    sl_exec *ex = sl__alloc(SL_CACHELINE, sizeof *ex);
     if (!ex)
         return NULL;
     memset(ex, 0, sizeof *ex);
@@ -232,7 +233,7 @@ static sl_exec *exec_alloc(unsigned n, const char *name)
     pthread_mutex_init(&ex->pool_lock, NULL);
     sl_event_init(&ex->foreign);
     sl_event_init(&ex->freer);
-    ex->workers = aligned_alloc(SL_CACHELINE, n * sizeof *ex->workers);
+    ex->workers = sl__alloc(SL_CACHELINE, n * sizeof *ex->workers);
     bool idle = sl__idle_init(&ex->idle, n) == SL_OK; /* destroys itself on failure */
     bool helpers = true;
     for (unsigned i = 0; i < SL__HELPER_SLOTS; i++)
@@ -277,7 +278,7 @@ SL_API sl_status sl_exec_new(sl_exec **out, const sl_exec_opts *opts)
         return SL_ENOMEM;
     for (unsigned i = 0; i < n; i++) {
         sl__worker *w = &ex->workers[i];
-        if (pthread_create(&w->thread, NULL, exec_thread_main, w) != 0) {
+        if (sl__thread_create(&w->thread, NULL, exec_thread_main, w) != 0) {
             exec_stop(ex); /* the workers started so far exit; nothing left */
             return SL_ENOMEM;
         }

@@ -4,12 +4,13 @@
  * orderings are explained.
  */
 #include "exec_deque.h"
+#include "internal/sysops.h"
 
 #include <stdlib.h>
 
 static sl__deque_array *array_new(int64_t capacity)
 {
-    sl__deque_array *a = malloc(sizeof *a + (size_t)capacity * sizeof a->slot[0]);
+    sl__deque_array *a = sl__alloc(0, sizeof *a + (size_t)capacity * sizeof a->slot[0]);
     if (!a)
         return NULL;
     a->mask = capacity - 1;

@@ -18,6 +18,7 @@
  * advances it to the next even value (docs/exec.md, "Futures").
  */
 #include "exec_internal.h"
+#include "internal/sysops.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -29,10 +30,10 @@
  * lock held. Returns false when out of memory. */
 static bool slab_add_locked(sl_exec *ex)
 {
-    sl__slab *slab = malloc(sizeof *slab);
+    sl__slab *slab = sl__alloc(0, sizeof *slab);
     if (!slab)
         return false;
-    slab->tasks = aligned_alloc(SL_CACHELINE, SL__SLAB_TASKS * sizeof(sl__task));
+    slab->tasks = sl__alloc(SL_CACHELINE, SL__SLAB_TASKS * sizeof(sl__task));
     if (!slab->tasks) {
         free(slab);
         return false;

@@ -3,6 +3,7 @@
  * token, parking. The policy and why it strands no work: pool/idle.h.
  */
 #include "idle.h"
+#include "internal/sysops.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +13,8 @@ sl_status sl__idle_init(sl__idle *idle, unsigned nslots)
     memset(idle, 0, sizeof *idle);
     idle->nslots = nslots;
     idle->nwords = (nslots + 63u) / 64u;
-    idle->sleep_bits = calloc(idle->nwords ? idle->nwords : 1, sizeof *idle->sleep_bits);
-    idle->slots = aligned_alloc(SL_CACHELINE, (nslots ? nslots : 1) * sizeof *idle->slots);
+    idle->sleep_bits = sl__calloc(idle->nwords ? idle->nwords : 1, sizeof *idle->sleep_bits);
+    idle->slots = sl__alloc(SL_CACHELINE, (nslots ? nslots : 1) * sizeof *idle->slots);
     if (!idle->sleep_bits || !idle->slots) {
         sl__idle_destroy(idle);
         return SL_ENOMEM;

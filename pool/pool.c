@@ -19,6 +19,7 @@
 #include "pool_impl.h"
 #include "internal/await.h"
 #include "internal/util.h"
+#include "internal/sysops.h"
 
 /* ---- creation and free --------------------------------------------------- */
 
@@ -52,7 +53,7 @@ static void pool_destroy(sl_pool *p)
 
 static sl_status pool_alloc(sl_pool **out, const sl_pool_opts *o)
 {
-    sl_pool *p = aligned_alloc(SL_CACHELINE, sizeof(*p));
+    sl_pool *p = sl__alloc(SL_CACHELINE, sizeof(*p));
     if (!p)
         return SL_ENOMEM;
     memset(p, 0, sizeof(*p));
@@ -67,7 +68,7 @@ static sl_status pool_alloc(sl_pool **out, const sl_pool_opts *o)
      * `pending`, which is what the capacity bounds. */
     p->batch = p->cap ? 1u : SL__POOL_BATCH;
     pthread_mutex_init(&p->lock, NULL);
-    p->slots = aligned_alloc(SL_CACHELINE, o->max_workers * sizeof(sl__pool_slot));
+    p->slots = sl__alloc(SL_CACHELINE, o->max_workers * sizeof(sl__pool_slot));
     if (p->slots) {
         memset(p->slots, 0, o->max_workers * sizeof(sl__pool_slot));
         for (unsigned s = 0; s < o->max_workers; s++)
@@ -102,7 +103,7 @@ SL_API sl_status sl_pool_new(sl_pool **out, const sl_pool_opts *opts)
     sl_status st = pool_alloc(&p, &o);
     if (st != SL_OK)
         return st;
-    if (pthread_create(&p->ctl, NULL, sl__pool_ctl_main, p) != 0) {
+    if (sl__thread_create(&p->ctl, NULL, sl__pool_ctl_main, p) != 0) {
         pool_destroy(p);
         return SL_ENOMEM;
     }

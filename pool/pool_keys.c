@@ -16,6 +16,7 @@
 #include <stdlib.h>
 
 #include "pool_impl.h"
+#include "internal/sysops.h"
 
 struct sl__pool_key_job {
     sl_job job;
@@ -34,7 +35,7 @@ static size_t hash_key(uint64_t key)
 
 sl_status sl__pool_keys_init(sl__pool_keys *k)
 {
-    k->slots = calloc(KEYS_MIN_SLOTS, sizeof(sl__pool_key_entry));
+    k->slots = sl__calloc(KEYS_MIN_SLOTS, sizeof(sl__pool_key_entry));
     if (!k->slots)
         return SL_ENOMEM;
     k->mask = KEYS_MIN_SLOTS - 1;
@@ -80,7 +81,7 @@ static sl__pool_key_entry *free_slot_for(sl__pool_key_entry *slots, size_t mask,
 static bool grow(sl__pool_keys *k)
 {
     size_t n = (k->mask + 1) * 2;
-    sl__pool_key_entry *slots = calloc(n, sizeof(sl__pool_key_entry));
+    sl__pool_key_entry *slots = sl__calloc(n, sizeof(sl__pool_key_entry));
     if (!slots)
         return false;
     for (size_t i = 0; i <= k->mask; i++) {
@@ -122,7 +123,7 @@ static sl_status admit_locked(sl__pool_keys *k, const sl_job *job)
     }
     if (job->flags & SL_JOB_UNIQUE)
         return SL_EXISTS;
-    sl__pool_key_job *w = malloc(sizeof(*w));
+    sl__pool_key_job *w = sl__alloc(0, sizeof(*w));
     if (!w)
         return SL_ENOMEM;
     *w = (sl__pool_key_job){.job = *job};

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "pool_impl.h"
+#include "internal/sysops.h"
 
 static sl_list *list_at(const sl__pool_queue *q, unsigned inbox, unsigned level)
 {
@@ -25,7 +26,7 @@ sl_status sl__pool_queue_init(sl__pool_queue *q, unsigned levels, unsigned inbox
     q->levels = levels;
     q->inboxes = inboxes;
     /* sl_list holds cache-line aligned members: allocate it aligned. */
-    q->lists = aligned_alloc(SL_CACHELINE, n * sizeof(sl_list));
+    q->lists = sl__alloc(SL_CACHELINE, n * sizeof(sl_list));
     if (!q->lists)
         return SL_ENOMEM;
     for (size_t i = 0; i < n; i++) {

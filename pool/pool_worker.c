@@ -46,6 +46,7 @@
 #include "pool_impl.h"
 #include "internal/spin.h"
 #include "internal/util.h"
+#include "internal/sysops.h"
 
 /* Polls of the work count before parking. Each poll is two loads; with the
  * pause in between this is a few microseconds — long enough to catch the
@@ -515,7 +516,7 @@ sl_status sl__pool_spawn(sl_pool *p, unsigned limit)
     bool replacement = false;
     if (limit > p->opts.max_workers)
         limit = p->opts.max_workers;
-    sl__pool_worker *w = aligned_alloc(SL_CACHELINE, sizeof(*w));
+    sl__pool_worker *w = sl__alloc(SL_CACHELINE, sizeof(*w));
     if (!w)
         return SL_ENOMEM;
     memset(w, 0, sizeof(*w));
@@ -533,7 +534,7 @@ sl_status sl__pool_spawn(sl_pool *p, unsigned limit)
     if (replacement)
         atomic_fetch_add_explicit(&p->respawned, 1, memory_order_relaxed);
     pthread_t t;
-    if (pthread_create(&t, NULL, pool_worker_main, w) != 0) {
+    if (sl__thread_create(&t, NULL, pool_worker_main, w) != 0) {
         atomic_fetch_sub_explicit(&p->live, 1, memory_order_acq_rel);
         atomic_fetch_sub_explicit(&p->spawned, 1, memory_order_relaxed);
         if (replacement)

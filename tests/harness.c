@@ -1,4 +1,5 @@
 #include "harness.h"
+#include "internal/sysops.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -198,6 +199,49 @@ TCase *sl_test_loop_case(Suite *s, const char *name, int timeout, const TTest *t
     tcase_add_loop_test(tc, test, 0, n);
     suite_add_tcase(s, tc);
     return tc;
+}
+
+/* The allocation-fault table: attempts counts every call since arming;
+ * calls numbered in [fail_from, fail_to) fail. */
+static _Atomic uint64_t alloc_attempts, alloc_fail_from, alloc_fail_to;
+
+static void *fault_alloc(size_t align, size_t size)
+{
+    uint64_t k = atomic_fetch_add(&alloc_attempts, 1) + 1;
+    if (k >= atomic_load(&alloc_fail_from) && k < atomic_load(&alloc_fail_to))
+        return NULL;
+    return sl__sys_default_ops.alloc(align, size);
+}
+
+static const sl_sys_ops k_alloc_fault_ops = {.alloc = fault_alloc};
+
+static void arm_allocs(uint64_t from, uint64_t to)
+{
+    atomic_store(&alloc_fail_from, from);
+    atomic_store(&alloc_fail_to, to);
+    atomic_store(&alloc_attempts, 0);
+    sl__sys_set_ops(&k_alloc_fault_ops);
+}
+
+void sl_test_fail_allocs(uint64_t n)
+{
+    arm_allocs(1, n == UINT64_MAX ? UINT64_MAX : n + 1);
+}
+
+void sl_test_fail_alloc_at(uint64_t k)
+{
+    arm_allocs(k, k + 1);
+}
+
+uint64_t sl_test_allocs(void)
+{
+    return atomic_load(&alloc_attempts);
+}
+
+void sl_test_alloc_faults_off(void)
+{
+    arm_allocs(0, 0);
+    sl__sys_set_ops(NULL);
 }
 
 int sl_test_run(Suite *s)

@@ -103,6 +103,18 @@ void sl_test_recv_start(sl_test_recv_thread *t, sl_chan *ch);
  * fixture. */
 TCase *sl_test_loop_case(Suite *s, const char *name, int timeout, const TTest *test, int n);
 
+/* Allocation faults, through the system layer (internal/sysops.h): the
+ * harness installs a table whose allocation fails as armed here; everything
+ * else in it is the real call. sl_test_fail_allocs(n): the next n allocations
+ * fail (UINT64_MAX: all until disarmed). sl_test_fail_alloc_at(k): the k-th
+ * allocation from now fails (1-based), the others succeed. Both reset the
+ * count that sl_test_allocs returns: allocations attempted since arming.
+ * sl_test_alloc_faults_off() disarms and restores the real table. */
+void sl_test_fail_allocs(uint64_t n);
+void sl_test_fail_alloc_at(uint64_t k);
+uint64_t sl_test_allocs(void);
+void sl_test_alloc_faults_off(void);
+
 /* Runs the suite with Check and returns the process exit status. */
 int sl_test_run(Suite *s);
 

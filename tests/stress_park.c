@@ -120,7 +120,8 @@ static int fault_futex_wake(SL_ATOMIC(uint32_t) *word, int count)
 
 static uint64_t fault_now_ns(void) { return sl__sys_default_ops.now_ns(); }
 
-static const sl_sys_ops k_fault_ops = {fault_futex_wait, fault_futex_wake, fault_now_ns, NULL};
+static const sl_sys_ops k_fault_ops = {
+    .futex_wait = fault_futex_wait, .futex_wake = fault_futex_wake, .now_ns = fault_now_ns};
 
 static void faults_install(bool on)
 {

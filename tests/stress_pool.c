@@ -101,8 +101,9 @@ static int fault_futex_wake(SL_ATOMIC(uint32_t) *word, int count)
 static uint64_t fault_now(void) { return sl__sys_default_ops.now_ns(); }
 static int fault_membarrier(int cmd) { return sl__sys_default_ops.membarrier(cmd); }
 
-static const sl_sys_ops k_fault_ops = {fault_futex_wait, fault_futex_wake, fault_now,
-                                       fault_membarrier};
+static const sl_sys_ops k_fault_ops = {
+    .futex_wait = fault_futex_wait, .futex_wake = fault_futex_wake, .now_ns = fault_now,
+    .membarrier = fault_membarrier};
 
 static void restore_ops(void) { sl__sys_set_ops(NULL); }
 

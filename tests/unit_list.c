@@ -370,13 +370,13 @@ START_TEST(test_enomem_at_boundary)
         ck_assert_int_eq(sl_list_try_push(&q, in), SL_OK);
     }
     ck_assert_uint_eq(sl_list_segments(&q), 1); /* fresh: no spare to grow into */
-    sl__list_fail_allocs(3);
+    sl_test_fail_allocs(3);
     for (int k = 0; k < 3; k++) {
         sl_test_seq_fill(in, esz, s);
         ck_assert_int_eq(sl_list_try_push(&q, in), SL_ENOMEM);
         ck_assert_uint_eq(sl_list_len(&q), slots);
     }
-    sl__list_fail_allocs(1);
+    sl_test_fail_allocs(1);
     for (int k = 0; k < 4; k++)
         sl_test_seq_fill(in + k * esz, esz, s + (uint64_t)k);
     ck_assert_uint_eq(sl_list_push_n(&q, in, 4), 0);
@@ -384,6 +384,7 @@ START_TEST(test_enomem_at_boundary)
     ck_assert_uint_eq(sl_list_segments(&q), 1);
     /* Memory is back: the same four go in, then pop in order. */
     ck_assert_uint_eq(sl_list_push_n(&q, in, 4), 4);
+    sl_test_alloc_faults_off();
     s += 4;
     ck_assert_uint_eq(sl_list_len(&q), s);
     for (uint64_t k = 0; k < s; k++) {
@@ -412,7 +413,7 @@ START_TEST(test_steady_state_uses_spare)
         ck_assert_uint_eq(v, popped++);
     }
     ck_assert_uint_eq(sl_list_segments(&q), 2);
-    sl__list_fail_allocs(UINT_MAX);
+    sl_test_fail_allocs(UINT64_MAX);
     const uint64_t window = slots / 3;
     while (pushed < 200 * slots) {
         for (uint64_t k = 0; k < window; k++, pushed++)
@@ -423,7 +424,7 @@ START_TEST(test_steady_state_uses_spare)
             popped++;
         }
     }
-    sl__list_fail_allocs(0);
+    sl_test_alloc_faults_off();
     ck_assert_uint_le(sl_list_segments(&q), IDLE_SEGMENTS);
     sl_list_destroy(&q);
 }

@@ -1818,8 +1818,9 @@ static int herd_futex_wake(SL_ATOMIC(uint32_t) *word, int count)
 static uint64_t herd_now(void) { return sl__sys_default_ops.now_ns(); }
 static int herd_membarrier(int cmd) { return sl__sys_default_ops.membarrier(cmd); }
 
-static const sl_sys_ops k_herd_ops = {herd_futex_wait, herd_futex_wake, herd_now,
-                                      herd_membarrier};
+static const sl_sys_ops k_herd_ops = {
+    .futex_wait = herd_futex_wait, .futex_wake = herd_futex_wake, .now_ns = herd_now,
+    .membarrier = herd_membarrier};
 
 static void restore_ops(void) { sl__sys_set_ops(NULL); }
 

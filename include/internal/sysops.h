@@ -1,15 +1,20 @@
 /*
- * internal/sysops.h — the system-call layer under the parking code (internal).
+ * internal/sysops.h — the system layer under sluice (internal).
  *
- * Every futex and clock call sluice makes goes through one table of function
- * pointers, so that tests can replace it to inject spurious wake-ups, EINTR,
- * early time-outs and delays, or to count system calls. Production code never
- * replaces it.
+ * Every futex, clock, membarrier, allocation and thread-creation call sluice
+ * makes goes through one table of function pointers, so that tests can
+ * replace it to inject spurious wake-ups, EINTR, early time-outs, delays,
+ * allocation and thread-creation failures, or to count system calls.
+ * Production code never replaces it. A replacement table may leave any entry
+ * NULL: that entry then uses the real call.
  */
 #ifndef SLUICE_INTERNAL_SYSOPS_H
 #define SLUICE_INTERNAL_SYSOPS_H
 
 #include "sluice/base.h"
+
+#include <pthread.h>
+#include <stddef.h>
 
 typedef struct sl_sys_ops {
     /* FUTEX_WAIT on *word while it equals expected, until the absolute
@@ -22,6 +27,15 @@ typedef struct sl_sys_ops {
     uint64_t (*now_ns)(void);
     /* membarrier(2) with `cmd` and no flags; 0 on success, -errno otherwise. */
     int (*membarrier)(int cmd);
+    /* aligned_alloc(align, size): size is a multiple of align; NULL when out
+     * of memory. Memory is given back with free(). */
+    void *(*alloc)(size_t align, size_t size);
+    /* pthread_create, with its return value. */
+    int (*thread_create)(pthread_t *thread, const pthread_attr_t *attr,
+                         void *(*start)(void *), void *arg);
+    /* pthread_getattr_np for the calling thread, with its return value (it
+     * fails where /proc/self/maps cannot be read, for the main thread). */
+    int (*thread_getattr)(pthread_attr_t *attr);
 } sl_sys_ops;
 
 /* The real system calls. */
@@ -33,5 +47,15 @@ const sl_sys_ops *sl__sys(void);
 /* Replaces the table; NULL restores the default. Tests only: call it while no
  * thread is inside sluice. */
 void sl__sys_set_ops(const sl_sys_ops *ops);
+
+/* The table's entries, with the real call where the table has none. All
+ * allocation in sluice goes through these: sl__alloc(align, size) rounds size
+ * up to a multiple of align (align: a power of two; 0 means malloc's own);
+ * sl__calloc zeroes and returns NULL when n * size overflows. */
+void *sl__alloc(size_t align, size_t size);
+void *sl__calloc(size_t n, size_t size);
+int sl__thread_create(pthread_t *thread, const pthread_attr_t *attr,
+                      void *(*start)(void *), void *arg);
+int sl__thread_getattr(pthread_attr_t *attr);
 
 #endif /* SLUICE_INTERNAL_SYSOPS_H */

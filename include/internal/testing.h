@@ -2,10 +2,10 @@
  * internal/testing.h — hooks for sluice's own tests (internal, not installed).
  *
  * Tests link the static library, where these hidden symbols are reachable.
- * They exist so that tests can start ring counters near wrap-around, make
- * list segment allocations fail, and replace the system-call layer
- * (sysops.h). The raw queues define their
- * hooks and include this header for the prototypes, so it names the
+ * They exist so that tests can start ring counters near wrap-around and
+ * replace the system layer (sysops.h: futex, clock, allocation, threads).
+ * The raw queues define their hooks and include this header for the
+ * prototypes, so it names the
  * structures by tag only: a raw queue never sees the channel façade.
  */
 #ifndef SLUICE_INTERNAL_TESTING_H
@@ -25,10 +25,6 @@ struct sl_chan_opts;
 sl_status sl__spsc_init_at(struct sl_spsc *q, size_t elem_size, size_t capacity, uint64_t start);
 sl_status sl__mpmc_init_at(struct sl_mpmc *q, size_t elem_size, size_t capacity, uint64_t start);
 sl_status sl__chan_new_at(struct sl_chan **out, const struct sl_chan_opts *opts, uint64_t start);
-
-/* The next n segment allocations of any SL_LIST fail as if out of memory
- * (0: none). A growth that can take the list's spare allocates nothing. */
-void sl__list_fail_allocs(unsigned n);
 
 /* Reclamation records ever registered (internal/epoch.h): the most threads
  * that were using lists at once, since records are reused after thread exit. */

@@ -115,6 +115,13 @@ void sl_test_fail_alloc_at(uint64_t k);
 uint64_t sl_test_allocs(void);
 void sl_test_alloc_faults_off(void);
 
+/* Records that this test accounted for n things of kind `what` ("messages
+ * exactly once", "jobs ran or discarded once", "tasks completed", …): one
+ * line "<program> <what>\t<n>" appended to the file named by SL_ACCOUNT_FILE,
+ * when set (`make test` sets it and sums the lines at the end). Call it only
+ * after the checks of those n passed. Safe from forked Check children. */
+void sl_test_account(const char *what, uint64_t n);
+
 /* Runs the suite with Check and returns the process exit status. */
 int sl_test_run(Suite *s);
 

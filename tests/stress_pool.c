@@ -440,6 +440,7 @@ static void acct_verify(acct_run *r, uint64_t *n_acc)
               ULL(s.submitted), ULL(s.completed), ULL(s.discarded), ULL(s.queued), s.running,
               ULL(acc), ULL(ran), ULL(disc));
     CHECK_MSG(s.state == SL_POOL_SHUTDOWN, "state %s after shutdown", state_name((int)s.state));
+    sl_test_account("jobs ran or discarded exactly once", acc);
     *n_acc = acc;
 }
 
@@ -1218,6 +1219,7 @@ START_TEST(nested)
     sl_pool_get_stats(r->pool, &s);
     CHECK_MSG(s.completed == want && s.submitted == want, "completed %llu submitted %llu",
               ULL(s.completed), ULL(s.submitted));
+    sl_test_account("jobs ran exactly once", want);
     /* Each resize starts at most max_workers threads; more is thread churn
      * (workers spawned above a target that has just fallen, retiring at once). */
     unsigned resizes = atomic_load(&r->resizes);

@@ -214,6 +214,7 @@ static void rm_execute(const rm_cfg *cfg)
     for (uint64_t i = 0; i < r->total; i++)
         CHECK_MSG(bm_get(&r->seen, i), "lost: producer %llu seq %llu", ULL(i / r->n),
                   ULL(i % r->n));
+    sl_test_account("messages exactly once", r->total);
     CHECK_MSG(sl_mpmc_len(&r->q) == 0, "len %zu after everything was popped",
               sl_mpmc_len(&r->q));
     unsigned char buf[ESZ_MAX];

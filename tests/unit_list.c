@@ -754,6 +754,7 @@ START_TEST(test_mt_segment_boundaries)
     }
     ck_assert_msg(got == want, "received %llu of %llu (seed %llu)", ULL(got), ULL(want),
                   ULL(r->seed));
+    sl_test_account("messages exactly once", want);
     ck_assert_uint_eq(sl_list_len(&r->q), 0);
     static unsigned char probe[MT_ESZ];
     /* Drained by many consumers at once: this empty pop, with every other

@@ -1060,6 +1060,7 @@ START_TEST(lincheck)
                   "%s: %s (see the counts above and the floors in lc_floors): the histories "
                   "lack what the checker is meant to check (seed %llu)",
                   cfg->name, floor_missed ? floor_missed : "", ULL(g_seed));
+    sl_test_account("calls in histories checked linearizable", st.histories * LC_OPS);
 }
 END_TEST
 

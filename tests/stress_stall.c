@@ -441,6 +441,7 @@ static void st_books(st_run *r)
     while (st_pop(r, b) == SL_OK)
         CHECK_MSG(++n <= NPROD * STRIDE, "%s: the drain does not end", r->cfg->name);
     ASSERT_CLEAN();
+    uint64_t total = 0;
     for (unsigned p = 0; p < NPROD; p++)
         for (unsigned s = 0; s < STRIDE; s++) {
             unsigned in = atomic_load(&r->pushed[p * STRIDE + s]);
@@ -449,7 +450,9 @@ static void st_books(st_run *r)
                       "%s, victim's %s stopped at step %u: producer %u seq %u %s", r->cfg->name,
                       st_op(r), r->k, p, s,
                       in ? "was pushed and never came out (lost)" : "came out, never pushed");
+            total += in;
         }
+    sl_test_account("messages exactly once, one thread stopped mid-call", total);
 }
 
 /* One k: true if the victim stopped at step k (so k + 1 is worth trying). */

@@ -1868,6 +1868,137 @@ START_TEST(test_one_wakeup_per_job)
 }
 END_TEST
 
+/* ---- a submit held between its reservation and its push --------------------
+ *
+ * A submit reserves its place in `pending`, then pushes the job. Its first
+ * allocation comes in between (its thread's first list operation takes a
+ * reclamation record, or the push grows the list), so a table whose
+ * allocation blocks for one chosen thread holds that submitter inside the
+ * window, as a preemption would. Meanwhile the idle workers must sleep in the
+ * kernel and stay asleep: counted through the same table, a worker thread's
+ * futex waits (entered, and inside now) and its membarrier calls (each park
+ * issues one). Then the submitter resumes and its job runs. */
+
+static _Thread_local bool t_hold_me; /* this thread's next allocation blocks */
+static struct {
+    atomic_int held, release;
+    atomic_uint waits, asleep, barriers; /* on "hold/<id>" worker threads */
+} g_hold;
+
+static bool on_hold_worker(void)
+{
+    char name[32] = "";
+    pthread_getname_np(pthread_self(), name, sizeof name);
+    return strncmp(name, "hold/", 5) == 0 && name[5] >= '0' && name[5] <= '9';
+}
+
+static void *hold_alloc(size_t align, size_t size)
+{
+    if (t_hold_me) {
+        t_hold_me = false;
+        atomic_store(&g_hold.held, 1);
+        while (!atomic_load(&g_hold.release))
+            sl_test_sleep_ns(MS); /* the real clock: nothing of sluice's */
+    }
+    return sl__sys_default_ops.alloc(align, size);
+}
+
+static int hold_futex_wait(SL_ATOMIC(uint32_t) *word, uint32_t expected, uint64_t deadline_ns)
+{
+    bool mine = on_hold_worker();
+    if (mine) {
+        atomic_fetch_add(&g_hold.waits, 1);
+        atomic_fetch_add(&g_hold.asleep, 1);
+    }
+    int r = sl__sys_default_ops.futex_wait(word, expected, deadline_ns);
+    if (mine)
+        atomic_fetch_sub(&g_hold.asleep, 1);
+    return r;
+}
+
+static int hold_membarrier(int cmd)
+{
+    if (on_hold_worker())
+        atomic_fetch_add(&g_hold.barriers, 1);
+    return sl__sys_default_ops.membarrier(cmd);
+}
+
+static const sl_sys_ops k_hold_ops = {
+    .alloc = hold_alloc, .futex_wait = hold_futex_wait, .membarrier = hold_membarrier};
+
+typedef struct hold_submitter {
+    sl_pool *p;
+    atomic_uint *n;
+    atomic_uint tried;  /* submits begun */
+    bool was_held;
+    pthread_t thr;
+} hold_submitter;
+
+/* Submits until one submit was held (at most 4096: more than a list segment). */
+static void *hold_submitter_main(void *arg)
+{
+    hold_submitter *h = arg;
+    t_hold_me = true;
+    for (unsigned i = 0; i < 4096 && t_hold_me; i++) {
+        atomic_fetch_add(&h->tried, 1);
+        if (sl_pool_submit(h->p, count_job, h->n) != SL_OK)
+            rec_fail("submit %u refused", i);
+    }
+    h->was_held = !t_hold_me;
+    t_hold_me = false;
+    return NULL;
+}
+
+START_TEST(test_idle_asleep_while_submit_held)
+{
+    begin_test(SUITE, "idle_asleep_while_submit_held");
+    memset(&g_hold, 0, sizeof g_hold);
+    sl__sys_set_ops(&k_hold_ops);
+    sl_pool_opts o = begin_book();
+    o.max_workers = 2;
+    o.name = "hold";
+    sl_pool *p = new_pool(&o);
+    atomic_uint n = 0;
+    hold_submitter h = {.p = p, .n = &n};
+    ck_assert_int_eq(pthread_create(&h.thr, NULL, hold_submitter_main, &h), 0);
+    bool held = false;
+    for (uint64_t end = sl_test_now_ns() + POOL_SOON_NS; !held && sl_test_now_ns() < end;
+         sl_test_sleep_ns(MS))
+        held = atomic_load(&g_hold.held);
+    CHECK_MSG(held, "no submit allocated between its reservation and its push");
+    unsigned before = atomic_load(&h.tried) - 1; /* the jobs ahead of the held one */
+    CHECK_MSG(wait_uint_ge(&n, before, POOL_SOON_NS), "%u of %u jobs ran", atomic_load(&n),
+              before);
+    /* Both workers asleep in the kernel — not polling, not parking over and
+     * over — although `pending` counts the held job. */
+    bool asleep = false;
+    for (uint64_t end = sl_test_now_ns() + POOL_SOON_NS; !asleep && sl_test_now_ns() < end;
+         sl_test_sleep_ns(MS))
+        asleep = atomic_load(&g_hold.asleep) == 2;
+    CHECK_MSG(asleep, "idle workers did not fall asleep while a submit was held: %u asleep, "
+              "%u futex waits, %u membarriers", atomic_load(&g_hold.asleep),
+              atomic_load(&g_hold.waits), atomic_load(&g_hold.barriers));
+    unsigned waits = atomic_load(&g_hold.waits), barriers = atomic_load(&g_hold.barriers);
+    sl_test_sleep_ns(50 * MS);
+    unsigned dw = atomic_load(&g_hold.waits) - waits;
+    unsigned db = atomic_load(&g_hold.barriers) - barriers;
+    fprintf(stderr, "[%s] submit held after %u jobs: workers asleep %u; in 50 ms: %u futex "
+            "waits, %u membarriers\n", g_test, before, atomic_load(&g_hold.asleep), dw, db);
+    CHECK_MSG(dw == 0 && db == 0 && atomic_load(&g_hold.asleep) == 2,
+              "idle workers woke while a submit was held: %u futex waits, %u membarriers, "
+              "%u asleep", dw, db, atomic_load(&g_hold.asleep));
+    CHECK_MSG(atomic_load(&n) == before, "%u jobs ran, %u were pushed", atomic_load(&n), before);
+    atomic_store(&g_hold.release, 1);
+    pthread_join(h.thr, NULL);
+    CHECK_MSG(h.was_held, "the submitter was never held");
+    wait_idle_ok(p);
+    CHECK_MSG(atomic_load(&n) == atomic_load(&h.tried), "%u of %u jobs ran once the submitter "
+              "resumed", atomic_load(&n), atomic_load(&h.tried));
+    restore_ops();
+    end_book(p);
+}
+END_TEST
+
 /* ---- batches: a worker takes several queued jobs at once --------------------
  *
  * One worker behind a gate job, 40 logged jobs queued: when the gate opens
@@ -2130,6 +2261,7 @@ static Suite *pool_suite(void)
     tcase_add_test(tc, test_idle_uses_no_cpu);
     tcase_add_loop_test(tc, test_auto_trim, 0, 2);
     tcase_add_test(tc, test_one_wakeup_per_job);
+    tcase_add_test(tc, test_idle_asleep_while_submit_held);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("batches");

@@ -15,11 +15,15 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/resource.h>
+#include <stdio.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <sluice/exec.h>
 #include "../pool/exec_internal.h" /* the depth switch and the helper slots */
+#include "sysops.h"
 
 static unsigned workers(void)
 {
@@ -42,8 +46,25 @@ typedef struct fib_args {
     long n;
 } fib_args;
 
+/* The stack probe: while on, fib_task notes the lowest frame it ran at on
+ * one chosen thread (how deep helping nested there). */
+static atomic_bool g_probe_on;
+static pthread_t g_probe_thread;
+static atomic_uintptr_t g_probe_low;
+
+static void probe_depth(void)
+{
+    if (!atomic_load_explicit(&g_probe_on, memory_order_relaxed) ||
+        !pthread_equal(pthread_self(), g_probe_thread))
+        return;
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+    if (here < atomic_load_explicit(&g_probe_low, memory_order_relaxed))
+        atomic_store_explicit(&g_probe_low, here, memory_order_relaxed);
+}
+
 static void fib_task(void *args, void *ret)
 {
+    probe_depth();
     fib_args a = *(fib_args *)args;
     if (a.n < 2) {
         *(long *)ret = a.n;
@@ -174,6 +195,76 @@ START_TEST(test_deep_helping_fits_small_stacks)
     set_default_stack(old_size);
     ck_assert_int_eq(r.result, fib_serial(r.n));
     sl_exec_free(r.ex);
+    ASSERT_CLEAN();
+}
+END_TEST
+
+/* Where a thread's stack bounds cannot be found — the main thread's come
+ * from /proc/self/maps, which a sandbox may hide — the depth rule falls back
+ * to a quarter of the assumed stack below the first waiting frame instead
+ * of switching off. On the main thread (of the test's process), with
+ * sl__thread_getattr failing: fib syncs near the top of the stack help (the
+ * thread runs some of the tasks); then, from 128 KiB further down — past
+ * the 64 KiB budget that 256 KiB default stacks give — fib syncs again and
+ * must complete without the thread running a single stolen task (before
+ * the fallback, the rule was off and it helped at any depth). */
+static int getattr_fails(pthread_attr_t *attr)
+{
+    (void)attr;
+    return ENOENT;
+}
+
+static const sl_sys_ops k_no_getattr_ops = {.thread_getattr = getattr_fails};
+
+#define DEEP_FRAME 8192
+#define DEEP_LEVELS 16 /* 128 KiB below the caller */
+
+/* Recurses `levels` frames of DEEP_FRAME bytes, then syncs fib(n) reps times. */
+static __attribute__((noinline)) long fib_from_below(sl_exec *ex, int levels, long n, int reps)
+{
+    volatile char pad[DEEP_FRAME];
+    pad[0] = (char)levels;
+    long r = 0;
+    if (levels > 0) {
+        r = fib_from_below(ex, levels - 1, n, reps);
+    } else {
+        for (int i = 0; i < reps; i++)
+            r = fib_on(ex, n);
+    }
+    return r + pad[0] - (char)levels; /* pad stays live across the call */
+}
+
+START_TEST(test_deep_helping_bounds_unknown)
+{
+    begin_test("exec", "deep helping, stack bounds unknown");
+    ck_assert_msg(getpid() == (pid_t)syscall(SYS_gettid), "not on the main thread");
+    size_t old_size = 0;
+    pthread_attr_t old;
+    ck_assert_int_eq(pthread_getattr_default_np(&old), 0);
+    ck_assert_int_eq(pthread_attr_getstacksize(&old, &old_size), 0);
+    pthread_attr_destroy(&old);
+    set_default_stack(SMALL_STACK); /* the fallback assumes the smaller stack */
+    sl__sys_set_ops(&k_no_getattr_ops);
+    sl_exec *ex = new_exec(2);
+    g_probe_thread = pthread_self();
+    int reps = (int)sl_test_scaled(10, 2);
+    atomic_store(&g_probe_low, UINTPTR_MAX);
+    atomic_store(&g_probe_on, true);
+    for (int i = 0; i < reps; i++) /* near the top: the first wait sets the floor */
+        ck_assert_int_eq(fib_on(ex, 27), fib_serial(27));
+    bool helped_high = atomic_load(&g_probe_low) != UINTPTR_MAX;
+    atomic_store(&g_probe_low, UINTPTR_MAX);
+    ck_assert_int_eq(fib_from_below(ex, DEEP_LEVELS, 27, reps), fib_serial(27));
+    uintptr_t low = atomic_load(&g_probe_low);
+    atomic_store(&g_probe_on, false);
+    sl_exec_free(ex);
+    sl__sys_set_ops(NULL);
+    set_default_stack(old_size);
+    fprintf(stderr, "[exec] stack bounds unknown: the main thread helped near the top: %s; "
+            "128 KiB down: %s\n", helped_high ? "yes" : "no",
+            low == UINTPTR_MAX ? "no" : "yes (wrong)");
+    ck_assert_msg(low == UINTPTR_MAX, "the main thread ran stolen tasks past its fallback "
+                  "floor, %d KiB below its first wait", DEEP_LEVELS * DEEP_FRAME / 1024);
     ASSERT_CLEAN();
 }
 END_TEST
@@ -1194,6 +1285,7 @@ static Suite *exec_suite(void)
     tc = tcase_create("stack");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_deep_helping_fits_small_stacks);
+    tcase_add_test(tc, test_deep_helping_bounds_unknown);
     tcase_add_test(tc, test_deep_workers_foreign_helper_live);
     tcase_add_test(tc, test_deep_waiter_runs_its_mailbox);
     tcase_add_test(tc, test_deep_workers_no_free_slot_live);

@@ -2009,6 +2009,214 @@ START_TEST(test_idle_asleep_while_submit_held)
 }
 END_TEST
 
+/* ---- faults: thread creation and allocation fail -------------------------
+ *
+ * Thread creation fails through a table (the k-th start from arming, or
+ * every start while armed); allocation through the harness
+ * (sl_test_fail_alloc_at). A call that cannot get what it needs returns
+ * SL_ENOMEM and leaves nothing behind (no thread: none named "tcf/..."
+ * remains; no memory: the asan preset checks leaks; every worker_init has
+ * its worker_fini); every job a submit accepted runs or is discarded,
+ * exactly once. */
+
+static atomic_uint_fast64_t g_tc_attempts, g_tc_fail_at;
+static atomic_bool g_tc_fail_all;
+
+static int tc_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
+                     void *arg)
+{
+    uint64_t k = atomic_fetch_add(&g_tc_attempts, 1) + 1;
+    if (atomic_load(&g_tc_fail_all) || k == atomic_load(&g_tc_fail_at))
+        return EAGAIN;
+    return pthread_create(thread, attr, start, arg);
+}
+
+static const sl_sys_ops k_tc_ops = {.thread_create = tc_create};
+
+static void tc_arm(uint64_t fail_at, bool all)
+{
+    atomic_store(&g_tc_attempts, 0);
+    atomic_store(&g_tc_fail_at, fail_at);
+    atomic_store(&g_tc_fail_all, all);
+    sl__sys_set_ops(&k_tc_ops);
+}
+
+/* Every "tcf/" thread is gone (joined) soon. */
+static void expect_no_threads_left(const char *when)
+{
+    unsigned w = 0, o = 0;
+    for (uint64_t end = sl_test_now_ns() + POOL_SOON_NS; sl_test_now_ns() < end;
+         sl_test_sleep_ns(MS)) {
+        count_named_threads("tcf/", &w, &o);
+        if (w + o == 0)
+            return;
+    }
+    CHECK_MSG(false, "%s: %u workers and %u other pool threads left behind", when, w, o);
+}
+
+/* Runs jobs on p and checks them: n submitted, each ran once. */
+static void expect_jobs_run(sl_pool *p, unsigned n, const char *when)
+{
+    atomic_uint ran = 0;
+    for (unsigned i = 0; i < n; i++)
+        CHECK_MSG(submit_count(p, &ran) == SL_OK, "%s: submit %u", when, i);
+    wait_idle_ok(p);
+    CHECK_MSG(atomic_load(&ran) == n, "%s: %u of %u jobs ran", when, atomic_load(&ran), n);
+}
+
+/* sl_pool_new with the k-th thread start failing, for every k until a
+ * creation sees no failure: SL_ENOMEM with nothing left, or a pool that
+ * works (a failed start of the control thread's own spawn is retried). */
+START_TEST(test_pool_new_thread_create_fails)
+{
+    begin_test(SUITE, "pool_new_thread_create_fails");
+    unsigned refused = 0, k = 1;
+    for (;; k++) {
+        g_book = book_new();
+        sl_pool_opts o = book_opts(g_book);
+        o.max_workers = 3;
+        o.name = "tcf";
+        sl_pool *p = NULL;
+        tc_arm(k, false);
+        sl_status st = sl_pool_new(&p, &o);
+        CHECK_MSG(st == SL_OK || st == SL_ENOMEM, "k %u: sl_pool_new = %s", k,
+                  sl_status_str(st));
+        if (st == SL_OK) {
+            expect_jobs_run(p, 20, "created");
+            sl_pool_free(p);
+        } else {
+            refused++;
+            CHECK_MSG(p == NULL, "k %u: *out set on SL_ENOMEM", k);
+        }
+        bool last = atomic_load(&g_tc_attempts) < k;
+        sl__sys_set_ops(NULL);
+        expect_no_threads_left(st == SL_OK ? "after free" : "after a refused sl_pool_new");
+        book_check_closed(g_book);
+        ASSERT_CLEAN();
+        book_free(g_book);
+        g_book = NULL;
+        if (last)
+            break;
+    }
+    fprintf(stderr, "[%s] thread start k = 1 .. %u failed: sl_pool_new refused %u times\n",
+            g_test, k - 1, refused);
+    CHECK_MSG(refused >= 1, "no failed thread start made sl_pool_new fail");
+}
+END_TEST
+
+/* An elastic pool (no worker while idle) whose spawns fail: jobs wait,
+ * the control thread retries, and once threads can start every job runs. */
+START_TEST(test_pool_spawn_fails_retried)
+{
+    begin_test(SUITE, "pool_spawn_fails_retried");
+    sl_pool_opts o = begin_book();
+    o.max_workers = 2;
+    o.min_workers = 0;
+    o.idle_timeout_ns = 10 * SEC;
+    o.name = "tcf";
+    sl_pool *p = new_pool(&o);
+    CHECK_MSG(stats_of(p).workers == 0, "an elastic pool with min_workers 0 started workers");
+    tc_arm(0, true);
+    atomic_uint ran = 0;
+    for (unsigned i = 0; i < 10; i++)
+        CHECK_MSG(submit_count(p, &ran) == SL_OK, "submit %u while no thread can start", i);
+    sl_test_sleep_ns(30 * MS);
+    uint64_t tries = atomic_load(&g_tc_attempts);
+    CHECK_MSG(atomic_load(&ran) == 0 && tries >= 2, "no thread could start, yet %u jobs ran; "
+              "%llu starts tried", atomic_load(&ran), ULL(tries));
+    atomic_store(&g_tc_fail_all, false);
+    wait_idle_ok(p);
+    sl__sys_set_ops(NULL);
+    sl_pool_stats s = stats_of(p);
+    CHECK_MSG(atomic_load(&ran) == 10 && s.completed == 10 && s.spawned >= 1,
+              "%u of 10 jobs ran once threads could start (completed %llu, spawned %llu)",
+              atomic_load(&ran), ULL(s.completed), ULL(s.spawned));
+    end_book(p);
+}
+END_TEST
+
+typedef struct fault_tally {
+    atomic_uint ran, discarded;
+    unsigned accepted, nomem;
+} fault_tally;
+
+static void tally_job(void *arg, void *ctx)
+{
+    (void)ctx;
+    atomic_fetch_add(&((fault_tally *)arg)->ran, 1);
+}
+
+static void tally_discard(const sl_job *job, sl_discard why, void *user)
+{
+    (void)why;
+    (void)user;
+    atomic_fetch_add(&((fault_tally *)job->arg)->discarded, 1);
+}
+
+static void tally_submit(sl_pool *p, fault_tally *t, const sl_job *job)
+{
+    sl_status st = sl_pool_submit_job(p, job, SL_FOREVER);
+    CHECK_MSG(st == SL_OK || st == SL_ENOMEM, "submit_job = %s", sl_status_str(st));
+    t->accepted += st == SL_OK;
+    t->nomem += st == SL_ENOMEM;
+}
+
+/* One run of everything in the pool that allocates: creation (queues, key
+ * table, idle slots, workers), keyless jobs past a list segment, keyed jobs
+ * that wait aside for a busy key, more busy keys than the table's first
+ * size, and workers spawned on demand. Returns false when sl_pool_new
+ * itself was refused. */
+static bool alloc_scenario(sl_dispatch dispatch, fault_tally *t)
+{
+    sl_pool_opts o = {.max_workers = 2, .min_workers = 0, .idle_timeout_ns = 10 * SEC,
+                      .priority_levels = 2, .start_stopped = true, .dispatch = dispatch,
+                      .name = "tcf", .on_discard = tally_discard};
+    sl_pool *p = NULL;
+    sl_status st = sl_pool_new(&p, &o);
+    CHECK_MSG(st == SL_OK || st == SL_ENOMEM, "sl_pool_new = %s", sl_status_str(st));
+    if (st != SL_OK)
+        return false;
+    for (unsigned i = 0; i < 900; i++) { /* a list segment holds about 800 jobs */
+        sl_job j = {.fn = tally_job, .arg = t, .priority = i & 1u};
+        tally_submit(p, t, &j);
+    }
+    for (unsigned i = 0; i < 80; i++) { /* keys 1..40, twice: 40 busy, 40 aside */
+        sl_job j = {.fn = tally_job, .arg = t, .key = 1 + i % 40};
+        tally_submit(p, t, &j);
+    }
+    CHECK_MSG(sl_pool_start(p) == SL_OK, "start");
+    CHECK_MSG(sl_pool_wait_idle(p, POOL_SOON_NS) == SL_OK, "wait_idle");
+    sl_pool_free(p);
+    return true;
+}
+
+/* Allocation k fails, for k = 1, 2, ... until a whole run sees no failure. */
+START_TEST(test_pool_alloc_fails_at_every_k)
+{
+    sl_dispatch dispatch = _i == 0 ? SL_DISPATCH_SHARED : SL_DISPATCH_LEAST_LOADED;
+    begin_test(SUITE, "pool_alloc_fails_at_every_k[dispatch %d]", (int)dispatch);
+    unsigned k = 1, refused = 0, nomem = 0;
+    for (;; k++) {
+        fault_tally t = {0};
+        sl_test_fail_alloc_at(k);
+        bool created = alloc_scenario(dispatch, &t);
+        bool last = sl_test_allocs() < k;
+        sl_test_alloc_faults_off();
+        refused += !created;
+        nomem += t.nomem;
+        unsigned ran = atomic_load(&t.ran), disc = atomic_load(&t.discarded);
+        CHECK_MSG(ran == t.accepted && disc == 0, "k %u: %u accepted, %u ran, %u discarded", k,
+                  t.accepted, ran, disc);
+        expect_no_threads_left("after the run");
+        if (last)
+            break;
+    }
+    fprintf(stderr, "[%s] allocation k = 1 .. %u failed: sl_pool_new refused %u times, "
+            "submits %u times; every accepted job ran once\n", g_test, k - 1, refused, nomem);
+    CHECK_MSG(refused >= 1 && k > 10, "the faults missed: %u runs, %u refused", k, refused);
+}
+END_TEST
+
 /* ---- batches: a worker takes several queued jobs at once --------------------
  *
  * One worker behind a gate job, 40 logged jobs queued: when the gate opens
@@ -2272,6 +2480,14 @@ static Suite *pool_suite(void)
     tcase_add_loop_test(tc, test_auto_trim, 0, 2);
     tcase_add_test(tc, test_one_wakeup_per_job);
     tcase_add_test(tc, test_idle_asleep_while_submit_held);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("faults");
+    tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, NULL, restore_ops);
+    tcase_add_test(tc, test_pool_new_thread_create_fails);
+    tcase_add_test(tc, test_pool_spawn_fails_retried);
+    tcase_add_loop_test(tc, test_pool_alloc_fails_at_every_k, 0, 2);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("batches");

@@ -181,7 +181,11 @@ typedef struct sl_pool_stats {
  * SL_OK with *out set; SL_EINVAL for NULL out, min_workers > max_workers,
  * active_workers > max_workers, max_workers or priority_levels too large, or an
  * unknown dispatch; SL_ENOMEM when memory or a thread could not be had, with
- * *out untouched and nothing left behind. */
+ * *out untouched and nothing left behind (threads it started are joined).
+ * Threads that cannot start later: a worker the pool wants afterwards (on
+ * demand, or to replace one that died) and cannot start is retried by the
+ * control thread every millisecond while it is wanted; accepted jobs wait
+ * in the queue meanwhile, none is lost. */
 SL_API sl_status sl_pool_new(sl_pool **out, const sl_pool_opts *opts);
 
 /* Submits fn(arg) at priority 0 with no key, waiting while the queue is full.

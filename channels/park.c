@@ -131,12 +131,11 @@ static void futex_failed(void)
  * alone; spurious returns, EINTR and EAGAIN wait again. */
 static sl_status futex_sleep(sl_event *ev, uint32_t key, uint64_t deadline_ns)
 {
-    const sl_sys_ops *sys = sl__sys();
     for (;;) {
         if (epoch_moved(ev, key))
             return SL_OK;
         SL_FI(); /* between the epoch check and the futex's own compare */
-        int r = sys->futex_wait(&ev->epoch, key, deadline_ns);
+        int r = sl__futex_wait(&ev->epoch, key, deadline_ns);
         if (r != 0 && r != -EINTR && r != -EAGAIN && r != -ETIMEDOUT)
             futex_failed();
         if (deadline_ns == SL_FOREVER)
@@ -145,7 +144,7 @@ static sl_status futex_sleep(sl_event *ev, uint32_t key, uint64_t deadline_ns)
          * absolute wait with ETIMEDOUT, but a replaced sysops layer may not. */
         if (epoch_moved(ev, key))
             return SL_OK;
-        if (sys->now_ns() >= deadline_ns)
+        if (sl__now_ns() >= deadline_ns)
             return SL_TIMEDOUT;
     }
 }
@@ -175,7 +174,7 @@ SL_API void sl_event_notify_one_slow(sl_event *ev)
      * acquires the new epoch. */
     atomic_fetch_add_explicit(&ev->epoch, 1u, memory_order_release);
     SL_FI(); /* epoch moved, not yet woken */
-    sl__sys()->futex_wake(&ev->epoch, 1);
+    sl__futex_wake(&ev->epoch, 1);
 }
 
 SL_API void sl_event_notify_all_slow(sl_event *ev)
@@ -183,7 +182,7 @@ SL_API void sl_event_notify_all_slow(sl_event *ev)
     if (!ev || atomic_load_explicit(&ev->waiters, memory_order_seq_cst) == 0)
         return;
     atomic_fetch_add_explicit(&ev->epoch, 1u, memory_order_release);
-    sl__sys()->futex_wake(&ev->epoch, INT32_MAX);
+    sl__futex_wake(&ev->epoch, INT32_MAX);
 }
 
 SL_API void sl_event_notify_n_slow(sl_event *ev, size_t n)
@@ -191,7 +190,7 @@ SL_API void sl_event_notify_n_slow(sl_event *ev, size_t n)
     if (!ev || n == 0 || atomic_load_explicit(&ev->waiters, memory_order_seq_cst) == 0)
         return;
     atomic_fetch_add_explicit(&ev->epoch, 1u, memory_order_release);
-    sl__sys()->futex_wake(&ev->epoch, n > (size_t)INT32_MAX ? INT32_MAX : (int)n);
+    sl__futex_wake(&ev->epoch, n > (size_t)INT32_MAX ? INT32_MAX : (int)n);
 }
 
 SL_API void sl_event_notify_one(sl_event *ev) { sl__event_notify_one_fast(ev); }
@@ -207,13 +206,13 @@ SL_API uint32_t sl_event_waiters(const sl_event *ev)
     return atomic_load_explicit(&ev->waiters, memory_order_relaxed);
 }
 
-SL_API uint64_t sl_now_ns(void) { return sl__sys()->now_ns(); }
+SL_API uint64_t sl_now_ns(void) { return sl__now_ns(); }
 
 SL_API uint64_t sl_deadline_after(uint64_t timeout_ns)
 {
     if (timeout_ns == SL_FOREVER)
         return SL_FOREVER;
-    uint64_t now = sl__sys()->now_ns();
+    uint64_t now = sl__now_ns();
     if (timeout_ns >= SL_FOREVER - now)
         return SL_FOREVER;
     return now + timeout_ns;

@@ -124,3 +124,22 @@ int sl__thread_getattr(pthread_attr_t *attr)
     const sl_sys_ops *sys = sl__sys();
     return (sys->thread_getattr ? sys->thread_getattr : sys_thread_getattr)(attr);
 }
+
+int sl__futex_wait(SL_ATOMIC(uint32_t) *word, uint32_t expected, uint64_t deadline_ns)
+{
+    const sl_sys_ops *sys = sl__sys();
+    return (sys->futex_wait ? sys->futex_wait : sl__sys_default_ops.futex_wait)(word, expected,
+                                                                              deadline_ns);
+}
+
+int sl__futex_wake(SL_ATOMIC(uint32_t) *word, int count)
+{
+    const sl_sys_ops *sys = sl__sys();
+    return (sys->futex_wake ? sys->futex_wake : sl__sys_default_ops.futex_wake)(word, count);
+}
+
+uint64_t sl__now_ns(void)
+{
+    const sl_sys_ops *sys = sl__sys();
+    return (sys->now_ns ? sys->now_ns : sl__sys_default_ops.now_ns)();
+}

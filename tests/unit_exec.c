@@ -15,11 +15,16 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <errno.h>
 #include <sys/resource.h>
+#include <stdio.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <sluice/exec.h>
 #include "../pool/exec_internal.h" /* the depth switch and the helper slots */
+#include "sysops.h"
 
 static unsigned workers(void)
 {
@@ -40,23 +45,45 @@ static sl_exec *new_exec(unsigned threads)
 typedef struct fib_args {
     sl_exec *ex;
     long n;
+    bool tough; /* a refused spawn is computed inline (allocation faults) */
 } fib_args;
+
+/* The stack probe: while on, fib_task notes the lowest frame it ran at on
+ * one chosen thread (how deep helping nested there). */
+static atomic_bool g_probe_on;
+static pthread_t g_probe_thread;
+static atomic_uintptr_t g_probe_low;
+
+static void probe_depth(void)
+{
+    if (!atomic_load_explicit(&g_probe_on, memory_order_relaxed) ||
+        !pthread_equal(pthread_self(), g_probe_thread))
+        return;
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+    if (here < atomic_load_explicit(&g_probe_low, memory_order_relaxed))
+        atomic_store_explicit(&g_probe_low, here, memory_order_relaxed);
+}
 
 static void fib_task(void *args, void *ret)
 {
+    probe_depth();
     fib_args a = *(fib_args *)args;
     if (a.n < 2) {
         *(long *)ret = a.n;
         return;
     }
     long x = 0, y = 0;
-    fib_args child = { a.ex, a.n - 1 };
+    fib_args child = { a.ex, a.n - 1, a.tough };
     sl_future f = sl_spawn(a.ex, fib_task, &child, sizeof child, sizeof x);
-    if (!sl_is_spawned(&f))
+    bool spawned = sl_is_spawned(&f);
+    if (!spawned && !a.tough)
         rec_fail("fib(%ld): spawn refused", child.n);
     child.n = a.n - 2;
     fib_task(&child, &y);
-    if (sl_sync(&f, &x) != SL_OK)
+    child.n = a.n - 1;
+    if (!spawned)
+        fib_task(&child, &x);
+    else if (sl_sync(&f, &x) != SL_OK)
         rec_fail("fib(%ld): sync failed", a.n - 1);
     *(long *)ret = x + y;
 }
@@ -68,7 +95,7 @@ static long fib_serial(long n)
 
 static long fib_on(sl_exec *ex, long n)
 {
-    fib_args a = { ex, n };
+    fib_args a = { ex, n, false };
     long r = -1;
     sl_future f = sl_spawn(ex, fib_task, &a, sizeof a, sizeof r);
     ck_assert(sl_is_spawned(&f));
@@ -174,6 +201,214 @@ START_TEST(test_deep_helping_fits_small_stacks)
     set_default_stack(old_size);
     ck_assert_int_eq(r.result, fib_serial(r.n));
     sl_exec_free(r.ex);
+    ASSERT_CLEAN();
+}
+END_TEST
+
+/* Where a thread's stack bounds cannot be found — the main thread's come
+ * from /proc/self/maps, which a sandbox may hide — the depth rule falls back
+ * to a quarter of the assumed stack below the first waiting frame instead
+ * of switching off. On the main thread (of the test's process), with
+ * sl__thread_getattr failing: fib syncs near the top of the stack help (the
+ * thread runs some of the tasks); then, from 128 KiB further down — past
+ * the 64 KiB budget that 256 KiB default stacks give — fib syncs again and
+ * must complete without the thread running a single stolen task (before
+ * the fallback, the rule was off and it helped at any depth). */
+static int getattr_fails(pthread_attr_t *attr)
+{
+    (void)attr;
+    return ENOENT;
+}
+
+static const sl_sys_ops k_no_getattr_ops = {.thread_getattr = getattr_fails};
+
+#define DEEP_FRAME 8192
+#define DEEP_LEVELS 16 /* 128 KiB below the caller */
+
+/* Recurses `levels` frames of DEEP_FRAME bytes, then syncs fib(n) reps times. */
+static __attribute__((noinline)) long fib_from_below(sl_exec *ex, int levels, long n, int reps)
+{
+    volatile char pad[DEEP_FRAME];
+    pad[0] = (char)levels;
+    long r = 0;
+    if (levels > 0) {
+        r = fib_from_below(ex, levels - 1, n, reps);
+    } else {
+        for (int i = 0; i < reps; i++)
+            r = fib_on(ex, n);
+    }
+    return r + pad[0] - (char)levels; /* pad stays live across the call */
+}
+
+START_TEST(test_deep_helping_bounds_unknown)
+{
+    begin_test("exec", "deep helping, stack bounds unknown");
+    ck_assert_msg(getpid() == (pid_t)syscall(SYS_gettid), "not on the main thread");
+    size_t old_size = 0;
+    pthread_attr_t old;
+    ck_assert_int_eq(pthread_getattr_default_np(&old), 0);
+    ck_assert_int_eq(pthread_attr_getstacksize(&old, &old_size), 0);
+    pthread_attr_destroy(&old);
+    set_default_stack(SMALL_STACK); /* the fallback assumes the smaller stack */
+    sl__sys_set_ops(&k_no_getattr_ops);
+    sl_exec *ex = new_exec(2);
+    g_probe_thread = pthread_self();
+    int reps = (int)sl_test_scaled(10, 2);
+    atomic_store(&g_probe_low, UINTPTR_MAX);
+    atomic_store(&g_probe_on, true);
+    for (int i = 0; i < reps; i++) /* near the top: the first wait sets the floor */
+        ck_assert_int_eq(fib_on(ex, 27), fib_serial(27));
+    bool helped_high = atomic_load(&g_probe_low) != UINTPTR_MAX;
+    atomic_store(&g_probe_low, UINTPTR_MAX);
+    ck_assert_int_eq(fib_from_below(ex, DEEP_LEVELS, 27, reps), fib_serial(27));
+    uintptr_t low = atomic_load(&g_probe_low);
+    atomic_store(&g_probe_on, false);
+    sl_exec_free(ex);
+    sl__sys_set_ops(NULL);
+    set_default_stack(old_size);
+    fprintf(stderr, "[exec] stack bounds unknown: the main thread helped near the top: %s; "
+            "128 KiB down: %s\n", helped_high ? "yes" : "no",
+            low == UINTPTR_MAX ? "no" : "yes (wrong)");
+    ck_assert_msg(low == UINTPTR_MAX, "the main thread ran stolen tasks past its fallback "
+                  "floor, %d KiB below its first wait", DEEP_LEVELS * DEEP_FRAME / 1024);
+    ASSERT_CLEAN();
+}
+END_TEST
+
+/* ---- faults: thread creation and allocation fail ---------------------- */
+
+/* Threads of this process now. */
+static unsigned threads_now(void)
+{
+    unsigned n = 0;
+    DIR *d = opendir("/proc/self/task");
+    ck_assert_ptr_nonnull(d);
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* Back to `base` threads soon (joined threads leave /proc at once, but
+ * allow a moment). */
+static void expect_threads(unsigned base, const char *when)
+{
+    unsigned n = threads_now();
+    for (int i = 0; i < 2000 && n != base; i++, n = threads_now())
+        sl_test_sleep_ns(MS);
+    ck_assert_msg(n == base, "%s: %u threads, %u before", when, n, base);
+}
+
+static atomic_uint_fast64_t g_tc_attempts, g_tc_fail_at;
+
+static int tc_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
+                     void *arg)
+{
+    if (atomic_fetch_add(&g_tc_attempts, 1) + 1 == atomic_load(&g_tc_fail_at))
+        return EAGAIN;
+    return pthread_create(thread, attr, start, arg);
+}
+
+static const sl_sys_ops k_tc_ops = {.thread_create = tc_create};
+
+/* sl_exec_new with the k-th worker start failing, every k until none
+ * fails: SL_ENOMEM, *out untouched and every started worker joined; or an
+ * executor that works. */
+START_TEST(test_exec_new_thread_create_fails)
+{
+    begin_test("exec", "thread start fails");
+    unsigned base = threads_now(), refused = 0, k = 1;
+    for (;; k++) {
+        atomic_store(&g_tc_attempts, 0);
+        atomic_store(&g_tc_fail_at, k);
+        sl__sys_set_ops(&k_tc_ops);
+        sl_exec *ex = (sl_exec *)&k; /* must stay untouched on failure */
+        sl_exec_opts o = { 3, "tcx" };
+        sl_status st = sl_exec_new(&ex, &o);
+        bool last = atomic_load(&g_tc_attempts) < k;
+        sl__sys_set_ops(NULL);
+        ck_assert_msg(st == SL_OK || st == SL_ENOMEM, "k %u: %s", k, sl_status_str(st));
+        if (st == SL_OK) {
+            ck_assert_int_eq(fib_on(ex, 15), fib_serial(15));
+            sl_exec_free(ex);
+        } else {
+            refused++;
+            ck_assert_msg(ex == (sl_exec *)&k, "k %u: *out written on failure", k);
+        }
+        expect_threads(base, st == SL_OK ? "after free" : "after a refused sl_exec_new");
+        if (last)
+            break;
+    }
+    ck_assert_msg(refused == 3 && k == 4, "%u of %u starts refused the executor", refused, k);
+    ASSERT_CLEAN();
+}
+END_TEST
+
+typedef struct fan_args {
+    sl_scope *scope;
+    atomic_uint *leaves;
+} fan_args;
+
+static void leaf_task(void *args, void *ret)
+{
+    (void)ret;
+    atomic_fetch_add((*(fan_args *)args).leaves, 1);
+}
+
+/* Spawns 600 leaves into the scope from a worker: past the deque's first
+ * 256 slots, so it grows. */
+static void fan_task(void *args, void *ret)
+{
+    (void)ret;
+    fan_args a = *(fan_args *)args;
+    for (int i = 0; i < 600; i++)
+        sl_scope_spawn(a.scope, leaf_task, &a, sizeof a);
+}
+
+/* Everything in the executor that allocates — creation (workers, deques,
+ * mailboxes, idle slots, injector), task records, deque growth — with
+ * allocation k failing, every k until a run sees no failure. A refused
+ * spawn returns a cleared future and runs nothing; a scope's task that
+ * cannot be queued runs inline; so every leaf runs once and fib is right. */
+START_TEST(test_exec_alloc_fails_at_every_k)
+{
+    begin_test("exec", "allocation fails");
+    unsigned base = threads_now(), refused = 0, k = 1;
+    for (;; k++) {
+        sl_test_fail_alloc_at(k);
+        sl_exec *ex = NULL;
+        sl_exec_opts o = { 2, "tcx" };
+        sl_status st = sl_exec_new(&ex, &o);
+        ck_assert_msg(st == SL_OK || st == SL_ENOMEM, "k %u: %s", k, sl_status_str(st));
+        if (st == SL_OK) {
+            atomic_uint leaves = 0;
+            sl_scope s;
+            sl_scope_begin(ex, &s);
+            fan_args fa = { &s, &leaves };
+            sl_scope_spawn(&s, fan_task, &fa, sizeof fa);
+            sl_scope_end(&s);
+            ck_assert_msg(atomic_load(&leaves) == 600, "k %u: %u of 600 leaves ran", k,
+                          atomic_load(&leaves));
+            fib_args a = { ex, 16, true };
+            long r = -1;
+            sl_future f = sl_submit(ex, fib_task, &a, sizeof a, sizeof r);
+            if (sl_is_spawned(&f))
+                ck_assert_int_eq(sl_sync(&f, &r), SL_OK);
+            else
+                fib_task(&a, &r);
+            ck_assert_int_eq(r, fib_serial(16));
+            sl_exec_free(ex);
+        }
+        refused += st != SL_OK;
+        bool last = sl_test_allocs() < k;
+        sl_test_alloc_faults_off();
+        expect_threads(base, "after the run");
+        if (last)
+            break;
+    }
+    fprintf(stderr, "[exec] allocation k = 1 .. %u failed: sl_exec_new refused %u times\n",
+            k - 1, refused);
+    ck_assert_msg(refused >= 1 && k > 10, "the faults missed: %u runs, %u refused", k, refused);
     ASSERT_CLEAN();
 }
 END_TEST
@@ -1055,7 +1290,7 @@ typedef struct cross_args {
 static void cross_task(void *args, void *ret)
 {
     cross_args a = *(cross_args *)args;
-    fib_args f = { a.other, a.n };
+    fib_args f = { a.other, a.n, false };
     long r = -1;
     sl_future fut = sl_spawn(a.other, fib_task, &f, sizeof f, sizeof r);
     if (sl_sync(&fut, &r) != SL_OK)
@@ -1191,9 +1426,16 @@ static Suite *exec_suite(void)
     tcase_add_test(tc, test_is_ready);
     suite_add_tcase(s, tc);
 
+    tc = tcase_create("faults");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_exec_new_thread_create_fails);
+    tcase_add_test(tc, test_exec_alloc_fails_at_every_k);
+    suite_add_tcase(s, tc);
+
     tc = tcase_create("stack");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_deep_helping_fits_small_stacks);
+    tcase_add_test(tc, test_deep_helping_bounds_unknown);
     tcase_add_test(tc, test_deep_workers_foreign_helper_live);
     tcase_add_test(tc, test_deep_waiter_runs_its_mailbox);
     tcase_add_test(tc, test_deep_workers_no_free_slot_live);

@@ -57,5 +57,10 @@ void *sl__calloc(size_t n, size_t size);
 int sl__thread_create(pthread_t *thread, const pthread_attr_t *attr,
                       void *(*start)(void *), void *arg);
 int sl__thread_getattr(pthread_attr_t *attr);
+/* The futex and clock entries, with the real call where the table has none
+ * (the parking layer calls these, never the table's pointers directly). */
+int sl__futex_wait(SL_ATOMIC(uint32_t) *word, uint32_t expected, uint64_t deadline_ns);
+int sl__futex_wake(SL_ATOMIC(uint32_t) *word, int count);
+uint64_t sl__now_ns(void);
 
 #endif /* SLUICE_INTERNAL_SYSOPS_H */

@@ -870,6 +870,9 @@ START_TEST(test_try_and_timed_send_ptr)
     p = &b;
     ck_assert_int_eq(sl_chan_try_send_ptr(ch, &p), SL_FULL);
     ck_assert_ptr_eq(p, &b);
+    /* The timed form's 0 is one attempt, and its answer SL_TIMEDOUT. */
+    ck_assert_int_eq(sl_chan_send_ptr_for(ch, &p, 0), SL_TIMEDOUT);
+    ck_assert_ptr_eq(p, &b);
     uint64_t t0 = sl_now_ns();
     ck_assert_int_eq(sl_chan_send_ptr_for(ch, &p, 20 * MS), SL_TIMEDOUT);
     ck_assert_uint_ge(sl_now_ns() - t0, 20 * MS);

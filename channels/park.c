@@ -41,6 +41,9 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <time.h>
@@ -53,17 +56,11 @@ SL_API SL_ATOMIC(int) sl__event_asymmetric;
 
 /* Decides the barrier mode once, before the first eventcount exists, so that
  * no waiter and notifier ever disagree: registering for expedited private
- * membarrier either works (asymmetric mode from now on) or not (fences). */
-static int do_membarrier(int cmd)
-{
-    /* A test's replacement table may leave membarrier out: use the real one. */
-    const sl_sys_ops *sys = sl__sys();
-    return (sys->membarrier ? sys->membarrier : sl__sys_default_ops.membarrier)(cmd);
-}
-
+ * membarrier either works (asymmetric mode from now on) or not (fences on
+ * both sides, from the start: nothing was ever left to a compiler barrier). */
 static void choose_barrier(void)
 {
-    if (do_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0)
+    if (sl__membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0)
         atomic_store_explicit(&sl__event_asymmetric, 1, memory_order_relaxed);
 }
 
@@ -78,14 +75,46 @@ SL_API void sl_event_init(sl_event *ev)
     atomic_init(&ev->waiters, 0u);
 }
 
+/* Tries of a barrier that fails with an error the kernel may not repeat (its
+ * allocation of a CPU mask), 100 µs apart. */
+#define BARRIER_TRIES 20
+
+/* The barrier of asymmetric mode, which cannot be skipped: the notifiers
+ * already rely on it (they have only a compiler barrier between their store
+ * and their load), and switching them to fences now would not cover one
+ * preempted inside that window. A transient error is retried; any other
+ * means the process changed under sluice after registering (a seccomp filter
+ * installed later, say), and a parked thread could miss its wake-up or a
+ * receiver misjudge a close: stop, saying why (docs/guarantees.md). */
+static void expedited_barrier(void)
+{
+    int r = 0;
+    for (unsigned i = 0; i < BARRIER_TRIES; i++) {
+        r = sl__membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+        if (r == 0)
+            return;
+        if (r != -ENOMEM && r != -EAGAIN && r != -EINTR)
+            break;
+        struct timespec pause = {0, 100000};
+        nanosleep(&pause, NULL);
+    }
+    fprintf(stderr,
+            "sluice: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) failed (%s) after "
+            "registering for it succeeded; without it a parked thread could miss its "
+            "wake-up. A filter that refuses membarrier must be in place before sluice's "
+            "first use (sluice then uses fences). Aborting.\n",
+            strerror(-r));
+    abort();
+}
+
 SL_API void sl_event_heavy_fence(void)
 {
     atomic_thread_fence(memory_order_seq_cst);
     /* In asymmetric mode the notifiers only have a compiler barrier between
      * their store and their waiter-count load: force a real one on every
-     * running thread. Registration succeeded, so this cannot fail. */
+     * running thread. */
     if (atomic_load_explicit(&sl__event_asymmetric, memory_order_relaxed))
-        do_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+        expedited_barrier();
 }
 
 SL_API void sl_event_fence(void) { sl__event_fence_fast(); }

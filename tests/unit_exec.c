@@ -250,7 +250,7 @@ START_TEST(test_deep_helping_bounds_unknown)
     ck_assert_int_eq(pthread_attr_getstacksize(&old, &old_size), 0);
     pthread_attr_destroy(&old);
     set_default_stack(SMALL_STACK); /* the fallback assumes the smaller stack */
-    sl__sys_set_ops(&k_no_getattr_ops);
+    sl_test_sys_install(&k_no_getattr_ops);
     sl_exec *ex = new_exec(2);
     g_probe_thread = pthread_self();
     int reps = (int)sl_test_scaled(10, 2);
@@ -264,7 +264,7 @@ START_TEST(test_deep_helping_bounds_unknown)
     uintptr_t low = atomic_load(&g_probe_low);
     atomic_store(&g_probe_on, false);
     sl_exec_free(ex);
-    sl__sys_set_ops(NULL);
+    sl_test_sys_restore();
     set_default_stack(old_size);
     fprintf(stderr, "[exec] stack bounds unknown: the main thread helped near the top: %s; "
             "128 KiB down: %s\n", helped_high ? "yes" : "no",
@@ -321,12 +321,12 @@ START_TEST(test_exec_new_thread_create_fails)
     for (;; k++) {
         atomic_store(&g_tc_attempts, 0);
         atomic_store(&g_tc_fail_at, k);
-        sl__sys_set_ops(&k_tc_ops);
+        sl_test_sys_install(&k_tc_ops);
         sl_exec *ex = (sl_exec *)&k; /* must stay untouched on failure */
         sl_exec_opts o = { 3, "tcx" };
         sl_status st = sl_exec_new(&ex, &o);
         bool last = atomic_load(&g_tc_attempts) < k;
-        sl__sys_set_ops(NULL);
+        sl_test_sys_restore();
         ck_assert_msg(st == SL_OK || st == SL_ENOMEM, "k %u: %s", k, sl_status_str(st));
         if (st == SL_OK) {
             ck_assert_int_eq(fib_on(ex, 15), fib_serial(15));

@@ -1832,7 +1832,7 @@ static const sl_sys_ops k_herd_ops = {
     .futex_wait = herd_futex_wait, .futex_wake = herd_futex_wake, .now_ns = herd_now,
     .membarrier = herd_membarrier};
 
-static void restore_ops(void) { sl__sys_set_ops(NULL); }
+static void restore_ops(void) { sl_test_sys_restore(); }
 
 START_TEST(test_one_wakeup_per_job)
 {
@@ -1840,7 +1840,7 @@ START_TEST(test_one_wakeup_per_job)
     atomic_store(&g_herd_counting, 0);
     atomic_store(&g_worker_wakeups, 0);
     atomic_store(&g_wide_wakes, 0);
-    sl__sys_set_ops(&k_herd_ops);
+    sl_test_sys_install(&k_herd_ops);
     sl_pool_opts o = begin_book();
     o.max_workers = 4;
     o.min_workers = 4;
@@ -1963,7 +1963,7 @@ START_TEST(test_idle_asleep_while_submit_held)
 {
     begin_test(SUITE, "idle_asleep_while_submit_held");
     memset(&g_hold, 0, sizeof g_hold);
-    sl__sys_set_ops(&k_hold_ops);
+    sl_test_sys_install(&k_hold_ops);
     sl_pool_opts o = begin_book();
     o.max_workers = 2;
     o.name = "hold";
@@ -2038,7 +2038,7 @@ static void tc_arm(uint64_t fail_at, bool all)
     atomic_store(&g_tc_attempts, 0);
     atomic_store(&g_tc_fail_at, fail_at);
     atomic_store(&g_tc_fail_all, all);
-    sl__sys_set_ops(&k_tc_ops);
+    sl_test_sys_install(&k_tc_ops);
 }
 
 /* Every "tcf/" thread is gone (joined) soon. */
@@ -2089,7 +2089,7 @@ START_TEST(test_pool_new_thread_create_fails)
             CHECK_MSG(p == NULL, "k %u: *out set on SL_ENOMEM", k);
         }
         bool last = atomic_load(&g_tc_attempts) < k;
-        sl__sys_set_ops(NULL);
+        sl_test_sys_restore();
         expect_no_threads_left(st == SL_OK ? "after free" : "after a refused sl_pool_new");
         book_check_closed(g_book);
         ASSERT_CLEAN();
@@ -2126,7 +2126,7 @@ START_TEST(test_pool_spawn_fails_retried)
               "%llu starts tried", atomic_load(&ran), ULL(tries));
     atomic_store(&g_tc_fail_all, false);
     wait_idle_ok(p);
-    sl__sys_set_ops(NULL);
+    sl_test_sys_restore();
     sl_pool_stats s = stats_of(p);
     CHECK_MSG(atomic_load(&ran) == 10 && s.completed == 10 && s.spawned >= 1,
               "%u of 10 jobs ran once threads could start (completed %llu, spawned %llu)",

@@ -303,6 +303,7 @@ if [ "${1:-}" = "--mutants" ]; then
         "BUG_SEND_NO_FENCE|tso.pml|1"
         "BUG_SEND_NO_FENCE -DSC|tso.pml|0"
         "BUG_POP_NO_FENCE|tso.pml|1"
+        "BUG_POP_NO_FENCE -DSC|tso.pml|0"
         "BUG_NO_CLOSE_DONE_CHECK|tso.pml|1"
         "BUG_TAIL_FIRST|tso.pml|1"
     )

@@ -171,7 +171,6 @@ bool close_done;
 byte running;
 byte nsent;           /* ghost: sends that returned SL_OK */
 byte nrecv;           /* ghost: receives that returned SL_OK */
-bool refused;         /* ghost: a send returned SL_CLOSED */
 
 /* ---- the memory ------------------------------------------------------------- */
 
@@ -469,7 +468,7 @@ proctype Sender()
         await(SND, NOT_FULL);
         if
         :: st == SL_OK -> nsent++; m++
-        :: st == SL_CLOSED -> refused = true; break
+        :: st == SL_CLOSED -> break
         fi
     :: else -> break
     od;

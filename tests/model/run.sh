@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# tests/model/run.sh — model-checks the parking and close protocols and the
-# ring of stamped cells with spin.
+# tests/model/run.sh — model-checks the parking and close protocols (under
+# sequential consistency, and the SPSC paths under x86-TSO) and the ring of
+# stamped cells with spin.
 #
 #   run.sh                the default checks (exhaustive, ~1 min of CPU in all)
 #   MODEL_FULL=1 run.sh   also the larger configurations (several minutes)
 #   MODEL_BUG=BUG_X run.sh
 #                         the same checks with one planted bug compiled in
 #                         (see the BUG_ lists in park.pml, eventcount.pml,
-#                         close.pml, cellring.pml): failures are then expected
+#                         close.pml, cellring.pml, tso.pml): failures are
+#                         then expected
 #   run.sh --mutants      every planted bug in turn, on the checks of the model
 #                         it applies to; reports which check catches it, and
 #                         fails if a bug that must be caught is not
@@ -118,6 +120,14 @@ checks_default=(
     "cellring-c2-2x1-2x2|cellring.pml|-DCAP=2 -DMSGS=1 -DNC=2 -DPOPS=2|safety"
     "cellring-ow-c1-2x1-2x2|cellring.pml|-DDISPLACE -DCAP=1 -DMSGS=1 -DNC=2 -DPOPS=2|safety"
     "cellring-ow-c2-2x2-1x2-wrap|cellring.pml|-DDISPLACE -DCAP=2 -DMSGS=2 -DNC=1 -DPOPS=2 -DBASE=56|safety progress"
+    # the SPSC channel's send and receive paths and the parking handshake
+    # under x86-TSO (store buffers), asymmetric (membarrier) and fence mode:
+    # one sender of 2 messages, one receiver, capacity 1 (both sides park);
+    # -close: one message and a closer at any moment
+    "tso-asym|tso.pml|-DASYM|safety"
+    "tso-fence|tso.pml||safety"
+    "tso-asym-close|tso.pml|-DASYM -DCLOSER -DMSGS=1|safety"
+    "tso-fence-close|tso.pml|-DCLOSER -DMSGS=1|safety"
 )
 checks_full=(
     "ec-1s2r-timed|eventcount.pml|-DSENDER_TIMED|safety ltlfair:no_lost_wakeup"
@@ -133,6 +143,11 @@ checks_full=(
     "cellring-ow-c1-2x2-2x1|cellring.pml|-DDISPLACE -DCAP=1 -DMSGS=2 -DNC=2 -DPOPS=1|safety"
     "cellring-ow-c2-2x2-2x2|cellring.pml|-DDISPLACE -DCAP=2 -DMSGS=2 -DNC=2 -DPOPS=2|safety"
     "cellring-ow-c1-2x1-2x2-p|cellring.pml|-DDISPLACE -DCAP=1 -DMSGS=1 -DNC=2 -DPOPS=2|progress"
+    "tso-asym-close-2msg|tso.pml|-DASYM -DCLOSER|safety"
+    "tso-fence-close-2msg|tso.pml|-DCLOSER|safety"
+    "tso-asym-c2-3msg|tso.pml|-DASYM -DCAP=2 -DMSGS=3|safety"
+    "tso-fence-c2-3msg|tso.pml|-DCAP=2 -DMSGS=3|safety"
+    "tso-asym-sb8-spurious|tso.pml|-DASYM -DSB=8 -DSPURIOUS=1|safety"
 )
 
 # Runs a list of checks, JOBS at a time, then prints them in order and counts
@@ -226,6 +241,15 @@ if [ "${1:-}" = "--cover" ]; then
         "40|cellring.pml|C4: a pop loses its message to a displacing push"
         "41|cellring.pml|at rest the head lags on a displaced position"
         "42|cellring.pml|C5: the head CAS fails (another thread moved it)"
+        "51|tso.pml|N2: the sender reads no waiter while its tail store is still buffered"
+        "52|tso.pml|W1: the membarrier drains another thread's non-empty store buffer"
+        "53|tso.pml|W3: the re-check after prepare succeeds (cancel)"
+        "54|tso.pml|N4: FUTEX_WAKE dequeues a sleeper"
+        "55|tso.pml|F2: FUTEX_WAIT finds the epoch moved (EAGAIN)"
+        "56|tso.pml|S3: the ring is full: SL_FULL (the sender parks)"
+        "57|tso.pml|S2: the sender sees closed: SL_CLOSED"
+        "58|tso.pml|R5: closed and close_done, the sender's flag still set: SL_EMPTY"
+        "59|tso.pml|R6: the last look after the close finds a message"
     )
     safety_only=()
     for spec in "${all_checks[@]}"; do
@@ -272,6 +296,14 @@ if [ "${1:-}" = "--mutants" ]; then
         "BUG_STALE_HELP|cellring.pml|1"
         "BUG_NO_HELP|cellring.pml|1"
         "BUG_DISPLACE_NO_HEAD|cellring.pml|1"
+        "BUG_NO_MEMBARRIER|tso.pml|1"
+        "BUG_NO_MEMBARRIER -DSC|tso.pml|0"
+        "BUG_SEND_NO_FENCE|tso.pml|1"
+        "BUG_SEND_NO_FENCE -DSC|tso.pml|0"
+        "BUG_POP_NO_FENCE|tso.pml|1"
+        "BUG_POP_NO_FENCE -DSC|tso.pml|0"
+        "BUG_NO_CLOSE_DONE_CHECK|tso.pml|1"
+        "BUG_TAIL_FIRST|tso.pml|1"
     )
     bad=0
     for m in "${mutants[@]}"; do

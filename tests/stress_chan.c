@@ -607,6 +607,10 @@ static void mx_round(const mx_cfg *cfg, uint64_t seed, unsigned round, unsigned 
                      ULL(late_recv), ULL(r->drops_late));
     *late_total += late;
     *drops_total += drops;
+    uint64_t accepted = 0;
+    for (unsigned p = 0; p < np; p++)
+        accepted += r->sent_ok[p];
+    sl_test_account("messages received or dropped exactly once, racing close", accepted);
 
     mc_end(r);
 }
@@ -876,6 +880,7 @@ static void dr_round(const mx_cfg *cfg, uint64_t seed, unsigned round, unsigned 
     CHECK_MSG(blocked > 0, "round %u: no producer was stopped by the close (sent %llu of %llu)",
               round, ULL(sent), ULL(total));
     *drops_total += drops;
+    sl_test_account("messages received or dropped exactly once, racing close", sent);
 
     sl_test_barrier_destroy(&r->start);
     bm_free(&r->recv);

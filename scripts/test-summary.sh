@@ -12,8 +12,8 @@ for f in "$@"; do
     preset=$(basename "$(dirname "$f")")
     awk -F'\t' -v preset="$preset" '
         { sum[$1] += $2 }
-        END { for (k in sum) printf "%-7s %-52s %15.0f\n", preset, k, sum[k] }' "$f" | sort
+        END { for (k in sum) printf "%-7s %-62s %15.0f\n", preset, k, sum[k] }' "$f" | sort
 done
 cat "$@" 2>/dev/null | awk -F'\t' '
     { split($1, a, " "); kind = substr($1, length(a[1]) + 2); sum[kind] += $2 }
-    END { for (k in sum) printf "total   %-52s %15.0f\n", k, sum[k] }' | sort
+    END { for (k in sum) printf "total   %-62s %15.0f\n", k, sum[k] }' | sort

@@ -246,6 +246,9 @@ static const eo_cfg eo_mpmc[] = {
     {"mpmc 1/8 cap 64", SL_MPMC, 1, 8, 64, 16, 1000000, 20000, false, 0, false},
     {"mpmc 1/1 cap 1 preempted", SL_MPMC, 1, 1, 1, 16, 60000, 5000, false, 0, true},
     {"mpmc 2/2 cap 2 preempted", SL_MPMC, 2, 2, 2, 64, 60000, 5000, false, 0, true},
+    /* Volume: blocking sends and receives in the common shape, long enough
+     * for many parks and wake-ups. */
+    {"mpmc 2/2 cap 1024 8B volume", SL_MPMC, 2, 2, 1024, 8, 10000000, 100000, false, 0, false},
 };
 
 static const eo_cfg eo_spsc[] = {

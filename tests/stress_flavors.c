@@ -282,6 +282,7 @@ static const leo_cfg leo_cfgs[] = {
     {"8/1 64B", 8, 1, 64, 600000, 20000},
     {"1/8 16B", 1, 8, 16, 600000, 20000},
     {"2/2 40B", 2, 2, 40, 600000, 20000},
+    {"2/2 8B volume", 2, 2, 8, 12000000, 100000},
 };
 
 START_TEST(list_exactly_once) { leo_execute(&leo_cfgs[_i]); }

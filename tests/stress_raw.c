@@ -247,6 +247,9 @@ static const rm_cfg rm_cfgs[] = {
     {"8/8 cap 8 8B", 8, 8, 8, 8, 1000000, 40000, false, false, 0},
     {"4/4 cap 1 8B @2^64-1000", 4, 4, 1, 8, 300000, 10000, false, true, W64},
     {"4/4 cap 64 8B batches", 4, 4, 64, 8, 1000000, 40000, true, false, 0},
+    /* Volume: the common shape (few threads, a roomy ring) long enough to
+     * cross many laps and preemptions; most of the messages make test checks. */
+    {"2/2 cap 1024 8B volume", 2, 2, 1024, 8, 16000000, 100000, false, false, 0},
 };
 
 START_TEST(mpmc_exactly_once) { rm_execute(&rm_cfgs[_i]); }
@@ -510,6 +513,7 @@ static void rs_execute(const rs_cfg *cfg)
     double secs = team_end(&t);
     ASSERT_CLEAN();
     CHECK_MSG(sl_spsc_len(&r->q) == 0, "len %zu at the end", sl_spsc_len(&r->q));
+    sl_test_account("messages exactly once, in order", r->n);
     /* Quiescent: exactly the capacity fits, in one batch. */
     unsigned char *all = xcalloc(cfg->cap + 1, cfg->esz);
     for (size_t i = 0; i <= cfg->cap; i++)
@@ -545,6 +549,7 @@ static const rs_cfg rs_cfgs[] = {
     {"cap 3 @2^64-1000", 3, 16, 1000000, 20000, true, W64},
     {"cap 1000 @2^64-1000", 1000, 64, 2000000, 50000, true, W64},
     {"cap 1 @2^64-1", 1, 16, 300000, 10000, true, UINT64_MAX - 1},
+    {"cap 1024 volume", 1024, 16, 24000000, 100000, false, 0},
 };
 
 START_TEST(spsc_batches) { rs_execute(&rs_cfgs[_i]); }

@@ -248,8 +248,10 @@ if [ "${1:-}" = "--cover" ]; then
         "55|tso.pml|F2: FUTEX_WAIT finds the epoch moved (EAGAIN)"
         "56|tso.pml|S3: the ring is full: SL_FULL (the sender parks)"
         "57|tso.pml|S2: the sender sees closed: SL_CLOSED"
-        "58|tso.pml|R5: closed and close_done, the sender's flag still set: SL_EMPTY"
+        "58|tso.pml|R5: closed, after the barrier the sender's flag is set: SL_EMPTY"
         "59|tso.pml|R6: the last look after the close finds a message"
+        "60|tso.pml|R4: the sender's mark (flag = 1) is still buffered at the receiver's barrier"
+        "61|tso.pml|R4: the receiver's membarrier drains the sender's non-empty store buffer"
     )
     safety_only=()
     for spec in "${all_checks[@]}"; do
@@ -302,7 +304,9 @@ if [ "${1:-}" = "--mutants" ]; then
         "BUG_SEND_NO_FENCE -DSC|tso.pml|0"
         "BUG_POP_NO_FENCE|tso.pml|1"
         "BUG_POP_NO_FENCE -DSC|tso.pml|0"
-        "BUG_NO_CLOSE_DONE_CHECK|tso.pml|1"
+        "BUG_NO_CLOSE_BARRIER|tso.pml|1"
+        "BUG_NO_CLOSE_BARRIER -DSC|tso.pml|0"
+        "BUG_NO_CLOSE_BARRIER -DCLOSE_BARRIER|tso.pml|1"
         "BUG_TAIL_FIRST|tso.pml|1"
     )
     bad=0

@@ -535,7 +535,7 @@ proctype Closer()
     byte seen;
     closed = true;                                   /* C1 (xchg) */
 #ifdef CLOSE_BARRIER
-    heavy_fence(CLS, 62);                            /* the old C2 */
+    heavy_fence(CLS, 62);                            /* the old C2 (62: no cover row) */
 #endif
     notify(CLS, NOT_EMPTY);                          /* C4 */
     notify(CLS, NOT_FULL);                           /* C5 */

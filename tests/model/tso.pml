@@ -40,7 +40,7 @@
  * write — the sender's in-flight flag (ch->in_flight[0].n), the ring's head
  * (cons.index) and tail (prod.index), the CAP message slots. Written only by
  * locked operations, hence plain globals: `waiters` and `epoch` of both
- * eventcounts, `closed`, `close_done`.
+ * eventcounts, `closed`.
  *
  * Each step names the C step it stands for (park.pml and close.pml use the
  * same names):
@@ -55,12 +55,17 @@
  *   receiver  R1 spsc_pop: tail (acquire load) ; empty -> SL_EMPTY ;
  *                else read the slot, head += 1 (release store) ;
  *                sl_event_fence ; notify_one(not_full)
- *             R2 recv_with: closed? -> no: SL_EMPTY
- *             R4 close_done? (acquire load) -> no: SL_EMPTY
- *             R5 senders_in_flight: flag? (acquire load) -> set: SL_EMPTY
- *             R6 the last look (R1 again) ; R7 SL_CLOSED
- *   closer    C1 closed = 1 (seq_cst exchange: xchg) ; C2 sl_event_heavy_fence
- *             C3 close_done = 1 (seq_cst store: xchg)
+ *             R2 recv_with: closed? (acquire load) -> no: SL_EMPTY
+ *             R3 drained? (the receiver stops at its first SL_CLOSED, so
+ *                never set when read: no step)
+ *             R4 sends_landed: closed? (seq_cst load: a plain mov; set
+ *                since R2, `closed` never goes back: no step) ;
+ *                sl_event_heavy_fence (the SPSC flag is a light mark):
+ *                mfence, then membarrier in asymmetric mode
+ *             R5 senders_in_flight: flag? (seq_cst load) -> set: SL_EMPTY
+ *             R6 the last look (R1 again) ; R7 drained = 1 (not read
+ *                again: no step) ; SL_CLOSED
+ *   closer    C1 closed = 1 (seq_cst exchange: xchg), no barrier
  *             C4, C5 notify_all(not_empty), notify_all(not_full)
  *   waiter    (sl__event_await, either side: the receiver on not_empty, the
  *             sender on not_full)
@@ -101,15 +106,21 @@
  *
  * Planted bugs (run.sh --mutants):
  *   BUG_NO_MEMBARRIER   sl_event_heavy_fence without its membarrier in
- *                       asymmetric mode (the waiter's, and the closer's)
+ *                       asymmetric mode (the waiter's after W1, and the
+ *                       receiver's in R4)
  *   BUG_SEND_NO_FENCE   fence mode, the sender's sl_event_fence left out (it
  *                       behaves as in asymmetric mode while the waiters do
  *                       not issue membarrier)
  *   BUG_POP_NO_FENCE    fence mode, spsc_pop's sl_event_fence left out
- *   BUG_NO_CLOSE_DONE_CHECK  R4 left out: SL_CLOSED without waiting for
- *                       close_done (with CLOSER; close.pml under SC cannot
- *                       catch it)
+ *   BUG_NO_CLOSE_BARRIER  the receiver's heavy barrier in R4 left out: it
+ *                       loads the flag right after `closed` (with CLOSER;
+ *                       close.pml under SC cannot catch it)
  *   BUG_TAIL_FIRST      the tail store before the slot's bytes
+ *
+ * Variant (not a bug): CLOSE_BARRIER puts back the barrier close issued
+ * before it became one exchange (C2: sl_event_heavy_fence after C1), without
+ * the `close_done` flag that went with it; with BUG_NO_CLOSE_BARRIER it
+ * shows that barrier cannot stand in for the receiver's.
  *
  * Coverage (run.sh --cover): REACHED(n), as in park.pml.
  */
@@ -166,7 +177,6 @@ byte epoch[2];        /* sl_event.epoch, the futex word */
 byte qon[2];          /* the futex queue: thread t asleep on eventcount qon[t]-1 */
 byte spurious = SPURIOUS;
 bool closed;
-bool close_done;
 
 byte running;
 byte nsent;           /* ghost: sends that returned SL_OK */
@@ -232,23 +242,24 @@ inline event_fence(t)
 #endif
 }
 
-/* sl_event_heavy_fence after a locked operation: mfence (the buffer is
- * already empty), then, in asymmetric mode, membarrier: every other thread's
- * buffer drains now. */
-inline heavy_fence(t)
+/* sl_event_heavy_fence: mfence (the own buffer drains), then, in asymmetric
+ * mode, membarrier: every other thread's buffer drains now. One step: the
+ * caller does nothing between the two, and the Flusher may drain its buffer
+ * before. `mark`: the REACHED mark of a membarrier that drains a non-empty
+ * buffer. */
+inline heavy_fence(t, mark)
 {
-#if defined(ASYM) && !defined(BUG_NO_MEMBARRIER)
     d_step {
+        drain(t);
+#if defined(ASYM) && !defined(BUG_NO_MEMBARRIER)
         if
-        :: (sbn[SND] > 0 && t != SND) || (sbn[RCV] > 0 && t != RCV) -> REACHED(52) skip
+        :: (sbn[SND] > 0 && t != SND) || (sbn[RCV] > 0 && t != RCV) -> REACHED(mark) skip
         :: else -> skip
         fi;
         if :: t != SND -> drain(SND) :: else -> skip fi;
         if :: t != RCV -> drain(RCV) :: else -> skip fi
-    }
-#else
-    skip
 #endif
+    }
 }
 
 /* ---- the eventcount ----------------------------------------------------------- */
@@ -327,7 +338,7 @@ inline await(t, ev)
     :: RETRY(st) ->
         do
         :: d_step { drain(t); waiters[ev]++ };        /* W1 */
-            heavy_fence(t);
+            heavy_fence(t, 52);
             key = epoch[ev];                         /* W2 */
             try_op(t);                               /* W3 */
             if
@@ -422,6 +433,30 @@ inline pop()
     tl = 0
 }
 
+/* R4's barrier: sends_landed's heavy fence between its load of `closed` and
+ * its load of the flag. */
+inline close_barrier()
+{
+#ifdef COVER
+    d_step {                    /* 60: the sender's mark (flag = 1) still buffered */
+        do
+        :: k_ < sbn[SND] && !(sba[SND * SB + k_] == A_FLAG && sbv[SND * SB + k_] == 1) -> k_++
+        :: else -> break
+        od;
+        if
+        :: k_ < sbn[SND] -> REACHED(60) skip
+        :: else -> skip
+        fi;
+        k_ = 0
+    };
+#endif
+#ifdef BUG_NO_CLOSE_BARRIER
+    skip
+#else
+    heavy_fence(RCV, 61)
+#endif
+}
+
 /* recv_with: R1..R7. */
 inline try_recv()
 {
@@ -429,19 +464,14 @@ inline try_recv()
 #ifdef CLOSER
     if
     :: st == SL_EMPTY && closed ->                   /* R2 */
+        close_barrier();                             /* R4 */
         if
-#ifndef BUG_NO_CLOSE_DONE_CHECK
-        :: !close_done -> skip                       /* R4: not yet */
-#endif
+        :: mem[A_FLAG] != 0 -> REACHED(58) skip      /* R5: a send is landing */
         :: else ->
+            pop();                                   /* R6 */
             if
-            :: mem[A_FLAG] != 0 -> REACHED(58) skip  /* R5: a send is landing */
-            :: else ->
-                pop();                               /* R6 */
-                if
-                :: st == SL_OK -> REACHED(59) skip
-                :: else -> st = SL_CLOSED            /* R7 */
-                fi
+            :: st == SL_OK -> REACHED(59) skip
+            :: else -> st = SL_CLOSED                /* R7 */
             fi
         fi
     :: else -> skip
@@ -499,13 +529,14 @@ proctype Receiver()
     running--
 }
 
-/* sl_chan_close: C1..C5. */
+/* sl_chan_close: C1, C4, C5. */
 proctype Closer()
 {
     byte seen;
     closed = true;                                   /* C1 (xchg) */
-    heavy_fence(CLS);                                /* C2 */
-    close_done = true;                               /* C3 (xchg) */
+#ifdef CLOSE_BARRIER
+    heavy_fence(CLS, 62);                            /* the old C2 (62: no cover row) */
+#endif
     notify(CLS, NOT_EMPTY);                          /* C4 */
     notify(CLS, NOT_FULL);                           /* C5 */
     running--

@@ -11,6 +11,7 @@
 #include "stress_common.h"
 
 #include <pthread.h>
+#include <alloca.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -222,22 +223,79 @@ static int getattr_fails(pthread_attr_t *attr)
 
 static const sl_sys_ops k_no_getattr_ops = {.thread_getattr = getattr_fails};
 
-#define DEEP_FRAME 8192
-#define DEEP_LEVELS 16 /* 128 KiB below the caller */
+#define DEEP_BYTES ((size_t)128 * 1024) /* below the caller */
 
-/* Recurses `levels` frames of DEEP_FRAME bytes, then syncs fib(n) reps times. */
-static __attribute__((noinline)) long fib_from_below(sl_exec *ex, int levels, long n, int reps)
+/* fib(n) as a task that a worker has taken before the caller syncs, so
+ * whatever the caller runs while it waits was stolen (a sync that finds its
+ * task untaken runs it inline, as a serial call would: no helping). */
+typedef struct {
+    atomic_bool *started;
+    fib_args fib;
+} taken_fib_args;
+
+static void taken_fib_task(void *args, void *ret)
 {
-    volatile char pad[DEEP_FRAME];
-    pad[0] = (char)levels;
+    taken_fib_args *a = args;
+    atomic_store(a->started, true);
+    fib_task(&a->fib, ret);
+}
+
+static uintptr_t g_taken_frame; /* where the last fib_taken synced */
+
+static __attribute__((noinline)) long fib_taken(sl_exec *ex, long n)
+{
+    g_taken_frame = (uintptr_t)__builtin_frame_address(0);
+    atomic_bool started = false;
+    taken_fib_args a = {&started, {ex, n, false}};
+    long r = -1;
+    sl_future f = sl_spawn(ex, taken_fib_task, &a, sizeof a, sizeof r);
+    ck_assert(sl_is_spawned(&f));
+    while (!atomic_load(&started))
+        sched_yield();
+    ck_assert_int_eq(sl_sync(&f, &r), SL_OK);
+    return r;
+}
+
+/* Takes DEEP_BYTES of stack, then syncs fib(n) reps times, each taken by a
+ * worker first. alloca, not a chain of frames with big arrays: under TSan
+ * clang kept such a chain within a few KiB. */
+static __attribute__((noinline)) long fib_from_below(sl_exec *ex, long n, int reps)
+{
+    volatile char *pad = alloca(DEEP_BYTES);
+    pad[0] = 1;
+    pad[DEEP_BYTES - 1] = 1;
+    __asm__ volatile("" : : "r"(pad) : "memory"); /* pad is live below */
     long r = 0;
-    if (levels > 0) {
-        r = fib_from_below(ex, levels - 1, n, reps);
-    } else {
-        for (int i = 0; i < reps; i++)
-            r = fib_on(ex, n);
-    }
-    return r + pad[0] - (char)levels; /* pad stays live across the call */
+    for (int i = 0; i < reps; i++)
+        r = fib_taken(ex, n);
+    __asm__ volatile("" : : "r"(pad) : "memory");
+    return r;
+}
+
+/* A task that says it started, then holds its worker a moment. */
+static void started_then_hold(void *args, void *ret)
+{
+    atomic_store(*(atomic_bool **)args, true);
+    sl_test_sleep_ns(20 * MS);
+    *(int *)ret = 1;
+}
+
+/* Makes the calling thread wait once, here: the task runs on a worker (the
+ * caller waits until it started), so the sync cannot run it inline. Where a
+ * sync finds its task untaken (workers slow to start, as under TSan) it
+ * runs it itself and never waits, and the floor would be set by a later,
+ * deeper first wait. */
+static void wait_once_here(sl_exec *ex)
+{
+    atomic_bool started = false;
+    atomic_bool *flag = &started;
+    int r = 0;
+    sl_future f = sl_spawn(ex, started_then_hold, &flag, sizeof flag, sizeof r);
+    ck_assert(sl_is_spawned(&f));
+    while (!atomic_load(&started))
+        sched_yield();
+    ck_assert_int_eq(sl_sync(&f, &r), SL_OK);
+    ck_assert_int_eq(r, 1);
 }
 
 START_TEST(test_deep_helping_bounds_unknown)
@@ -256,12 +314,16 @@ START_TEST(test_deep_helping_bounds_unknown)
     int reps = (int)sl_test_scaled(10, 2);
     atomic_store(&g_probe_low, UINTPTR_MAX);
     atomic_store(&g_probe_on, true);
-    for (int i = 0; i < reps; i++) /* near the top: the first wait sets the floor */
+    wait_once_here(ex); /* near the top: the first wait sets the floor */
+    for (int i = 0; i < reps; i++)
         ck_assert_int_eq(fib_on(ex, 27), fib_serial(27));
     bool helped_high = atomic_load(&g_probe_low) != UINTPTR_MAX;
     atomic_store(&g_probe_low, UINTPTR_MAX);
-    ck_assert_int_eq(fib_from_below(ex, DEEP_LEVELS, 27, reps), fib_serial(27));
+    uintptr_t top = (uintptr_t)__builtin_frame_address(0);
+    ck_assert_int_eq(fib_from_below(ex, 27, reps), fib_serial(27));
     uintptr_t low = atomic_load(&g_probe_low);
+    ck_assert_msg(top - g_taken_frame >= DEEP_BYTES, "the deep syncs ran only %llu bytes "
+                  "below the test's frame", ULL(top - g_taken_frame));
     atomic_store(&g_probe_on, false);
     sl_exec_free(ex);
     sl_test_sys_restore();
@@ -270,16 +332,27 @@ START_TEST(test_deep_helping_bounds_unknown)
             "128 KiB down: %s\n", helped_high ? "yes" : "no",
             low == UINTPTR_MAX ? "no" : "yes (wrong)");
     ck_assert_msg(low == UINTPTR_MAX, "the main thread ran stolen tasks past its fallback "
-                  "floor, %d KiB below its first wait", DEEP_LEVELS * DEEP_FRAME / 1024);
+                  "floor, %zu KiB below its first wait", DEEP_BYTES / 1024);
     ASSERT_CLEAN();
 }
 END_TEST
 
 /* ---- faults: thread creation and allocation fail ---------------------- */
 
-/* Threads of this process now. */
+static void *no_op_thread(void *arg) { return arg; }
+
+/* Threads of this process now. A sanitizer runtime starts a helper thread of
+ * its own at the first pthread_create (TSan does): start and join one first,
+ * so that the helper is in every count, before and after. */
 static unsigned threads_now(void)
 {
+    static bool warmed;
+    if (!warmed) {
+        pthread_t t;
+        ck_assert_int_eq(pthread_create(&t, NULL, no_op_thread, NULL), 0);
+        pthread_join(t, NULL);
+        warmed = true;
+    }
     unsigned n = 0;
     DIR *d = opendir("/proc/self/task");
     ck_assert_ptr_nonnull(d);

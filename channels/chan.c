@@ -94,6 +94,7 @@ SL_API void sl_chan_free(sl_chan *ch)
 {
     if (!ch)
         return;
+    sl__chanfd_release(ch); /* before the check: a descriptor counts as a selector */
     refuse_free_in_use(ch);
     /* The drop function sees each message in place, oldest first: no copy,
      * so nothing can fail half-way and leave a message undropped. */
@@ -115,8 +116,10 @@ sl_event sl__select_bell;
  * a selector whose registration came before its re-check (select.c). */
 static inline void ring_selectors(sl_chan *ch)
 {
-    if (atomic_load_explicit(&ch->selectors, memory_order_seq_cst) != 0)
+    if (atomic_load_explicit(&ch->selectors, memory_order_seq_cst) != 0) {
         sl_event_notify_all(&sl__select_bell);
+        sl__chanfd_ring(ch); /* and any event-loop descriptor (chanfd.c) */
+    }
 }
 
 /* After the push: the unmark, and the wake-up a close makes it owe. */
@@ -143,6 +146,8 @@ PER_FLAVOR sl_status send_with(const flavor_adapter *a, sl_chan *ch, const void 
     if (st == SL_OK || st == SL_EVICTED) {
         sl_event_notify_one(&ch->not_empty);
         ring_selectors(ch);
+    } else if (st == SL_FULL && sl__chanfd_has(ch, SL_END_SEND)) {
+        st = sl__chanfd_rearm_send(ch, elem); /* re-arm, try again (chanfd.c) */
     }
     return st;
 }
@@ -195,8 +200,8 @@ PER_FLAVOR sl_status recv_with(const flavor_adapter *a, sl_chan *ch, void *out)
     if (pop_with(a, ch, out) == SL_OK)
         return SL_OK;
     SL_FI();
-    if (!is_closed(ch))
-        return SL_EMPTY;
+    if (!is_closed(ch)) /* re-arm an event-loop descriptor, try again (chanfd.c) */
+        return sl__chanfd_has(ch, SL_END_RECV) ? sl__chanfd_rearm_recv(ch, out) : SL_EMPTY;
     /* Once established, "closed and drained" is final: a sender that starts
      * after it sees `closed` and refuses (its brief in-flight mark must not
      * turn a later answer back into SL_EMPTY). */

@@ -8,11 +8,18 @@
 #define SLUICE_CHANNELS_CHAN_IMPL_H
 
 #include "sluice/chan.h"
+#include "sluice/chanfd.h"
 #include "sluice/list.h"
 #include "sluice/mpmc.h"
 #include "sluice/park.h"
 #include "sluice/ring.h"
 #include "sluice/spsc.h"
+
+/* An event-loop descriptor of one channel end (sluice/chanfd.h, chanfd.c). */
+typedef struct sl__chan_fd {
+    SL_ATOMIC(int) fd1;        /* the eventfd + 1; 0 while there is none */
+    SL_ATOMIC(uint32_t) armed; /* 1: reset, and the next change must signal it */
+} sl__chan_fd;
 
 /* Slots for counting senders in flight (a power of two). */
 #define SL_SEND_SLOTS 16
@@ -29,9 +36,13 @@ struct sl_chan {
     void *drop_ctx;
     sl_event not_empty; /* receivers park here */
     sl_event not_full;  /* senders park here */
-    SL_ATOMIC(uint32_t) selectors; /* threads in sl_select on this channel */
+    SL_ATOMIC(uint32_t) selectors; /* threads in sl_select on this channel, and
+                                      event-loop descriptors (chanfd.c) */
     SL_ATOMIC(uint32_t) drained;    /* a receiver established "closed and empty":
                                        it stays so (later senders all see closed) */
+    /* Event-loop descriptors, by sl_chan_end; read only where `selectors`
+     * is not zero, or where a try failed (chanfd.c). */
+    sl__chan_fd fds[2];
     /* Senders between their closed-check and the end of their push, so that
      * no receiver reports SL_CLOSED while a send that saw the channel open is
      * still landing. How a sender marks itself is its flavour adapter's
@@ -57,6 +68,23 @@ sl_status sl__chan_try_send(sl_chan *ch, const void *elem);
 
 /* One non-blocking receive: SL_OK, SL_EMPTY, or SL_CLOSED once drained. */
 sl_status sl__chan_try_recv(sl_chan *ch, void *out);
+
+/* The event-loop descriptors' hooks (chanfd.c). ring: after a state change,
+ * where `selectors` was not zero: signals each re-armed descriptor. The
+ * rearm_* ones: a try found the channel empty (full) and its end has a
+ * descriptor; re-arm it unless it is armed already, then try once more;
+ * returns that try's status. release: at sl_chan_free, closes them. */
+void sl__chanfd_ring(sl_chan *ch);
+sl_status sl__chanfd_rearm_recv(sl_chan *ch, void *out);
+sl_status sl__chanfd_rearm_send(sl_chan *ch, const void *elem);
+void sl__chanfd_release(sl_chan *ch);
+
+/* Whether `end` of ch has a descriptor. Relaxed: a descriptor made after
+ * this look starts readable, so a try that misses it loses nothing. */
+static inline bool sl__chanfd_has(const sl_chan *ch, sl_chan_end end)
+{
+    return atomic_load_explicit(&ch->fds[end].fd1, memory_order_relaxed) != 0;
+}
 
 /* Threads blocked in sl_select park on this process-wide eventcount; a
  * channel with selectors rings it on every state change. */

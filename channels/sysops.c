@@ -1,5 +1,5 @@
 /*
- * channels/sysops.c — futex, clock, membarrier, allocation and thread
+ * channels/sysops.c — futex, clock, membarrier, eventfd, allocation and thread
  * creation behind a replaceable table.
  *
  * FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline, so a wait
@@ -15,6 +15,7 @@
 #include <string.h>
 #include <linux/futex.h>
 #include <linux/membarrier.h>
+#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -58,6 +59,12 @@ static int sys_membarrier(int cmd)
 #endif
 }
 
+static int sys_eventfd(unsigned initval)
+{
+    int fd = eventfd(initval, EFD_NONBLOCK | EFD_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
 static void *sys_alloc(size_t align, size_t size)
 {
     return align <= sizeof(max_align_t) ? malloc(size) : aligned_alloc(align, size);
@@ -73,6 +80,7 @@ const sl_sys_ops sl__sys_default_ops = {
     .futex_wake = sys_futex_wake,
     .now_ns = sys_now_ns,
     .membarrier = sys_membarrier,
+    .eventfd = sys_eventfd,
     .alloc = sys_alloc,
     .thread_create = pthread_create,
     .thread_getattr = sys_thread_getattr,
@@ -117,6 +125,12 @@ int sl__membarrier(int cmd)
 {
     const sl_sys_ops *t = sl__sys();
     return ENTRY(t, membarrier)(cmd);
+}
+
+int sl__eventfd(unsigned initval)
+{
+    const sl_sys_ops *t = sl__sys();
+    return ENTRY(t, eventfd)(initval);
 }
 
 void *sl__alloc(size_t align, size_t size)

@@ -1,7 +1,7 @@
 /*
  * internal/sysops.h — the system layer under sluice (internal).
  *
- * Every futex, clock, membarrier, allocation and thread-creation call sluice
+ * Every futex, clock, membarrier, eventfd, allocation and thread-creation call sluice
  * makes goes through one table of function pointers, so that tests can
  * replace it to inject spurious wake-ups, EINTR, early time-outs, delays,
  * allocation and thread-creation failures, or to count system calls.
@@ -27,6 +27,9 @@ typedef struct sl_sys_ops {
     uint64_t (*now_ns)(void);
     /* membarrier(2) with `cmd` and no flags; 0 on success, -errno otherwise. */
     int (*membarrier)(int cmd);
+    /* eventfd(initval, EFD_NONBLOCK | EFD_CLOEXEC): the descriptor, or
+     * -errno (EMFILE, ENFILE, ENOMEM, ...). For sl_chan_fd (chanfd.c). */
+    int (*eventfd)(unsigned initval);
     /* aligned_alloc(align, size): size is a multiple of align; NULL when out
      * of memory. Memory is given back with free(). */
     void *(*alloc)(size_t align, size_t size);
@@ -55,6 +58,7 @@ int sl__futex_wait(SL_ATOMIC(uint32_t) *word, uint32_t expected, uint64_t deadli
 int sl__futex_wake(SL_ATOMIC(uint32_t) *word, int count);
 uint64_t sl__now_ns(void);
 int sl__membarrier(int cmd);
+int sl__eventfd(unsigned initval);
 /* All allocation in sluice goes through these: sl__alloc(align, size) rounds size
  * up to a multiple of align (align: a power of two; 0 means malloc's own);
  * sl__calloc zeroes and returns NULL when n * size overflows. */

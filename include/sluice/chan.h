@@ -181,10 +181,13 @@ SL_API size_t sl_chan_elem_size(const sl_chan *ch);
 
 SL_END_DECLS
 
+#include "sluice/chanfd.h" /* sl_chan_fd, for the typed wrapper's name_fd */
+
 /*
  * SL_CHAN_TYPED(name, T) declares a typed channel `name` over sl_chan:
  * name_new(name **out, const sl_chan_opts *opts) (elem_size = sizeof(T)),
- * name_free, name_close, name_is_closed, name_len, name_cap, and name_X for every
+ * name_free, name_close, name_is_closed, name_len, name_cap, name_fd (sl_chan_fd),
+ * and name_X for every
  * send and receive form sl_chan_X, taking T * / const T * instead of void *.
  * Usable at file scope in C and C++.
  */
@@ -213,6 +216,8 @@ SL_END_DECLS
     { return sl_chan_len((const sl_chan *)(const void *)c); }                       \
     SL_TYPED_FN size_t name##_cap(const name *c)                                  \
     { return sl_chan_cap((const sl_chan *)(const void *)c); }                       \
+    SL_TYPED_FN sl_status name##_fd(name *c, sl_chan_end end, int *fd)            \
+    { return sl_chan_fd((sl_chan *)(void *)c, end, fd); }                           \
     SL_TYPED_FN sl_status name##_send(name *c, T const *e)                        \
     { return sl_chan_send((sl_chan *)(void *)c, e); }                               \
     SL_TYPED_FN sl_status name##_try_send(name *c, T const *e)                    \

@@ -1,0 +1,166 @@
+/*
+ * channels/chanfd.c — event-loop descriptors (sluice/chanfd.h): an eventfd
+ * per channel end, readable while a try at that end may succeed.
+ *
+ * A descriptor is a standing watcher of its channel: creating one adds 1 to
+ * the channel's `selectors` count, which every send, receive and close
+ * already loads (ring_selectors in chan.c) and which is 0 on a channel
+ * nobody selects on or watches. So a channel without a descriptor pays
+ * nothing; one with a descriptor takes ring_selectors' slow path, which
+ * calls sl__chanfd_ring here.
+ *
+ * Per end, `armed` says whether the eventfd was reset (read to 0) since it
+ * was last signalled. The protocol, a Dekker pair like the eventcount's
+ * (docs/guarantees.md, "Event-loop descriptors", has the argument):
+ *
+ *   re-arm (a try found the end empty / full; the loop's side)
+ *     A1 read(fd): reset ; A2 armed = 1 (seq_cst exchange)
+ *     A3 heavy barrier ; A4 try the operation again
+ *   signal (ring: after a state change; the other side's)
+ *     S1 the change (seq_cst RMW, or store + sl_event_fence) ; S2 load
+ *     `selectors` (seq_cst) ; S3 load armed (seq_cst) ; if 1:
+ *     S4 exchange armed 0 (seq_cst) ; if it was 1: S5 write(fd, 1)
+ *
+ * Either A4 sees S1, or S3 sees A2 (or a later value of the flag) and the
+ * descriptor is written after A1. Every change of `armed` is a
+ * read-modify-write, so whatever S3 reads is in A2's release sequence and A1
+ * happens before S5: the reset cannot swallow the write that follows it.
+ * Only one writer per re-arm (S4's exchange), so a busy channel makes one
+ * system call per loop wake-up, not one per message.
+ *
+ * Lifetime: the eventfd lives as long as the channel (sl_chan_free closes
+ * it), so a sender that read its number can never write to a reused one.
+ */
+#include "chan_impl.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#include "internal/testing.h"
+#include "internal/sysops.h"
+
+static int fd_of(const sl__chan_fd *e)
+{
+    /* Acquire: pairs with the CAS that published the descriptor. */
+    return atomic_load_explicit(&e->fd1, memory_order_acquire) - 1;
+}
+
+/* S3–S5: make the descriptor readable unless it is already. */
+static void signal_end(sl__chan_fd *e)
+{
+    int fd = fd_of(e);
+    /* seq_cst: the Dekker load after the caller's change and `selectors`
+     * load; the load first keeps the line shared while nobody re-armed. */
+    if (fd < 0 || atomic_load_explicit(&e->armed, memory_order_seq_cst) == 0)
+        return;
+    if (atomic_exchange_explicit(&e->armed, 0u, memory_order_seq_cst) == 0)
+        return; /* another signaller won: it writes */
+    SL_FI(); /* disarmed, not yet written */
+    uint64_t one = 1;
+    /* Cannot fail on a valid eventfd short of 2^64 - 2 unread signals (each
+     * write follows a reset); EINTR does not occur on a nonblocking one. */
+    ssize_t r = write(fd, &one, sizeof one);
+    (void)r;
+}
+
+void sl__chanfd_ring(sl_chan *ch)
+{
+    signal_end(&ch->fds[SL_END_RECV]);
+    signal_end(&ch->fds[SL_END_SEND]);
+}
+
+/* A1–A3. false when the end is armed already: a change since that re-arm
+ * signals it, so the caller's failed try stands without another. */
+static bool rearm(sl__chan_fd *e)
+{
+    if (atomic_load_explicit(&e->armed, memory_order_relaxed))
+        return false; /* a stale 0 costs one more reset; a stale 1 is a write in flight */
+    uint64_t v;
+    ssize_t r = read(fd_of(e), &v, sizeof v); /* EAGAIN: it was 0 already */
+    (void)r;
+    /* seq_cst, and a read-modify-write: heads the release sequence every
+     * later change of `armed` continues (the argument above). */
+    atomic_exchange_explicit(&e->armed, 1u, memory_order_seq_cst);
+    SL_FI(); /* armed, not yet fenced */
+    /* The flag before the re-check, against a change whose fence is only a
+     * compiler barrier (SL_SPSC in asymmetric mode: sluice/park.h). */
+    sl_event_heavy_fence();
+    return true;
+}
+
+sl_status sl__chanfd_rearm_recv(sl_chan *ch, void *out)
+{
+    sl__chan_fd *e = &ch->fds[SL_END_RECV];
+    if (!rearm(e))
+        return SL_EMPTY;
+    sl_status st = sl__chan_try_recv(ch, out); /* A4 */
+    /* Closed, with a send that saw it open still landing: that sender's
+     * unmark rings no descriptor, so keep this one readable until the
+     * receiver can say SL_CLOSED. */
+    if (st == SL_EMPTY && sl_chan_is_closed(ch))
+        signal_end(e);
+    return st;
+}
+
+sl_status sl__chanfd_rearm_send(sl_chan *ch, const void *elem)
+{
+    if (!rearm(&ch->fds[SL_END_SEND]))
+        return SL_FULL;
+    return sl__chan_try_send(ch, elem); /* A4; a close meanwhile says SL_CLOSED */
+}
+
+/* Publishes fd as the descriptor of e, or closes it when another thread
+ * published one first; the descriptor in use either way. It starts
+ * signalled (the eventfd at 1, `armed` 0 from sl_chan_new): whatever was
+ * sent before the watcher count took effect is found by the first try after
+ * the first wait. */
+static int publish(sl_chan *ch, sl__chan_fd *e, int fd)
+{
+    /* Counted as a watcher before anyone can hold the descriptor: seq_cst,
+     * then the heavy barrier, so every later change's `selectors` load sees
+     * the watcher, or the change is visible to every re-check that follows
+     * (as select's registration, select.c). */
+    atomic_fetch_add_explicit(&ch->selectors, 1u, memory_order_seq_cst);
+    sl_event_heavy_fence();
+    SL_FI(); /* counted, not yet published */
+    int none = 0;
+    /* acq_rel: publishes the descriptor (and the count before it) to the
+     * threads that acquire it; on failure acquires the winner's. */
+    if (atomic_compare_exchange_strong_explicit(&e->fd1, &none, fd + 1, memory_order_acq_rel,
+                                                memory_order_acquire))
+        return fd;
+    close(fd);
+    /* seq_cst like every update of the count; the winner's stays. */
+    atomic_fetch_sub_explicit(&ch->selectors, 1u, memory_order_seq_cst);
+    return none - 1;
+}
+
+SL_API sl_status sl_chan_fd(sl_chan *ch, sl_chan_end end, int *fd)
+{
+    if (!ch || !fd || (end != SL_END_RECV && end != SL_END_SEND))
+        return SL_EINVAL;
+    sl__chan_fd *e = &ch->fds[end];
+    int have = fd_of(e);
+    if (have < 0) {
+        int made = sl__eventfd(1);
+        if (made < 0)
+            return SL_ENOMEM;
+        have = publish(ch, e, made);
+    }
+    *fd = have;
+    return SL_OK;
+}
+
+void sl__chanfd_release(sl_chan *ch)
+{
+    for (unsigned i = 0; i < 2; i++) {
+        int fd = fd_of(&ch->fds[i]);
+        if (fd < 0)
+            continue;
+        close(fd);
+        atomic_store_explicit(&ch->fds[i].fd1, 0, memory_order_relaxed); /* free is alone */
+        /* seq_cst like every update of the count (select.c). */
+        atomic_fetch_sub_explicit(&ch->selectors, 1u, memory_order_seq_cst);
+    }
+}

@@ -1,0 +1,83 @@
+/*
+ * sluice/chanfd.h — waiting on a channel in an event loop: a file descriptor
+ * per channel end that epoll(7), poll(2), io_uring or libuv can watch next to
+ * sockets.
+ *
+ * sl_chan_fd(ch, SL_END_RECV, &fd) gives a descriptor that is readable while
+ * ch may have a message to receive (or is closed); SL_END_SEND one that is
+ * readable while ch may have room to send (or is closed). Level semantics,
+ * kept by a re-arm on the failing try:
+ *
+ *     epoll_ctl(ep, EPOLL_CTL_ADD, fd, &(struct epoll_event){.events = EPOLLIN});
+ *     for (;;) {
+ *         epoll_wait(ep, ...);                         // fd readable
+ *         while ((st = sl_chan_try_recv(ch, &m)) == SL_OK)
+ *             handle(&m);                              // drain ...
+ *         if (st == SL_CLOSED) break;                  // ... until SL_EMPTY,
+ *     }                                                // which re-armed fd
+ *
+ * The user never reads the descriptor: the receive that finds the channel
+ * empty resets it, then looks once more (it may then return a message after
+ * all); the send that finds it full does the same for SL_END_SEND.
+ *
+ * No lost edge: after a try returned SL_EMPTY (SL_FULL), a message sent
+ * (room made) or a close at any later time — also while the loop is between
+ * that try and its next epoll_wait — makes the descriptor readable
+ * (docs/guarantees.md, "Event-loop descriptors"). Spurious readiness is
+ * possible (another thread received the message first; a receive on the
+ * channel also signals the receive end's descriptor if it was re-armed): the
+ * loop's try then finds nothing and re-arms it. After a close the descriptor
+ * stays readable for good: the receiver drains, then gets SL_CLOSED.
+ *
+ * Cost: none while no descriptor was asked for — a send or receive already
+ * loads the channel's watcher count (the one select uses) and takes its
+ * slow path only when it is not zero; the send fast path's instructions are
+ * the same (docs/performance.md). With a descriptor, a send or receive loads
+ * the end's `armed` flag and writes the eventfd once per re-arm (one write
+ * wakes the loop; later sends find the flag down and make no system call),
+ * and a re-arm costs a read(2) and the eventcount's heavy barrier
+ * (membarrier(2) where available, sluice/park.h).
+ */
+#ifndef SLUICE_CHANFD_H
+#define SLUICE_CHANFD_H
+
+#include "sluice/chan.h"
+
+SL_BEGIN_DECLS
+
+/* Which end of a channel a descriptor watches. */
+typedef enum sl_chan_end {
+    SL_END_RECV = 0, /* readable while there may be a message to receive */
+    SL_END_SEND = 1, /* readable while there may be room to send */
+} sl_chan_end;
+
+/* Stores in *fd a descriptor for `end` of ch: an eventfd(2), nonblocking and
+ * close-on-exec, that is readable while a try at that end may succeed (see
+ * the header comment), created readable on the first call; later calls
+ * return the same descriptor. The channel owns it: the caller polls it and
+ * must neither read, write nor close it; sl_chan_free closes it (remove it
+ * from any epoll set or libuv handle first, which must not outlive the
+ * channel). Once a channel has a descriptor, its sends and receives keep
+ * paying for it (a flag load each, a write per re-arm) until sl_chan_free.
+ *
+ * Re-arming: sl_chan_try_recv (SL_END_RECV) or sl_chan_try_send
+ * (SL_END_SEND) — and every other single-message form, blocking, timed or in
+ * sl_select, through the same try — re-arms the descriptor when it finds the
+ * channel empty (full), then tries once more. The batch forms
+ * (sl_chan_try_recv_n, sl_chan_try_send_n) do not re-arm: end a drain with
+ * sl_chan_try_recv. The caller must drain until SL_EMPTY (SL_FULL) or
+ * SL_CLOSED before waiting again, or the descriptor stays readable (a busy
+ * loop, never a lost message).
+ *
+ * Returns SL_OK; SL_EINVAL for NULL ch or fd or an end that is neither
+ * (*fd untouched); SL_ENOMEM when the system refuses a descriptor (EMFILE,
+ * ENFILE, ENOMEM: the channel is unchanged and works as before, and a later
+ * call may succeed). Lock-free: two threads asking at once race with one
+ * compare-and-swap, and the loser closes its own and returns the winner's.
+ * Ordering: a message sent (room made) before the call returns makes the
+ * first wait on the descriptor return (it starts readable). */
+SL_API sl_status sl_chan_fd(sl_chan *ch, sl_chan_end end, int *fd);
+
+SL_END_DECLS
+
+#endif /* SLUICE_CHANFD_H */

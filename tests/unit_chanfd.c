@@ -1,0 +1,438 @@
+/*
+ * tests/unit_chanfd.c — event-loop descriptors (sluice/chanfd.h) on every
+ * flavour.
+ *
+ * Bad input is refused and changes nothing; a descriptor starts readable, is
+ * the same on every call, and counts once as a watcher even when threads ask
+ * at once; the level cycle holds at both ends (a try that finds nothing
+ * re-arms, a send or a receive makes it readable again, a drain until
+ * SL_EMPTY leaves it unreadable); close makes it readable for good; the
+ * blocking and select forms re-arm too; a descriptor the system refuses
+ * leaves the channel working; free closes it; an epoll loop on another thread
+ * receives every message sent while it sleeps. Readability is asked of
+ * poll(2) with a zero timeout, or, where a thread must wake, with a timeout of
+ * seconds that only a lost wake-up would reach.
+ */
+#include "harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+#include <linux/membarrier.h>
+
+#include <sluice/chan.h>
+#include <sluice/chanfd.h>
+#include <sluice/select.h>
+
+#include "../channels/chan_impl.h" /* the watcher count, to check it */
+
+static const sl_flavor all_flavors[] = {SL_SPSC, SL_MPMC, SL_LIST, SL_RING};
+
+/* Whether fd is readable now. */
+static bool readable(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int r = poll(&p, 1, 0);
+    ck_assert_int_ge(r, 0);
+    return r == 1 && (p.revents & POLLIN);
+}
+
+static sl_chan *chan8(sl_flavor f, size_t cap)
+{
+    return sl_test_chan(f, sizeof(uint64_t), cap, NULL, NULL);
+}
+
+static uint32_t watchers(sl_chan *ch)
+{
+    return atomic_load_explicit(&ch->selectors, memory_order_relaxed);
+}
+
+START_TEST(test_bad_input)
+{
+    sl_chan *ch = chan8(SL_MPMC, 4);
+    int fd = -7;
+    ck_assert_int_eq(sl_chan_fd(NULL, SL_END_RECV, &fd), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_fd(ch, SL_END_RECV, NULL), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_fd(ch, (sl_chan_end)2, &fd), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_fd(ch, (sl_chan_end)-1, &fd), SL_EINVAL);
+    ck_assert_int_eq(fd, -7);
+    ck_assert_uint_eq(watchers(ch), 0); /* nothing was created */
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* Created readable, the same descriptor on every call, one per end, one
+ * watcher each; free closes both. */
+START_TEST(test_same_fd_and_free)
+{
+    sl_chan *ch = chan8(all_flavors[_i], 4);
+    int r1, r2, s1;
+    ck_assert_int_eq(sl_chan_fd(ch, SL_END_RECV, &r1), SL_OK);
+    ck_assert_int_eq(sl_chan_fd(ch, SL_END_RECV, &r2), SL_OK);
+    ck_assert_int_eq(sl_chan_fd(ch, SL_END_SEND, &s1), SL_OK);
+    ck_assert_int_eq(r1, r2);
+    ck_assert_int_ne(r1, s1);
+    ck_assert(readable(r1) && readable(s1));
+    ck_assert_int_ne(fcntl(r1, F_GETFD) & FD_CLOEXEC, 0);
+    ck_assert_int_ne(fcntl(r1, F_GETFL) & O_NONBLOCK, 0);
+    ck_assert_uint_eq(watchers(ch), 2);
+    sl_chan_free(ch);
+    /* Single-threaded: nothing can have reused the numbers yet. */
+    ck_assert_int_eq(fcntl(r1, F_GETFD), -1);
+    ck_assert_int_eq(errno, EBADF);
+    ck_assert_int_eq(fcntl(s1, F_GETFD), -1);
+}
+END_TEST
+
+/* The receive end's level cycle, several rounds, on every flavour. */
+START_TEST(test_recv_level_cycle)
+{
+    sl_flavor f = all_flavors[_i];
+    sl_chan *ch = chan8(f, 8);
+    int fd;
+    uint64_t v, out;
+    ck_assert_int_eq(sl_chan_fd(ch, SL_END_RECV, &fd), SL_OK);
+    ck_assert(readable(fd)); /* starts signalled */
+    ck_assert_int_eq(sl_chan_try_recv(ch, &out), SL_EMPTY);
+    ck_assert_msg(!readable(fd), "%s: SL_EMPTY did not re-arm", sl_test_flavor_name(f));
+    for (uint64_t round = 0; round < 5; round++) {
+        for (v = 0; v <= round; v++)
+            ck_assert_int_eq(sl_chan_try_send(ch, &v), SL_OK);
+        ck_assert_msg(readable(fd), "%s round %llu: a send left it unreadable",
+                      sl_test_flavor_name(f), ULL(round));
+        for (v = 0; v <= round; v++) {
+            ck_assert_int_eq(sl_chan_try_recv(ch, &out), SL_OK);
+            ck_assert_uint_eq(out, v);
+        }
+        ck_assert(readable(fd)); /* no try has failed yet */
+        ck_assert_int_eq(sl_chan_try_recv(ch, &out), SL_EMPTY);
+        ck_assert(!readable(fd));
+        ck_assert_int_eq(sl_chan_try_recv(ch, &out), SL_EMPTY); /* armed: stays so */
+        ck_assert(!readable(fd));
+    }
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* A message sent between the re-arm and the re-check is returned by the
+ * re-arming try itself. The send is injected at the re-arm's heavy barrier:
+ * its membarrier(2) in asymmetric mode, its seq_cst fence otherwise (then
+ * this part is skipped). */
+static sl_chan *inject_into;
+
+static int membarrier_then_send(int cmd)
+{
+    sl_chan *ch = inject_into;
+    if (ch && cmd == MEMBARRIER_CMD_PRIVATE_EXPEDITED) {
+        inject_into = NULL;
+        uint64_t v = 42;
+        CHECK(sl_chan_try_send(ch, &v) == SL_OK, "injected send");
+    }
+    return sl_test_sys_base()->membarrier(cmd);
+}
+
+START_TEST(test_rearm_rechecks)
+{
+    sl_chan *ch = chan8(all_flavors[_i], 8);
+    int fd;
+    uint64_t out = 0, v = 1;
+    ck_assert_int_eq(sl_chan_fd(ch, SL_END_RECV, &fd), SL_OK);
+    /* A re-arm with the flag down (signalled) and the eventfd already read
+     * (a signaller between its exchange and its write): the try resets and
+     * arms, so the next send signals. */
+    ck_assert_int_eq(sl_chan_try_recv(ch, &out), SL_EMPTY);
+    atomic_store(&ch->fds[SL_END_RECV].armed, 0u);
+    ck_assert_int_eq(sl_chan_try_recv(ch, &out), SL_EMPTY);
+    ck_assert_uint_eq(atomic_load(&ch->fds[SL_END_RECV].armed), 1);
+    ck_assert_int_eq(sl_chan_try_send(ch, &v), SL_OK);
+    ck_assert(readable(fd));
+    ck_assert_int_eq(sl_chan_try_recv(ch, &out), SL_OK);
+    ck_assert_int_eq(sl_chan_try_recv(ch, &out), SL_EMPTY);
+    if (!atomic_load(&sl__event_asymmetric)) {
+        sl_chan_free(ch);
+        return;
+    }
+    /* The re-check: the try that re-arms finds a message sent after its
+     * reset, and the send made the descriptor readable too. */
+    atomic_store(&ch->fds[SL_END_RECV].armed, 0u);
+    static const sl_sys_ops ops = {.membarrier = membarrier_then_send};
+    inject_into = ch;
+    sl_test_sys_install(&ops);
+    sl_status st = sl_chan_try_recv(ch, &out);
+    sl_test_sys_restore();
+    ck_assert_ptr_null(inject_into);
+    ck_assert_int_eq(st, SL_OK);
+    ck_assert_uint_eq(out, 42);
+    ck_assert(readable(fd)); /* spurious now, never lost */
+    ck_assert_int_eq(sl_chan_try_recv(ch, &out), SL_EMPTY);
+    ck_assert(!readable(fd));
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* Close makes an armed descriptor readable, and it stays readable: the
+ * drain ends in SL_CLOSED, never SL_EMPTY. Both ends. */
+START_TEST(test_close_readable)
+{
+    sl_flavor f = all_flavors[_i];
+    sl_chan *ch = chan8(f, 2);
+    int rfd, sfd;
+    uint64_t v = 7, out;
+    ck_assert_int_eq(sl_chan_fd(ch, SL_END_RECV, &rfd), SL_OK);
+    ck_assert_int_eq(sl_chan_fd(ch, SL_END_SEND, &sfd), SL_OK);
+    ck_assert_int_eq(sl_chan_try_recv(ch, &out), SL_EMPTY);
+    ck_assert(!readable(rfd));
+    if (f == SL_MPMC || f == SL_SPSC) {
+        while (sl_chan_try_send(ch, &v) == SL_OK)
+            ;
+        ck_assert(!readable(sfd));
+    }
+    sl_chan_close(ch);
+    ck_assert(readable(rfd) && readable(sfd));
+    while (sl_chan_try_recv(ch, &out) == SL_OK)
+        ck_assert(readable(rfd));
+    ck_assert_int_eq(sl_chan_try_recv(ch, &out), SL_CLOSED);
+    ck_assert_int_eq(sl_chan_try_send(ch, &v), SL_CLOSED);
+    ck_assert(readable(rfd) && readable(sfd));
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* The send end of a bounded channel: SL_FULL re-arms, a receive signals. An
+ * unbounded or evicting channel never says SL_FULL: always readable. */
+START_TEST(test_send_level_cycle)
+{
+    sl_flavor f = all_flavors[_i];
+    sl_chan *ch = chan8(f, 4);
+    int fd;
+    uint64_t v = 1, out;
+    ck_assert_int_eq(sl_chan_fd(ch, SL_END_SEND, &fd), SL_OK);
+    ck_assert(readable(fd));
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 4; i++)
+            ck_assert_int_eq(sl_chan_try_send(ch, &v), SL_OK);
+        if (f == SL_LIST || f == SL_RING) {
+            ck_assert_int_eq(sl_chan_try_send(ch, &v), f == SL_LIST ? SL_OK : SL_EVICTED);
+            ck_assert(readable(fd));
+            sl_chan_free(ch);
+            return;
+        }
+        ck_assert(readable(fd)); /* nothing has failed yet */
+        ck_assert_int_eq(sl_chan_try_send(ch, &v), SL_FULL);
+        ck_assert(!readable(fd));
+        ck_assert_int_eq(sl_chan_try_recv(ch, &out), SL_OK);
+        ck_assert_msg(readable(fd), "%s: room made, not readable", sl_test_flavor_name(f));
+        ck_assert_int_eq(sl_chan_try_send(ch, &v), SL_OK);
+        for (int i = 0; i < 4; i++)
+            ck_assert_int_eq(sl_chan_try_recv(ch, &out), SL_OK);
+    }
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* The other single-message forms go through the same try: a timed receive
+ * with timeout 0 and a select poll re-arm; a batch receive does not. */
+START_TEST(test_other_forms_rearm)
+{
+    sl_chan *ch = chan8(SL_MPMC, 4);
+    int fd;
+    uint64_t v = 3, out[2];
+    size_t idx;
+    ck_assert_int_eq(sl_chan_fd(ch, SL_END_RECV, &fd), SL_OK);
+    ck_assert_uint_eq(sl_chan_try_recv_n(ch, out, 2), 0);
+    ck_assert(readable(fd)); /* batches leave it */
+    ck_assert_int_eq(sl_chan_recv_for(ch, out, 0), SL_TIMEDOUT);
+    ck_assert(!readable(fd));
+    ck_assert_int_eq(sl_chan_try_send(ch, &v), SL_OK);
+    ck_assert(readable(fd));
+    sl_select_case c = {.ch = ch, .op = SL_SEL_RECV, .buf = out};
+    ck_assert_int_eq(sl_select(&c, 1, 0, &idx), SL_OK);
+    ck_assert(readable(fd));
+    ck_assert_int_eq(sl_select(&c, 1, 0, &idx), SL_TIMEDOUT);
+    ck_assert(!readable(fd));
+    ck_assert_int_eq(sl_chan_recv_for(ch, out, 1 * MS), SL_TIMEDOUT);
+    ck_assert(!readable(fd));
+    sl_chan_free(ch);
+}
+END_TEST
+
+SL_CHAN_TYPED(u64_chan, uint64_t);
+
+START_TEST(test_typed)
+{
+    u64_chan *c;
+    sl_chan_opts o = {.flavor = SL_MPMC, .capacity = 2};
+    int fd;
+    uint64_t v = 5, out = 0;
+    ck_assert_int_eq(u64_chan_new(&c, &o), SL_OK);
+    ck_assert_int_eq(u64_chan_fd(c, SL_END_RECV, &fd), SL_OK);
+    ck_assert_int_eq(u64_chan_try_recv(c, &out), SL_EMPTY);
+    ck_assert(!readable(fd));
+    ck_assert_int_eq(u64_chan_try_send(c, &v), SL_OK);
+    ck_assert(readable(fd));
+    ck_assert_int_eq(u64_chan_try_recv(c, &out), SL_OK);
+    ck_assert_uint_eq(out, 5);
+    u64_chan_free(c);
+}
+END_TEST
+
+static int emfile(unsigned initval)
+{
+    (void)initval;
+    return -EMFILE;
+}
+
+/* A refused descriptor: SL_ENOMEM, nothing changed, a later call works. */
+START_TEST(test_eventfd_refused)
+{
+    sl_chan *ch = chan8(SL_MPMC, 4);
+    int fd = -7;
+    uint64_t v = 9, out;
+    static const sl_sys_ops ops = {.eventfd = emfile};
+    sl_test_sys_install(&ops);
+    ck_assert_int_eq(sl_chan_fd(ch, SL_END_RECV, &fd), SL_ENOMEM);
+    sl_test_sys_restore();
+    ck_assert_int_eq(fd, -7);
+    ck_assert_uint_eq(watchers(ch), 0);
+    ck_assert_int_eq(sl_chan_try_send(ch, &v), SL_OK);
+    ck_assert_int_eq(sl_chan_try_recv(ch, &out), SL_OK);
+    ck_assert_int_eq(sl_chan_fd(ch, SL_END_RECV, &fd), SL_OK);
+    ck_assert(readable(fd));
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* Threads asking at once get one descriptor and one watcher. */
+typedef struct ask {
+    sl_chan *ch;
+    sl_test_barrier *b;
+    int fd;
+} ask;
+
+static void *ask_fd(void *arg)
+{
+    ask *a = arg;
+    sl_test_barrier_wait(a->b);
+    a->fd = sl_chan_fd(a->ch, SL_END_RECV, &a->fd) == SL_OK ? a->fd : -2;
+    return NULL;
+}
+
+START_TEST(test_concurrent_create)
+{
+    enum { T = 4 };
+    sl_chan *ch = chan8(SL_MPMC, 4);
+    sl_test_barrier b;
+    sl_test_barrier_init(&b, T);
+    pthread_t thr[T];
+    ask a[T];
+    for (int i = 0; i < T; i++) {
+        a[i] = (ask){ch, &b, -1};
+        ck_assert_int_eq(pthread_create(&thr[i], NULL, ask_fd, &a[i]), 0);
+    }
+    for (int i = 0; i < T; i++)
+        pthread_join(thr[i], NULL);
+    for (int i = 0; i < T; i++)
+        ck_assert_int_eq(a[i].fd, a[0].fd);
+    ck_assert_int_ge(a[0].fd, 0);
+    ck_assert_uint_eq(watchers(ch), 1);
+    sl_test_barrier_destroy(&b);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* An epoll loop on its own thread: it sleeps in epoll_wait, drains until
+ * SL_EMPTY, and must see every message the main thread sends while it sleeps
+ * or drains, then SL_CLOSED. */
+typedef struct loop_arg {
+    sl_chan *ch;
+    uint64_t got, sum, wakes;
+    sl_status last;
+} loop_arg;
+
+static void *epoll_loop(void *arg)
+{
+    loop_arg *l = arg;
+    int fd, ep = epoll_create1(EPOLL_CLOEXEC);
+    CHECK(ep >= 0 && sl_chan_fd(l->ch, SL_END_RECV, &fd) == SL_OK, "setup");
+    struct epoll_event ev = {.events = EPOLLIN};
+    CHECK(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == 0, "epoll_ctl");
+    for (;;) {
+        struct epoll_event out;
+        int n = epoll_wait(ep, &out, 1, 10000); /* only a lost edge waits this long */
+        CHECK(n == 1, "epoll_wait returned %d after %llu messages: a lost edge", n,
+              ULL(l->got));
+        l->wakes++;
+        uint64_t m;
+        while ((l->last = sl_chan_try_recv(l->ch, &m)) == SL_OK) {
+            l->got++;
+            l->sum += m;
+        }
+        if (l->last == SL_CLOSED)
+            break;
+    }
+    close(ep);
+    return NULL;
+}
+
+START_TEST(test_epoll_loop_thread)
+{
+    sl_flavor f = all_flavors[_i];
+    sl_chan *ch = chan8(f, 64);
+    int fd;
+    ck_assert_int_eq(sl_chan_fd(ch, SL_END_RECV, &fd), SL_OK);
+    loop_arg l = {.ch = ch};
+    pthread_t thr;
+    ck_assert_int_eq(pthread_create(&thr, NULL, epoll_loop, &l), 0);
+    uint64_t n = sl_test_scaled(20000, 2000), sum = 0;
+    for (uint64_t i = 1; i <= n; i++) {
+        if (f == SL_RING) /* never evict: the sum must be exact */
+            while (sl_chan_len(ch) >= 32)
+                sched_yield();
+        ck_assert_int_eq(sl_chan_send(ch, &i), SL_OK);
+        sum += i;
+        if ((i & 1023) == 0)
+            sl_test_sleep_ns(200000); /* let the loop go back to sleep */
+    }
+    sl_chan_close(ch);
+    pthread_join(thr, NULL);
+    ck_assert_uint_eq(l.got, n);
+    ck_assert_uint_eq(l.sum, sum);
+    ck_assert_int_eq(l.last, SL_CLOSED);
+    ck_assert_uint_gt(l.wakes, 1);
+    sl_chan_free(ch);
+}
+END_TEST
+
+static Suite *chanfd_suite(void)
+{
+    Suite *s = suite_create("chanfd");
+    TCase *tc = tcase_create("contract");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_bad_input);
+    tcase_add_loop_test(tc, test_same_fd_and_free, 0, N_OF(all_flavors));
+    tcase_add_loop_test(tc, test_recv_level_cycle, 0, N_OF(all_flavors));
+    tcase_add_loop_test(tc, test_rearm_rechecks, 0, N_OF(all_flavors));
+    tcase_add_loop_test(tc, test_close_readable, 0, N_OF(all_flavors));
+    tcase_add_loop_test(tc, test_send_level_cycle, 0, N_OF(all_flavors));
+    tcase_add_test(tc, test_other_forms_rearm);
+    tcase_add_test(tc, test_typed);
+    tcase_add_test(tc, test_eventfd_refused);
+    tcase_add_test(tc, test_concurrent_create);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("loop");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_epoll_loop_thread, 0, N_OF(all_flavors));
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return sl_test_run(chanfd_suite());
+}

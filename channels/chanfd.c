@@ -94,7 +94,12 @@ sl_status sl__chanfd_rearm_recv(sl_chan *ch, void *out)
     sl__chan_fd *e = &ch->fds[SL_END_RECV];
     if (!rearm(e))
         return SL_EMPTY;
+#ifdef SL_MUTANT_CHANFD_NO_RECHECK
+    /* Planted bug (docs/guarantees.md, "Planted bugs"): re-arm, no re-check. */
+    sl_status st = SL_EMPTY;
+#else
     sl_status st = sl__chan_try_recv(ch, out); /* A4 */
+#endif
     /* Closed, with a send that saw it open still landing: that sender's
      * unmark rings no descriptor, so keep this one readable until the
      * receiver can say SL_CLOSED. */

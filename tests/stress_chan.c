@@ -21,6 +21,11 @@
  *                  close wakes them, sl_chan_free drops exactly what is left.
  *   wrap           the same with ring counters started near UINT64_MAX
  *                  (and near 2^32) through sl__chan_new_at.
+ *   fd_loop        an epoll loop on the channel's receive descriptor
+ *                  (sluice/chanfd.h) against preempted producers that pace
+ *                  themselves so the loop often sleeps: every message
+ *                  arrives, in per-producer order, and no epoll_wait outlasts
+ *                  5 s with a message in the channel (a lost edge).
  *
  * Sizes scale with SL_STRESS_SCALE; SL_STRESS_PRODUCERS / SL_STRESS_CONSUMERS
  * override the MPMC thread counts; SL_STRESS_SEED replays the random choices
@@ -39,11 +44,14 @@
 #include "stress_common.h"
 
 #include <sched.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sluice/chan.h"
+#include "sluice/chanfd.h"
 
 #define SUITE "stress_chan"
 #define TC_TIMEOUT 120
@@ -1080,6 +1088,141 @@ START_TEST(close_drains)
 }
 END_TEST
 
+/* =========================================================================
+ * fd_loop: an epoll loop on the receive descriptor
+ * ========================================================================= */
+
+typedef struct fl_run {
+    sl_chan *ch;
+    unsigned np;       /* producers */
+    uint64_t n;        /* messages per producer */
+    uint64_t seed;
+    atomic_uint left;  /* producers still sending: the last one closes */
+    atomic_uint_fast64_t got;
+    uint64_t wakes, empty_wakes;
+} fl_run;
+
+static void *fl_producer(void *arg)
+{
+    worker *w = arg;
+    fl_run *r = w->run;
+    sl_test_rng rng;
+    unsigned p = w->idx - 1; /* the loop is worker 0 */
+    sl_test_rng_seed(&rng, r->seed ^ (w->idx + 1) * GOLDEN);
+    for (uint64_t s = 0; s < r->n && !failed(); s++) {
+        uint64_t v = (uint64_t)p << 40 | s;
+        sl_status st;
+        if (sl_test_rng_next(&rng) & 1)
+            st = sl_chan_send(r->ch, &v);
+        else
+            while ((st = sl_chan_try_send(r->ch, &v)) == SL_FULL)
+                sched_yield();
+        if (st != SL_OK)
+            rec_fail("producer %u: send of %llu returned %s", p, ULL(s),
+                     sl_status_str(st));
+        if (sl_test_rng_next(&rng) % 64 == 0) /* let the loop go back to epoll_wait */
+            sl_test_sleep_ns(sl_test_rng_next(&rng) % 50000);
+    }
+    if (atomic_fetch_sub(&r->left, 1) == 1)
+        sl_chan_close(r->ch);
+    return NULL;
+}
+
+/* Drains until SL_EMPTY or SL_CLOSED, checking per-producer order. */
+static sl_status fl_drain(fl_run *r, uint64_t *next, uint64_t *n)
+{
+    uint64_t v;
+    sl_status st;
+    *n = 0;
+    while ((st = sl_chan_try_recv(r->ch, &v)) == SL_OK) {
+        unsigned p = (unsigned)(v >> 40);
+        uint64_t s = v & ((1ull << 40) - 1);
+        if (p >= r->np || s != next[p])
+            rec_fail("message %u/%llu arrived, expected %llu", p, ULL(s),
+                     ULL(p < r->np ? next[p] : 0));
+        else
+            next[p]++;
+        ++*n;
+        atomic_fetch_add_explicit(&r->got, 1, memory_order_relaxed);
+    }
+    return st;
+}
+
+static void *fl_loop(void *arg)
+{
+    worker *w = arg;
+    fl_run *r = w->run;
+    uint64_t next[4] = {0}, n;
+    int fd, ep = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event ev = {.events = EPOLLIN};
+    if (ep < 0 || sl_chan_fd(r->ch, SL_END_RECV, &fd) != SL_OK ||
+        epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        rec_fail("loop set-up failed");
+        return NULL;
+    }
+    uint64_t since = sl_test_now_ns();
+    for (;;) {
+        /* Only a lost edge sleeps 5 s: the producers pause 50 us at most.
+         * The preemptor's signals end many waits early (EINTR): the 5 s
+         * count from the last wake-up. */
+        int k = epoll_wait(ep, &ev, 1, 100);
+        if (k <= 0) {
+            if (sl_test_now_ns() - since < 5 * SEC)
+                continue;
+            rec_fail("epoll_wait slept 5 s with %zu messages in the channel (closed: %d): "
+                     "a lost edge", sl_chan_len(r->ch), sl_chan_is_closed(r->ch));
+            sl_chan_close(r->ch); /* the producers stop; no watchdog wait */
+            break;
+        }
+        since = sl_test_now_ns();
+        r->wakes++;
+        sl_status st = fl_drain(r, next, &n);
+        r->empty_wakes += n == 0;
+        if (st == SL_CLOSED)
+            break;
+        if (st != SL_EMPTY) {
+            rec_fail("try_recv returned %s", sl_status_str(st));
+            break;
+        }
+    }
+    for (unsigned p = 0; p < r->np; p++)
+        if (next[p] != r->n)
+            rec_fail("producer %u: %llu of %llu messages received before SL_CLOSED", p,
+                     ULL(next[p]), ULL(r->n));
+    close(ep);
+    return NULL;
+}
+
+static uint64_t fl_progress(void *arg)
+{
+    return atomic_load(&((fl_run *)arg)->got);
+}
+
+START_TEST(fd_loop)
+{
+    static const sl_flavor flavors[] = {SL_MPMC, SL_SPSC, SL_LIST};
+    fl_run *r = xaligned(sizeof *r);
+    sl_flavor f = flavors[_i];
+    r->seed = begin_test(SUITE, "fd_loop[%s preempted]", sl_test_flavor_name(f));
+    r->np = f == SL_SPSC ? 1 : 3;
+    r->n = sl_test_scaled(20000, 2000);
+    atomic_init(&r->left, r->np);
+    atomic_init(&r->got, 0);
+    CHECK_MSG(new_chan(&r->ch, f, sizeof(uint64_t), 8, NULL, NULL, false, 0) == SL_OK,
+              "sl_chan_new failed");
+    const team_role roles[] = {{1, fl_loop, true}, {r->np, fl_producer, true}};
+    team t;
+    team_start(&t, r, roles, N_OF(roles), &k_preempt_brief, fl_progress, NULL);
+    double secs = team_end(&t);
+    fprintf(stderr, "[%s] %llu messages in %.2f s, %llu loop wake-ups (%llu found nothing), "
+            "%llu preemptions\n", g_test, ULL(atomic_load(&r->got)), secs, ULL(r->wakes),
+            ULL(r->empty_wakes), ULL(atomic_load(&g_preempt_hits)));
+    ASSERT_CLEAN();
+    sl_chan_free(r->ch);
+    free(r);
+}
+END_TEST
+
 /* ---- the suite ------------------------------------------------------------ */
 
 static Suite *stress_chan_suite(void)
@@ -1091,6 +1234,7 @@ static Suite *stress_chan_suite(void)
     sl_test_loop_case(s, "mixed_close", TC_TIMEOUT, mixed_close, N_OF(mx_cfgs));
     sl_test_loop_case(s, "close_drains", TC_TIMEOUT, close_drains, 2);
     sl_test_loop_case(s, "drop_blocked", TC_TIMEOUT, drop_blocked, N_OF(dr_cfgs));
+    sl_test_loop_case(s, "fd_loop", TC_TIMEOUT, fd_loop, 3);
     return s;
 }
 

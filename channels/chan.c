@@ -116,10 +116,8 @@ sl_event sl__select_bell;
  * a selector whose registration came before its re-check (select.c). */
 static inline void ring_selectors(sl_chan *ch)
 {
-    if (atomic_load_explicit(&ch->selectors, memory_order_seq_cst) != 0) {
-        sl_event_notify_all(&sl__select_bell);
-        sl__chanfd_ring(ch); /* and any event-loop descriptor (chanfd.c) */
-    }
+    if (atomic_load_explicit(&ch->selectors, memory_order_seq_cst) != 0)
+        sl__chan_ring_watchers(ch); /* the bell, and any descriptor (chanfd.c) */
 }
 
 /* After the push: the unmark, and the wake-up a close makes it owe. */
@@ -146,8 +144,6 @@ PER_FLAVOR sl_status send_with(const flavor_adapter *a, sl_chan *ch, const void 
     if (st == SL_OK || st == SL_EVICTED) {
         sl_event_notify_one(&ch->not_empty);
         ring_selectors(ch);
-    } else if (st == SL_FULL && sl__chanfd_has(ch, SL_END_SEND)) {
-        st = sl__chanfd_rearm_send(ch, elem); /* re-arm, try again (chanfd.c) */
     }
     return st;
 }

@@ -147,7 +147,9 @@ static inline void spsc_drain_destroy(sl_chan *ch, sl_visit_fn fn, void *ctx)
 /* A release store publishes; flag_unmark's fence orders it. */
 static inline sl_status spsc_push(sl_chan *ch, const void *elem, sl_visit_fn displaced, void *ctx)
 {
-    return sl_spsc_try_push(&ch->q.spsc, elem) == SL_OK ? SL_OK : SL_FULL;
+    if (__builtin_expect(sl_spsc_try_push(&ch->q.spsc, elem) == SL_OK, 1))
+        return SL_OK;
+    return sl__chanfd_full(ch); /* SL_FULL, re-arming a descriptor (chanfd.c) */
 }
 
 static inline sl_status spsc_pop(sl_chan *ch, void *out)
@@ -195,7 +197,10 @@ static inline void mpmc_drain_destroy(sl_chan *ch, sl_visit_fn fn, void *ctx)
 
 static inline sl_status mpmc_push(sl_chan *ch, const void *elem, sl_visit_fn displaced, void *ctx)
 {
-    return sl_mpmc_try_push(&ch->q.mpmc, elem);
+    sl_status st = sl_mpmc_try_push(&ch->q.mpmc, elem);
+    if (__builtin_expect(st == SL_OK, 1))
+        return SL_OK;
+    return st == SL_FULL ? sl__chanfd_full(ch) : st;
 }
 
 static inline sl_status mpmc_pop(sl_chan *ch, void *out)

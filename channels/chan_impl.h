@@ -40,9 +40,6 @@ struct sl_chan {
                                       event-loop descriptors (chanfd.c) */
     SL_ATOMIC(uint32_t) drained;    /* a receiver established "closed and empty":
                                        it stays so (later senders all see closed) */
-    /* Event-loop descriptors, by sl_chan_end; read only where `selectors`
-     * is not zero, or where a try failed (chanfd.c). */
-    sl__chan_fd fds[2];
     /* Senders between their closed-check and the end of their push, so that
      * no receiver reports SL_CLOSED while a send that saw the channel open is
      * still landing. How a sender marks itself is its flavour adapter's
@@ -59,6 +56,10 @@ struct sl_chan {
         sl_list list;
         sl_ring ring;
     } q;
+    /* Event-loop descriptors, by sl_chan_end; read only where `selectors`
+     * is not zero, or where a try failed (chanfd.c). Last: the hot fields
+     * keep their offsets. */
+    sl__chan_fd fds[2];
 };
 
 /* One non-blocking send: SL_OK, SL_EVICTED (SL_RING, displaced message to the
@@ -69,14 +70,19 @@ sl_status sl__chan_try_send(sl_chan *ch, const void *elem);
 /* One non-blocking receive: SL_OK, SL_EMPTY, or SL_CLOSED once drained. */
 sl_status sl__chan_try_recv(sl_chan *ch, void *out);
 
-/* The event-loop descriptors' hooks (chanfd.c). ring: after a state change,
- * where `selectors` was not zero: signals each re-armed descriptor. The
+/* The event-loop descriptors' hooks (chanfd.c). ring_watchers: after a
+ * state change, where `selectors` was not zero: rings the select bell and
+ * signals each re-armed descriptor (one out-of-line call, so that the
+ * send path's frame is the same as without descriptors). The
  * rearm_* ones: a try found the channel empty (full) and its end has a
- * descriptor; re-arm it unless it is armed already, then try once more;
- * returns that try's status. release: at sl_chan_free, closes them. */
-void sl__chanfd_ring(sl_chan *ch);
+ * descriptor; re-arm it unless it is armed already, then look again:
+ * rearm_recv tries the receive once more and returns its status;
+ * full: a send found ch full; if the send end has a descriptor, re-arms it
+ * and, since there is no message to send again, signals it if it finds
+ * room or a close; returns SL_FULL. release: at sl_chan_free, closes them. */
+void sl__chan_ring_watchers(sl_chan *ch);
 sl_status sl__chanfd_rearm_recv(sl_chan *ch, void *out);
-sl_status sl__chanfd_rearm_send(sl_chan *ch, const void *elem);
+sl_status sl__chanfd_full(sl_chan *ch);
 void sl__chanfd_release(sl_chan *ch);
 
 /* Whether `end` of ch has a descriptor. Relaxed: a descriptor made after

@@ -7,7 +7,7 @@
  * already loads (ring_selectors in chan.c) and which is 0 on a channel
  * nobody selects on or watches. So a channel without a descriptor pays
  * nothing; one with a descriptor takes ring_selectors' slow path, which
- * calls sl__chanfd_ring here.
+ * calls sl__chan_ring_watchers here.
  *
  * Per end, `armed` says whether the eventfd was reset (read to 0) since it
  * was last signalled. The protocol, a Dekker pair like the eventcount's
@@ -15,13 +15,16 @@
  *
  *   re-arm (a try found the end empty / full; the loop's side)
  *     A1 read(fd): reset ; A2 armed = 1 (seq_cst exchange)
- *     A3 heavy barrier ; A4 try the operation again
+ *     A3 heavy barrier ; A4 look again: the receive end tries the receive
+ *     once more; the send end looks for room or a close (its length and
+ *     `closed`, seq_cst loads) and, finding either, signals itself
  *   signal (ring: after a state change; the other side's)
  *     S1 the change (seq_cst RMW, or store + sl_event_fence) ; S2 load
  *     `selectors` (seq_cst) ; S3 load armed (seq_cst) ; if 1:
  *     S4 exchange armed 0 (seq_cst) ; if it was 1: S5 write(fd, 1)
  *
- * Either A4 sees S1, or S3 sees A2 (or a later value of the flag) and the
+ * Either A4 sees S1 (the receive's retry finds the message, or the send
+ * end's look the room, and signals), or S3 sees A2 (or a later value of the flag) and the
  * descriptor is written after A1. Every change of `armed` is a
  * read-modify-write, so whatever S3 reads is in A2's release sequence and A1
  * happens before S5: the reset cannot swallow the write that follows it.
@@ -64,8 +67,9 @@ static void signal_end(sl__chan_fd *e)
     (void)r;
 }
 
-void sl__chanfd_ring(sl_chan *ch)
+void sl__chan_ring_watchers(sl_chan *ch)
 {
+    sl_event_notify_all(&sl__select_bell);
     signal_end(&ch->fds[SL_END_RECV]);
     signal_end(&ch->fds[SL_END_SEND]);
 }
@@ -108,11 +112,18 @@ sl_status sl__chanfd_rearm_recv(sl_chan *ch, void *out)
     return st;
 }
 
-sl_status sl__chanfd_rearm_send(sl_chan *ch, const void *elem)
+sl_status sl__chanfd_full(sl_chan *ch)
 {
-    if (!rearm(&ch->fds[SL_END_SEND]))
+    sl__chan_fd *e = &ch->fds[SL_END_SEND];
+    if (!sl__chanfd_has(ch, SL_END_SEND) || !rearm(e))
         return SL_FULL;
-    return sl__chan_try_send(ch, elem); /* A4; a close meanwhile says SL_CLOSED */
+    /* A4 as a look, not a second send (the send path keeps no message
+     * pointer past its push: the same instructions with or without a
+     * descriptor): room, or a close, since the failed push makes the
+     * descriptor readable again, and the loop's next try decides. */
+    if (sl_chan_len(ch) < ch->capacity || sl_chan_is_closed(ch))
+        signal_end(e);
+    return SL_FULL;
 }
 
 /* Publishes fd as the descriptor of e, or closes it when another thread

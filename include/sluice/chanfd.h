@@ -17,8 +17,10 @@
  *     }                                                // which re-armed fd
  *
  * The user never reads the descriptor: the receive that finds the channel
- * empty resets it, then looks once more (it may then return a message after
- * all); the send that finds it full does the same for SL_END_SEND.
+ * empty resets it, then tries once more (it may then return a message after
+ * all); the send that finds it full resets it, then looks for room or a
+ * close, and finding either makes it readable again (the send still says
+ * SL_FULL; the loop's next try decides).
  *
  * No lost edge: after a try returned SL_EMPTY (SL_FULL), a message sent
  * (room made) or a close at any later time — also while the loop is between
@@ -31,8 +33,9 @@
  *
  * Cost: none while no descriptor was asked for — a send or receive already
  * loads the channel's watcher count (the one select uses) and takes its
- * slow path only when it is not zero; the send fast path's instructions are
- * the same (docs/performance.md). With a descriptor, a send or receive loads
+ * slow path only when it is not zero, and a try that fails makes one call
+ * that loads a field; the successful send and receive execute no more
+ * instructions than before (docs/performance.md). With a descriptor, a send or receive loads
  * the end's `armed` flag and writes the eventfd once per re-arm (one write
  * wakes the loop; later sends find the flag down and make no system call),
  * and a re-arm costs a read(2) and the eventcount's heavy barrier
@@ -63,7 +66,7 @@ typedef enum sl_chan_end {
  * Re-arming: sl_chan_try_recv (SL_END_RECV) or sl_chan_try_send
  * (SL_END_SEND) — and every other single-message form, blocking, timed or in
  * sl_select, through the same try — re-arms the descriptor when it finds the
- * channel empty (full), then tries once more. The batch forms
+ * channel empty (full), then looks once more (above). The batch forms
  * (sl_chan_try_recv_n, sl_chan_try_send_n) do not re-arm: end a drain with
  * sl_chan_try_recv. The caller must drain until SL_EMPTY (SL_FULL) or
  * SL_CLOSED before waiting again, or the descriptor stays readable (a busy

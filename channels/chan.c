@@ -192,6 +192,10 @@ PER_FLAVOR sl_status recv_with(const flavor_adapter *a, sl_chan *ch, void *out)
     if (!atomic_load_explicit(&ch->close_done, memory_order_acquire) || senders_in_flight(ch))
         return SL_EMPTY;
     /* Every such send has landed and is visible now: one last look. */
+#ifdef SL_MUTANT_CHAN_NO_LAST_LOOK
+    atomic_store_explicit(&ch->drained, 1u, memory_order_release);
+    return SL_CLOSED; /* planted bug: a message that landed meanwhile is left behind */
+#endif
     if (pop_with(a, ch, out) == SL_OK)
         return SL_OK;
     atomic_store_explicit(&ch->drained, 1u, memory_order_release);
@@ -351,6 +355,10 @@ PER_FLAVOR size_t send_n_with(const flavor_adapter *a, sl_chan *ch, const void *
     size_t sent = 0;
     if (!atomic_load_explicit(&ch->closed, memory_order_seq_cst))
         sent = a->push_n(ch, elems, n);
+#ifdef SL_MUTANT_CHAN_SEND_N_AFTER_CLOSE
+    else
+        sent = a->push_n(ch, elems, n); /* planted bug: a closed channel takes a batch */
+#endif
     send_end(a, ch, mark);
     if (sent) {
         sl_event_notify_n(&ch->not_empty, sent);

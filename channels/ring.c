@@ -62,6 +62,14 @@ sl_status sl__ring_push_visit(sl_ring *r, const void *elem, sl_visit_fn displace
     uint64_t value = 0, evicted;
     if (sl__mpmc_direct(q)) {
         memcpy(&value, elem, q->elem_size);
+#ifdef SL_MUTANT_RING_EVICT_NEWEST
+        evicted = value; /* planted bug: a full ring turns the new message away */
+        if (sl__mpmc_publish(q, value, false, NULL) == 0)
+            return SL_OK;
+        if (displaced)
+            displaced(&evicted, ctx);
+        return SL_EVICTED;
+#endif
         if (sl__mpmc_publish(q, value, true, &evicted) == 0)
             return SL_OK;
         if (displaced)

@@ -117,6 +117,9 @@ SL_API size_t sl_spsc_push_n(sl_spsc *q, const void *elems, size_t n)
         SL_FI();
         /* Release: all n messages are visible before the new tail. */
         atomic_store_explicit(&p->index, tail + n, memory_order_release);
+#ifdef SL_MUTANT_SPSC_PUSH_N_ONE_TOO_MANY
+        atomic_store_explicit(&p->index, tail + n + 1, memory_order_release); /* planted */
+#endif
     }
     sl__spsc_leave(p);
     return n;

@@ -49,7 +49,21 @@ LIMIT=${MUTANT_TIMEOUT:-120}
 mutants=(
 "MPMC_SPLIT_PUBLISH|default|unit_mpmc|CK_RUN_CASE=threads||1|1|a push claims the cell with a stamp CAS and writes the value afterwards (the window the double-width CAS closes)"
 "MPMC_FREE_BEFORE_READ|default|unit_mpmc|CK_RUN_CASE=threads||1|1|a pop frees the cell for the next lap before reading its value"
-"LIST_EARLY_FREE|asan|unit_list|||1|1|SL_LIST frees a segment without waiting for threads still inside it"
+"LIST_EARLY_FREE|asan|unit_list|CK_RUN_CASE=threads||1|1|SL_LIST frees a segment without waiting for threads still inside it"
+"MPMC_CAP_PLUS_ONE|fuzz|fuzz_mpmc||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/mpmc|1|1|MPMC holds capacity + 1"
+"MPMC_POP_N_ONE_FEWER|fuzz|fuzz_mpmc||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/mpmc|1|1|MPMC \`pop_n\` (under \`try_recv_n\`) reports one fewer than it took"
+"MPMC_PUBLISH_BEFORE_COPY|default|stress_lincheck|||1|0|MPMC push publishes the slot index before copying the bytes"
+"MPMC_RELEASE_BEFORE_COPY|default|stress_lincheck|||1|0|MPMC pop frees the slot before copying out"
+"MPMC_EMPTY_ON_LOST_CAS|faults|stress_lincheck|||1|0|MPMC pop returns SL_EMPTY when its take of a cell loses a race"
+"LIST_OK_AFTER_POISON|default|stress_lincheck|||1|0|LIST push returns OK after its slot was poisoned"
+"LIST_DROP_LATE_FULL|default|stress_lincheck|||1|0|LIST pop drops a slot that became FULL while it waited"
+"LIST_NEW_SEG_ENQ_ZERO|fuzz|fuzz_list||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/list|1|1|LIST new segment starts with enq = 0"
+"LIST_LEN_FULL_SEG|fuzz|fuzz_list||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/list|1|1|LIST len miscounts a full segment"
+"RING_EVICT_NEWEST|fuzz|fuzz_ring||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/ring|1|1|ring evicts the newest instead of the oldest (messages of at most 8 bytes)"
+"SPSC_PUSH_N_ONE_TOO_MANY|fuzz|fuzz_spsc||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/spsc|1|1|SPSC push_n publishes one too many"
+"SPSC_INLINE_CAP_PLUS_ONE|fuzz|fuzz_spsc||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/spsc|1|1|SPSC inline push lets capacity + 1 in"
+"CHAN_SEND_N_AFTER_CLOSE|fuzz|fuzz_list||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/list|1|1|close lets \`try_send_n\` through"
+"CHAN_NO_LAST_LOOK|default|stress_chan|||1|0|receiver skips the last look after close (answers SL_CLOSED with a message inside)"
 )
 
 mode=fast only="" out=lines model=0 baseline=0
@@ -160,7 +174,8 @@ run_one() {
     local spec=$1 name preset target env args must fast bug
     IFS='|' read -r name preset target env args must fast bug <<<"$spec"
     local t0 exe verdict how rc secs check
-    check="$target${env:+ ($env)}${args:+ $args}"
+    check="$target${env:+ ($env)}"
+    [[ $args == *-max_total_time=* ]] && check="$target (seed corpus, then fuzzing)"
     [ "$preset" = default ] || check="$check, $preset build"
     t0=$(date +%s.%N)
     if ! exe=$(build_mutant "$name" "$preset" "$target"); then
@@ -168,6 +183,9 @@ run_one() {
         bad=$((bad + 1))
     else
         local dir=${exe%/*}
+        mkdir -p "$dir/corpus"
+        args=${args//@DIR@/$dir}
+        args=${args//@ROOT@/$root}
         if [ "$baseline" = 1 ]; then
             # shellcheck disable=SC2086
             (cd "$dir" && timeout "$LIMIT" env $env "$(cat base-exe)" $args) \

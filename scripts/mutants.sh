@@ -63,7 +63,10 @@ mutants=(
 "SPSC_PUSH_N_ONE_TOO_MANY|fuzz|fuzz_spsc||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/spsc|1|1|SPSC push_n publishes one too many"
 "SPSC_INLINE_CAP_PLUS_ONE|fuzz|fuzz_spsc||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/spsc|1|1|SPSC inline push lets capacity + 1 in"
 "CHAN_SEND_N_AFTER_CLOSE|fuzz|fuzz_list||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/list|1|1|close lets \`try_send_n\` through"
-"CHAN_NO_LAST_LOOK|default|stress_chan|||1|0|receiver skips the last look after close (answers SL_CLOSED with a message inside)"
+"PARK_NO_RECHECK|default|stress_park|TIMEOUT=90 CK_RUN_CASE=chan_pingpong||1|0|no re-check after \`sl_event_prepare\`"
+"PARK_WAKE_BEFORE_BUMP|default|stress_park|TIMEOUT=60 CK_RUN_CASE=event_pingpong||1|0|notify_one issues the futex wake before it bumps the epoch"
+"PARK_CLOSE_NOTIFY_ONE|default|stress_park|TIMEOUT=60 CK_RUN_CASE=many_receivers||1|0|close (notify_all) wakes one waiter instead of all"
+"CHAN_NO_LAST_LOOK|default|stress_chan|CK_RUN_CASE=close_drains||1|0|receiver skips the last look after close (answers SL_CLOSED with a message inside)"
 )
 
 mode=fast only="" out=lines model=0 baseline=0
@@ -160,12 +163,15 @@ build_mutant() {
     echo "$dir/$target"
 }
 
-# The first line of a check's output that says what failed.
+# The line of a check's output that says what failed: a Check failure, else
+# a sanitizer's report, else a fuzz target's mismatch, else an assertion.
 first_failure() {
-    grep -m 1 -E -e ':[FE]:[^:]*:[^:]*:[0-9]+: ' -e 'ERROR: (Address|Undefined|Leak|libFuzzer)' \
-        -e 'runtime error:' -e 'violation|VIOLATION|mismatch|MISMATCH' \
-        -e '^(FAIL|fail|Assertion|.*assert)' "$1" |
-        sed -e 's/^[^ ]*\/tests\///' -e 's/^==[0-9]*==//' | cut -c1-160
+    local pat line
+    for pat in ':[FE]:[^:]*:[^:]*:[0-9]+: ' 'ERROR: (Address|Undefined|Leak|Thread|libFuzzer)|runtime error:' \
+        'MISMATCH|VIOLATION|[Aa]ssertion|no progress for' 'FAIL|[Ff]ailed'; do
+        line=$(grep -m 1 -E -e "$pat" "$1") && break
+    done
+    printf '%s\n' "$line" | sed -e 's/^[^ ]*\/tests\///' -e 's/^==[0-9]*==//' | cut -c1-160
 }
 
 results=()   # name|check|verdict|how|seconds|bug
@@ -174,6 +180,13 @@ run_one() {
     local spec=$1 name preset target env args must fast bug
     IFS='|' read -r name preset target env args must fast bug <<<"$spec"
     local t0 exe verdict how rc secs check
+    # TIMEOUT=N in the environment field: this check's own time limit
+    local limit=$LIMIT
+    if [[ $env == TIMEOUT=* ]]; then
+        limit=${env%% *}
+        limit=${limit#TIMEOUT=}
+        [[ $env == *" "* ]] && env=${env#* } || env=""
+    fi
     check="$target${env:+ ($env)}"
     [[ $args == *-max_total_time=* ]] && check="$target (seed corpus, then fuzzing)"
     [ "$preset" = default ] || check="$check, $preset build"
@@ -188,17 +201,19 @@ run_one() {
         args=${args//@ROOT@/$root}
         if [ "$baseline" = 1 ]; then
             # shellcheck disable=SC2086
-            (cd "$dir" && timeout "$LIMIT" env $env "$(cat base-exe)" $args) \
+            (cd "$dir" && timeout "$limit" env $env "$(cat base-exe)" $args) \
                 >"$dir/baseline.out" 2>&1 ||
                 { echo "mutants: $check fails without $name too (see $dir/baseline.out)" >&2
                   bad=$((bad + 1)); }
         fi
         # shellcheck disable=SC2086
-        (cd "$dir" && timeout "$LIMIT" env $env "$exe" $args) >"$dir/check.out" 2>&1
+        (cd "$dir" && timeout "$limit" env $env "$exe" $args) >"$dir/check.out" 2>&1
         rc=$?
         how=$(first_failure "$dir/check.out")
-        if [ "$rc" = 124 ]; then
-            verdict=ESCAPED how="no verdict within ${LIMIT}s"
+        if [ "$rc" = 124 ] && [ -n "$how" ]; then
+            verdict=caught how="$how (stopped at ${limit}s)"
+        elif [ "$rc" = 124 ]; then
+            verdict=ESCAPED how="no verdict within ${limit}s"
         elif [ "$rc" != 0 ]; then
             verdict=caught
             [ -n "$how" ] || how="exit status $rc: $(tail -n 1 "$dir/check.out" | cut -c1-120)"

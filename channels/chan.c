@@ -115,6 +115,9 @@ sl_event sl__select_bell;
  * a selector whose registration came before its re-check (select.c). */
 static inline void ring_selectors(sl_chan *ch)
 {
+#ifdef SL_MUTANT_CHAN_NO_SELECT_BELL
+    return; /* planted bug: sends and receives never ring the select bell */
+#endif
     if (atomic_load_explicit(&ch->selectors, memory_order_seq_cst) != 0)
         sl_event_notify_all(&sl__select_bell);
 }

@@ -60,12 +60,20 @@ static sl_status poll_round(sl_select_case *cases, size_t n, size_t *order, size
         order[i] = order[j];
         order[j] = t;
     }
+#ifdef SL_MUTANT_SELECT_NO_SHUFFLE
+    for (size_t i = 0; i < n; i++)
+        order[i] = i; /* planted bug: the first ready case always wins */
+#endif
     for (size_t k = 0; k < n; k++) {
         sl_select_case *c = &cases[order[k]];
         if (!c->ch)
             continue;
         sl_status st = c->op == SL_SEL_SEND ? sl__chan_try_send(c->ch, c->buf)
                                             : sl__chan_try_recv(c->ch, c->buf);
+#ifdef SL_MUTANT_SELECT_CLOSED_NOT_READY
+        if (st == SL_CLOSED)
+            continue; /* planted bug: a closed channel never makes its case ready */
+#endif
         if (st != SL_FULL && st != SL_EMPTY) {
             *index = order[k];
             return st;
@@ -76,6 +84,9 @@ static sl_status poll_round(sl_select_case *cases, size_t n, size_t *order, size
 
 static void set_registered(sl_select_case *cases, size_t n, bool on)
 {
+#ifdef SL_MUTANT_SELECT_NO_REGISTER
+    return; /* planted bug: no channel knows to ring the bell */
+#endif
     for (size_t i = 0; i < n; i++) {
         if (!cases[i].ch)
             continue;

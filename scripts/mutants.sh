@@ -66,6 +66,10 @@ mutants=(
 "PARK_NO_RECHECK|default|stress_park|TIMEOUT=90 CK_RUN_CASE=chan_pingpong||1|0|no re-check after \`sl_event_prepare\`"
 "PARK_WAKE_BEFORE_BUMP|default|stress_park|TIMEOUT=60 CK_RUN_CASE=event_pingpong||1|0|notify_one issues the futex wake before it bumps the epoch"
 "PARK_CLOSE_NOTIFY_ONE|default|stress_park|TIMEOUT=60 CK_RUN_CASE=many_receivers||1|0|close (notify_all) wakes one waiter instead of all"
+"SELECT_NO_SHUFFLE|default|unit_select|||1|1|select without shuffling"
+"SELECT_NO_REGISTER|default|unit_select|TIMEOUT=90 CK_RUN_CASE=blocking CK_TIMEOUT_MULTIPLIER=0.05||1|1|select without registering on its channels"
+"CHAN_NO_SELECT_BELL|default|unit_select|TIMEOUT=90 CK_RUN_CASE=blocking CK_TIMEOUT_MULTIPLIER=0.05||1|1|no select bell on send or receive"
+"SELECT_CLOSED_NOT_READY|default|unit_select|TIMEOUT=60 CK_RUN_CASE=semantics CK_TIMEOUT_MULTIPLIER=0.1||1|1|select: a closed channel's case is not ready"
 "CHAN_NO_LAST_LOOK|default|stress_chan|CK_RUN_CASE=close_drains||1|0|receiver skips the last look after close (answers SL_CLOSED with a message inside)"
 )
 
@@ -206,8 +210,12 @@ run_one() {
                 { echo "mutants: $check fails without $name too (see $dir/baseline.out)" >&2
                   bad=$((bad + 1)); }
         fi
+        # Line-buffered output, so that a check stopped at its time limit
+        # leaves what it printed (not under ASan: it must be loaded first).
+        local buf=""
+        case $preset in default|faults) command -v stdbuf >/dev/null && buf="stdbuf -oL -eL" ;; esac
         # shellcheck disable=SC2086
-        (cd "$dir" && timeout "$limit" env $env "$exe" $args) >"$dir/check.out" 2>&1
+        (cd "$dir" && timeout "$limit" $buf env $env "$exe" $args) >"$dir/check.out" 2>&1
         rc=$?
         how=$(first_failure "$dir/check.out")
         if [ "$rc" = 124 ] && [ -n "$how" ]; then

@@ -70,6 +70,12 @@ mutants=(
 "SELECT_NO_REGISTER|default|unit_select|TIMEOUT=90 CK_RUN_CASE=blocking CK_TIMEOUT_MULTIPLIER=0.05||1|1|select without registering on its channels"
 "CHAN_NO_SELECT_BELL|default|unit_select|TIMEOUT=90 CK_RUN_CASE=blocking CK_TIMEOUT_MULTIPLIER=0.05||1|1|no select bell on send or receive"
 "SELECT_CLOSED_NOT_READY|default|unit_select|TIMEOUT=60 CK_RUN_CASE=semantics CK_TIMEOUT_MULTIPLIER=0.1||1|1|select: a closed channel's case is not ready"
+"POOL_STATS_NO_RINGS|default|unit_pool|CK_RUN_CASE=batches||1|1|pool: stats leave out the jobs in batch rings"
+"POOL_BATCH_THROUGH_STOP|default|unit_pool|CK_RUN_CASE=batches||1|1|pool: a worker runs the rest of its batch through a stop"
+"POOL_NO_STEAL_BUSY|default|unit_pool|CK_RUN_CASE=batches||1|1|pool: no stealing from a busy worker's batch"
+"POOL_NO_SWEEP_RINGS|default|unit_pool|CK_RUN_CASE=batches||1|1|pool: reset and cancel do not sweep the rings"
+"POOL_CLAIM_STORE|default|stress_pool|CK_RUN_CASE=accounting||1|0|pool: a ring claim moves \`head\` with a store instead of a CAS"
+"POOL_FILL_TAIL_FIRST|faults|stress_pool|CK_RUN_CASE=accounting||1|0|pool: a ring fill publishes \`tail\` before its entries"
 "CHAN_NO_LAST_LOOK|default|stress_chan|CK_RUN_CASE=close_drains||1|0|receiver skips the last look after close (answers SL_CLOSED with a message inside)"
 )
 
@@ -175,7 +181,7 @@ first_failure() {
         'MISMATCH|VIOLATION|[Aa]ssertion|no progress for' 'FAIL|[Ff]ailed'; do
         line=$(grep -m 1 -E -e "$pat" "$1") && break
     done
-    printf '%s\n' "$line" | sed -e 's/^[^ ]*\/tests\///' -e 's/^==[0-9]*==//' | cut -c1-160
+    printf '%s\n' "$line" | head -n 1 | sed -e 's/^[^ ]*\/tests\///' -e 's/^==[0-9]*==//' | cut -c1-160
 }
 
 results=()   # name|check|verdict|how|seconds|bug

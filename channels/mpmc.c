@@ -196,6 +196,10 @@ SL_API sl_status sl_mpmc_try_pop(sl_mpmc *q, void *out)
 void sl__mpmc_drain(sl_mpmc *q, sl_visit_fn fn, void *ctx)
 {
     uint64_t v;
+#ifdef SL_MUTANT_MPMC_DRAIN_SKIPS_LEFTOVER
+    if (sl__mpmc_take_used(q, &v) && !sl__mpmc_direct(q))
+        sl__mpmc_release(q, v); /* planted bug: the oldest leftover is never handed on */
+#endif
     while (sl__mpmc_take_used(q, &v)) {
         if (sl__mpmc_direct(q)) {
             if (fn)

@@ -270,6 +270,10 @@ sl_status sl__event_await(sl_event *ev, sl__ready_fn ready, void *ctx, uint64_t 
         }
 #endif
         sl_status w = sl_event_wait(ev, key, deadline_ns);
+#ifdef SL_MUTANT_PARK_TIMEOUT_NO_RETRY
+        if (w == SL_TIMEDOUT)
+            return SL_TIMEDOUT; /* planted bug: no last look at the deadline */
+#endif
         /* Look once more after every wake, also at the deadline: a notify
          * that chose this thread must not be lost with it. */
         if (ready(ctx))

@@ -28,6 +28,9 @@ sl_status sl__ring_init_at(sl_ring *r, size_t elem_size, size_t capacity, uint64
 {
     if (!r || capacity == 0 || capacity > SIZE_MAX / 2)
         return SL_EINVAL;
+#ifdef SL_MUTANT_RING_CAP_OFF_BY_ONE
+    capacity += 1; /* planted bug: holds one more than asked */
+#endif
     return sl__mpmc_init_mode(&r->q, elem_size, capacity, start, SL_RING_SPARE);
 }
 

@@ -90,7 +90,9 @@ static void copy_run(const sl_spsc_side *s, size_t pos, unsigned char *flat, siz
     unsigned char *ring = s->slots + first * s->elem_size;
     if (into_ring) {
         memcpy(ring, flat, run * s->elem_size);
+#ifndef SL_MUTANT_SPSC_WRAP_NOT_COPIED /* planted bug when defined */
         memcpy(s->slots, flat + run * s->elem_size, (n - run) * s->elem_size);
+#endif
     } else {
         memcpy(flat, ring, run * s->elem_size);
         memcpy(flat + run * s->elem_size, s->slots, (n - run) * s->elem_size);

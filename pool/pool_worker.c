@@ -364,7 +364,9 @@ static enum sl__pool_end park(sl__pool_worker *w)
 static void leave(sl__pool_worker *w)
 {
     sl_pool *p = w->pool;
+#ifndef SL_MUTANT_POOL_DEATH_LEAVES_RUNNING /* planted bug when defined */
     stop_running(w); /* a death in the middle of a batch */
+#endif
     if (sl__pool_ring_len(own_ring(w)) != 0)
         sl__pool_want_worker(p);
     sl__idle_search_end(&p->idle, &w->searching, sl__pool_more_work, p);

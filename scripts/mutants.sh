@@ -15,7 +15,7 @@
 #                 pass there, or "caught" means nothing)
 #   --markdown    print the table for docs/guarantees.md instead of the lines
 #   --update-doc  rewrite the table in docs/guarantees.md in place, between
-#                 its marker comments
+#                 its marker comments (every mutant unless a set is named)
 #
 # Each C mutant is a compile-time switch, SL_MUTANT_<NAME>, in the source of
 # the algorithm (grep for it). How one is built, sharing everything else: the
@@ -84,7 +84,7 @@ mutants=(
 "CHAN_NO_LAST_LOOK|default|stress_chan|CK_RUN_CASE=close_drains||1|0|receiver skips the last look after close (answers SL_CLOSED with a message inside)"
 )
 
-mode=fast only="" out=lines model=0 baseline=0
+mode="" only="" out=lines model=0 baseline=0
 while [ $# -gt 0 ]; do
     case $1 in
     --fast) mode=fast ;;
@@ -99,6 +99,11 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
+# The doc's table covers everything unless a set was named.
+if [ -z "$mode" ]; then
+    mode=fast
+    [ "$out" = doc ] && mode=all model=1
+fi
 
 log() { [ "$out" = lines ] && echo "$@"; }
 
@@ -300,7 +305,7 @@ markdown() {
     done
     for r in "${model_rows[@]}"; do
         IFS='|' read -r mbug verdict how <<<"$r"
-        echo "| model \`$mbug\` | \`tests/model/run.sh --mutants\` | $verdict | ${how:+\`$how\`} | |"
+        echo "| model \`${mbug% (*}\` (${mbug##* (} | \`tests/model/run.sh --mutants\` | $verdict | ${how:+\`$how\`} | |"
     done
 }
 
@@ -310,8 +315,10 @@ end='<!-- end of mutants table -->'
 case $out in
 markdown) markdown ;;
 doc)
-    grep -qF "$begin" "$doc" && grep -qF "$end" "$doc" ||
-        { echo "mutants: $doc has no marker comments" >&2; exit 2; }
+    if ! grep -qF "$begin" "$doc" || ! grep -qF "$end" "$doc"; then
+        echo "mutants: $doc has no marker comments" >&2
+        exit 2
+    fi
     table=$(mktemp)
     markdown >"$table"
     awk -v b="$begin" -v e="$end" -v t="$table" '

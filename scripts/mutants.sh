@@ -47,8 +47,8 @@ LIMIT=${MUTANT_TIMEOUT:-120}
 # The check runs as `env ENV build/mutant-<name>/TARGET ARGS` under a timeout.
 # Suites narrow themselves to one Check test case with CK_RUN_CASE.
 mutants=(
-"MPMC_SPLIT_PUBLISH|default|unit_mpmc|CK_RUN_CASE=threads||1|1|a push claims the cell with a stamp CAS and writes the value afterwards (the window the double-width CAS closes)"
-"MPMC_FREE_BEFORE_READ|default|unit_mpmc|CK_RUN_CASE=threads||1|1|a pop frees the cell for the next lap before reading its value"
+"MPMC_SPLIT_PUBLISH|faults|unit_mpmc|CK_RUN_CASE=threads||1|1|a push claims the cell with a stamp CAS and writes the value afterwards (the window the double-width CAS closes)"
+"MPMC_FREE_BEFORE_READ|faults|unit_mpmc|CK_RUN_CASE=threads||1|1|a pop frees the cell for the next lap before reading its value"
 "LIST_EARLY_FREE|asan|unit_list|CK_RUN_CASE=threads||1|1|SL_LIST frees a segment without waiting for threads still inside it"
 "MPMC_CAP_PLUS_ONE|fuzz|fuzz_mpmc||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/mpmc|1|1|MPMC holds capacity + 1"
 "MPMC_POP_N_ONE_FEWER|fuzz|fuzz_mpmc||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/mpmc|1|1|MPMC \`pop_n\` (under \`try_recv_n\`) reports one fewer than it took"
@@ -68,7 +68,7 @@ mutants=(
 "PARK_CLOSE_NOTIFY_ONE|default|stress_park|TIMEOUT=60 CK_RUN_CASE=many_receivers||1|0|close (notify_all) wakes one waiter instead of all"
 "SELECT_NO_SHUFFLE|default|unit_select|||1|1|select without shuffling"
 "SELECT_NO_REGISTER|default|unit_select|TIMEOUT=90 CK_RUN_CASE=blocking CK_TIMEOUT_MULTIPLIER=0.05||1|1|select without registering on its channels"
-"CHAN_NO_SELECT_BELL|default|unit_select|TIMEOUT=90 CK_RUN_CASE=blocking CK_TIMEOUT_MULTIPLIER=0.05||1|1|no select bell on send or receive"
+"CHAN_NO_SELECT_BELL|default|unit_select|TIMEOUT=90 CK_RUN_CASE=blocking CK_TIMEOUT_MULTIPLIER=0.05||1|0|no select bell on send or receive"
 "SELECT_CLOSED_NOT_READY|default|unit_select|TIMEOUT=60 CK_RUN_CASE=semantics CK_TIMEOUT_MULTIPLIER=0.1||1|1|select: a closed channel's case is not ready"
 "POOL_STATS_NO_RINGS|default|unit_pool|CK_RUN_CASE=batches||1|1|pool: stats leave out the jobs in batch rings"
 "POOL_BATCH_THROUGH_STOP|default|unit_pool|CK_RUN_CASE=batches||1|1|pool: a worker runs the rest of its batch through a stop"
@@ -178,6 +178,7 @@ build_mutant() {
     local cmd
     cmd=$(sed "${sed_args[@]}" -e "s| -o $target | -o $dir/$target |" \
         -e "s| [^ ]*libsluice\.a | $lib |" "$link")
+    echo "$cmd" >>"$dir/build.log"
     (cd "$tparent" && eval "$cmd") >>"$dir/build.log" 2>&1 ||
         { echo "link of $target failed"; return 1; }
     echo "$dir/$target"
@@ -185,14 +186,17 @@ build_mutant() {
 
 # The line of a check's output that says what failed: a Check failure, else
 # a sanitizer's report, else a fuzz target's mismatch, an assertion or a
-# watchdog, else whatever says it failed.
+# watchdog, else a Check error (a crash, a timeout), else whatever says it
+# failed.
 first_failure() {
     local pat line
-    for pat in ':[FE]:[^:]*:[^:]*:[0-9]+: ' 'ERROR: [A-Za-z]*Sanitizer|runtime error:' \
-        'MISMATCH|VIOLATION|[Aa]ssertion|no progress for' 'ERROR: libFuzzer|FAIL|[Ff]ailed'; do
+    for pat in ':F:[^:]*:[^:]*:[0-9]+: ' 'ERROR: [A-Za-z]*Sanitizer|runtime error:' \
+        'MISMATCH|VIOLATION|[Aa]ssertion|no progress for' ':E:[^:]*:[^:]*:[0-9]+: ' \
+        'ERROR: libFuzzer|FAIL|[Ff]ailed'; do
         line=$(grep -m 1 -E -e "$pat" "$1") && break
     done
-    printf '%s\n' "$line" | head -n 1 | sed -e 's/^[^ ]*\/tests\///' -e 's/^==[0-9]*==//' | cut -c1-160
+    printf '%s\n' "$line" | head -n 1 | sed -e 's/^[^ ]*\/tests\///' -e 's/^==[0-9]*==//' \
+        -e 's/ on address 0x.*//' | cut -c1-160
 }
 
 results=()   # name|check|verdict|how|seconds|bug

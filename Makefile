@@ -39,13 +39,17 @@ build: build-deps
 	cmake --preset default >/dev/null
 	cmake --build --preset default -j $(JOBS)
 
+# Each test appends what it checked to build/<preset>/accounted.txt
+# (SL_ACCOUNT_FILE, tests/harness.h); the summary adds them up at the end.
 test: deps
 	@set -e; for p in $(PRESETS); do \
 	    echo "==== $$p build ===="; \
 	    cmake --preset $$p >/dev/null; \
 	    cmake --build --preset $$p -j $(JOBS); \
-	    ctest --preset $$p; \
+	    rm -f build/$$p/accounted.txt; \
+	    SL_ACCOUNT_FILE=$(CURDIR)/build/$$p/accounted.txt ctest --preset $$p; \
 	done; \
+	sh scripts/test-summary.sh $(foreach p,$(PRESETS),build/$(p)/accounted.txt); \
 	echo "==== planted bugs (scripts/mutants.sh --fast) ===="; \
 	JOBS=$(JOBS) bash scripts/mutants.sh --fast
 
@@ -53,7 +57,9 @@ test-%: deps
 	@echo "==== $* build ===="
 	cmake --preset $* >/dev/null
 	cmake --build --preset $* -j $(JOBS)
-	ctest --preset $*
+	rm -f build/$*/accounted.txt
+	SL_ACCOUNT_FILE=$(CURDIR)/build/$*/accounted.txt ctest --preset $*
+	@sh scripts/test-summary.sh build/$*/accounted.txt
 
 bench: bench-deps
 	cmake --preset default >/dev/null

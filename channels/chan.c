@@ -19,7 +19,8 @@
  * pushes; a receive that finds the queue empty checks `closed` and then looks
  * once more, so every message whose send returned before the close is claimed
  * by a receiver (for SL_MPMC: at its fetch-and-add on the head) before any
- * receiver sees SL_CLOSED. A send that races with close
+ * receiver sees SL_CLOSED (chan_flavors.h, "senders in flight", has the
+ * argument; close issues no barrier). A send that races with close
  * may still return SL_OK: its message is then received, or dropped by
  * sl_chan_free if every receiver had already left — never lost.
  */
@@ -51,7 +52,6 @@ sl_status sl__chan_new_at(sl_chan **out, const sl_chan_opts *opts, uint64_t star
     ch->flavor = opts->flavor;
     atomic_init(&ch->closed, 0u);
     atomic_init(&ch->selectors, 0u);
-    atomic_init(&ch->close_done, 0u);
     atomic_init(&ch->drained, 0u);
     for (unsigned i = 0; i < SL_SEND_SLOTS; i++)
         atomic_init(&ch->in_flight[i].n, 0u);
@@ -177,6 +177,21 @@ PER_FLAVOR sl_status pop_with(const flavor_adapter *a, sl_chan *ch, void *out)
     return st;
 }
 
+/* Whether every send that saw ch open has landed, for a receiver that found
+ * the queue empty: ch is closed and no sender is marked in flight. The loads
+ * of `closed` and of the marks are seq_cst and in this order, and a flavour
+ * whose mark is a plain store gets the heavy barrier between them
+ * (chan_flavors.h, "senders in flight"): the close itself issues none. */
+PER_FLAVOR bool sends_landed(const flavor_adapter *a, sl_chan *ch)
+{
+    /* seq_cst: the close's exchange before the marks' loads, in the total order. */
+    if (!atomic_load_explicit(&ch->closed, memory_order_seq_cst))
+        return false;
+    if (a->light_mark)
+        sl_event_heavy_fence(); /* `closed` read, before the flag's load */
+    return !senders_in_flight(ch);
+}
+
 /* try_recv_once for one flavour's adapter. */
 PER_FLAVOR sl_status recv_with(const flavor_adapter *a, sl_chan *ch, void *out)
 {
@@ -190,9 +205,9 @@ PER_FLAVOR sl_status recv_with(const flavor_adapter *a, sl_chan *ch, void *out)
      * turn a later answer back into SL_EMPTY). */
     if (atomic_load_explicit(&ch->drained, memory_order_acquire))
         return SL_CLOSED;
-    /* Closed, but a send that saw it open may still be landing: until the
-     * close has fenced and no sender is marked, the answer is "not yet". */
-    if (!atomic_load_explicit(&ch->close_done, memory_order_acquire) || senders_in_flight(ch))
+    /* Closed, but a send that saw it open may still be landing: until no
+     * sender is marked, the answer is "not yet" (its unmark wakes us). */
+    if (!sends_landed(a, ch))
         return SL_EMPTY;
     /* Every such send has landed and is visible now: one last look. */
 #ifdef SL_MUTANT_CHAN_NO_LAST_LOOK
@@ -392,10 +407,9 @@ PER_FLAVOR size_t pop_n_with(const flavor_adapter *a, sl_chan *ch, void *out, si
 PER_FLAVOR size_t recv_n_with(const flavor_adapter *a, sl_chan *ch, void *out, size_t n)
 {
     size_t got = pop_n_with(a, ch, out, n);
-    /* As recv_with: once closed, fenced and no sender in flight, every send
-     * has landed; look again. */
-    if (got < n && is_closed(ch) && atomic_load_explicit(&ch->close_done, memory_order_acquire) &&
-        !senders_in_flight(ch))
+    /* As recv_with: once closed and no sender in flight, every send has
+     * landed; look again. */
+    if (got < n && sends_landed(a, ch))
         got += pop_n_with(a, ch, (unsigned char *)out + got * ch->elem_size, n - got);
     return got;
 }
@@ -411,14 +425,12 @@ SL_API void sl_chan_close(sl_chan *ch)
 {
     if (!ch)
         return;
-    /* seq_cst: the flag is the condition both eventcounts' waiters re-check. */
+    /* seq_cst: the flag is the condition both eventcounts' waiters re-check,
+     * and the point every sender's closed-check is ordered against (no
+     * barrier here: the receiver deciding SL_CLOSED issues the one a plain
+     * in-flight flag needs, chan_flavors.h). */
     if (atomic_exchange_explicit(&ch->closed, 1u, memory_order_seq_cst) == 0) {
-        SL_FI(); /* closed, not yet fenced */
-        /* Every sender either saw `closed` or is visibly marked in flight. */
-        sl_event_heavy_fence();
-        /* seq_cst: before the notifies' waiter loads (receivers parked on
-         * "close not done yet" must not miss it). */
-        atomic_store_explicit(&ch->close_done, 1u, memory_order_seq_cst);
+        SL_FI(); /* closed, nobody woken yet */
         sl_event_notify_all(&ch->not_empty);
         sl_event_notify_all(&ch->not_full);
         ring_selectors(ch);

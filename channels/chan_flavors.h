@@ -21,12 +21,18 @@
 
 /* ---- senders in flight ---------------------------------------------------
  * A sender marks itself before it checks `closed` and unmarks after its push.
- * The closer sets `closed`, issues the heavy barrier, then sets `close_done`.
- * Either a sender's check saw `closed` (it refuses), or its mark is visible to
- * anyone who saw `close_done` (the Dekker pair of sluice/park.h, asymmetric
- * where membarrier is available). Receivers report SL_CLOSED only after
- * `close_done` with no sender marked: every send that saw the channel open
- * has landed by then.
+ * The closer only sets `closed` (a seq_cst exchange) and wakes everyone: it
+ * issues no barrier, so close is wait-free apart from its wakes. A receiver
+ * that finds the queue empty and `closed` set reports SL_CLOSED only when no
+ * sender is marked, and it reads the marks after it read `closed` (both
+ * seq_cst). Either a sender's check saw `closed` (it refuses), or its mark
+ * comes before that check, which comes before the close, which comes before
+ * the receiver's loads: the receiver sees the mark, or the unmark that
+ * followed the push. For the counted marks (seq_cst read-modify-writes) that
+ * is the single total order of seq_cst operations; for the flag, a plain
+ * store followed by sl_event_fence(), the receiver issues the heavy barrier
+ * between its load of `closed` and its load of the flag (the Dekker pair of
+ * sluice/park.h, asymmetric where membarrier is available: see recv_with).
  *
  * How a sender marks itself is its flavour's choice (the adapter's mark and
  * unmark): one of the two schemes below. */
@@ -79,9 +85,11 @@ static inline void count_unmark(SL_ATOMIC(uint32_t) *n)
 static bool senders_in_flight(const sl_chan *ch)
 {
     for (unsigned i = 0; i < SL_SEND_SLOTS; i++)
-        /* Acquire: pairs with the unmark's release, so a push that landed
-         * before the unmark is visible to the final look. */
-        if (atomic_load_explicit(&ch->in_flight[i].n, memory_order_acquire) != 0)
+        /* seq_cst: after the caller's seq_cst load of `closed` in the total
+         * order (the argument above); and, as an acquire, pairs with the
+         * unmark's release, so a push that landed before the unmark is
+         * visible to the final look. */
+        if (atomic_load_explicit(&ch->in_flight[i].n, memory_order_seq_cst) != 0)
             return true;
     return false;
 }
@@ -115,6 +123,10 @@ typedef struct flavor_adapter {
     size_t (*push_n)(sl_chan *ch, const void *elems, size_t n);
     size_t (*pop_n)(sl_chan *ch, void *out, size_t n);
     size_t (*len)(const sl_chan *ch);
+    /* The mark is a plain store ordered by sl_event_fence() (flag_mark): a
+     * receiver deciding SL_CLOSED issues the heavy barrier before it reads
+     * the marks. */
+    bool light_mark;
     bool unbounded; /* no capacity: sl_chan_cap says SIZE_MAX */
     bool evicts;    /* a push into a full queue displaces the oldest (sl_chan_send_evict) */
 } flavor_adapter;
@@ -165,6 +177,7 @@ static const flavor_adapter spsc_adapter = {
     .mark = flag_mark, .unmark = flag_unmark,
     .push = spsc_push, .pop = spsc_pop,
     .push_n = spsc_push_n, .pop_n = spsc_pop_n, .len = spsc_len,
+    .light_mark = true,
 };
 
 /* SL_MPMC: the ring of stamped cells; its steps are seq_cst read-modify-writes. */

@@ -30,7 +30,6 @@ struct sl_chan {
     sl_event not_empty; /* receivers park here */
     sl_event not_full;  /* senders park here */
     SL_ATOMIC(uint32_t) selectors; /* threads in sl_select on this channel */
-    SL_ATOMIC(uint32_t) close_done; /* close has fenced: in-flight counts are final */
     SL_ATOMIC(uint32_t) drained;    /* a receiver established "closed and empty":
                                        it stays so (later senders all see closed) */
     /* Senders between their closed-check and the end of their push, so that

@@ -6,7 +6,15 @@
  * yield, a short spin, or (rarely) a sleep of a few microseconds. The random
  * source is per thread, seeded from SL_FI_SEED (default: the clock) and the
  * thread's address, so a failing run can be repeated with its seed on a
- * quiet machine more often than not. In other builds this file is empty.
+ * quiet machine more often than not.
+ *
+ * A test may instead arm its own thread (sl__fi_arm, internal/testing.h): the
+ * thread then counts the marks it passes, takes no random stall, and at the
+ * k-th mark from arming calls the test's stop function, which reports the stop
+ * and blocks on the test's own synchronisation until the test lets it go.
+ * That stops a thread deterministically at any chosen atomic step, for the
+ * lock-freedom checks (tests/stress_stall.c). In other builds this file is
+ * empty.
  */
 #include "sluice/base.h"
 
@@ -15,7 +23,37 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "internal/testing.h"
 #include "internal/util.h"
+
+/* The armed thread's countdown (zeroed: not armed). */
+typedef struct fi_armed {
+    bool on;
+    unsigned stop_at, passed;
+    sl_fi_stop_fn stop;
+    void *ctx;
+} fi_armed;
+
+static _Thread_local fi_armed fi_arm;
+
+void sl__fi_arm(unsigned k, sl_fi_stop_fn stop, void *ctx)
+{
+    fi_arm = (fi_armed){.on = true, .stop_at = k, .passed = 0, .stop = stop, .ctx = ctx};
+}
+
+unsigned sl__fi_disarm(void)
+{
+    unsigned passed = fi_arm.passed;
+    fi_arm = (fi_armed){0};
+    return passed;
+}
+
+/* An armed thread's mark: counted; the k-th one stops it (once). */
+static void fi_armed_point(void)
+{
+    if (++fi_arm.passed == fi_arm.stop_at && fi_arm.stop)
+        fi_arm.stop(fi_arm.ctx, fi_arm.passed);
+}
 
 static _Thread_local uint64_t fi_state;
 static uint64_t fi_rate; /* set once, first use; benign race: same value */
@@ -45,6 +83,10 @@ static uint64_t rate(void)
 
 SL_API void sl__fi_point(void)
 {
+    if (fi_arm.on) {
+        fi_armed_point();
+        return;
+    }
     uint64_t r = fi_next();
     if (r % rate() != 0)
         return;

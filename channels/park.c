@@ -41,6 +41,9 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <time.h>
@@ -53,17 +56,11 @@ SL_API SL_ATOMIC(int) sl__event_asymmetric;
 
 /* Decides the barrier mode once, before the first eventcount exists, so that
  * no waiter and notifier ever disagree: registering for expedited private
- * membarrier either works (asymmetric mode from now on) or not (fences). */
-static int do_membarrier(int cmd)
-{
-    /* A test's replacement table may leave membarrier out: use the real one. */
-    const sl_sys_ops *sys = sl__sys();
-    return (sys->membarrier ? sys->membarrier : sl__sys_default_ops.membarrier)(cmd);
-}
-
+ * membarrier either works (asymmetric mode from now on) or not (fences on
+ * both sides, from the start: nothing was ever left to a compiler barrier). */
 static void choose_barrier(void)
 {
-    if (do_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0)
+    if (sl__membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0)
         atomic_store_explicit(&sl__event_asymmetric, 1, memory_order_relaxed);
 }
 
@@ -78,14 +75,46 @@ SL_API void sl_event_init(sl_event *ev)
     atomic_init(&ev->waiters, 0u);
 }
 
+/* Tries of a barrier that fails with an error the kernel may not repeat (its
+ * allocation of a CPU mask), 100 µs apart. */
+#define BARRIER_TRIES 20
+
+/* The barrier of asymmetric mode, which cannot be skipped: the notifiers
+ * already rely on it (they have only a compiler barrier between their store
+ * and their load), and switching them to fences now would not cover one
+ * preempted inside that window. A transient error is retried; any other
+ * means the process changed under sluice after registering (a seccomp filter
+ * installed later, say), and a parked thread could miss its wake-up or a
+ * receiver misjudge a close: stop, saying why (docs/guarantees.md). */
+static void expedited_barrier(void)
+{
+    int r = 0;
+    for (unsigned i = 0; i < BARRIER_TRIES; i++) {
+        r = sl__membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+        if (r == 0)
+            return;
+        if (r != -ENOMEM && r != -EAGAIN && r != -EINTR)
+            break;
+        struct timespec pause = {0, 100000};
+        nanosleep(&pause, NULL);
+    }
+    fprintf(stderr,
+            "sluice: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) failed (%s) after "
+            "registering for it succeeded; without it a parked thread could miss its "
+            "wake-up. A filter that refuses membarrier must be in place before sluice's "
+            "first use (sluice then uses fences). Aborting.\n",
+            strerror(-r));
+    abort();
+}
+
 SL_API void sl_event_heavy_fence(void)
 {
     atomic_thread_fence(memory_order_seq_cst);
     /* In asymmetric mode the notifiers only have a compiler barrier between
      * their store and their waiter-count load: force a real one on every
-     * running thread. Registration succeeded, so this cannot fail. */
+     * running thread. */
     if (atomic_load_explicit(&sl__event_asymmetric, memory_order_relaxed))
-        do_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+        expedited_barrier();
 }
 
 SL_API void sl_event_fence(void) { sl__event_fence_fast(); }
@@ -131,12 +160,11 @@ static void futex_failed(void)
  * alone; spurious returns, EINTR and EAGAIN wait again. */
 static sl_status futex_sleep(sl_event *ev, uint32_t key, uint64_t deadline_ns)
 {
-    const sl_sys_ops *sys = sl__sys();
     for (;;) {
         if (epoch_moved(ev, key))
             return SL_OK;
         SL_FI(); /* between the epoch check and the futex's own compare */
-        int r = sys->futex_wait(&ev->epoch, key, deadline_ns);
+        int r = sl__futex_wait(&ev->epoch, key, deadline_ns);
         if (r != 0 && r != -EINTR && r != -EAGAIN && r != -ETIMEDOUT)
             futex_failed();
         if (deadline_ns == SL_FOREVER)
@@ -145,7 +173,7 @@ static sl_status futex_sleep(sl_event *ev, uint32_t key, uint64_t deadline_ns)
          * absolute wait with ETIMEDOUT, but a replaced sysops layer may not. */
         if (epoch_moved(ev, key))
             return SL_OK;
-        if (sys->now_ns() >= deadline_ns)
+        if (sl__now_ns() >= deadline_ns)
             return SL_TIMEDOUT;
     }
 }
@@ -172,14 +200,14 @@ SL_API void sl_event_notify_one_slow(sl_event *ev)
         return;
     SL_FI();
 #ifdef SL_MUTANT_PARK_WAKE_BEFORE_BUMP
-    sl__sys()->futex_wake(&ev->epoch, 1); /* planted bug: wakes, then moves the epoch */
+    sl__futex_wake(&ev->epoch, 1); /* planted bug: wakes, then moves the epoch */
 #endif
     /* Release: what the notifier did before is visible to the waiter that
      * acquires the new epoch. */
     atomic_fetch_add_explicit(&ev->epoch, 1u, memory_order_release);
     SL_FI(); /* epoch moved, not yet woken */
 #ifndef SL_MUTANT_PARK_WAKE_BEFORE_BUMP
-    sl__sys()->futex_wake(&ev->epoch, 1);
+    sl__futex_wake(&ev->epoch, 1);
 #endif
 }
 
@@ -189,10 +217,10 @@ SL_API void sl_event_notify_all_slow(sl_event *ev)
         return;
     atomic_fetch_add_explicit(&ev->epoch, 1u, memory_order_release);
 #ifdef SL_MUTANT_PARK_CLOSE_NOTIFY_ONE
-    sl__sys()->futex_wake(&ev->epoch, 1); /* planted bug: close wakes one waiter */
+    sl__futex_wake(&ev->epoch, 1); /* planted bug: close wakes one waiter */
     return;
 #endif
-    sl__sys()->futex_wake(&ev->epoch, INT32_MAX);
+    sl__futex_wake(&ev->epoch, INT32_MAX);
 }
 
 SL_API void sl_event_notify_n_slow(sl_event *ev, size_t n)
@@ -200,7 +228,7 @@ SL_API void sl_event_notify_n_slow(sl_event *ev, size_t n)
     if (!ev || n == 0 || atomic_load_explicit(&ev->waiters, memory_order_seq_cst) == 0)
         return;
     atomic_fetch_add_explicit(&ev->epoch, 1u, memory_order_release);
-    sl__sys()->futex_wake(&ev->epoch, n > (size_t)INT32_MAX ? INT32_MAX : (int)n);
+    sl__futex_wake(&ev->epoch, n > (size_t)INT32_MAX ? INT32_MAX : (int)n);
 }
 
 SL_API void sl_event_notify_one(sl_event *ev) { sl__event_notify_one_fast(ev); }
@@ -216,13 +244,13 @@ SL_API uint32_t sl_event_waiters(const sl_event *ev)
     return atomic_load_explicit(&ev->waiters, memory_order_relaxed);
 }
 
-SL_API uint64_t sl_now_ns(void) { return sl__sys()->now_ns(); }
+SL_API uint64_t sl_now_ns(void) { return sl__now_ns(); }
 
 SL_API uint64_t sl_deadline_after(uint64_t timeout_ns)
 {
     if (timeout_ns == SL_FOREVER)
         return SL_FOREVER;
-    uint64_t now = sl__sys()->now_ns();
+    uint64_t now = sl__now_ns();
     if (timeout_ns >= SL_FOREVER - now)
         return SL_FOREVER;
     return now + timeout_ns;

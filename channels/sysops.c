@@ -1,5 +1,6 @@
 /*
- * channels/sysops.c — futex and clock behind a replaceable table.
+ * channels/sysops.c — futex, clock, membarrier, allocation and thread
+ * creation behind a replaceable table.
  *
  * FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline, so a wait
  * interrupted by a signal retries with the same deadline instead of
@@ -91,6 +92,33 @@ void sl__sys_set_ops(const sl_sys_ops *ops)
                           memory_order_release);
 }
 
+/* Entry `name` of table t, or the real call where t has none. */
+#define ENTRY(t, name) ((t)->name ? (t)->name : sl__sys_default_ops.name)
+
+int sl__futex_wait(SL_ATOMIC(uint32_t) *word, uint32_t expected, uint64_t deadline_ns)
+{
+    const sl_sys_ops *t = sl__sys();
+    return ENTRY(t, futex_wait)(word, expected, deadline_ns);
+}
+
+int sl__futex_wake(SL_ATOMIC(uint32_t) *word, int count)
+{
+    const sl_sys_ops *t = sl__sys();
+    return ENTRY(t, futex_wake)(word, count);
+}
+
+uint64_t sl__now_ns(void)
+{
+    const sl_sys_ops *t = sl__sys();
+    return ENTRY(t, now_ns)();
+}
+
+int sl__membarrier(int cmd)
+{
+    const sl_sys_ops *t = sl__sys();
+    return ENTRY(t, membarrier)(cmd);
+}
+
 void *sl__alloc(size_t align, size_t size)
 {
     if (align > 1) {
@@ -98,8 +126,8 @@ void *sl__alloc(size_t align, size_t size)
             return NULL;
         size = (size + align - 1) & ~(align - 1);
     }
-    void *(*alloc)(size_t, size_t) = sl__sys()->alloc;
-    return (alloc ? alloc : sys_alloc)(align, size ? size : 1);
+    const sl_sys_ops *t = sl__sys();
+    return ENTRY(t, alloc)(align, size ? size : 1);
 }
 
 void *sl__calloc(size_t n, size_t size)
@@ -115,12 +143,12 @@ void *sl__calloc(size_t n, size_t size)
 int sl__thread_create(pthread_t *thread, const pthread_attr_t *attr,
                       void *(*start)(void *), void *arg)
 {
-    const sl_sys_ops *sys = sl__sys();
-    return (sys->thread_create ? sys->thread_create : pthread_create)(thread, attr, start, arg);
+    const sl_sys_ops *t = sl__sys();
+    return ENTRY(t, thread_create)(thread, attr, start, arg);
 }
 
 int sl__thread_getattr(pthread_attr_t *attr)
 {
-    const sl_sys_ops *sys = sl__sys();
-    return (sys->thread_getattr ? sys->thread_getattr : sys_thread_getattr)(attr);
+    const sl_sys_ops *t = sl__sys();
+    return ENTRY(t, thread_getattr)(attr);
 }

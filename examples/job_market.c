@@ -7,7 +7,8 @@
  * Coman (February 2019), the job market of the Eulora game server. Its
  * Job_Market maps onto one sl_pool:
  *   Add_Job          sl_pool_submit_job with key = player id: SL_OK, or a
- *                    refusal — SL_FULL / SL_TIMEDOUT (a full board),
+ *                    refusal — SL_TIMEDOUT (a full board, also with
+ *                    timeout 0: try once),
  *                    SL_EXISTS (SL_JOB_UNIQUE: the player already has a job
  *                    queued or running), SL_CLOSED (stopping);
  *   Get_Available    the pool runs the highest priority first and never two
@@ -75,7 +76,7 @@ typedef struct player {
      * and the checks below are what would notice if they did. */
     atomic_int in_flight;  /* this player's jobs running now: never above 1 */
     atomic_int last_start; /* the seq of the last job of this player that started */
-    uint64_t full, timedout, exists, closed; /* refusals, read after join */
+    uint64_t timedout, exists, closed; /* refusals, read after join */
     pthread_t thread;
 } player;
 
@@ -229,7 +230,6 @@ static sl_status offer(player *pl, unsigned flags, uint64_t timeout_ns)
     sl_status st = sl_pool_submit_job(m->pool, &job, timeout_ns);
     switch (st) {
     case SL_OK: pl->accepted++; break;
-    case SL_FULL: pl->full++; break;
     case SL_TIMEDOUT: pl->timedout++; break;
     case SL_EXISTS: pl->exists++; break;
     case SL_CLOSED: pl->closed++; break;
@@ -299,11 +299,11 @@ static void act_board(void)
     check(board_submit(pool, n, 3, P99, SL_JOB_UNIQUE, 0), SL_EXISTS, "a unique job of a busy player");
     while (n < BOARD_CAP) /* keyless fillers, priority 0, fill the board */
         check(board_submit(pool, n++, 0, 0, 0, 0), SL_OK, "filler");
-    check(board_submit(pool, n, 0, 0, 0, 0), SL_FULL, "a full board, timeout 0");
+    check(board_submit(pool, n, 0, 0, 0, 0), SL_TIMEDOUT, "a full board, timeout 0");
     check(board_submit(pool, n, 0, 0, 0, 1000000), SL_TIMEDOUT, "a full board, 1 ms");
     check(board_submit(pool, n, LEVELS, 0, 0, 0), SL_EINVAL, "priority out of range");
     printf("act 1, the board: %u jobs on a stopped pool of 1 worker; refused as asked: duplicate "
-           "key -> SL_EXISTS, full -> SL_FULL and SL_TIMEDOUT, bad priority -> SL_EINVAL\n", n);
+           "key -> SL_EXISTS, full -> SL_TIMEDOUT (timeout 0 and 1 ms), bad priority -> SL_EINVAL\n", n);
     check(sl_pool_start(pool), SL_OK, "start");
     /* Commands return at once and complete later; the next one would get
      * SL_BUSY until then, so wait for it (jobs may already be running). */
@@ -481,11 +481,11 @@ static void account(market *m)
 {
     sl_pool_stats st;
     sl_pool_get_stats(m->pool, &st);
-    uint64_t accepted = 0, full = 0, timedout = 0, exists = 0, closed = 0, unsettled = 0;
+    uint64_t accepted = 0, timedout = 0, exists = 0, closed = 0, unsettled = 0;
     for (unsigned i = 0; i < m->players; i++) {
         player *pl = &m->pl[i];
         accepted += pl->accepted;
-        full += pl->full, timedout += pl->timedout, exists += pl->exists, closed += pl->closed;
+        timedout += pl->timedout, exists += pl->exists, closed += pl->closed;
         for (unsigned k = 0; k < pl->accepted; k++)
             unsettled += atomic_load_explicit(&pl->recs[k].fate, memory_order_acquire) == QUEUED;
     }
@@ -499,9 +499,9 @@ static void account(market *m)
     /* A refusal consumes nothing: the player still holds the job and offers
      * it again (act 2), or offers until the stop answers SL_CLOSED (act 3). */
     printf("  refusals, all expected (a refused player offers the same job again until it is "
-           "accepted; each player's last offer meets the stop): full %" PRIu64 ", timed out %"
+           "accepted; each player's last offer meets the stop): full board (timed out) %"
            PRIu64 ", duplicate key %" PRIu64 ", stopping %" PRIu64 "\n",
-           full, timedout, exists, closed);
+           timedout, exists, closed);
     printf("  pool's count: submitted %" PRIu64 ", completed %" PRIu64 ", discarded %" PRIu64
            ", died %" PRIu64 ", respawned %" PRIu64 "; per-player overlaps %u, out-of-order starts %u\n",
            st.submitted, st.completed, st.discarded, st.died, st.respawned,

@@ -36,8 +36,10 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
 
 #include "internal/spin.h"
+#include "internal/sysops.h"
 #include "internal/util.h"
 
 _Thread_local sl__worker *sl__tls_worker __attribute__((tls_model("initial-exec")));
@@ -81,20 +83,56 @@ static _Thread_local bool foreign_floor_known;
 
 SL_ATOMIC(int) sl__exec_deep_workers;
 
+/* The stack the fallback assumes a thread has: the smaller of the main
+ * thread's limit (RLIMIT_STACK; 8 MiB, glibc's default, when unlimited or
+ * unreadable) and the default size of new threads — the two kinds of thread
+ * whose bounds may be unknown. */
+static size_t assumed_stack(void)
+{
+    size_t size = (size_t)8 << 20;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur < size)
+        size = (size_t)rl.rlim_cur;
+    pthread_attr_t attr;
+    size_t dflt = 0;
+    if (pthread_getattr_default_np(&attr) == 0) {
+        if (pthread_attr_getstacksize(&attr, &dflt) == 0 && dflt && dflt < size)
+            size = dflt;
+        pthread_attr_destroy(&attr);
+    }
+    return size;
+}
+
+/* The floor when the stack's bounds cannot be found (sl__thread_getattr
+ * fails: for the main thread it reads /proc/self/maps, which a sandbox may
+ * hide). Conservative, never off: a quarter of the assumed stack below the
+ * frame that asks — the caller's frame on its first need. The part of the
+ * stack used above that frame is unknown (for the main thread, usually
+ * small: the first wait comes early); a quarter for stealing leaves three
+ * for it and for the program's own recursion, where the known bounds give
+ * the half below the middle (docs/exec.md, "Stack depth"). */
+static uintptr_t fallback_floor(void)
+{
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+    size_t budget = assumed_stack() / 4;
+    return here > budget ? here - budget : 1; /* 1: nonzero, the rule stays on */
+}
+
 /* The address below which the calling thread stops helping: the middle of
- * its stack (it grows down); 0 when unknown — the rule is then off for the
- * thread (glibc and musl always know a pthread's stack). */
+ * its stack (it grows down), or the fallback floor when its bounds cannot
+ * be found. */
 static uintptr_t help_floor(void)
 {
     pthread_attr_t attr;
     void *low = NULL;
     size_t size = 0;
-    if (pthread_getattr_np(pthread_self(), &attr) != 0)
-        return 0;
+    if (sl__thread_getattr(&attr) != 0)
+        return fallback_floor();
     if (pthread_attr_getstack(&attr, &low, &size) != 0)
         low = NULL;
     pthread_attr_destroy(&attr);
-    return low ? (uintptr_t)low + size / 2 : 0;
+    return low ? (uintptr_t)low + size / 2 : fallback_floor();
 }
 
 /* True when the calling thread — worker w, or a foreign thread when w is

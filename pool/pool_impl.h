@@ -105,6 +105,13 @@ unsigned sl__pool_queue_pop(sl__pool_queue *q, unsigned own, sl_job *out, unsign
                             unsigned *from);
 /* Jobs in all lists; a snapshot. */
 size_t sl__pool_queue_len(const sl__pool_queue *q);
+/* Whether some list holds a job a pop could take now (or a push that has
+ * claimed its slot and is about to publish: a pop then poisons the slot and
+ * the list reads empty again). Reads each list's indices with seq_cst loads
+ * after its push's seq_cst RMW, so a job pushed before a full barrier is
+ * seen after it. O(levels x inboxes), no writes to shared lines but the
+ * caller's own epoch announcement. */
+bool sl__pool_queue_any(const sl__pool_queue *q);
 
 /* ---- batch rings (pool_ring.c) ------------------------------------------ */
 
@@ -317,21 +324,32 @@ static inline bool sl__pool_may_take(const sl_pool *p)
     return run == SL__RUN_RUNNING || run == SL__RUN_DRAINING;
 }
 
-/* Whether some job is in the lists (or about to be) or in a ring: pending
- * minus the keyed jobs waiting aside, then the busy rings. `waiting` is read
- * first: a job that left it was counted there before its push, so a stale
- * `waiting` can only overstate the jobs that wait aside when its push has
- * not been seen — and then the pusher, whose push precedes its wake-up
- * check, sees this worker's registration or its search (idle.h). The rings
- * are read after `pending`: a batch is counted in rings_busy before it
- * leaves `pending`, so a job moving into a ring is seen in one of the two.
+/* Whether some job is in the lists or in a ring — pushed, not merely
+ * reserved. `pending` counts a submit from its reservation on, and a
+ * submitter can be preempted between the reservation and the push: a worker
+ * that took `pending` for work would poll, park, find its re-check true and
+ * poll again for as long as that submitter stays off the CPU — on a small
+ * machine, the very CPU it needs (docs/guarantees.md, "Pool wake-ups"). So
+ * `pending` is only the cheap filter: the lists themselves decide. The
+ * submitter's push precedes its wake-up (sl__pool_want_worker), so a worker
+ * that sleeps through the window is woken by it.
+ *
+ * Order of the reads: `waiting` first — a job that left it was counted
+ * there before its push, so a stale `waiting` can only overstate the jobs
+ * that wait aside when its push has not been seen, and then the pusher,
+ * whose push precedes its wake-up check, sees this worker's registration or
+ * its search (idle.h). The rings after `pending`: a batch is counted in
+ * rings_busy before it leaves `pending`, so a job moving into a ring is seen
+ * in one of the two; the lists last (a job popped and not yet in a ring is
+ * its popper's, which looks for more work after filling its ring: take()).
  * seq_cst, all: the re-check side of that Dekker pair. */
 static inline bool sl__pool_has_work(const sl_pool *p)
 {
     uint64_t waiting = atomic_load_explicit(&p->keys.waiting, memory_order_seq_cst);
     uint64_t pending = atomic_load_explicit(&p->pending, memory_order_seq_cst);
-    return SL__PENDING_COUNT(pending) > waiting ||
-           atomic_load_explicit(&p->rings_busy, memory_order_seq_cst) != 0;
+    if (atomic_load_explicit(&p->rings_busy, memory_order_seq_cst) != 0)
+        return true;
+    return SL__PENDING_COUNT(pending) > waiting && sl__pool_queue_any(&p->queue);
 }
 
 /* Nothing accepted is left to start: `pending` is 0 and every ring is empty

@@ -95,6 +95,16 @@ static size_t inbox_len(const sl__pool_queue *q, unsigned inbox)
     return n;
 }
 
+bool sl__pool_queue_any(const sl__pool_queue *q)
+{
+    size_t n = (size_t)q->levels * q->inboxes;
+    for (size_t i = 0; i < n; i++) {
+        if (sl_list_len(&q->lists[i]) != 0)
+            return true;
+    }
+    return false;
+}
+
 size_t sl__pool_queue_len(const sl__pool_queue *q)
 {
     size_t n = 0;

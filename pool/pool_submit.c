@@ -47,7 +47,10 @@ static bool reserved(void *arg)
     return c->st != SL_FULL;
 }
 
-static sl_status reserve(sl_pool *p, uint64_t timeout_ns)
+/* Reserves a place: SL_OK, SL_CLOSED, or — no room in time — `no_room`
+ * (SL_TIMEDOUT for the timed call, also with timeout 0: SPEC's one rule for
+ * timeouts; SL_FULL for try_submit, which is not a timed call). */
+static sl_status reserve(sl_pool *p, uint64_t timeout_ns, sl_status no_room)
 {
     if (!p->cap) {
         /* seq_cst: see reserve_bounded. An unbounded pool reserves with one
@@ -59,14 +62,16 @@ static sl_status reserve(sl_pool *p, uint64_t timeout_ns)
         return SL_CLOSED;
     }
     room_ctx c = {p, reserve_bounded(p)};
-    if (c.st != SL_FULL || timeout_ns == 0)
+    if (c.st != SL_FULL)
         return c.st;
+    if (timeout_ns == 0)
+        return no_room;
     /* Full: park on space_ev through the await protocol (internal/await.h).
      * Every decrement of `pending` notifies it (sl__pool_pending_done), and
      * so does a shutdown; the await tries once more at the deadline, so room
      * that came with it is not missed. */
     if (sl__event_await(&p->space_ev, reserved, &c, sl_deadline_after(timeout_ns), 0) != SL_OK)
-        return SL_TIMEDOUT;
+        return no_room;
     return c.st;
 }
 
@@ -81,11 +86,11 @@ static sl_status check_job(const sl_pool *p, const sl_job *job)
     return SL_OK;
 }
 
-SL_API sl_status sl_pool_submit_job(sl_pool *p, const sl_job *job, uint64_t timeout_ns)
+static sl_status submit(sl_pool *p, const sl_job *job, uint64_t timeout_ns, sl_status no_room)
 {
     if (!p || !job || check_job(p, job) != SL_OK)
         return SL_EINVAL;
-    sl_status st = reserve(p, timeout_ns);
+    sl_status st = reserve(p, timeout_ns, no_room);
     if (st != SL_OK)
         return st;
     if (job->key) {
@@ -106,6 +111,11 @@ SL_API sl_status sl_pool_submit_job(sl_pool *p, const sl_job *job, uint64_t time
     return st;
 }
 
+SL_API sl_status sl_pool_submit_job(sl_pool *p, const sl_job *job, uint64_t timeout_ns)
+{
+    return submit(p, job, timeout_ns, SL_TIMEDOUT);
+}
+
 SL_API sl_status sl_pool_submit(sl_pool *p, sl_job_fn fn, void *arg)
 {
     sl_job job = {.fn = fn, .arg = arg};
@@ -115,5 +125,5 @@ SL_API sl_status sl_pool_submit(sl_pool *p, sl_job_fn fn, void *arg)
 SL_API sl_status sl_pool_try_submit(sl_pool *p, sl_job_fn fn, void *arg)
 {
     sl_job job = {.fn = fn, .arg = arg};
-    return sl_pool_submit_job(p, &job, 0);
+    return submit(p, &job, 0, SL_FULL);
 }

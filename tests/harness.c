@@ -2,6 +2,8 @@
 #include "internal/sysops.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,7 +203,15 @@ TCase *sl_test_loop_case(Suite *s, const char *name, int timeout, const TTest *t
     return tc;
 }
 
-/* The allocation-fault table: attempts counts every call since arming;
+/* ---- the system layer under the tests ------------------------------------
+ * One base table, built at start-up from SL_TEST_SYSFAULTS and installed
+ * before main: its allocation entry fails as armed (sl_test_fail_allocs),
+ * its membarrier entry refuses with ENOSYS under "nomembarrier", and its
+ * futex entries are the spurious ones below under "spurious"; every other
+ * entry is the real call. A test's own table goes over it
+ * (sl_test_sys_install), never instead of it. */
+
+/* The allocation-fault counters: attempts counts every call since arming;
  * calls numbered in [fail_from, fail_to) fail. */
 static _Atomic uint64_t alloc_attempts, alloc_fail_from, alloc_fail_to;
 
@@ -213,14 +223,190 @@ static void *fault_alloc(size_t align, size_t size)
     return sl__sys_default_ops.alloc(align, size);
 }
 
-static const sl_sys_ops k_alloc_fault_ops = {.alloc = fault_alloc};
+/* What was injected, by kind (sl_test_sys_faults_report). */
+enum { F_WAIT, F_SPURIOUS, F_EINTR, F_EARLY_TIMEOUT, F_WAIT_DELAY, F_WAKE, F_WAKE_DELAY,
+       F_MEMBARRIER_REFUSED, F_N };
+static const char *const k_fault_names[F_N] = {
+    "futex_wait", "spurious", "EINTR", "early ETIMEDOUT", "wait delay", "futex_wake",
+    "wake delay", "membarrier refused"};
+static _Atomic uint64_t g_faults[F_N];
+static _Atomic uint64_t g_fault_seed;
+static _Thread_local sl_test_rng t_fault_rng;
+static _Thread_local bool t_fault_rng_ready;
+
+static void count_fault(int kind)
+{
+    atomic_fetch_add_explicit(&g_faults[kind], 1, memory_order_relaxed);
+}
+
+static uint64_t fault_rand(void)
+{
+    if (!t_fault_rng_ready) {
+        sl_test_rng_seed(&t_fault_rng, atomic_fetch_add(&g_fault_seed, 0x9E3779B97F4A7C15ull));
+        t_fault_rng_ready = true;
+    }
+    return sl_test_rng_next(&t_fault_rng);
+}
+
+static void fault_nap(void)
+{
+    struct timespec ts = {0, (long)(1000 + fault_rand() % 4000)};
+    nanosleep(&ts, NULL);
+}
+
+/* futex_wait: 1/8 a spurious return, 1/16 -EINTR, 1/16 -ETIMEDOUT before a
+ * finite deadline, 1/8 a nap of 1–5 µs before the real call. */
+static int spurious_futex_wait(SL_ATOMIC(uint32_t) *word, uint32_t expected, uint64_t deadline_ns)
+{
+    count_fault(F_WAIT);
+    switch (fault_rand() % 16) {
+    case 0:
+    case 1: count_fault(F_SPURIOUS); return 0;
+    case 2: count_fault(F_EINTR); return -EINTR;
+    case 3:
+        if (deadline_ns != SL_FOREVER) {
+            count_fault(F_EARLY_TIMEOUT);
+            return -ETIMEDOUT;
+        }
+        break;
+    case 4:
+    case 5: count_fault(F_WAIT_DELAY); fault_nap(); break;
+    default: break;
+    }
+    return sl__sys_default_ops.futex_wait(word, expected, deadline_ns);
+}
+
+/* futex_wake: 1/8 a nap first (a wake late behind the waiter's compare). */
+static int spurious_futex_wake(SL_ATOMIC(uint32_t) *word, int count)
+{
+    count_fault(F_WAKE);
+    if (fault_rand() % 8 == 0) {
+        count_fault(F_WAKE_DELAY);
+        fault_nap();
+    }
+    return sl__sys_default_ops.futex_wake(word, count);
+}
+
+static int refused_membarrier(int cmd)
+{
+    (void)cmd;
+    count_fault(F_MEMBARRIER_REFUSED);
+    return -ENOSYS;
+}
+
+static const sl_sys_ops k_spurious_ops = {.futex_wait = spurious_futex_wait,
+                                          .futex_wake = spurious_futex_wake};
+
+static sl_sys_ops g_base = {.alloc = fault_alloc};
+static bool g_env_spurious, g_env_nomembarrier;
+
+/* A full table: o's entries where it has them, else the base's, else the
+ * real calls. */
+static void overlay(sl_sys_ops *out, const sl_sys_ops *o)
+{
+#define PICK(f) out->f = o && o->f ? o->f : g_base.f ? g_base.f : sl__sys_default_ops.f
+    PICK(futex_wait); PICK(futex_wake); PICK(now_ns); PICK(membarrier); PICK(alloc);
+    PICK(thread_create); PICK(thread_getattr);
+#undef PICK
+}
+
+/* The composed tables, one per distinct test table and never rewritten once
+ * installed, so that a thread still inside sluice reads a whole one. */
+#define MAX_OVERLAYS 16
+static struct { const sl_sys_ops *over; sl_sys_ops full; } g_composed[MAX_OVERLAYS];
+static unsigned g_n_composed;
+static pthread_mutex_t g_compose_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void sl_test_sys_install(const sl_sys_ops *ops)
+{
+    pthread_mutex_lock(&g_compose_lock);
+    unsigned i = 0;
+    while (i < g_n_composed && g_composed[i].over != ops)
+        i++;
+    if (i == g_n_composed) {
+        if (i == MAX_OVERLAYS) {
+            fprintf(stderr, "harness: more than %d system tables\n", MAX_OVERLAYS);
+            abort();
+        }
+        g_composed[i].over = ops;
+        overlay(&g_composed[i].full, ops);
+        g_n_composed++;
+    }
+    pthread_mutex_unlock(&g_compose_lock);
+    sl__sys_set_ops(&g_composed[i].full);
+}
+
+void sl_test_sys_restore(void) { sl_test_sys_install(NULL); }
+
+const sl_sys_ops *sl_test_sys_spurious(void) { return &k_spurious_ops; }
+
+void sl_test_sys_faults_seed(uint64_t seed)
+{
+    atomic_store(&g_fault_seed, seed);
+    for (int i = 0; i < F_N; i++)
+        atomic_store(&g_faults[i], 0);
+}
+
+void sl_test_sys_faults_report(const char *who)
+{
+    uint64_t any = 0;
+    for (int i = 0; i < F_N; i++)
+        any |= atomic_load(&g_faults[i]);
+    if (!any)
+        return;
+    fprintf(stderr, "[%s] injected:", who);
+    for (int i = 0; i < F_N; i++)
+        fprintf(stderr, " %s %llu%s", k_fault_names[i], ULL(atomic_load(&g_faults[i])),
+                i + 1 < F_N ? "," : "\n");
+}
+
+bool sl_test_sysfault_on(const char *name)
+{
+    const char *v = getenv("SL_TEST_SYSFAULTS");
+    size_t len = strlen(name);
+    for (const char *p = v; p && *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) {
+        if (strncmp(p, name, len) == 0 && (p[len] == ',' || p[len] == '\0'))
+            return true;
+    }
+    return false;
+}
+
+static void report_at_exit(void) { sl_test_sys_faults_report("SL_TEST_SYSFAULTS"); }
+
+/* Before main: before any sluice object exists, so that the membarrier
+ * registration (decided once per process) already sees the base table. */
+__attribute__((constructor)) static void sys_base_install(void)
+{
+    const char *v = getenv("SL_TEST_SYSFAULTS");
+    g_env_nomembarrier = sl_test_sysfault_on("nomembarrier");
+    g_env_spurious = sl_test_sysfault_on("spurious");
+    if (v && *v && !g_env_nomembarrier && !g_env_spurious) {
+        fprintf(stderr, "harness: SL_TEST_SYSFAULTS=%s: known are nomembarrier, spurious\n", v);
+        exit(2);
+    }
+    if (g_env_nomembarrier)
+        g_base.membarrier = refused_membarrier;
+    if (g_env_spurious) {
+        g_base.futex_wait = spurious_futex_wait;
+        g_base.futex_wake = spurious_futex_wake;
+    }
+    sl_test_sys_faults_seed(sl_test_env_seed("SL_STRESS_SEED") ^ 0xFA17ull);
+    sl_test_sys_restore(); /* g_composed[0]: the base alone */
+    if (g_env_nomembarrier || g_env_spurious)
+        atexit(report_at_exit);
+}
+
+const sl_sys_ops *sl_test_sys_base(void) { return &g_composed[0].full; }
 
 static void arm_allocs(uint64_t from, uint64_t to)
 {
     atomic_store(&alloc_fail_from, from);
     atomic_store(&alloc_fail_to, to);
     atomic_store(&alloc_attempts, 0);
-    sl__sys_set_ops(&k_alloc_fault_ops);
+    /* A table installed without the harness (sl__sys_set_ops) dropped the
+     * faulting allocation: the base brings it back. */
+    if (sl__sys()->alloc != fault_alloc)
+        sl_test_sys_restore();
 }
 
 void sl_test_fail_allocs(uint64_t n)
@@ -241,7 +427,23 @@ uint64_t sl_test_allocs(void)
 void sl_test_alloc_faults_off(void)
 {
     arm_allocs(0, 0);
-    sl__sys_set_ops(NULL);
+}
+
+void sl_test_account(const char *what, uint64_t n)
+{
+    const char *path = getenv("SL_ACCOUNT_FILE");
+    if (!path || !*path || n == 0)
+        return;
+    char line[256];
+    int len = snprintf(line, sizeof line, "%s %s\t%llu\n", program_invocation_short_name, what,
+                       ULL(n));
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0 || len <= 0)
+        return;
+    /* One write with O_APPEND: lines from concurrent tests never interleave. */
+    ssize_t w = write(fd, line, (size_t)len < sizeof line ? (size_t)len : sizeof line - 1);
+    (void)w;
+    close(fd);
 }
 
 int sl_test_run(Suite *s)

@@ -21,6 +21,7 @@
 #include <stdbool.h>
 
 #include <sluice/chan.h>
+#include "internal/sysops.h"
 
 #define MS (1000000ull)
 #define SEC (1000000000ull)
@@ -103,17 +104,54 @@ void sl_test_recv_start(sl_test_recv_thread *t, sl_chan *ch);
  * fixture. */
 TCase *sl_test_loop_case(Suite *s, const char *name, int timeout, const TTest *test, int n);
 
-/* Allocation faults, through the system layer (internal/sysops.h): the
- * harness installs a table whose allocation fails as armed here; everything
- * else in it is the real call. sl_test_fail_allocs(n): the next n allocations
- * fail (UINT64_MAX: all until disarmed). sl_test_fail_alloc_at(k): the k-th
- * allocation from now fails (1-based), the others succeed. Both reset the
- * count that sl_test_allocs returns: allocations attempted since arming.
- * sl_test_alloc_faults_off() disarms and restores the real table. */
+/* The system layer under the tests (internal/sysops.h). Before main, every
+ * suite installs a base table: the real calls, except
+ *   - allocation, which fails as armed by sl_test_fail_allocs /
+ *     sl_test_fail_alloc_at (and passes through otherwise);
+ *   - with SL_TEST_SYSFAULTS=nomembarrier, membarrier, which fails with
+ *     ENOSYS (so the registration fails and sluice uses fences on both
+ *     sides, from the first eventcount on);
+ *   - with SL_TEST_SYSFAULTS=spurious, futex_wait and futex_wake, which
+ *     inject spurious wake-ups, EINTR, early ETIMEDOUT and delays
+ *     (sl_test_sys_spurious).
+ * The two combine: SL_TEST_SYSFAULTS=nomembarrier,spurious. What was
+ * injected is printed at exit ("[SL_TEST_SYSFAULTS] injected: ...").
+ *
+ * A test that wants its own table installs it over the base with
+ * sl_test_sys_install: its non-NULL entries replace the base's, the others
+ * stay the base's. sl_test_sys_restore() goes back to the base alone. Tests
+ * do not call sl__sys_set_ops themselves (that would drop the base). Both may
+ * be called while sluice threads run: each composed table is built once and
+ * never rewritten. */
+void sl_test_sys_install(const sl_sys_ops *ops);
+void sl_test_sys_restore(void);
+/* The base as a full table: for a test's entry that wraps the call beneath it. */
+const sl_sys_ops *sl_test_sys_base(void);
+/* The spurious-fault table (futex entries only), to install over the base. */
+const sl_sys_ops *sl_test_sys_spurious(void);
+/* Reseeds the fault generator and zeroes the counts of what was injected. */
+void sl_test_sys_faults_seed(uint64_t seed);
+/* Prints "[who] injected: ..." on stderr if anything was. */
+void sl_test_sys_faults_report(const char *who);
+/* Whether SL_TEST_SYSFAULTS names `name`. */
+bool sl_test_sysfault_on(const char *name);
+
+/* Allocation faults, through the base table above. sl_test_fail_allocs(n):
+ * the next n allocations fail (UINT64_MAX: all until disarmed).
+ * sl_test_fail_alloc_at(k): the k-th allocation from now fails (1-based),
+ * the others succeed. Both reset the count that sl_test_allocs returns:
+ * allocations attempted since arming. sl_test_alloc_faults_off() disarms. */
 void sl_test_fail_allocs(uint64_t n);
 void sl_test_fail_alloc_at(uint64_t k);
 uint64_t sl_test_allocs(void);
 void sl_test_alloc_faults_off(void);
+
+/* Records that this test accounted for n things of kind `what` ("messages
+ * exactly once", "jobs ran or discarded once", "tasks completed", …): one
+ * line "<program> <what>\t<n>" appended to the file named by SL_ACCOUNT_FILE,
+ * when set (`make test` sets it and sums the lines at the end). Call it only
+ * after the checks of those n passed. Safe from forked Check children. */
+void sl_test_account(const char *what, uint64_t n);
 
 /* Runs the suite with Check and returns the process exit status. */
 int sl_test_run(Suite *s);

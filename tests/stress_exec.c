@@ -120,6 +120,7 @@ START_TEST(test_million_tiny_tasks_from_foreign_threads)
     ck_assert_uint_eq(atomic_load(&r.completed), r.per_thread * nf);
     sl_exec_free(r.ex);
     ASSERT_CLEAN();
+    sl_test_account("tasks completed with their result", r.per_thread * nf);
 }
 END_TEST
 

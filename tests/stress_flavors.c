@@ -282,6 +282,7 @@ static const leo_cfg leo_cfgs[] = {
     {"8/1 64B", 8, 1, 64, 600000, 20000},
     {"1/8 16B", 1, 8, 16, 600000, 20000},
     {"2/2 40B", 2, 2, 40, 600000, 20000},
+    {"2/2 8B volume", 2, 2, 8, 12000000, 100000},
 };
 
 START_TEST(list_exactly_once) { leo_execute(&leo_cfgs[_i]); }
@@ -509,6 +510,8 @@ static void lmx_round(const lmx_cfg *cfg, uint64_t seed, unsigned round, unsigne
     }
     CHECK_MSG(left == drop_all, "round %u: len %zu before free, %llu dropped", round, left,
               ULL(drop_all));
+    sl_test_account("messages received or dropped exactly once, racing close",
+                    recv_all + drop_all);
     /* Close is linearizable with sends: once any receiver has been told
      * SL_CLOSED, every message of every send that returned SL_OK has been
      * received — none is left for sl_chan_free. */
@@ -862,6 +865,7 @@ static void ring_execute(const ring_cfg *cfg)
     }
     CHECK_MSG(nr + ne + nds + ndf == all, "%llu + %llu + %llu + %llu != %llu", ULL(nr), ULL(ne),
               ULL(nds), ULL(ndf), ULL(all));
+    sl_test_account("messages with exactly one fate (received, displaced, dropped)", all);
     if (cfg->abandon) {
         /* What free dropped is what len said was left, at most cap, and for
          * each producer the newest of its messages (FIFO). */
@@ -1200,6 +1204,7 @@ static void sel_execute(const sel_cfg *cfg)
     }
     CHECK_MSG(nr + nd + ne + ndf == all, "%llu + %llu + %llu + %llu != %llu", ULL(nr), ULL(nd),
               ULL(ne), ULL(ndf), ULL(all));
+    sl_test_account("messages with exactly one fate (received, displaced, dropped)", all);
     CHECK_MSG(ndf == 0, "%llu dropped at free after every consumer saw SL_CLOSED", ULL(ndf));
     unsigned nspsc = 0;
     for (unsigned i = 0; i < r->np; i++)

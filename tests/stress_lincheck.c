@@ -602,6 +602,10 @@ static void lc_protect(unsigned char *page, int prot)
     }
 }
 
+#ifdef LC_PLANT_SERIAL
+static pthread_mutex_t lc_plant_serial = PTHREAD_MUTEX_INITIALIZER;
+#endif
+
 static void *lc_worker_main(void *arg)
 {
     lc_worker *w = arg;
@@ -654,12 +658,18 @@ static void *lc_worker_main(void *arg)
                 lc_trap_page = trap;
                 lc_protect(trap, sc->push ? PROT_NONE : PROT_READ);
             }
+#ifdef LC_PLANT_SERIAL /* planted: no two calls ever overlap */
+            pthread_mutex_lock(&lc_plant_serial);
+#endif
             op->inv = lc_stamp_invoke();
             if (sc->push)
                 op->st = mpmc ? sl_mpmc_try_push(p->mq, b) : sl_list_try_push(p->lq, b);
             else
                 op->st = mpmc ? sl_mpmc_try_pop(p->mq, b) : sl_list_try_pop(p->lq, b);
             op->resp = lc_stamp_response();
+#ifdef LC_PLANT_SERIAL
+            pthread_mutex_unlock(&lc_plant_serial);
+#endif
             if (sc->trap && lc_trap_page) { /* no copy happened (SL_FULL, SL_EMPTY) */
                 lc_protect(trap, PROT_READ | PROT_WRITE);
                 lc_trap_page = NULL;
@@ -696,6 +706,9 @@ static void lc_make_scripts(lc_pool *p, lc_hist *h, sl_test_rng *rng)
     static const unsigned push_pct[] = {30, 50, 50, 70};
     static const uint32_t spin_max[] = {1, 16, 64, 256};
     unsigned pct = push_pct[sl_test_rng_next(rng) % 4];
+#ifdef LC_PLANT_PUSH_PCT /* planted: scripts that never fill or never empty the queue */
+    pct = LC_PLANT_PUSH_PCT;
+#endif
     uint32_t smax = spin_max[sl_test_rng_next(rng) % 4];
     unsigned next_id = h->npre + 1;
     for (unsigned t = 0; t < LC_THREADS; t++) {
@@ -804,22 +817,26 @@ static void lc_round(lc_pool *p, lc_hist *h, sl_test_rng *rng)
 typedef struct lc_stats {
     uint64_t histories, with_full, with_empty, overlapping, pairs, relaxed_only, states;
     uint64_t full_calls, empty_calls;
+    uint64_t with_held, held_overlapping; /* histories with a held call; it overlapped one */
 } lc_stats;
 
 static void lc_tally(lc_stats *st, const lc_hist *h)
 {
-    bool full = false, empty = false;
+    bool full = false, empty = false, held = false, held_overlap = false;
     uint64_t pairs = 0;
     for (unsigned i = 0; i < h->nops; i++) {
         const lc_op *a = &h->ops[i];
         full |= a->st == SL_FULL;
         empty |= a->st == SL_EMPTY;
+        held |= a->held;
         st->full_calls += a->st == SL_FULL;
         st->empty_calls += a->st == SL_EMPTY;
         for (unsigned j = i + 1; j < h->nops; j++) {
             const lc_op *b = &h->ops[j];
-            if (a->thread != b->thread && !(a->resp < b->inv || b->resp < a->inv))
+            if (a->thread != b->thread && !(a->resp < b->inv || b->resp < a->inv)) {
                 pairs++;
+                held_overlap |= a->held || b->held;
+            }
         }
     }
     st->histories++;
@@ -827,6 +844,59 @@ static void lc_tally(lc_stats *st, const lc_hist *h)
     st->with_empty += empty;
     st->overlapping += pairs != 0;
     st->pairs += pairs;
+    st->with_held += held;
+    st->held_overlapping += held_overlap;
+}
+
+/* ---- what the histories must contain -------------------------------------- *
+ *
+ * A history in which no two calls overlapped, or no call saw the queue full or
+ * empty, tests nothing that a sequential run does not: the checker would pass
+ * a queue with no concurrency control at all. So each configuration must show,
+ * in per cent of its histories (held: of those with a call held in its copy):
+ *
+ *                        floor   lowest share measured, 3 runs per preset on
+ *                                2 cores shared with other builds:
+ *                                default   asan   tsan   faults
+ *   calls overlapping      10%     28%      27%    27%    59%
+ *   held call overlapping  25%     66%      64%    66%    73%
+ *   SL_FULL (SL_MPMC)      20%     58%      57%    57%    60%
+ *   SL_EMPTY               20%     52%      51%    52%    51%
+ *
+ * (SL_FULL and SL_EMPTY shares follow from the random scripts, so they hardly
+ * move; overlap depends on timing: two workers rarely run at once on two busy
+ * cores, and most overlap comes from the held calls.) The floors sit at about
+ * a third of the lowest share measured in any preset, and every count is over
+ * at least sl_test_scaled(LC_MIN_HISTORIES, 100)
+ * histories, so that a slow or overloaded run does not fail them; a checker
+ * that saw nothing (workers serialised: build with -DLC_PLANT_SERIAL) or a
+ * script that never fills or empties the queue (-DLC_PLANT_PUSH_PCT=0 or =100)
+ * fails them every time. Per history no floor is sound: a thread may be
+ * descheduled for a whole round, and a round may legitimately end with
+ * neither SL_FULL nor SL_EMPTY. */
+#define LC_FLOOR_OVERLAP_PCT 10
+#define LC_FLOOR_HELD_OVERLAP_PCT 25
+#define LC_FLOOR_FULL_PCT 20
+#define LC_FLOOR_EMPTY_PCT 20
+
+/* Whether part is at least pct per cent of whole. */
+static bool lc_share(uint64_t part, uint64_t whole, unsigned pct)
+{
+    return part * 100 >= whole * pct;
+}
+
+/* The first floor this configuration's histories miss, or NULL. */
+static const char *lc_floors(const lc_cfg *cfg, const lc_stats *st)
+{
+    if (!lc_share(st->overlapping, st->histories, LC_FLOOR_OVERLAP_PCT))
+        return "too few histories with calls of different threads overlapping";
+    if (!lc_share(st->held_overlapping, st->with_held, LC_FLOOR_HELD_OVERLAP_PCT))
+        return "too few histories in which the call held in its copy overlapped another";
+    if (cfg->cap && !lc_share(st->with_full, st->histories, LC_FLOOR_FULL_PCT))
+        return "too few histories with an SL_FULL result";
+    if (!lc_share(st->with_empty, st->histories, LC_FLOOR_EMPTY_PCT))
+        return "too few histories with an SL_EMPTY result";
+    return NULL;
 }
 
 /* Stamps that contradict program order or invoke < response would make the
@@ -957,6 +1027,7 @@ START_TEST(lincheck)
         st.states += s->states;
     }
     const double secs = (double)(sl_test_now_ns() - t_begin) / 1e9;
+    const char *floor_missed = failure ? NULL : lc_floors(cfg, &st);
 
     atomic_store(&p->stop, true);
     sl_test_barrier_wait(&p->start);
@@ -971,12 +1042,13 @@ START_TEST(lincheck)
     fprintf(stderr,
             "[stress_lincheck %s] %llu histories in %.1f s%s: %llu with SL_FULL (%llu calls), "
             "%llu with SL_EMPTY (%llu calls), %llu with calls of different threads overlapping "
-            "(%.2f overlapping pairs per history), %llu calls held inside their copy, %llu "
+            "(%.2f overlapping pairs per history), %llu calls held inside their copy (%llu of "
+            "%llu histories with one: it overlapped another), %llu "
             "linearizable only with held slots counted for SL_FULL, %llu search states; %s\n",
             cfg->name, ULL(st.histories), secs, capped ? " (stopped at the time cap)" : "",
             ULL(st.with_full), ULL(st.full_calls), ULL(st.with_empty), ULL(st.empty_calls),
             ULL(st.overlapping), st.histories ? (double)st.pairs / (double)st.histories : 0.0,
-            ULL(atomic_load(&p->stalls.v)),
+            ULL(atomic_load(&p->stalls.v)), ULL(st.held_overlapping), ULL(st.with_held),
             ULL(st.relaxed_only), ULL(st.states), failure ? "VIOLATION" : "all linearizable");
     free(s);
     free(h);
@@ -984,6 +1056,11 @@ START_TEST(lincheck)
     free(p);
     ck_assert_msg(failure == NULL, "%s: %s (seed %llu; the history is printed above)", cfg->name,
                   failure ? failure : "", ULL(g_seed));
+    ck_assert_msg(floor_missed == NULL,
+                  "%s: %s (see the counts above and the floors in lc_floors): the histories "
+                  "lack what the checker is meant to check (seed %llu)",
+                  cfg->name, floor_missed ? floor_missed : "", ULL(g_seed));
+    sl_test_account("calls in histories checked linearizable", st.histories * LC_OPS);
 }
 END_TEST
 

@@ -20,12 +20,12 @@
  *   timed_never_early  timed waits on events and channels return SL_TIMEDOUT
  *                    never before their deadline, with a noisy notifier.
  *
- * Every hunt also runs with a fault-injecting system-call table
- * (sl__sys_set_ops): futex_wait sometimes returns 0 at once (spurious
- * wake-up), -EINTR, -ETIMEDOUT before a finite deadline, or sleeps a few
- * microseconds before the real call; futex_wake sometimes sleeps first. The
- * table is restored (sl__sys_set_ops(NULL)) at the end of each test and by the
- * fixture's teardown.
+ * Every hunt also runs with the harness's fault-injecting system-call table
+ * (sl_test_sys_spurious, tests/harness.h): futex_wait sometimes returns 0 at
+ * once (spurious wake-up), -EINTR, -ETIMEDOUT before a finite deadline, or
+ * sleeps a few microseconds before the real call; futex_wake sometimes
+ * sleeps first. The base table is restored at the end of each test and by
+ * the fixture's teardown.
  *
  * The "preempted" cases add a preemptor thread that signals the workers at
  * random instants (the handler naps a few microseconds), stopping them inside
@@ -54,96 +54,27 @@
 #define SUITE "stress_park"
 #define TC_TIMEOUT 120
 
-/* ---- the fault-injecting system-call table ------------------------------- */
-
-enum { F_WAIT, F_SPURIOUS, F_EINTR, F_EARLY_TIMEOUT, F_WAIT_DELAY, F_WAKE, F_WAKE_DELAY, F_N };
-static const char *const k_fault_names[F_N] = {"futex_wait", "spurious",   "EINTR",
-                                               "early ETIMEDOUT", "wait delay", "futex_wake",
-                                               "wake delay"};
-static atomic_uint_fast64_t g_faults[F_N];
-static atomic_uint_fast64_t g_fault_seed;
-static _Thread_local sl_test_rng t_rng;
-static _Thread_local bool t_rng_ready;
-
-static uint64_t fault_rand(void)
-{
-    if (!t_rng_ready) {
-        sl_test_rng_seed(&t_rng, atomic_fetch_add(&g_fault_seed, GOLDEN));
-        t_rng_ready = true;
-    }
-    return sl_test_rng_next(&t_rng);
-}
-
-static void short_delay(void)
-{
-    struct timespec ts = {0, (long)(1000 + fault_rand() % 4000)};
-    nanosleep(&ts, NULL);
-}
-
-static int fault_futex_wait(SL_ATOMIC(uint32_t) *word, uint32_t expected, uint64_t deadline_ns)
-{
-    atomic_fetch_add_explicit(&g_faults[F_WAIT], 1, memory_order_relaxed);
-    switch (fault_rand() % 16) {
-    case 0:
-    case 1:
-        atomic_fetch_add_explicit(&g_faults[F_SPURIOUS], 1, memory_order_relaxed);
-        return 0;
-    case 2:
-        atomic_fetch_add_explicit(&g_faults[F_EINTR], 1, memory_order_relaxed);
-        return -EINTR;
-    case 3:
-        if (deadline_ns != SL_FOREVER) {
-            atomic_fetch_add_explicit(&g_faults[F_EARLY_TIMEOUT], 1, memory_order_relaxed);
-            return -ETIMEDOUT;
-        }
-        break;
-    case 4:
-    case 5:
-        atomic_fetch_add_explicit(&g_faults[F_WAIT_DELAY], 1, memory_order_relaxed);
-        short_delay();
-        break;
-    default:
-        break;
-    }
-    return sl__sys_default_ops.futex_wait(word, expected, deadline_ns);
-}
-
-static int fault_futex_wake(SL_ATOMIC(uint32_t) *word, int count)
-{
-    atomic_fetch_add_explicit(&g_faults[F_WAKE], 1, memory_order_relaxed);
-    if (fault_rand() % 8 == 0) {
-        atomic_fetch_add_explicit(&g_faults[F_WAKE_DELAY], 1, memory_order_relaxed);
-        short_delay();
-    }
-    return sl__sys_default_ops.futex_wake(word, count);
-}
-
-static uint64_t fault_now_ns(void) { return sl__sys_default_ops.now_ns(); }
-
-static const sl_sys_ops k_fault_ops = {
-    .futex_wait = fault_futex_wait, .futex_wake = fault_futex_wake, .now_ns = fault_now_ns};
+/* ---- the fault-injecting system-call table -------------------------------
+ * The harness's spurious-fault table (tests/harness.h), over its base. */
 
 static void faults_install(bool on)
 {
-    for (int i = 0; i < F_N; i++)
-        atomic_store(&g_faults[i], 0);
-    atomic_store(&g_fault_seed, g_seed ^ 0xFA17ull);
-    sl__sys_set_ops(on ? &k_fault_ops : NULL);
+    sl_test_sys_faults_seed(g_seed ^ 0xFA17ull);
+    if (on)
+        sl_test_sys_install(sl_test_sys_spurious());
+    else
+        sl_test_sys_restore();
 }
 
-/* Restores the real table and reports what was injected. */
+/* Restores the base table and reports what was injected. */
 static void faults_remove(bool on)
 {
-    sl__sys_set_ops(NULL);
-    if (!on)
-        return;
-    fprintf(stderr, "[%s] injected:", g_test);
-    for (int i = 0; i < F_N; i++)
-        fprintf(stderr, " %s %llu%s", k_fault_names[i], ULL(atomic_load(&g_faults[i])),
-                i + 1 < F_N ? "," : "\n");
+    sl_test_sys_restore();
+    if (on)
+        sl_test_sys_faults_report(g_test);
 }
 
-static void restore_ops(void) { sl__sys_set_ops(NULL); }
+static void restore_ops(void) { sl_test_sys_restore(); }
 
 static void print_event(const char *name, const sl_event *ev)
 {

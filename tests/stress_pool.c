@@ -68,44 +68,9 @@ static sl_test_rng *thread_rng(void)
     return &t_rng;
 }
 
-/* ---- a fault-injecting futex table --------------------------------------- */
-
-static int fault_futex_wait(SL_ATOMIC(uint32_t) *word, uint32_t expected, uint64_t deadline_ns)
-{
-    switch (sl_test_rng_next(thread_rng()) % 16) {
-    case 0: return 0; /* spurious wake-up */
-    case 1: return -EINTR;
-    case 2:
-        if (deadline_ns != SL_FOREVER)
-            return -ETIMEDOUT; /* early */
-        break;
-    case 3: {
-        struct timespec ts = {0, 2000};
-        nanosleep(&ts, NULL);
-        break;
-    }
-    default: break;
-    }
-    return sl__sys_default_ops.futex_wait(word, expected, deadline_ns);
-}
-
-static int fault_futex_wake(SL_ATOMIC(uint32_t) *word, int count)
-{
-    if (sl_test_rng_next(thread_rng()) % 8 == 0) {
-        struct timespec ts = {0, 2000};
-        nanosleep(&ts, NULL);
-    }
-    return sl__sys_default_ops.futex_wake(word, count);
-}
-
-static uint64_t fault_now(void) { return sl__sys_default_ops.now_ns(); }
-static int fault_membarrier(int cmd) { return sl__sys_default_ops.membarrier(cmd); }
-
-static const sl_sys_ops k_fault_ops = {
-    .futex_wait = fault_futex_wait, .futex_wake = fault_futex_wake, .now_ns = fault_now,
-    .membarrier = fault_membarrier};
-
-static void restore_ops(void) { sl__sys_set_ops(NULL); }
+/* The fault-injecting futex table is the harness's (sl_test_sys_spurious,
+ * tests/harness.h), installed over its base. */
+static void restore_ops(void) { sl_test_sys_restore(); }
 
 static sl_pool *new_pool(const sl_pool_opts *o)
 {
@@ -440,6 +405,7 @@ static void acct_verify(acct_run *r, uint64_t *n_acc)
               ULL(s.submitted), ULL(s.completed), ULL(s.discarded), ULL(s.queued), s.running,
               ULL(acc), ULL(ran), ULL(disc));
     CHECK_MSG(s.state == SL_POOL_SHUTDOWN, "state %s after shutdown", state_name((int)s.state));
+    sl_test_account("jobs ran or discarded exactly once", acc);
     *n_acc = acc;
 }
 
@@ -473,7 +439,7 @@ START_TEST(acct_load)
     r->book->solo_commander = false;
     r->book->on_discard = acct_discard;
     if (cfg->faults)
-        sl__sys_set_ops(&k_fault_ops);
+        sl_test_sys_install(sl_test_sys_spurious());
     sl_pool_opts o = book_opts(r->book);
     o.max_workers = r->max_workers;
     o.active_workers = 1 + r->max_workers / 2;
@@ -1083,7 +1049,7 @@ START_TEST(trim_race)
     r->progress = xaligned(r->nt * sizeof *r->progress);
     r->book = book_new();
     if (faults)
-        sl__sys_set_ops(&k_fault_ops);
+        sl_test_sys_install(sl_test_sys_spurious());
     sl_pool_opts o = book_opts(r->book);
     o.max_workers = r->max;
     o.min_workers = min;
@@ -1218,6 +1184,7 @@ START_TEST(nested)
     sl_pool_get_stats(r->pool, &s);
     CHECK_MSG(s.completed == want && s.submitted == want, "completed %llu submitted %llu",
               ULL(s.completed), ULL(s.submitted));
+    sl_test_account("jobs ran exactly once", want);
     /* Each resize starts at most max_workers threads; more is thread churn
      * (workers spawned above a target that has just fallen, retiring at once). */
     unsigned resizes = atomic_load(&r->resizes);

@@ -5,14 +5,6 @@
  *                      with sched_yield on SL_FULL; C consumers try_pop (or
  *                      pop_n) until all arrived: every (producer, seq) exactly
  *                      once, per-producer FIFO per consumer, len <= capacity.
- *   mpmc_stalled       lock-freedom evidence: one producer (then one consumer)
- *                      is stopped at an arbitrary instruction by a signal whose
- *                      handler sleeps, while the others must keep completing
- *                      thousands of successful pushes and pops. A ring where a
- *                      claimed-but-unpublished slot blocks its successors (a
- *                      Vyukov-style sequence ring) fails this.
- *                      (The "sleeper" case: a producer that simply sleeps
- *                      200 ms between two pushes in the middle of its run.)
  *   mpmc_len_quiescent sl_mpmc_len with no operation in progress equals what
  *                      a drain finds, after contended rounds with threads
  *                      stopped inside their operations.
@@ -20,19 +12,20 @@
  *                      / pop_n of random sizes: exact sequence, len <= cap
  *                      seen from a third thread.
  *
+ * (Lock-freedom evidence, a thread stopped at each atomic step of its
+ * operation while the others must complete theirs, is tests/stress_stall.c.)
+ *
  * Counters near wrap-around come from sl__mpmc_init_at / sl__spsc_init_at.
  * SL_STRESS_SCALE, SL_STRESS_PRODUCERS / SL_STRESS_CONSUMERS and
  * SL_STRESS_SEED as in stress_chan.c.
  */
 #include "stress_common.h"
 
-#include <errno.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "sluice/mpmc.h"
 #include "sluice/spsc.h"
@@ -214,6 +207,7 @@ static void rm_execute(const rm_cfg *cfg)
     for (uint64_t i = 0; i < r->total; i++)
         CHECK_MSG(bm_get(&r->seen, i), "lost: producer %llu seq %llu", ULL(i / r->n),
                   ULL(i % r->n));
+    sl_test_account("messages exactly once", r->total);
     CHECK_MSG(sl_mpmc_len(&r->q) == 0, "len %zu after everything was popped",
               sl_mpmc_len(&r->q));
     unsigned char buf[ESZ_MAX];
@@ -253,304 +247,12 @@ static const rm_cfg rm_cfgs[] = {
     {"8/8 cap 8 8B", 8, 8, 8, 8, 1000000, 40000, false, false, 0},
     {"4/4 cap 1 8B @2^64-1000", 4, 4, 1, 8, 300000, 10000, false, true, W64},
     {"4/4 cap 64 8B batches", 4, 4, 64, 8, 1000000, 40000, true, false, 0},
+    /* Volume: the common shape (few threads, a roomy ring) long enough to
+     * cross many laps and preemptions; most of the messages make test checks. */
+    {"2/2 cap 1024 8B volume", 2, 2, 1024, 8, 16000000, 100000, false, false, 0},
 };
 
 START_TEST(mpmc_exactly_once) { rm_execute(&rm_cfgs[_i]); }
-END_TEST
-
-/* =========================================================================
- * Raw MPMC: a thread stopped anywhere must not stop the others
- * ========================================================================= */
-
-/* The victim's signal handler parks it until the controller releases it. */
-static atomic_int g_in_stall;
-static atomic_int g_release;
-
-static void stall_handler(int sig)
-{
-    (void)sig;
-    int saved = errno;
-    atomic_store(&g_in_stall, 1);
-    while (!atomic_load(&g_release)) {
-        struct timespec ts = {0, 200000};
-        nanosleep(&ts, NULL);
-    }
-    atomic_store(&g_in_stall, 0);
-    errno = saved;
-}
-
-typedef struct st_run {
-    sl_mpmc q;
-    unsigned np, nc;
-    size_t esz, cap;
-    uint64_t seed;
-    sl_test_barrier start;
-    atomic_bool stop, producers_done;
-    atomic_int sleeper; /* mpmc_sleeper: index of the producer that naps, or -1 */
-    atomic_uint_fast64_t sleep_at;
-    pad_counter *ops;   /* successful operations per thread */
-    uint64_t *pushed;   /* [np] */
-    /* [nc][np] per consumer: count, sum of seqs, sum of squares (mod 2^64) */
-    uint64_t *cnt, *sum, *sq;
-} st_run;
-
-static void *st_producer(void *arg)
-{
-    worker *w = arg;
-    st_run *r = w->run;
-    unsigned p = w->idx;
-    unsigned char buf[ESZ_MAX];
-    uint64_t s = 0;
-    bool napped = false;
-    sl_test_barrier_wait(&r->start);
-    while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
-        if (!napped && atomic_load(&r->sleeper) == (int)p &&
-            s >= atomic_load(&r->sleep_at)) {
-            napped = true;
-            sl_test_sleep_ns(200000000); /* a stall between two operations */
-        }
-        msg_make(buf, r->esz, p, s);
-        sl_status st = sl_mpmc_try_push(&r->q, buf);
-        if (st == SL_OK) {
-            s++;
-            atomic_store_explicit(&r->ops[w->idx].v, s, memory_order_relaxed);
-        } else if (st == SL_FULL) {
-            sched_yield();
-        } else {
-            rec_fail("producer %u: sl_mpmc_try_push returned %s", p, sl_status_str(st));
-            break;
-        }
-    }
-    r->pushed[p] = s;
-    return NULL;
-}
-
-static void *st_consumer(void *arg)
-{
-    worker *w = arg;
-    st_run *r = w->run;
-    unsigned c = w->idx - r->np;
-    unsigned char buf[ESZ_MAX];
-    char who[64];
-    snprintf(who, sizeof who, "consumer %u", c);
-    uint64_t *last = xnones(r->np);
-    uint64_t got = 0;
-    sl_test_barrier_wait(&r->start);
-    for (;;) {
-        /* Once no producer runs, EMPTY means drained for good. */
-        bool producers_done = atomic_load(&r->producers_done);
-        sl_status st = sl_mpmc_try_pop(&r->q, buf);
-        if (st == SL_EMPTY) {
-            if (producers_done)
-                break;
-            sched_yield();
-            continue;
-        }
-        if (st != SL_OK) {
-            rec_fail("%s: sl_mpmc_try_pop returned %s", who, sl_status_str(st));
-            break;
-        }
-        uint32_t p;
-        uint64_t s;
-        if (!msg_read(buf, r->esz, r->np, NONE, &p, &s, who))
-            continue;
-        fifo_see(&last[p], p, s, who);
-        size_t k = (size_t)c * r->np + p;
-        r->cnt[k]++;
-        r->sum[k] += s;
-        r->sq[k] += s * s;
-        got++;
-        atomic_store_explicit(&r->ops[w->idx].v, got, memory_order_relaxed);
-    }
-    free(last);
-    return NULL;
-}
-
-static uint64_t st_progress(void *arg)
-{
-    st_run *r = arg;
-    return sum_counters(r->ops, r->np + r->nc);
-}
-
-/* Successful operations by every thread but `skip`, producers or consumers. */
-static uint64_t st_ops(st_run *r, bool producers, unsigned skip)
-{
-    uint64_t s = 0;
-    unsigned lo = producers ? 0 : r->np, hi = producers ? r->np : r->np + r->nc;
-    for (unsigned i = lo; i < hi; i++)
-        if (i != skip)
-            s += atomic_load_explicit(&r->ops[i].v, memory_order_relaxed);
-    return s;
-}
-
-/* The books: for each producer, the consumers together saw 0 .. pushed-1. */
-static void st_verify(st_run *r)
-{
-    for (unsigned p = 0; p < r->np; p++) {
-        uint64_t cnt = 0, sum = 0, sq = 0, n = r->pushed[p];
-        for (unsigned c = 0; c < r->nc; c++) {
-            size_t k = (size_t)c * r->np + p;
-            cnt += r->cnt[k];
-            sum += r->sum[k];
-            sq += r->sq[k];
-        }
-        /* The sum of 0..n-1 and of their squares, mod 2^64. */
-        uint64_t want_sum = 0, want_sq = 0;
-        for (uint64_t s = 0; s < n; s++) {
-            want_sum += s;
-            want_sq += s * s;
-        }
-        CHECK_MSG(cnt == n, "producer %u pushed %llu, consumers popped %llu", p, ULL(n), ULL(cnt));
-        CHECK_MSG(sum == want_sum && sq == want_sq,
-                  "producer %u: the popped seqs are not exactly 0..%llu (a duplicate and a loss)",
-                  p, ULL(n - 1));
-    }
-}
-
-typedef struct st_cfg {
-    const char *name;
-    unsigned producers, consumers;
-    size_t cap, esz;
-    bool signals; /* true: stop a thread at an arbitrary point; false: a napping producer */
-    bool at;
-    uint64_t start;
-} st_cfg;
-
-static const st_cfg st_cfgs[] = {
-    {"signals 4/4 cap 64", 4, 4, 64, 16, true, false, 0},
-    {"signals 3/3 cap 8 @2^64-1000", 3, 3, 8, 16, true, true, W64},
-    {"sleeper 4/4 cap 64", 4, 4, 64, 16, false, false, 0},
-    {"signals 4/4 cap 64 8B", 4, 4, 64, 8, true, false, 0},
-};
-
-static void st_execute(const st_cfg *cfg)
-{
-    st_run *r = xaligned(sizeof *r);
-    r->seed = begin_test(SUITE, "mpmc_stalled[%s]", cfg->name);
-    r->np = sl_test_env_uint("SL_STRESS_PRODUCERS", cfg->producers);
-    r->nc = sl_test_env_uint("SL_STRESS_CONSUMERS", cfg->consumers);
-    if (r->np < 2)
-        r->np = 2;
-    if (r->nc < 2)
-        r->nc = 2;
-    r->esz = cfg->esz;
-    r->cap = cfg->cap;
-    sl_test_barrier_init(&r->start, r->np + r->nc + 1);
-    atomic_init(&r->stop, false);
-    atomic_init(&r->producers_done, false);
-    atomic_init(&r->sleeper, -1);
-    atomic_init(&r->sleep_at, NONE);
-    r->ops = xaligned((r->np + r->nc) * sizeof *r->ops);
-    r->pushed = xcalloc(r->np, sizeof(uint64_t));
-    r->cnt = xcalloc((size_t)r->nc * r->np, sizeof(uint64_t));
-    r->sum = xcalloc((size_t)r->nc * r->np, sizeof(uint64_t));
-    r->sq = xcalloc((size_t)r->nc * r->np, sizeof(uint64_t));
-    sl_status st = cfg->at ? sl__mpmc_init_at(&r->q, cfg->esz, cfg->cap, cfg->start)
-                           : sl_mpmc_init(&r->q, cfg->esz, cfg->cap);
-    CHECK_MSG(st == SL_OK, "init returned %s", sl_status_str(st));
-
-    install_handler(SIGUSR1, stall_handler);
-    atomic_store(&g_in_stall, 0);
-    atomic_store(&g_release, 1);
-
-    const team_role roles[] = {{r->np, st_producer, false}, {r->nc, st_consumer, false}};
-    team t;
-    team_start(&t, r, roles, N_OF(roles), NULL, st_progress, NULL);
-    sl_test_barrier_wait(&r->start);
-    sl_test_sleep_ns(20000000);
-
-    /* During each stall, the others must complete this many successful pushes
-     * and as many pops; a held slot in a Vyukov ring stops them within about a
-     * capacity's worth. */
-    const uint64_t need = 2000 > 20 * r->cap ? 2000 : 20 * r->cap;
-    const uint64_t min_window = 50000000, max_window = 3000000000ull;
-    unsigned stalls = (unsigned)sl_test_scaled(12, 4), delivered = 0;
-    sl_test_rng rng;
-    sl_test_rng_seed(&rng, r->seed);
-    for (unsigned k = 0; k < (cfg->signals ? stalls : 1); k++) {
-        unsigned victim = (k & 1) ? r->np : 0; /* producer 0, then consumer 0 */
-        const char *vname = victim < r->np ? "producer 0" : "consumer 0";
-        uint64_t p0, c0, t0;
-        if (cfg->signals) {
-            sl_test_sleep_ns(1000000 + sl_test_rng_next(&rng) % 10000000);
-            atomic_store(&g_release, 0);
-            pthread_kill(t.w[victim].thr, SIGUSR1);
-            uint64_t ts = sl_test_now_ns();
-            while (!atomic_load(&g_in_stall) && sl_test_now_ns() - ts < 2000000000ull)
-                sl_test_sleep_ns(50000);
-            if (!atomic_load(&g_in_stall)) {
-                /* Not delivered in time (some sanitizers defer signals): skip. */
-                atomic_store(&g_release, 1);
-                continue;
-            }
-            delivered++;
-        } else {
-            victim = 0;
-            vname = "producer 0 (sleeping 200 ms)";
-            atomic_store(&r->sleep_at, atomic_load(&r->ops[0].v) + 100);
-            atomic_store(&r->sleeper, 0);
-            /* Wait until it naps: its count stops moving. */
-            uint64_t prev = NONE, ts = sl_test_now_ns();
-            while (sl_test_now_ns() - ts < 2000000000ull) {
-                uint64_t now_ops = atomic_load(&r->ops[0].v);
-                if (now_ops == prev && now_ops >= atomic_load(&r->sleep_at))
-                    break;
-                prev = now_ops;
-                sl_test_sleep_ns(2000000);
-            }
-        }
-        p0 = st_ops(r, true, victim);
-        c0 = st_ops(r, false, victim);
-        t0 = sl_test_now_ns();
-        uint64_t dp = 0, dc = 0, el = 0;
-        uint64_t window_max = cfg->signals ? max_window : 190000000;
-        do {
-            sl_test_sleep_ns(1000000);
-            dp = st_ops(r, true, victim) - p0;
-            dc = st_ops(r, false, victim) - c0;
-            el = sl_test_now_ns() - t0;
-        } while (el < window_max && (el < min_window || dp < need || dc < need));
-        uint64_t victim_ops = atomic_load(&r->ops[victim].v);
-        if (cfg->signals) {
-            atomic_store(&g_release, 1);
-            while (atomic_load(&g_in_stall))
-                sl_test_sleep_ns(50000);
-        }
-        fprintf(stderr, "[%s] stall %u of %s: others did %llu pushes, %llu pops in %.0f ms\n",
-                g_test, k, vname, ULL(dp), ULL(dc), (double)el / 1e6);
-        if (dp < need || dc < need) {
-            atomic_store(&r->stop, true);
-            rec_fail("while %s was stalled (at an arbitrary instruction: victim count %llu), the "
-                     "other threads completed only %llu successful pushes and %llu pops in %.0f "
-                     "ms (need %llu each): one stalled thread blocks the rest",
-                     vname, ULL(victim_ops), ULL(dp), ULL(dc), (double)el / 1e6, ULL(need));
-            break;
-        }
-    }
-    sl_test_sleep_ns(10000000);
-    atomic_store(&r->stop, true);
-    team_join(&t, 0, r->np);
-    atomic_store(&r->producers_done, true);
-    team_end(&t);
-    signal(SIGUSR1, SIG_DFL);
-    if (cfg->signals) {
-        fprintf(stderr, "[%s] %u of %u stall signals delivered\n", g_test, delivered, stalls);
-        CHECK_MSG(delivered > 0, "no stall signal was delivered");
-    }
-    ASSERT_CLEAN();
-    st_verify(r);
-    CHECK_MSG(sl_mpmc_len(&r->q) == 0, "len %zu after the drain", sl_mpmc_len(&r->q));
-    sl_mpmc_destroy(&r->q);
-    sl_test_barrier_destroy(&r->start);
-    free(r->ops);
-    free(r->pushed);
-    free(r->cnt);
-    free(r->sum);
-    free(r->sq);
-    free(r);
-}
-
-START_TEST(mpmc_stalled) { st_execute(&st_cfgs[_i]); }
 END_TEST
 
 /* =========================================================================
@@ -811,6 +513,7 @@ static void rs_execute(const rs_cfg *cfg)
     double secs = team_end(&t);
     ASSERT_CLEAN();
     CHECK_MSG(sl_spsc_len(&r->q) == 0, "len %zu at the end", sl_spsc_len(&r->q));
+    sl_test_account("messages exactly once, in order", r->n);
     /* Quiescent: exactly the capacity fits, in one batch. */
     unsigned char *all = xcalloc(cfg->cap + 1, cfg->esz);
     for (size_t i = 0; i <= cfg->cap; i++)
@@ -846,6 +549,7 @@ static const rs_cfg rs_cfgs[] = {
     {"cap 3 @2^64-1000", 3, 16, 1000000, 20000, true, W64},
     {"cap 1000 @2^64-1000", 1000, 64, 2000000, 50000, true, W64},
     {"cap 1 @2^64-1", 1, 16, 300000, 10000, true, UINT64_MAX - 1},
+    {"cap 1024 volume", 1024, 16, 24000000, 100000, false, 0},
 };
 
 START_TEST(spsc_batches) { rs_execute(&rs_cfgs[_i]); }
@@ -855,7 +559,6 @@ static Suite *stress_raw_suite(void)
 {
     Suite *s = suite_create("stress_raw");
     sl_test_loop_case(s, "mpmc_exactly_once", TC_TIMEOUT, mpmc_exactly_once, N_OF(rm_cfgs));
-    sl_test_loop_case(s, "mpmc_stalled", TC_TIMEOUT, mpmc_stalled, N_OF(st_cfgs));
     sl_test_loop_case(s, "mpmc_len_quiescent", TC_TIMEOUT, mpmc_len_quiescent, 2);
     sl_test_loop_case(s, "spsc_batches", TC_TIMEOUT, spsc_batches, N_OF(rs_cfgs));
     return s;

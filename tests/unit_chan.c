@@ -870,6 +870,9 @@ START_TEST(test_try_and_timed_send_ptr)
     p = &b;
     ck_assert_int_eq(sl_chan_try_send_ptr(ch, &p), SL_FULL);
     ck_assert_ptr_eq(p, &b);
+    /* The timed form's 0 is one attempt, and its answer SL_TIMEDOUT. */
+    ck_assert_int_eq(sl_chan_send_ptr_for(ch, &p, 0), SL_TIMEDOUT);
+    ck_assert_ptr_eq(p, &b);
     uint64_t t0 = sl_now_ns();
     ck_assert_int_eq(sl_chan_send_ptr_for(ch, &p, 20 * MS), SL_TIMEDOUT);
     ck_assert_uint_ge(sl_now_ns() - t0, 20 * MS);
@@ -1159,7 +1162,7 @@ START_TEST(test_no_syscalls_without_waiters)
     sl_chan *ch = mk(f, 8);
     atomic_store(&n_futex_wait, 0);
     atomic_store(&n_futex_wake, 0);
-    sl__sys_set_ops(&cnt_ops);
+    sl_test_sys_install(&cnt_ops);
     uint64_t buf[8];
     for (uint64_t i = 0; i < 2000; i++) {
         uint64_t v = i;
@@ -1174,7 +1177,7 @@ START_TEST(test_no_syscalls_without_waiters)
         ck_assert_uint_eq(sl_chan_try_recv_n(ch, buf, 3), 3);
         ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_EMPTY);
     }
-    sl__sys_set_ops(NULL);
+    sl_test_sys_restore();
     ck_assert_uint_eq(atomic_load(&n_futex_wake), 0);
     ck_assert_uint_eq(atomic_load(&n_futex_wait), 0);
     sl_chan_free(ch);
@@ -1383,7 +1386,7 @@ END_TEST
 
 static void teardown_ops(void)
 {
-    sl__sys_set_ops(NULL);
+    sl_test_sys_restore();
 }
 
 static Suite *chan_suite(void)

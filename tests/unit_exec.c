@@ -11,15 +11,21 @@
 #include "stress_common.h"
 
 #include <pthread.h>
+#include <alloca.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <errno.h>
 #include <sys/resource.h>
+#include <stdio.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <sluice/exec.h>
 #include "../pool/exec_internal.h" /* the depth switch and the helper slots */
+#include "sysops.h"
 
 static unsigned workers(void)
 {
@@ -40,23 +46,45 @@ static sl_exec *new_exec(unsigned threads)
 typedef struct fib_args {
     sl_exec *ex;
     long n;
+    bool tough; /* a refused spawn is computed inline (allocation faults) */
 } fib_args;
+
+/* The stack probe: while on, fib_task notes the lowest frame it ran at on
+ * one chosen thread (how deep helping nested there). */
+static atomic_bool g_probe_on;
+static pthread_t g_probe_thread;
+static atomic_uintptr_t g_probe_low;
+
+static void probe_depth(void)
+{
+    if (!atomic_load_explicit(&g_probe_on, memory_order_relaxed) ||
+        !pthread_equal(pthread_self(), g_probe_thread))
+        return;
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+    if (here < atomic_load_explicit(&g_probe_low, memory_order_relaxed))
+        atomic_store_explicit(&g_probe_low, here, memory_order_relaxed);
+}
 
 static void fib_task(void *args, void *ret)
 {
+    probe_depth();
     fib_args a = *(fib_args *)args;
     if (a.n < 2) {
         *(long *)ret = a.n;
         return;
     }
     long x = 0, y = 0;
-    fib_args child = { a.ex, a.n - 1 };
+    fib_args child = { a.ex, a.n - 1, a.tough };
     sl_future f = sl_spawn(a.ex, fib_task, &child, sizeof child, sizeof x);
-    if (!sl_is_spawned(&f))
+    bool spawned = sl_is_spawned(&f);
+    if (!spawned && !a.tough)
         rec_fail("fib(%ld): spawn refused", child.n);
     child.n = a.n - 2;
     fib_task(&child, &y);
-    if (sl_sync(&f, &x) != SL_OK)
+    child.n = a.n - 1;
+    if (!spawned)
+        fib_task(&child, &x);
+    else if (sl_sync(&f, &x) != SL_OK)
         rec_fail("fib(%ld): sync failed", a.n - 1);
     *(long *)ret = x + y;
 }
@@ -68,7 +96,7 @@ static long fib_serial(long n)
 
 static long fib_on(sl_exec *ex, long n)
 {
-    fib_args a = { ex, n };
+    fib_args a = { ex, n, false };
     long r = -1;
     sl_future f = sl_spawn(ex, fib_task, &a, sizeof a, sizeof r);
     ck_assert(sl_is_spawned(&f));
@@ -174,6 +202,286 @@ START_TEST(test_deep_helping_fits_small_stacks)
     set_default_stack(old_size);
     ck_assert_int_eq(r.result, fib_serial(r.n));
     sl_exec_free(r.ex);
+    ASSERT_CLEAN();
+}
+END_TEST
+
+/* Where a thread's stack bounds cannot be found — the main thread's come
+ * from /proc/self/maps, which a sandbox may hide — the depth rule falls back
+ * to a quarter of the assumed stack below the first waiting frame instead
+ * of switching off. On the main thread (of the test's process), with
+ * sl__thread_getattr failing: fib syncs near the top of the stack help (the
+ * thread runs some of the tasks); then, from 128 KiB further down — past
+ * the 64 KiB budget that 256 KiB default stacks give — fib syncs again and
+ * must complete without the thread running a single stolen task (before
+ * the fallback, the rule was off and it helped at any depth). */
+static int getattr_fails(pthread_attr_t *attr)
+{
+    (void)attr;
+    return ENOENT;
+}
+
+static const sl_sys_ops k_no_getattr_ops = {.thread_getattr = getattr_fails};
+
+#define DEEP_BYTES ((size_t)128 * 1024) /* below the caller */
+
+/* fib(n) as a task that a worker has taken before the caller syncs, so
+ * whatever the caller runs while it waits was stolen (a sync that finds its
+ * task untaken runs it inline, as a serial call would: no helping). */
+typedef struct {
+    atomic_bool *started;
+    fib_args fib;
+} taken_fib_args;
+
+static void taken_fib_task(void *args, void *ret)
+{
+    taken_fib_args *a = args;
+    atomic_store(a->started, true);
+    fib_task(&a->fib, ret);
+}
+
+static uintptr_t g_taken_frame; /* where the last fib_taken synced */
+
+static __attribute__((noinline)) long fib_taken(sl_exec *ex, long n)
+{
+    g_taken_frame = (uintptr_t)__builtin_frame_address(0);
+    atomic_bool started = false;
+    taken_fib_args a = {&started, {ex, n, false}};
+    long r = -1;
+    sl_future f = sl_spawn(ex, taken_fib_task, &a, sizeof a, sizeof r);
+    ck_assert(sl_is_spawned(&f));
+    while (!atomic_load(&started))
+        sched_yield();
+    ck_assert_int_eq(sl_sync(&f, &r), SL_OK);
+    return r;
+}
+
+/* Takes DEEP_BYTES of stack, then syncs fib(n) reps times, each taken by a
+ * worker first. alloca, not a chain of frames with big arrays: under TSan
+ * clang kept such a chain within a few KiB. */
+static __attribute__((noinline)) long fib_from_below(sl_exec *ex, long n, int reps)
+{
+    volatile char *pad = alloca(DEEP_BYTES);
+    pad[0] = 1;
+    pad[DEEP_BYTES - 1] = 1;
+    __asm__ volatile("" : : "r"(pad) : "memory"); /* pad is live below */
+    long r = 0;
+    for (int i = 0; i < reps; i++)
+        r = fib_taken(ex, n);
+    __asm__ volatile("" : : "r"(pad) : "memory");
+    return r;
+}
+
+/* A task that says it started, then holds its worker a moment. */
+static void started_then_hold(void *args, void *ret)
+{
+    atomic_store(*(atomic_bool **)args, true);
+    sl_test_sleep_ns(20 * MS);
+    *(int *)ret = 1;
+}
+
+/* Makes the calling thread wait once, here: the task runs on a worker (the
+ * caller waits until it started), so the sync cannot run it inline. Where a
+ * sync finds its task untaken (workers slow to start, as under TSan) it
+ * runs it itself and never waits, and the floor would be set by a later,
+ * deeper first wait. */
+static void wait_once_here(sl_exec *ex)
+{
+    atomic_bool started = false;
+    atomic_bool *flag = &started;
+    int r = 0;
+    sl_future f = sl_spawn(ex, started_then_hold, &flag, sizeof flag, sizeof r);
+    ck_assert(sl_is_spawned(&f));
+    while (!atomic_load(&started))
+        sched_yield();
+    ck_assert_int_eq(sl_sync(&f, &r), SL_OK);
+    ck_assert_int_eq(r, 1);
+}
+
+START_TEST(test_deep_helping_bounds_unknown)
+{
+    begin_test("exec", "deep helping, stack bounds unknown");
+    ck_assert_msg(getpid() == (pid_t)syscall(SYS_gettid), "not on the main thread");
+    size_t old_size = 0;
+    pthread_attr_t old;
+    ck_assert_int_eq(pthread_getattr_default_np(&old), 0);
+    ck_assert_int_eq(pthread_attr_getstacksize(&old, &old_size), 0);
+    pthread_attr_destroy(&old);
+    set_default_stack(SMALL_STACK); /* the fallback assumes the smaller stack */
+    sl_test_sys_install(&k_no_getattr_ops);
+    sl_exec *ex = new_exec(2);
+    g_probe_thread = pthread_self();
+    int reps = (int)sl_test_scaled(10, 2);
+    atomic_store(&g_probe_low, UINTPTR_MAX);
+    atomic_store(&g_probe_on, true);
+    wait_once_here(ex); /* near the top: the first wait sets the floor */
+    for (int i = 0; i < reps; i++)
+        ck_assert_int_eq(fib_on(ex, 27), fib_serial(27));
+    bool helped_high = atomic_load(&g_probe_low) != UINTPTR_MAX;
+    atomic_store(&g_probe_low, UINTPTR_MAX);
+    uintptr_t top = (uintptr_t)__builtin_frame_address(0);
+    ck_assert_int_eq(fib_from_below(ex, 27, reps), fib_serial(27));
+    uintptr_t low = atomic_load(&g_probe_low);
+    ck_assert_msg(top - g_taken_frame >= DEEP_BYTES, "the deep syncs ran only %llu bytes "
+                  "below the test's frame", ULL(top - g_taken_frame));
+    atomic_store(&g_probe_on, false);
+    sl_exec_free(ex);
+    sl_test_sys_restore();
+    set_default_stack(old_size);
+    fprintf(stderr, "[exec] stack bounds unknown: the main thread helped near the top: %s; "
+            "128 KiB down: %s\n", helped_high ? "yes" : "no",
+            low == UINTPTR_MAX ? "no" : "yes (wrong)");
+    ck_assert_msg(low == UINTPTR_MAX, "the main thread ran stolen tasks past its fallback "
+                  "floor, %zu KiB below its first wait", DEEP_BYTES / 1024);
+    ASSERT_CLEAN();
+}
+END_TEST
+
+/* ---- faults: thread creation and allocation fail ---------------------- */
+
+static void *no_op_thread(void *arg) { return arg; }
+
+/* Threads of this process now. A sanitizer runtime starts a helper thread of
+ * its own at the first pthread_create (TSan does): start and join one first,
+ * so that the helper is in every count, before and after. */
+static unsigned threads_now(void)
+{
+    static bool warmed;
+    if (!warmed) {
+        pthread_t t;
+        ck_assert_int_eq(pthread_create(&t, NULL, no_op_thread, NULL), 0);
+        pthread_join(t, NULL);
+        warmed = true;
+    }
+    unsigned n = 0;
+    DIR *d = opendir("/proc/self/task");
+    ck_assert_ptr_nonnull(d);
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* Back to `base` threads soon (joined threads leave /proc at once, but
+ * allow a moment). */
+static void expect_threads(unsigned base, const char *when)
+{
+    unsigned n = threads_now();
+    for (int i = 0; i < 2000 && n != base; i++, n = threads_now())
+        sl_test_sleep_ns(MS);
+    ck_assert_msg(n == base, "%s: %u threads, %u before", when, n, base);
+}
+
+static atomic_uint_fast64_t g_tc_attempts, g_tc_fail_at;
+
+static int tc_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
+                     void *arg)
+{
+    if (atomic_fetch_add(&g_tc_attempts, 1) + 1 == atomic_load(&g_tc_fail_at))
+        return EAGAIN;
+    return pthread_create(thread, attr, start, arg);
+}
+
+static const sl_sys_ops k_tc_ops = {.thread_create = tc_create};
+
+/* sl_exec_new with the k-th worker start failing, every k until none
+ * fails: SL_ENOMEM, *out untouched and every started worker joined; or an
+ * executor that works. */
+START_TEST(test_exec_new_thread_create_fails)
+{
+    begin_test("exec", "thread start fails");
+    unsigned base = threads_now(), refused = 0, k = 1;
+    for (;; k++) {
+        atomic_store(&g_tc_attempts, 0);
+        atomic_store(&g_tc_fail_at, k);
+        sl_test_sys_install(&k_tc_ops);
+        sl_exec *ex = (sl_exec *)&k; /* must stay untouched on failure */
+        sl_exec_opts o = { 3, "tcx" };
+        sl_status st = sl_exec_new(&ex, &o);
+        bool last = atomic_load(&g_tc_attempts) < k;
+        sl_test_sys_restore();
+        ck_assert_msg(st == SL_OK || st == SL_ENOMEM, "k %u: %s", k, sl_status_str(st));
+        if (st == SL_OK) {
+            ck_assert_int_eq(fib_on(ex, 15), fib_serial(15));
+            sl_exec_free(ex);
+        } else {
+            refused++;
+            ck_assert_msg(ex == (sl_exec *)&k, "k %u: *out written on failure", k);
+        }
+        expect_threads(base, st == SL_OK ? "after free" : "after a refused sl_exec_new");
+        if (last)
+            break;
+    }
+    ck_assert_msg(refused == 3 && k == 4, "%u of %u starts refused the executor", refused, k);
+    ASSERT_CLEAN();
+}
+END_TEST
+
+typedef struct fan_args {
+    sl_scope *scope;
+    atomic_uint *leaves;
+} fan_args;
+
+static void leaf_task(void *args, void *ret)
+{
+    (void)ret;
+    atomic_fetch_add((*(fan_args *)args).leaves, 1);
+}
+
+/* Spawns 600 leaves into the scope from a worker: past the deque's first
+ * 256 slots, so it grows. */
+static void fan_task(void *args, void *ret)
+{
+    (void)ret;
+    fan_args a = *(fan_args *)args;
+    for (int i = 0; i < 600; i++)
+        sl_scope_spawn(a.scope, leaf_task, &a, sizeof a);
+}
+
+/* Everything in the executor that allocates — creation (workers, deques,
+ * mailboxes, idle slots, injector), task records, deque growth — with
+ * allocation k failing, every k until a run sees no failure. A refused
+ * spawn returns a cleared future and runs nothing; a scope's task that
+ * cannot be queued runs inline; so every leaf runs once and fib is right. */
+START_TEST(test_exec_alloc_fails_at_every_k)
+{
+    begin_test("exec", "allocation fails");
+    unsigned base = threads_now(), refused = 0, k = 1;
+    for (;; k++) {
+        sl_test_fail_alloc_at(k);
+        sl_exec *ex = NULL;
+        sl_exec_opts o = { 2, "tcx" };
+        sl_status st = sl_exec_new(&ex, &o);
+        ck_assert_msg(st == SL_OK || st == SL_ENOMEM, "k %u: %s", k, sl_status_str(st));
+        if (st == SL_OK) {
+            atomic_uint leaves = 0;
+            sl_scope s;
+            sl_scope_begin(ex, &s);
+            fan_args fa = { &s, &leaves };
+            sl_scope_spawn(&s, fan_task, &fa, sizeof fa);
+            sl_scope_end(&s);
+            ck_assert_msg(atomic_load(&leaves) == 600, "k %u: %u of 600 leaves ran", k,
+                          atomic_load(&leaves));
+            fib_args a = { ex, 16, true };
+            long r = -1;
+            sl_future f = sl_submit(ex, fib_task, &a, sizeof a, sizeof r);
+            if (sl_is_spawned(&f))
+                ck_assert_int_eq(sl_sync(&f, &r), SL_OK);
+            else
+                fib_task(&a, &r);
+            ck_assert_int_eq(r, fib_serial(16));
+            sl_exec_free(ex);
+        }
+        refused += st != SL_OK;
+        bool last = sl_test_allocs() < k;
+        sl_test_alloc_faults_off();
+        expect_threads(base, "after the run");
+        if (last)
+            break;
+    }
+    fprintf(stderr, "[exec] allocation k = 1 .. %u failed: sl_exec_new refused %u times\n",
+            k - 1, refused);
+    ck_assert_msg(refused >= 1 && k > 10, "the faults missed: %u runs, %u refused", k, refused);
     ASSERT_CLEAN();
 }
 END_TEST
@@ -1055,7 +1363,7 @@ typedef struct cross_args {
 static void cross_task(void *args, void *ret)
 {
     cross_args a = *(cross_args *)args;
-    fib_args f = { a.other, a.n };
+    fib_args f = { a.other, a.n, false };
     long r = -1;
     sl_future fut = sl_spawn(a.other, fib_task, &f, sizeof f, sizeof r);
     if (sl_sync(&fut, &r) != SL_OK)
@@ -1191,9 +1499,16 @@ static Suite *exec_suite(void)
     tcase_add_test(tc, test_is_ready);
     suite_add_tcase(s, tc);
 
+    tc = tcase_create("faults");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_exec_new_thread_create_fails);
+    tcase_add_test(tc, test_exec_alloc_fails_at_every_k);
+    suite_add_tcase(s, tc);
+
     tc = tcase_create("stack");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_deep_helping_fits_small_stacks);
+    tcase_add_test(tc, test_deep_helping_bounds_unknown);
     tcase_add_test(tc, test_deep_workers_foreign_helper_live);
     tcase_add_test(tc, test_deep_waiter_runs_its_mailbox);
     tcase_add_test(tc, test_deep_workers_no_free_slot_live);

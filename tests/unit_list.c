@@ -447,6 +447,9 @@ START_TEST(test_records_reused_after_exit)
     ck_assert_int_eq(sl_list_init(&q, 8), SL_OK);
     ck_assert_ptr_null(one_push_pop(&q)); /* this thread's record */
     size_t before = sl__epoch_records();
+    /* Without a record here (registration failed, the shared counter took
+     * over) "at most one more" would hold with no reuse at all. */
+    ck_assert_uint_ge(before, 1);
     for (int i = 0; i < 200; i++) {
         pthread_t t;
         void *ret;
@@ -517,10 +520,6 @@ static int fork_child_main(sl_list *q, size_t records)
  * free again. */
 START_TEST(test_fork_frees_other_records)
 {
-    if (UL_TSAN) { /* TSan cannot start threads in the child of a threaded fork */
-        fprintf(stderr, "[unit_list fork] skipped under TSan\n");
-        return;
-    }
     sl_test_barrier b[2];
     sl_test_barrier_init(&b[0], 2);
     sl_test_barrier_init(&b[1], 2);
@@ -754,6 +753,7 @@ START_TEST(test_mt_segment_boundaries)
     }
     ck_assert_msg(got == want, "received %llu of %llu (seed %llu)", ULL(got), ULL(want),
                   ULL(r->seed));
+    sl_test_account("messages exactly once", want);
     ck_assert_uint_eq(sl_list_len(&r->q), 0);
     static unsigned char probe[MT_ESZ];
     /* Drained by many consumers at once: this empty pop, with every other
@@ -1199,7 +1199,10 @@ static Suite *list_suite(void)
     tcase_add_test(tc, test_enomem_at_boundary);
     tcase_add_test(tc, test_steady_state_uses_spare);
     tcase_add_test(tc, test_records_reused_after_exit);
-    tcase_add_test(tc, test_fork_frees_other_records);
+    /* Not under TSan, which cannot start threads in the child of a threaded
+     * fork: left out there, not passed without looking. */
+    if (!UL_TSAN)
+        tcase_add_test(tc, test_fork_frees_other_records);
     tcase_add_test(tc, test_idle_thread_holds_nothing);
     suite_add_tcase(s, tc);
 

@@ -1,7 +1,8 @@
 /*
  * tests/unit_park.c — the eventcount (sluice/park.h) and its clock helpers.
  *
- * The system-call layer is replaced through sl__sys_set_ops (include/internal/sysops.h)
+ * The system-call layer is replaced over the harness's base table
+ * (sl_test_sys_install, tests/harness.h; include/internal/sysops.h)
  * to count futex calls and to inject spurious wake-ups, EINTR and early
  * time-outs. Check runs every test in its own process, so a replaced table
  * never leaks into another test; each test restores it anyway.
@@ -9,11 +10,17 @@
 #include "harness.h"
 
 #include <errno.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <time.h>
 
+#include <sluice/chan.h>
 #include <sluice/park.h>
 #include "sysops.h"
 
@@ -88,12 +95,12 @@ static void install_counting(int mode, long left)
     atomic_store(&inject_mode, mode);
     atomic_store(&inject_left, left);
     atomic_store(&inject_until_ns, 0);
-    sl__sys_set_ops(&counting_ops);
+    sl_test_sys_install(&counting_ops);
 }
 
 static void restore_ops(void)
 {
-    sl__sys_set_ops(NULL);
+    sl_test_sys_restore();
 }
 
 /* ---- a waiter thread: prepare, then wait once ------------------------------ */
@@ -712,9 +719,167 @@ START_TEST(test_injected_then_notified_timed)
 }
 END_TEST
 
+/* ---- the barrier mode --------------------------------------------------------
+ * Decided once per process, at the first sl_event_init: Check runs every test
+ * in its own forked process, whose parent never made an eventcount, so each
+ * test below decides it afresh under its own scripted membarrier. Under
+ * CK_FORK=no the decision is already made and they cannot run. */
+
+static _Atomic unsigned long n_register, n_expedited;
+static _Atomic int register_result, expedited_result;
+static _Atomic int expedited_transient_left; /* -ENOMEM for that many calls first */
+
+static int scripted_membarrier(int cmd)
+{
+    if (cmd == MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) {
+        atomic_fetch_add(&n_register, 1);
+        return atomic_load(&register_result);
+    }
+    ck_assert_int_eq(cmd, MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+    atomic_fetch_add(&n_expedited, 1);
+    if (atomic_load(&expedited_transient_left) > 0) {
+        atomic_fetch_sub(&expedited_transient_left, 1);
+        return -ENOMEM;
+    }
+    return atomic_load(&expedited_result);
+}
+
+static unsigned long expedited(void) { return atomic_load(&n_expedited); }
+static unsigned long registered(void) { return atomic_load(&n_register); }
+
+static const sl_sys_ops scripted_barrier_ops = {.membarrier = scripted_membarrier};
+
+/* Installs the script; false (the test has nothing to check) under CK_FORK=no. */
+static bool script_barrier(int reg, int expedited, int transient)
+{
+    const char *fork = getenv("CK_FORK");
+    if (fork && strcmp(fork, "no") == 0) {
+        fprintf(stderr, "barrier-mode tests need a fresh process: not run under CK_FORK=no\n");
+        return false;
+    }
+    atomic_store(&n_register, 0);
+    atomic_store(&n_expedited, 0);
+    atomic_store(&register_result, reg);
+    atomic_store(&expedited_result, expedited);
+    atomic_store(&expedited_transient_left, transient);
+    sl_test_sys_install(&scripted_barrier_ops);
+    return true;
+}
+
+/* A waiter parked in the kernel and woken by a notify, in whatever mode. */
+static void park_and_wake(sl_event *ev)
+{
+    waiter w;
+    waiter_start(&w, ev, 30 * SEC, NULL);
+    await_registered(&w, 1);
+    sl_test_sleep_ns(5 * MS);
+    sl_event_notify_one(ev);
+    ck_assert_int_eq(pthread_join(w.thr, NULL), 0);
+    ck_assert_int_eq(w.result, SL_OK);
+}
+
+/* n registrations withdrawn at once: each issues the barrier of the mode. */
+static void prepare_cancel(sl_event *ev, int n)
+{
+    for (int i = 0; i < n; i++) {
+        (void)sl_event_prepare(ev);
+        sl_event_cancel(ev);
+    }
+}
+
+/* Where registration fails (old kernel, seccomp), the fence fallback: one
+ * registration attempt, never a barrier call, fences on both sides. */
+START_TEST(test_barrier_registration_fails_uses_fences)
+{
+    if (!script_barrier(-ENOSYS, -ENOSYS, 0))
+        return;
+    sl_event ev;
+    sl_event_init(&ev);
+    ck_assert_int_eq(atomic_load(&sl__event_asymmetric), 0);
+    prepare_cancel(&ev, 100);
+    park_and_wake(&ev);
+    sl_chan *ch = sl_test_chan(SL_SPSC, 8, 1, NULL, NULL);
+    uint64_t v = 1;
+    ck_assert_int_eq(sl_chan_recv_for(ch, &v, 2 * MS), SL_TIMEDOUT);
+    sl_chan_close(ch);
+    ck_assert_int_eq(sl_chan_recv(ch, &v), SL_CLOSED);
+    sl_chan_free(ch);
+    ck_assert_uint_eq(registered(), 1);
+    ck_assert_uint_eq(expedited(), 0);
+}
+END_TEST
+
+/* Registered: every prepare issues the barrier. */
+START_TEST(test_barrier_registered_every_prepare)
+{
+    if (!script_barrier(0, 0, 0))
+        return;
+    sl_event ev;
+    sl_event_init(&ev);
+    ck_assert_int_eq(atomic_load(&sl__event_asymmetric), 1);
+    prepare_cancel(&ev, 10);
+    ck_assert_uint_eq(expedited(), 10);
+    park_and_wake(&ev);
+    ck_assert_uint_eq(registered(), 1);
+}
+END_TEST
+
+/* Close issues no barrier (it serialises on a kernel-wide mutex since Linux
+ * 6.8); the receiver deciding SL_CLOSED issues one only for SL_SPSC, whose
+ * in-flight mark is a plain store. */
+START_TEST(test_close_issues_no_barrier)
+{
+    if (!script_barrier(0, 0, 0))
+        return;
+    const sl_flavor flavors[] = {SL_SPSC, SL_MPMC, SL_LIST, SL_RING};
+    for (int i = 0; i < N_OF(flavors); i++) {
+        sl_chan *ch = sl_test_chan(flavors[i], 8, 4, NULL, NULL);
+        uint64_t v = 7;
+        ck_assert_int_eq(sl_chan_try_send(ch, &v), SL_OK);
+        unsigned long before = expedited();
+        sl_chan_close(ch);
+        ck_assert_uint_eq(expedited(), before);
+        ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_OK); /* a message: no decision yet */
+        ck_assert_uint_eq(expedited(), before);
+        ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_CLOSED);
+        ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_CLOSED); /* drained: final, no barrier */
+        ck_assert_uint_eq(expedited(), before + (flavors[i] == SL_SPSC));
+        sl_chan_free(ch);
+    }
+}
+END_TEST
+
+/* A transient failure (the kernel's allocation) is retried. */
+START_TEST(test_barrier_transient_failure_retried)
+{
+    if (!script_barrier(0, 0, 3))
+        return;
+    sl_event ev;
+    sl_event_init(&ev);
+    prepare_cancel(&ev, 1);
+    ck_assert_uint_eq(expedited(), 4);
+}
+END_TEST
+
+/* Registered, then the barrier is refused (a filter installed later): the
+ * notifiers already rely on it, so the process stops (SIGABRT) with the
+ * reason instead of risking a lost wake-up. */
+START_TEST(test_barrier_refused_after_registration_aborts)
+{
+    if (!script_barrier(0, -EPERM, 0)) {
+        raise(SIGABRT); /* what the test expects; nothing was checked */
+        return;
+    }
+    sl_event ev;
+    sl_event_init(&ev);
+    (void)sl_event_prepare(&ev);
+    ck_abort_msg("sl_event_prepare returned after its barrier was refused");
+}
+END_TEST
+
 static void teardown_ops(void)
 {
-    sl__sys_set_ops(NULL);
+    sl_test_sys_restore();
 }
 
 static Suite *park_suite(void)
@@ -765,6 +930,16 @@ static Suite *park_suite(void)
     tcase_add_test(tc, test_eintr_untimed);
     tcase_add_test(tc, test_early_etimedout_untimed);
     tcase_add_test(tc, test_injected_then_notified_timed);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("barrier");
+    tcase_set_timeout(tc, 60);
+    tcase_add_checked_fixture(tc, NULL, teardown_ops);
+    tcase_add_test(tc, test_barrier_registration_fails_uses_fences);
+    tcase_add_test(tc, test_barrier_registered_every_prepare);
+    tcase_add_test(tc, test_close_issues_no_barrier);
+    tcase_add_test(tc, test_barrier_transient_failure_retried);
+    tcase_add_test_raise_signal(tc, test_barrier_refused_after_registration_aborts, SIGABRT);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -863,6 +863,9 @@ START_TEST(test_pause_and_resume)
     CHECK_MSG(atomic_load(&n) == 0, "%u jobs submitted after stop started before start",
               atomic_load(&n));
     gate_open(&g);
+    st = sl_pool_wait_ready(p, SL_FOREVER);
+    CHECK_MSG(st == SL_OK, "wait_ready(FOREVER) once the stop can complete = %s",
+              sl_status_str(st));
     settle(p, 1, SL_POOL_STOPPED);
     atomic_store(&g_paused, 1);
     sl_pool_stats s = stats_of(p);
@@ -1455,8 +1458,11 @@ START_TEST(test_back_pressure)
     sl_status st = sl_pool_try_submit(p, count_job, &n);
     CHECK_MSG(st == SL_FULL, "try_submit on a full queue: %s", sl_status_str(st));
     sl_job j = {.fn = count_job, .arg = &n};
+    /* One rule for timeouts (SPEC §2): a timed call that could do nothing in
+     * time is SL_TIMEDOUT, with timeout 0 too; only try_submit says FULL. */
     st = sl_pool_submit_job(p, &j, 0);
-    CHECK_MSG(st == SL_FULL, "submit_job(timeout 0) on a full queue: %s", sl_status_str(st));
+    CHECK_MSG(st == SL_TIMEDOUT, "submit_job(timeout 0) on a full queue: %s",
+              sl_status_str(st));
     uint64_t t0 = sl_test_now_ns();
     st = sl_pool_submit_job(p, &j, 50 * MS);
     uint64_t waited = sl_test_now_ns() - t0;
@@ -1468,7 +1474,7 @@ START_TEST(test_back_pressure)
     /* Blocked submitters go through once there is room. */
     blocked_submit a, b;
     blocked_start(&a, p, false, 0, &n);
-    blocked_start(&b, p, true, 10 * SEC, &n);
+    blocked_start(&b, p, true, SL_FOREVER, &n);
     sl_test_sleep_ns(50 * MS);
     CHECK_MSG(!atomic_load(&a.done) && !atomic_load(&b.done), "a submit on a full queue "
               "returned (%s / %s)", sl_status_str(a.st), sl_status_str(b.st));
@@ -1479,6 +1485,10 @@ START_TEST(test_back_pressure)
     CHECK_MSG(st == SL_OK, "blocked submit_job once there was room: %s", sl_status_str(st));
     wait_idle_ok(p);
     CHECK_MSG(atomic_load(&n) == 6, "%u of 6 counting jobs ran", atomic_load(&n));
+    st = sl_pool_submit_job(p, &j, 0);
+    CHECK_MSG(st == SL_OK, "submit_job(timeout 0) with room: %s", sl_status_str(st));
+    wait_idle_ok(p);
+    CHECK_MSG(atomic_load(&n) == 7, "%u of 7 counting jobs ran", atomic_load(&n));
     /* Blocked submitters get SL_CLOSED when the pool shuts down. */
     fill_behind_gates(p, &g2, 2, 4, &n);
     blocked_start(&a, p, false, 0, &n);
@@ -1497,7 +1507,7 @@ START_TEST(test_back_pressure)
                   atomic_load(&g_book->discards) == 4,
               "%u discards (%u CANCELLED), want the 4 queued", atomic_load(&g_book->discards),
               book_discards(g_book, SL_DISCARD_CANCELLED));
-    CHECK_MSG(atomic_load(&n) == 6, "a refused or cancelled job ran (%u)", atomic_load(&n));
+    CHECK_MSG(atomic_load(&n) == 7, "a refused or cancelled job ran (%u)", atomic_load(&n));
     end_book(p);
     gate_destroy(&g1);
     gate_destroy(&g2);
@@ -1822,7 +1832,7 @@ static const sl_sys_ops k_herd_ops = {
     .futex_wait = herd_futex_wait, .futex_wake = herd_futex_wake, .now_ns = herd_now,
     .membarrier = herd_membarrier};
 
-static void restore_ops(void) { sl__sys_set_ops(NULL); }
+static void restore_ops(void) { sl_test_sys_restore(); }
 
 START_TEST(test_one_wakeup_per_job)
 {
@@ -1830,7 +1840,7 @@ START_TEST(test_one_wakeup_per_job)
     atomic_store(&g_herd_counting, 0);
     atomic_store(&g_worker_wakeups, 0);
     atomic_store(&g_wide_wakes, 0);
-    sl__sys_set_ops(&k_herd_ops);
+    sl_test_sys_install(&k_herd_ops);
     sl_pool_opts o = begin_book();
     o.max_workers = 4;
     o.min_workers = 4;
@@ -1865,6 +1875,345 @@ START_TEST(test_one_wakeup_per_job)
               "submit", atomic_load(&g_wide_wakes));
     CHECK_MSG(total >= 1, "no worker was woken through the parking layer in %u jobs", rounds);
     end_book(p);
+}
+END_TEST
+
+/* ---- a submit held between its reservation and its push --------------------
+ *
+ * A submit reserves its place in `pending`, then pushes the job. Its first
+ * allocation comes in between (its thread's first list operation takes a
+ * reclamation record, or the push grows the list), so a table whose
+ * allocation blocks for one chosen thread holds that submitter inside the
+ * window, as a preemption would. Meanwhile the idle workers must sleep in the
+ * kernel and stay asleep: counted through the same table, a worker thread's
+ * futex waits (entered, and inside now) and its membarrier calls (each park
+ * issues one). Then the submitter resumes and its job runs. */
+
+static _Thread_local bool t_hold_me; /* this thread's next allocation blocks */
+static struct {
+    atomic_int held, release;
+    atomic_uint waits, asleep, barriers; /* on "hold/<id>" worker threads */
+} g_hold;
+
+static bool on_hold_worker(void)
+{
+    char name[32] = "";
+    pthread_getname_np(pthread_self(), name, sizeof name);
+    return strncmp(name, "hold/", 5) == 0 && name[5] >= '0' && name[5] <= '9';
+}
+
+static void *hold_alloc(size_t align, size_t size)
+{
+    if (t_hold_me) {
+        t_hold_me = false;
+        atomic_store(&g_hold.held, 1);
+        while (!atomic_load(&g_hold.release))
+            sl_test_sleep_ns(MS); /* the real clock: nothing of sluice's */
+    }
+    return sl__sys_default_ops.alloc(align, size);
+}
+
+static int hold_futex_wait(SL_ATOMIC(uint32_t) *word, uint32_t expected, uint64_t deadline_ns)
+{
+    bool mine = on_hold_worker();
+    if (mine) {
+        atomic_fetch_add(&g_hold.waits, 1);
+        atomic_fetch_add(&g_hold.asleep, 1);
+    }
+    int r = sl__sys_default_ops.futex_wait(word, expected, deadline_ns);
+    if (mine)
+        atomic_fetch_sub(&g_hold.asleep, 1);
+    return r;
+}
+
+static int hold_membarrier(int cmd)
+{
+    if (on_hold_worker())
+        atomic_fetch_add(&g_hold.barriers, 1);
+    return sl__sys_default_ops.membarrier(cmd);
+}
+
+static const sl_sys_ops k_hold_ops = {
+    .alloc = hold_alloc, .futex_wait = hold_futex_wait, .membarrier = hold_membarrier};
+
+typedef struct hold_submitter {
+    sl_pool *p;
+    atomic_uint *n;
+    atomic_uint tried;  /* submits begun */
+    bool was_held;
+    pthread_t thr;
+} hold_submitter;
+
+/* Submits until one submit was held (at most 4096: more than a list segment). */
+static void *hold_submitter_main(void *arg)
+{
+    hold_submitter *h = arg;
+    t_hold_me = true;
+    for (unsigned i = 0; i < 4096 && t_hold_me; i++) {
+        atomic_fetch_add(&h->tried, 1);
+        if (sl_pool_submit(h->p, count_job, h->n) != SL_OK)
+            rec_fail("submit %u refused", i);
+    }
+    h->was_held = !t_hold_me;
+    t_hold_me = false;
+    return NULL;
+}
+
+START_TEST(test_idle_asleep_while_submit_held)
+{
+    begin_test(SUITE, "idle_asleep_while_submit_held");
+    memset(&g_hold, 0, sizeof g_hold);
+    sl_test_sys_install(&k_hold_ops);
+    sl_pool_opts o = begin_book();
+    o.max_workers = 2;
+    o.name = "hold";
+    sl_pool *p = new_pool(&o);
+    atomic_uint n = 0;
+    hold_submitter h = {.p = p, .n = &n};
+    ck_assert_int_eq(pthread_create(&h.thr, NULL, hold_submitter_main, &h), 0);
+    bool held = false;
+    for (uint64_t end = sl_test_now_ns() + POOL_SOON_NS; !held && sl_test_now_ns() < end;
+         sl_test_sleep_ns(MS))
+        held = atomic_load(&g_hold.held);
+    CHECK_MSG(held, "no submit allocated between its reservation and its push");
+    unsigned before = atomic_load(&h.tried) - 1; /* the jobs ahead of the held one */
+    CHECK_MSG(wait_uint_ge(&n, before, POOL_SOON_NS), "%u of %u jobs ran", atomic_load(&n),
+              before);
+    /* Both workers asleep in the kernel — not polling, not parking over and
+     * over — although `pending` counts the held job. */
+    bool asleep = false;
+    for (uint64_t end = sl_test_now_ns() + POOL_SOON_NS; !asleep && sl_test_now_ns() < end;
+         sl_test_sleep_ns(MS))
+        asleep = atomic_load(&g_hold.asleep) == 2;
+    CHECK_MSG(asleep, "idle workers did not fall asleep while a submit was held: %u asleep, "
+              "%u futex waits, %u membarriers", atomic_load(&g_hold.asleep),
+              atomic_load(&g_hold.waits), atomic_load(&g_hold.barriers));
+    unsigned waits = atomic_load(&g_hold.waits), barriers = atomic_load(&g_hold.barriers);
+    sl_test_sleep_ns(50 * MS);
+    unsigned dw = atomic_load(&g_hold.waits) - waits;
+    unsigned db = atomic_load(&g_hold.barriers) - barriers;
+    fprintf(stderr, "[%s] submit held after %u jobs: workers asleep %u; in 50 ms: %u futex "
+            "waits, %u membarriers\n", g_test, before, atomic_load(&g_hold.asleep), dw, db);
+    CHECK_MSG(dw == 0 && db == 0 && atomic_load(&g_hold.asleep) == 2,
+              "idle workers woke while a submit was held: %u futex waits, %u membarriers, "
+              "%u asleep", dw, db, atomic_load(&g_hold.asleep));
+    CHECK_MSG(atomic_load(&n) == before, "%u jobs ran, %u were pushed", atomic_load(&n), before);
+    atomic_store(&g_hold.release, 1);
+    pthread_join(h.thr, NULL);
+    CHECK_MSG(h.was_held, "the submitter was never held");
+    wait_idle_ok(p);
+    CHECK_MSG(atomic_load(&n) == atomic_load(&h.tried), "%u of %u jobs ran once the submitter "
+              "resumed", atomic_load(&n), atomic_load(&h.tried));
+    restore_ops();
+    end_book(p);
+}
+END_TEST
+
+/* ---- faults: thread creation and allocation fail -------------------------
+ *
+ * Thread creation fails through a table (the k-th start from arming, or
+ * every start while armed); allocation through the harness
+ * (sl_test_fail_alloc_at). A call that cannot get what it needs returns
+ * SL_ENOMEM and leaves nothing behind (no thread: none named "tcf/..."
+ * remains; no memory: the asan preset checks leaks; every worker_init has
+ * its worker_fini); every job a submit accepted runs or is discarded,
+ * exactly once. */
+
+static atomic_uint_fast64_t g_tc_attempts, g_tc_fail_at;
+static atomic_bool g_tc_fail_all;
+
+static int tc_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *),
+                     void *arg)
+{
+    uint64_t k = atomic_fetch_add(&g_tc_attempts, 1) + 1;
+    if (atomic_load(&g_tc_fail_all) || k == atomic_load(&g_tc_fail_at))
+        return EAGAIN;
+    return pthread_create(thread, attr, start, arg);
+}
+
+static const sl_sys_ops k_tc_ops = {.thread_create = tc_create};
+
+static void tc_arm(uint64_t fail_at, bool all)
+{
+    atomic_store(&g_tc_attempts, 0);
+    atomic_store(&g_tc_fail_at, fail_at);
+    atomic_store(&g_tc_fail_all, all);
+    sl_test_sys_install(&k_tc_ops);
+}
+
+/* Every "tcf/" thread is gone (joined) soon. */
+static void expect_no_threads_left(const char *when)
+{
+    unsigned w = 0, o = 0;
+    for (uint64_t end = sl_test_now_ns() + POOL_SOON_NS; sl_test_now_ns() < end;
+         sl_test_sleep_ns(MS)) {
+        count_named_threads("tcf/", &w, &o);
+        if (w + o == 0)
+            return;
+    }
+    CHECK_MSG(false, "%s: %u workers and %u other pool threads left behind", when, w, o);
+}
+
+/* Runs jobs on p and checks them: n submitted, each ran once. */
+static void expect_jobs_run(sl_pool *p, unsigned n, const char *when)
+{
+    atomic_uint ran = 0;
+    for (unsigned i = 0; i < n; i++)
+        CHECK_MSG(submit_count(p, &ran) == SL_OK, "%s: submit %u", when, i);
+    wait_idle_ok(p);
+    CHECK_MSG(atomic_load(&ran) == n, "%s: %u of %u jobs ran", when, atomic_load(&ran), n);
+}
+
+/* sl_pool_new with the k-th thread start failing, for every k until a
+ * creation sees no failure: SL_ENOMEM with nothing left, or a pool that
+ * works (a failed start of the control thread's own spawn is retried). */
+START_TEST(test_pool_new_thread_create_fails)
+{
+    begin_test(SUITE, "pool_new_thread_create_fails");
+    unsigned refused = 0, k = 1;
+    for (;; k++) {
+        g_book = book_new();
+        sl_pool_opts o = book_opts(g_book);
+        o.max_workers = 3;
+        o.name = "tcf";
+        sl_pool *p = NULL;
+        tc_arm(k, false);
+        sl_status st = sl_pool_new(&p, &o);
+        CHECK_MSG(st == SL_OK || st == SL_ENOMEM, "k %u: sl_pool_new = %s", k,
+                  sl_status_str(st));
+        if (st == SL_OK) {
+            expect_jobs_run(p, 20, "created");
+            sl_pool_free(p);
+        } else {
+            refused++;
+            CHECK_MSG(p == NULL, "k %u: *out set on SL_ENOMEM", k);
+        }
+        bool last = atomic_load(&g_tc_attempts) < k;
+        sl_test_sys_restore();
+        expect_no_threads_left(st == SL_OK ? "after free" : "after a refused sl_pool_new");
+        book_check_closed(g_book);
+        ASSERT_CLEAN();
+        book_free(g_book);
+        g_book = NULL;
+        if (last)
+            break;
+    }
+    fprintf(stderr, "[%s] thread start k = 1 .. %u failed: sl_pool_new refused %u times\n",
+            g_test, k - 1, refused);
+    CHECK_MSG(refused >= 1, "no failed thread start made sl_pool_new fail");
+}
+END_TEST
+
+/* An elastic pool (no worker while idle) whose spawns fail: jobs wait,
+ * the control thread retries, and once threads can start every job runs. */
+START_TEST(test_pool_spawn_fails_retried)
+{
+    begin_test(SUITE, "pool_spawn_fails_retried");
+    sl_pool_opts o = begin_book();
+    o.max_workers = 2;
+    o.min_workers = 0;
+    o.idle_timeout_ns = 10 * SEC;
+    o.name = "tcf";
+    sl_pool *p = new_pool(&o);
+    CHECK_MSG(stats_of(p).workers == 0, "an elastic pool with min_workers 0 started workers");
+    tc_arm(0, true);
+    atomic_uint ran = 0;
+    for (unsigned i = 0; i < 10; i++)
+        CHECK_MSG(submit_count(p, &ran) == SL_OK, "submit %u while no thread can start", i);
+    sl_test_sleep_ns(30 * MS);
+    uint64_t tries = atomic_load(&g_tc_attempts);
+    CHECK_MSG(atomic_load(&ran) == 0 && tries >= 2, "no thread could start, yet %u jobs ran; "
+              "%llu starts tried", atomic_load(&ran), ULL(tries));
+    atomic_store(&g_tc_fail_all, false);
+    wait_idle_ok(p);
+    sl_test_sys_restore();
+    sl_pool_stats s = stats_of(p);
+    CHECK_MSG(atomic_load(&ran) == 10 && s.completed == 10 && s.spawned >= 1,
+              "%u of 10 jobs ran once threads could start (completed %llu, spawned %llu)",
+              atomic_load(&ran), ULL(s.completed), ULL(s.spawned));
+    end_book(p);
+}
+END_TEST
+
+typedef struct fault_tally {
+    atomic_uint ran, discarded;
+    unsigned accepted, nomem;
+} fault_tally;
+
+static void tally_job(void *arg, void *ctx)
+{
+    (void)ctx;
+    atomic_fetch_add(&((fault_tally *)arg)->ran, 1);
+}
+
+static void tally_discard(const sl_job *job, sl_discard why, void *user)
+{
+    (void)why;
+    (void)user;
+    atomic_fetch_add(&((fault_tally *)job->arg)->discarded, 1);
+}
+
+static void tally_submit(sl_pool *p, fault_tally *t, const sl_job *job)
+{
+    sl_status st = sl_pool_submit_job(p, job, SL_FOREVER);
+    CHECK_MSG(st == SL_OK || st == SL_ENOMEM, "submit_job = %s", sl_status_str(st));
+    t->accepted += st == SL_OK;
+    t->nomem += st == SL_ENOMEM;
+}
+
+/* One run of everything in the pool that allocates: creation (queues, key
+ * table, idle slots, workers), keyless jobs past a list segment, keyed jobs
+ * that wait aside for a busy key, more busy keys than the table's first
+ * size, and workers spawned on demand. Returns false when sl_pool_new
+ * itself was refused. */
+static bool alloc_scenario(sl_dispatch dispatch, fault_tally *t)
+{
+    sl_pool_opts o = {.max_workers = 2, .min_workers = 0, .idle_timeout_ns = 10 * SEC,
+                      .priority_levels = 2, .start_stopped = true, .dispatch = dispatch,
+                      .name = "tcf", .on_discard = tally_discard};
+    sl_pool *p = NULL;
+    sl_status st = sl_pool_new(&p, &o);
+    CHECK_MSG(st == SL_OK || st == SL_ENOMEM, "sl_pool_new = %s", sl_status_str(st));
+    if (st != SL_OK)
+        return false;
+    for (unsigned i = 0; i < 900; i++) { /* a list segment holds about 800 jobs */
+        sl_job j = {.fn = tally_job, .arg = t, .priority = i & 1u};
+        tally_submit(p, t, &j);
+    }
+    for (unsigned i = 0; i < 80; i++) { /* keys 1..40, twice: 40 busy, 40 aside */
+        sl_job j = {.fn = tally_job, .arg = t, .key = 1 + i % 40};
+        tally_submit(p, t, &j);
+    }
+    CHECK_MSG(sl_pool_start(p) == SL_OK, "start");
+    CHECK_MSG(sl_pool_wait_idle(p, POOL_SOON_NS) == SL_OK, "wait_idle");
+    sl_pool_free(p);
+    return true;
+}
+
+/* Allocation k fails, for k = 1, 2, ... until a whole run sees no failure. */
+START_TEST(test_pool_alloc_fails_at_every_k)
+{
+    sl_dispatch dispatch = _i == 0 ? SL_DISPATCH_SHARED : SL_DISPATCH_LEAST_LOADED;
+    begin_test(SUITE, "pool_alloc_fails_at_every_k[dispatch %d]", (int)dispatch);
+    unsigned k = 1, refused = 0, nomem = 0;
+    for (;; k++) {
+        fault_tally t = {0};
+        sl_test_fail_alloc_at(k);
+        bool created = alloc_scenario(dispatch, &t);
+        bool last = sl_test_allocs() < k;
+        sl_test_alloc_faults_off();
+        refused += !created;
+        nomem += t.nomem;
+        unsigned ran = atomic_load(&t.ran), disc = atomic_load(&t.discarded);
+        CHECK_MSG(ran == t.accepted && disc == 0, "k %u: %u accepted, %u ran, %u discarded", k,
+                  t.accepted, ran, disc);
+        expect_no_threads_left("after the run");
+        if (last)
+            break;
+    }
+    fprintf(stderr, "[%s] allocation k = 1 .. %u failed: sl_pool_new refused %u times, "
+            "submits %u times; every accepted job ran once\n", g_test, k - 1, refused, nomem);
+    CHECK_MSG(refused >= 1 && k > 10, "the faults missed: %u runs, %u refused", k, refused);
 }
 END_TEST
 
@@ -2130,6 +2479,15 @@ static Suite *pool_suite(void)
     tcase_add_test(tc, test_idle_uses_no_cpu);
     tcase_add_loop_test(tc, test_auto_trim, 0, 2);
     tcase_add_test(tc, test_one_wakeup_per_job);
+    tcase_add_test(tc, test_idle_asleep_while_submit_held);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("faults");
+    tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, NULL, restore_ops);
+    tcase_add_test(tc, test_pool_new_thread_create_fails);
+    tcase_add_test(tc, test_pool_spawn_fails_retried);
+    tcase_add_loop_test(tc, test_pool_alloc_fails_at_every_k, 0, 2);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("batches");

@@ -48,8 +48,14 @@ const sl_sys_ops *sl__sys(void);
  * thread is inside sluice. */
 void sl__sys_set_ops(const sl_sys_ops *ops);
 
-/* The table's entries, with the real call where the table has none. All
- * allocation in sluice goes through these: sl__alloc(align, size) rounds size
+/* The table's entries, with the real call where the table has none: sluice
+ * calls these, never the table's members directly, so that a table with NULL
+ * entries is safe to install. */
+int sl__futex_wait(SL_ATOMIC(uint32_t) *word, uint32_t expected, uint64_t deadline_ns);
+int sl__futex_wake(SL_ATOMIC(uint32_t) *word, int count);
+uint64_t sl__now_ns(void);
+int sl__membarrier(int cmd);
+/* All allocation in sluice goes through these: sl__alloc(align, size) rounds size
  * up to a multiple of align (align: a power of two; 0 means malloc's own);
  * sl__calloc zeroes and returns NULL when n * size overflows. */
 void *sl__alloc(size_t align, size_t size);

@@ -30,4 +30,18 @@ sl_status sl__chan_new_at(struct sl_chan **out, const struct sl_chan_opts *opts,
  * that were using lists at once, since records are reused after thread exit. */
 size_t sl__epoch_records(void);
 
+#if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+/* Fault-injection builds only (channels/fault.c). A thread stopped at a chosen
+ * SL_FI() mark: sl__fi_arm makes the calling thread count the marks it passes
+ * from now on (taking no random stall while armed) and, at the k-th (k >= 1),
+ * call stop(ctx, k) right there, inside the algorithm's step. stop is the
+ * test's: it reports the stop and blocks on the test's own mutex, condition
+ * variable or futex (never on sluice) until the test releases it; it must not
+ * call sluice. sl__fi_disarm ends the count and returns the marks passed since
+ * sl__fi_arm (fewer than k: the thread never reached step k). */
+typedef void (*sl_fi_stop_fn)(void *ctx, unsigned step);
+void sl__fi_arm(unsigned k, sl_fi_stop_fn stop, void *ctx);
+unsigned sl__fi_disarm(void);
+#endif
+
 #endif /* SLUICE_INTERNAL_TESTING_H */

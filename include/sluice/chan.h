@@ -45,9 +45,12 @@
  * Blocking: the blocking forms spin briefly, then park on an eventcount
  * (sluice/park.h). A send makes no system call while no receiver sleeps (and a
  * receive none while no sender sleeps); one message wakes at most one waiting
- * receiver. Timeouts are relative nanoseconds on CLOCK_MONOTONIC: 0 tries once,
- * SL_FOREVER never gives up; SL_TIMEDOUT consumed nothing and comes no earlier
- * than asked.
+ * receiver. Timeouts are relative nanoseconds on CLOCK_MONOTONIC. Every timed
+ * form follows one rule: it makes one attempt first; 0 means that attempt
+ * alone; SL_FOREVER never gives up; when the operation could not be done in
+ * time it returns SL_TIMEDOUT (never SL_FULL or SL_EMPTY), consumed nothing,
+ * and no earlier than asked. A final status (SL_CLOSED, SL_ENOMEM) comes as
+ * soon as it is known, timeout or not.
  *
  * Ordering: a successful send acts as release and the receive that gets the
  * message as acquire: what the sender wrote before sending is visible to the
@@ -105,9 +108,10 @@ SL_API sl_status sl_chan_send(sl_chan *ch, const void *elem);
  * only when a receiver sleeps. */
 SL_API sl_status sl_chan_try_send(sl_chan *ch, const void *elem);
 
-/* Sends, waiting at most timeout_ns for room. Returns SL_OK, SL_EVICTED
- * (SL_RING), SL_TIMEDOUT (nothing consumed, no earlier than asked), SL_CLOSED,
- * SL_ENOMEM (SL_LIST) or SL_EINVAL. */
+/* Sends, waiting at most timeout_ns for room (0: one attempt; SL_FOREVER: no
+ * limit). Returns SL_OK, SL_EVICTED (SL_RING), SL_TIMEDOUT (no room in time,
+ * also for 0 on a full channel: nothing consumed, no earlier than asked),
+ * SL_CLOSED, SL_ENOMEM (SL_LIST) or SL_EINVAL. */
 SL_API sl_status sl_chan_send_for(sl_chan *ch, const void *elem, uint64_t timeout_ns);
 
 /* The move for pointer channels (elem_size == sizeof(void *)): sends *pp,
@@ -120,8 +124,9 @@ SL_API sl_status sl_chan_send_ptr(sl_chan *ch, void **pp);
  * there is no room now; otherwise as sl_chan_try_send. */
 SL_API sl_status sl_chan_try_send_ptr(sl_chan *ch, void **pp);
 
-/* As sl_chan_send_ptr, waiting at most timeout_ns: SL_TIMEDOUT (and *pp as it
- * was) when no room came; otherwise as sl_chan_send_for. */
+/* As sl_chan_send_ptr, waiting at most timeout_ns (0: one attempt;
+ * SL_FOREVER: no limit): SL_TIMEDOUT (and *pp as it was) when no room came in
+ * time, also for 0 on a full channel; otherwise as sl_chan_send_for. */
 SL_API sl_status sl_chan_send_ptr_for(sl_chan *ch, void **pp, uint64_t timeout_ns);
 
 /* Overwrite-ring send that hands the displaced message to the caller: returns
@@ -139,8 +144,9 @@ SL_API sl_status sl_chan_recv(sl_chan *ch, void *out);
  * empty), SL_CLOSED (closed and drained) or SL_EINVAL. Never blocks. */
 SL_API sl_status sl_chan_try_recv(sl_chan *ch, void *out);
 
-/* Receives, waiting at most timeout_ns. Returns SL_OK, SL_TIMEDOUT (no earlier
- * than asked), SL_CLOSED or SL_EINVAL. */
+/* Receives, waiting at most timeout_ns (0: one attempt; SL_FOREVER: no
+ * limit). Returns SL_OK, SL_TIMEDOUT (nothing came in time, also for 0 on an
+ * empty channel; no earlier than asked), SL_CLOSED or SL_EINVAL. */
 SL_API sl_status sl_chan_recv_for(sl_chan *ch, void *out, uint64_t timeout_ns);
 
 /* Sends up to n messages from the array elems, in order, without waiting;
@@ -156,7 +162,9 @@ SL_API size_t sl_chan_try_send_n(sl_chan *ch, const void *elems, size_t n);
 SL_API size_t sl_chan_try_recv_n(sl_chan *ch, void *out, size_t n);
 
 /* Closes ch: idempotent, wakes every waiter. NULL does nothing. Acts as
- * release; a receiver that sees SL_CLOSED sees every message sent before. */
+ * release; a receiver that sees SL_CLOSED sees every message sent before.
+ * Wait-free apart from its wakes: one atomic exchange, then a FUTEX_WAKE
+ * only where threads sleep; it issues no membarrier (docs/guarantees.md). */
 SL_API void sl_chan_close(sl_chan *ch);
 
 /* Whether ch has been closed. false for NULL. */

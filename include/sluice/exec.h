@@ -120,7 +120,9 @@ typedef struct sl_future {
 /* Creates an executor with opts->threads workers (0 or NULL opts: one per
  * online CPU). The workers start parked. Returns SL_OK with *out set; SL_EINVAL
  * for NULL out or threads above SL_EXEC_MAX_THREADS; SL_ENOMEM when memory or a
- * thread could not be had (*out untouched, nothing left behind). */
+ * thread could not be had (*out untouched, nothing left behind: the workers
+ * already started are stopped and joined). Workers are only started here:
+ * a worker that cannot start is reported, never retried. */
 SL_API sl_status sl_exec_new(sl_exec **out, const sl_exec_opts *opts);
 
 /* Waits until every task spawned into ex has completed (tasks still running

@@ -28,7 +28,10 @@
  * rare side that is about to sleep anyway, issues membarrier(2)
  * (MEMBARRIER_CMD_PRIVATE_EXPEDITED), which forces a full barrier on every
  * running thread of the process, and sl_event_fence() is then only a compiler
- * barrier. Where membarrier is unavailable, both sides use a seq_cst fence.
+ * barrier. Where membarrier is unavailable (registration fails), both sides
+ * use a seq_cst fence. A barrier call that fails after registration succeeded
+ * is retried while the error is transient and otherwise aborts the process
+ * with the reason: the notifiers already rely on it (docs/guarantees.md).
  *
  * Concurrency:
  *   | operation            | may run concurrently with            |
@@ -74,9 +77,10 @@ SL_API void sl_event_cancel(sl_event *ev);
  * monotonic deadline. Spins briefly on the epoch first, then sleeps in the
  * kernel (FUTEX_WAIT), retrying on EINTR and spurious wake-ups. Ends the
  * registration in every case.
- * Returns SL_OK when notified (or when the epoch had already moved), or
- * SL_TIMEDOUT, never before the deadline. Acts as acquire: what the notifier
- * did before its notify is visible after SL_OK. Blocking. */
+ * Returns SL_OK when notified (or when the epoch had already moved, whatever
+ * the deadline), or SL_TIMEDOUT, never before the deadline: a deadline that
+ * has passed (sl_deadline_after(0)) looks once. Acts as acquire: what the
+ * notifier did before its notify is visible after SL_OK. Blocking. */
 SL_API sl_status sl_event_wait(sl_event *ev, uint32_t key, uint64_t deadline_ns);
 
 /* The out-of-line part of sl_event_notify_one (use that): wakes one waiter, if
@@ -95,7 +99,9 @@ SL_API extern SL_ATOMIC(int) sl__event_asymmetric;
 
 /* Issues the full barrier a waiter's registration needs: membarrier(2) in
  * asymmetric mode, a seq_cst fence otherwise. sl_event_prepare calls it; so
- * does anything that registers interest by other means (select). */
+ * does anything that registers interest by other means (select, an SL_SPSC
+ * receiver deciding SL_CLOSED). A membarrier failure is retried while
+ * transient (ENOMEM, EAGAIN, EINTR), else aborts with the reason. */
 SL_API void sl_event_heavy_fence(void);
 
 /* Number of registered waiters now (a snapshot). */

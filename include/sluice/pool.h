@@ -181,7 +181,11 @@ typedef struct sl_pool_stats {
  * SL_OK with *out set; SL_EINVAL for NULL out, min_workers > max_workers,
  * active_workers > max_workers, max_workers or priority_levels too large, or an
  * unknown dispatch; SL_ENOMEM when memory or a thread could not be had, with
- * *out untouched and nothing left behind. */
+ * *out untouched and nothing left behind (threads it started are joined).
+ * Threads that cannot start later: a worker the pool wants afterwards (on
+ * demand, or to replace one that died) and cannot start is retried by the
+ * control thread every millisecond while it is wanted; accepted jobs wait
+ * in the queue meanwhile, none is lost. */
 SL_API sl_status sl_pool_new(sl_pool **out, const sl_pool_opts *opts);
 
 /* Submits fn(arg) at priority 0 with no key, waiting while the queue is full.
@@ -192,16 +196,18 @@ SL_API sl_status sl_pool_new(sl_pool **out, const sl_pool_opts *opts);
  * happens-before the job runs (acts as release). */
 SL_API sl_status sl_pool_submit(sl_pool *p, sl_job_fn fn, void *arg);
 
-/* As sl_pool_submit, without waiting: SL_FULL when the queue is full. */
+/* As sl_pool_submit, without waiting: SL_FULL when the queue is full (not a
+ * timed call; sl_pool_submit_job with timeout 0 answers SL_TIMEDOUT). */
 SL_API sl_status sl_pool_try_submit(sl_pool *p, sl_job_fn fn, void *arg);
 
 /* Submits a copy of *job, waiting up to timeout_ns (0: try once, SL_FOREVER:
- * no limit) while the queue is full. Returns SL_OK; SL_FULL (timeout 0) or
- * SL_TIMEDOUT when no room came; SL_CLOSED; SL_EXISTS (SL_JOB_UNIQUE and the
- * key is queued or running); SL_EINVAL (NULL p, job or fn, priority out of
- * range, unknown flags, SL_JOB_UNIQUE without a key); SL_ENOMEM (the queue
- * could not grow, or a keyed job that must wait aside could not be stored;
- * not accepted). Keyless jobs: lock-free with
+ * no limit) while the queue is full. Returns SL_OK; SL_TIMEDOUT when no room
+ * came in time — with timeout 0, when there is none now (the library's one
+ * rule for timeouts; nothing accepted); SL_CLOSED; SL_EXISTS (SL_JOB_UNIQUE
+ * and the key is queued or running); SL_EINVAL (NULL p, job or fn, priority
+ * out of range, unknown flags, SL_JOB_UNIQUE without a key); SL_ENOMEM (the
+ * queue could not grow, or a keyed job that must wait aside could not be
+ * stored; not accepted). Never SL_FULL. Keyless jobs: lock-free with
  * room. Keyed jobs take a short internal lock. */
 SL_API sl_status sl_pool_submit_job(sl_pool *p, const sl_job *job, uint64_t timeout_ns);
 
@@ -218,14 +224,16 @@ SL_API sl_status sl_pool_shutdown(sl_pool *p, sl_shutdown how);
  * acquire: what the completed transition did is visible. false for NULL. */
 SL_API bool sl_pool_ready(sl_pool *p);
 
-/* Waits until sl_pool_ready, up to timeout_ns. Returns SL_OK, SL_TIMEDOUT, or
- * SL_EINVAL for NULL p. Blocking (parks). */
+/* Waits until sl_pool_ready, up to timeout_ns (0: looks once, SL_FOREVER: no
+ * limit). Returns SL_OK, SL_TIMEDOUT (not ready in time; with 0, not ready
+ * now), or SL_EINVAL for NULL p. Blocking (parks). */
 SL_API sl_status sl_pool_wait_ready(sl_pool *p, uint64_t timeout_ns);
 
 /* Waits until every accepted job has run or been discarded (nothing queued,
- * nothing running), up to timeout_ns. A stopped pool with queued jobs is not
- * idle. Returns SL_OK, SL_TIMEDOUT, or SL_EINVAL for NULL p. Blocking. On
- * SL_OK acts as acquire: everything the jobs that ran wrote is visible. */
+ * nothing running), up to timeout_ns (0: looks once, SL_FOREVER: no limit).
+ * A stopped pool with queued jobs is not idle. Returns SL_OK, SL_TIMEDOUT
+ * (not idle in time; with 0, not idle now), or SL_EINVAL for NULL p.
+ * Blocking (parks). On SL_OK acts as acquire: everything the jobs that ran wrote is visible. */
 SL_API sl_status sl_pool_wait_idle(sl_pool *p, uint64_t timeout_ns);
 
 /* Fills *out with a snapshot (see sl_pool_stats). NULL p or out: nothing. */

@@ -50,7 +50,10 @@ typedef struct sl_select_case {
  * With more than 64 cases select allocates their order; if that fails it
  * returns SL_ENOMEM with *index untouched and nothing happened (preset
  * *index to n to tell this from a send case's SL_ENOMEM).
- * timeout_ns: 0 polls, SL_FOREVER waits without limit. Blocking unless 0. */
+ * timeout_ns: as every timed call — one round first; 0 means that round
+ * alone, SL_FOREVER waits without limit, and nothing ready in time is
+ * SL_TIMEDOUT (never SL_FULL or SL_EMPTY), no earlier than asked. Blocking
+ * unless 0. */
 SL_API sl_status sl_select(sl_select_case *cases, size_t n, uint64_t timeout_ns, size_t *index);
 
 SL_END_DECLS

@@ -10,21 +10,21 @@
  *                + fence)
  *             S5 send_end: closed? (seq_cst load) -> notify_all(not_empty)
  *             S6 try_send_once: pushed -> notify_one(not_empty)
- *   closer    C1 sl_chan_close: closed = 1 (seq_cst exchange; once)
- *             C2 sl_event_heavy_fence (SC here: no step)
- *             C3 close_done = 1 (seq_cst)
+ *   closer    C1 sl_chan_close: closed = 1 (seq_cst exchange; once); no
+ *                barrier
  *             C4 notify_all(not_empty)  C5 notify_all(not_full)
  *   receiver  R1 try_recv_once: pop_once -> SL_OK (notify_one(not_full))
  *             R2 is_closed? no -> SL_EMPTY
  *             R3 drained? -> SL_CLOSED
- *             R4 close_done? no -> SL_EMPTY
+ *             R4 sends_landed: closed? (seq_cst load); SPSC: the heavy barrier
+ *                (SC here: no step)
  *             R5 senders_in_flight: each slot in turn, non-zero -> SL_EMPTY
  *             R6 the last look: pop_once -> SL_OK
  *             R7 drained = 1 (release); SL_CLOSED
  *
  * Senders and receivers are blocking (wait_for in park.pml, with its
  * eventcount): receivers park on not_empty, whose condition is "a message,
- * or closed and close_done and nobody in flight", senders on not_full.
+ * or closed and nobody in flight", senders on not_full.
  * The closer closes at any moment, concurrently with everything.
  *
  * Threads (spin -D... to change; at most 4 besides the closer):
@@ -52,14 +52,12 @@
  *   BUG_NO_LAST_LOOK      the receiver answers SL_CLOSED without R6
  *   BUG_UNMARK_NO_NOTIFY  send_end does not wake receivers after a close
  *   BUG_MARK_AFTER_CHECK  S1 after S2: the mark comes after the closed-check
- *   BUG_NO_CLOSE_DONE_CHECK  R4 left out: SL_CLOSED without waiting for
- *                         close_done. Not a bug under SC, and not caught here:
- *                         close_done and the heavy fence C2 are there for the
- *                         asymmetric mode, where the SPSC sender's mark is a
- *                         plain store followed by a compiler barrier only, so
- *                         the mark may become visible after the sender's load
- *                         of `closed` (store->load reordering). This model's
- *                         SC memory cannot show that (README.md).
+ *
+ * The receiver's heavy barrier in R4 is there for the asymmetric mode, where
+ * the SPSC sender's mark is a plain store followed by a compiler barrier
+ * only, so the mark may become visible after the sender's load of `closed`
+ * (store->load reordering). This model's SC memory cannot show that
+ * (README.md); docs/guarantees.md has the argument.
  */
 
 #ifndef NS
@@ -88,7 +86,6 @@
 byte buf[2];                  /* the buffer, CAP (1 or 2) slots: 0 empty, else a message id */
 #define QEMPTY (buf[0] == 0 && buf[1] == 0)
 bool closed;                  /* ch->closed */
-bool close_done;              /* ch->close_done */
 bool drained;                 /* ch->drained */
 byte in_flight[2];            /* ch->in_flight[].n (two of the SL_SEND_SLOTS) */
 byte running;                 /* threads not yet ended */
@@ -191,29 +188,26 @@ inline try_recv()
             if
             :: drained -> REACHED(23) answer_closed()   /* R3: closed and drained: final */
             :: else ->
+                /* R4: sends_landed: `closed` again, then (SPSC) the heavy
+                 * barrier: SC, no step */
+                skip;
                 if
-#ifndef BUG_NO_CLOSE_DONE_CHECK
-                :: !close_done -> REACHED(24) skip  /* R4: close not fenced yet: SL_EMPTY */
-#endif
+                :: in_flight[0] != 0 -> REACHED(25) skip   /* R5: a sender is landing: SL_EMPTY */
                 :: else ->
                     if
-                    :: in_flight[0] != 0 -> REACHED(25) skip   /* R5: a sender is landing: SL_EMPTY */
+                    :: in_flight[1] != 0 -> REACHED(25) skip
                     :: else ->
+#ifndef BUG_NO_LAST_LOOK
+                        pop();                 /* R6: the last look */
                         if
-                        :: in_flight[1] != 0 -> REACHED(25) skip
+                        :: st == SL_OK -> REACHED(26) notify_one(NOT_FULL)
                         :: else ->
-#ifndef BUG_NO_LAST_LOOK
-                            pop();                 /* R6: the last look */
-                            if
-                            :: st == SL_OK -> REACHED(26) notify_one(NOT_FULL)
-                            :: else ->
 #endif
-                                drained = true;    /* R7: drained (release) */
-                                answer_closed()
+                            drained = true;    /* R7: drained (release) */
+                            answer_closed()
 #ifndef BUG_NO_LAST_LOOK
-                            fi
-#endif
                         fi
+#endif
                     fi
                 fi
             fi
@@ -274,8 +268,6 @@ proctype Closer()
 {
     byte seen;
     closed = true;                   /* C1: exchange(closed, 1) (seq_cst), was 0 */
-                                     /* C2: sl_event_heavy_fence: SC, no step */
-    close_done = true;               /* C3: close_done = 1 (seq_cst) */
     notify_all(NOT_EMPTY);           /* C4 */
     notify_all(NOT_FULL);            /* C5 */
     running--
@@ -309,9 +301,9 @@ init {
     finished = true
 }
 
-/* No hang: receiver 0 asleep once the close is complete (close_done, nobody
- * in flight) wakes eventually. */
-#define R_ASLEEP_AT_CLOSE (close_done && in_flight[0] == 0 && in_flight[1] == 0 && ASLEEP(NS, NOT_EMPTY))
+/* No hang: receiver 0 asleep once the close is complete (closed, nobody in
+ * flight) wakes eventually. */
+#define R_ASLEEP_AT_CLOSE (closed && in_flight[0] == 0 && in_flight[1] == 0 && ASLEEP(NS, NOT_EMPTY))
 #define R_AWAKE (!ASLEEP(NS, NOT_EMPTY))
 
 ltl no_hang { [] (R_ASLEEP_AT_CLOSE -> <> R_AWAKE) }

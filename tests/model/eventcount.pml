@@ -9,8 +9,8 @@
  * wakes everyone (notify_all on both).
  *
  * Close, here, comes after every send has returned (the last sender out
- * closes), so no sender is ever in flight at a close and close_done is set
- * together with closed: the in-flight protocol is close.pml's subject.
+ * closes), so no sender is ever in flight at a close: the in-flight protocol
+ * is close.pml's subject.
  *
  * Threads (spin -D... to change; at most 4 in all):
  *   NS=1|2    senders, indices 0..NS-1, MSGS messages each. Sender 0 blocks
@@ -65,7 +65,7 @@
 #define OP_RECV 2
 
 byte slot;                    /* the one-slot buffer: 0 empty, else a message id */
-bool closed;                  /* ch->closed (and close_done: see above) */
+bool closed;                  /* ch->closed */
 byte senders_done;            /* senders that have finished or given up */
 byte running;                 /* threads not yet ended */
 bool finished;                /* init saw every thread end (for ltl terminates) */
@@ -122,7 +122,7 @@ inline try_recv()
     :: st == SL_OK -> notify_one(NOT_FULL)   /* N2..N4 on not_full */
     :: else ->
         seen = 0;
-        /* is_closed (acquire); close_done is set and nobody is in flight */
+        /* is_closed; nobody is in flight (see above) */
         if
         :: closed ->
             pop();                   /* the last look */
@@ -143,8 +143,7 @@ inline try_op(op)
     fi
 }
 
-/* sl_chan_close: closed = 1 (seq_cst exchange), heavy fence, close_done = 1,
- * then wake everyone on both eventcounts. */
+/* sl_chan_close: closed = 1 (seq_cst exchange), then wake everyone on both eventcounts. */
 inline chan_close()
 {
     closed = true;                   /* N1 for both eventcounts */

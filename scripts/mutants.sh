@@ -105,7 +105,8 @@ if [ -z "$mode" ]; then
     [ "$out" = doc ] && mode=all model=1
 fi
 
-log() { [ "$out" = lines ] && echo "$@"; }
+# The lines go to stdout, or to stderr while the table is the output.
+log() { if [ "$out" = lines ]; then echo "$@"; else echo "$@" >&2; fi; }
 
 # Builds the preset's tree and TARGET there (a no-op when up to date).
 base_build() {

@@ -287,7 +287,8 @@ if [ "$model" = 1 ]; then
         case $line in
         "mutant -D"*) mbug=${line#mutant -D}; mbug=${mbug%:} ;;
         "  => caught: "*) model_rows+=("$mbug|caught|${line#  => caught: }") ;;
-        "  => not caught"*) model_rows+=("$mbug|ESCAPED (expected)|") ;;
+        # run.sh's exit status says whether one that must be caught was not
+        "  => not caught"*) model_rows+=("$mbug|not caught|") ;;
         esac
     done <"$mout"
     for r in "${model_rows[@]}"; do

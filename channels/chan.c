@@ -259,6 +259,9 @@ static bool recv_ready(void *ctx)
 
 uint64_t sl__chan_ready_at(const sl_chan *ch)
 {
+#ifdef SL_MUTANT_TIMER_BLIND_WAIT
+    return SL_FOREVER; /* planted bug: waits do not wake at a timer's fire */
+#endif
     return adapter_of(ch->flavor)->ready_at(ch);
 }
 

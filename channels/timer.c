@@ -15,6 +15,9 @@
 #include "chan_impl.h"
 #include "internal/sysops.h"
 #include "internal/testing.h"
+#ifdef SL_MUTANT_TIMER_TAKE_BY_STORE
+#include "internal/spin.h"
+#endif
 
 void sl__timer_arm(sl_timer_state *t, uint64_t first, uint64_t period)
 {
@@ -35,18 +38,31 @@ static uint64_t next_on_grid(uint64_t due, uint64_t period, uint64_t now)
 
 sl_status sl__timer_take(sl_timer_state *t, uint64_t *out)
 {
-    uint64_t now = sl__now_ns();
     /* Relaxed: a fire carries no data; the compare-and-swap alone decides
      * which receiver gets it. */
     uint64_t due = atomic_load_explicit(&t->next, memory_order_relaxed);
+    uint64_t now = sl__now_ns();
     for (;;) {
         if (due == SL_FOREVER || due > now)
             return SL_EMPTY;
+#ifdef SL_MUTANT_TIMER_BACKLOG
+        /* Planted bug (docs/guarantees.md): missed ticks queue up. */
+        uint64_t after = t->period ? due + t->period : SL_FOREVER;
+        (void)next_on_grid;
+#else
         uint64_t after = t->period ? next_on_grid(due, t->period, now) : SL_FOREVER;
+#endif
         SL_FI(); /* due seen, not yet taken */
         /* seq_cst: the change of state the channel's notify (ring_selectors)
          * is ordered after, as for every flavour's pop. On failure `due` is
          * the fire another receiver left: look again. */
+#ifdef SL_MUTANT_TIMER_TAKE_BY_STORE
+        /* Planted bug: a plain store takes the fire; racing receivers both do. */
+        sl_cpu_relax();
+        atomic_store_explicit(&t->next, after, memory_order_seq_cst);
+        *out = due;
+        return SL_OK;
+#endif
         if (atomic_compare_exchange_weak_explicit(&t->next, &due, after, memory_order_seq_cst,
                                                   memory_order_relaxed)) {
             *out = due;

@@ -67,6 +67,9 @@ sl_status sl__chan_new_at(sl_chan **out, const sl_chan_opts *opts, uint64_t star
 
 SL_API sl_status sl_chan_new(sl_chan **out, const sl_chan_opts *opts)
 {
+    /* A flavour with its own constructors (SL_TIMER) is not made from opts. */
+    if (opts && flavor_supported(opts->flavor) && adapter_of(opts->flavor)->own_ctor)
+        return SL_EINVAL;
     return sl__chan_new_at(out, opts, 0);
 }
 
@@ -136,6 +139,8 @@ PER_FLAVOR void send_end(const flavor_adapter *a, sl_chan *ch, SL_ATOMIC(uint32_
 PER_FLAVOR sl_status send_with(const flavor_adapter *a, sl_chan *ch, const void *elem,
                                sl_visit_fn displaced, void *ctx)
 {
+    if (a->recv_only) /* a constant per flavour: folded away for the others */
+        return SL_EINVAL;
     SL_ATOMIC(uint32_t) *mark = a->mark(ch);
     sl_status st = SL_CLOSED;
     SL_FI(); /* marked in flight, closed not yet checked */
@@ -259,6 +264,29 @@ static bool recv_ready(void *ctx)
     return is_final(w->st);
 }
 
+uint64_t sl__chan_ready_at(const sl_chan *ch)
+{
+#ifdef SL_MUTANT_TIMER_BLIND_WAIT
+    return SL_FOREVER; /* planted bug: waits do not wake at a timer's fire */
+#endif
+    return adapter_of(ch->flavor)->ready_at(ch);
+}
+
+sl_status sl__chan_await(sl_event *ev, sl__ready_fn ready, void *ctx, uint64_t deadline,
+                         unsigned flags, sl__next_fn next)
+{
+    for (;;) {
+        uint64_t at = next(ctx);
+        uint64_t until = at < deadline ? at : deadline;
+        /* At `until` the await looks once more: a fire due then is taken. */
+        sl_status st = sl__event_await(ev, ready, ctx, until, flags);
+        if (st == SL_OK || until == deadline)
+            return st;
+    }
+}
+
+static uint64_t chan_next(void *ctx) { return sl__chan_ready_at(((chan_wait *)ctx)->ch); }
+
 /* What a blocking or timed form does after a first try that was not final:
  * with a timeout of 0, nothing more (SL_TIMEDOUT); otherwise wait on ev until
  * ready() holds (its status) or the timeout passes (SL_TIMEDOUT). The first
@@ -272,7 +300,8 @@ static __attribute__((noinline)) sl_status await_op(sl_event *ev, sl__ready_fn r
     if (timeout_ns == 0)
         return SL_TIMEDOUT;
     chan_wait w = {.ch = ch, .elem = elem, .out = out};
-    if (sl__event_await(ev, ready, &w, sl_deadline_after(timeout_ns), SL__AWAIT_SPIN) != SL_OK)
+    if (sl__chan_await(ev, ready, &w, sl_deadline_after(timeout_ns), SL__AWAIT_SPIN,
+                       chan_next) != SL_OK)
         return SL_TIMEDOUT;
     return w.st;
 }
@@ -369,6 +398,8 @@ SL_API sl_status sl_chan_recv(sl_chan *ch, void *out)
 /* sl_chan_try_send_n for one flavour's adapter. */
 PER_FLAVOR size_t send_n_with(const flavor_adapter *a, sl_chan *ch, const void *elems, size_t n)
 {
+    if (a->recv_only)
+        return 0;
     SL_ATOMIC(uint32_t) *mark = a->mark(ch);
     size_t sent = 0;
     if (!atomic_load_explicit(&ch->closed, memory_order_seq_cst))

@@ -82,6 +82,9 @@ mutants=(
 "PARK_TIMEOUT_NO_RETRY|default|stress_park|CK_RUN_CASE=timed_never_early||0|0|a timed-out waiter skips its final retry (harmless: the model shows why, below)"
 "POOL_DEATH_LEAVES_RUNNING|default|unit_pool|CK_RUN_CASE=batches||0|0|pool: a dying worker leaves its slot marked running"
 "CHAN_NO_LAST_LOOK|default|stress_chan|CK_RUN_CASE=close_drains||1|0|receiver skips the last look after close (answers SL_CLOSED with a message inside)"
+"TIMER_BACKLOG|default|unit_timer|CK_TIMEOUT_MULTIPLIER=0.1||1|1|timer: a ticker's next fire is the missed one plus one period (missed ticks queue up)"
+"TIMER_TAKE_BY_STORE|default|unit_timer|CK_TIMEOUT_MULTIPLIER=0.1||1|1|timer: a receive takes a due fire with a plain store instead of the CAS"
+"TIMER_BLIND_WAIT|default|unit_timer|CK_TIMEOUT_MULTIPLIER=0.1||1|0|timer: waits ignore the timers' next fire (\`sl__chan_ready_at\` says SL_FOREVER)"
 )
 
 mode="" only="" out=lines model=0 baseline=0

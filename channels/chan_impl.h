@@ -14,6 +14,8 @@
 #include "sluice/park.h"
 #include "sluice/ring.h"
 #include "sluice/spsc.h"
+#include "internal/await.h"
+#include "timer.h"
 
 /* An event-loop descriptor of one channel end (sluice/chanfd.h, chanfd.c). */
 typedef struct sl__chan_fd {
@@ -55,6 +57,7 @@ struct sl_chan {
         sl_mpmc mpmc;
         sl_list list;
         sl_ring ring;
+        sl_timer_state timer;
     } q;
     /* Event-loop descriptors, by sl_chan_end; read only where `selectors`
      * is not zero, or where a try failed (chanfd.c). Last: the hot fields
@@ -70,6 +73,24 @@ sl_status sl__chan_try_send(sl_chan *ch, const void *elem);
 /* One non-blocking receive: SL_OK, SL_EMPTY, or SL_CLOSED once drained. */
 sl_status sl__chan_try_recv(sl_chan *ch, void *out);
 
+/* The earliest instant at which ch may become ready to receive without a
+ * notify (a timer channel's next fire); SL_FOREVER for the queue flavours,
+ * whose every change notifies. A snapshot. */
+uint64_t sl__chan_ready_at(const sl_chan *ch);
+
+/* Whether every change of ch that can make a try succeed comes with a
+ * notify (the queue flavours), so that an event-loop descriptor can follow
+ * it; not a timer channel, which becomes ready by the clock (chanfd.c). */
+bool sl__chan_changes_notify(const sl_chan *ch);
+
+/* sl__event_await (internal/await.h) for a wait whose condition may also
+ * come true at an instant rather than by a notify: it sleeps no later than
+ * next(ctx) (the minimum of sl__chan_ready_at over the channels waited on),
+ * re-reads it after each such wake, and gives up only at `deadline`. With
+ * next() always SL_FOREVER it is sl__event_await itself. */
+typedef uint64_t (*sl__next_fn)(void *ctx);
+sl_status sl__chan_await(sl_event *ev, sl__ready_fn ready, void *ctx, uint64_t deadline,
+                         unsigned flags, sl__next_fn next);
 /* The event-loop descriptors' hooks (chanfd.c). ring_watchers: after a
  * state change, where `selectors` was not zero: rings the select bell and
  * signals each re-armed descriptor (one out-of-line call, so that the

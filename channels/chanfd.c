@@ -154,7 +154,7 @@ static int publish(sl_chan *ch, sl__chan_fd *e, int fd)
 
 SL_API sl_status sl_chan_fd(sl_chan *ch, sl_chan_end end, int *fd)
 {
-    if (!ch || !fd || (end != SL_END_RECV && end != SL_END_SEND))
+    if (!ch || !fd || (end != SL_END_RECV && end != SL_END_SEND) || !sl__chan_changes_notify(ch))
         return SL_EINVAL;
     sl__chan_fd *e = &ch->fds[end];
     int have = fd_of(e);

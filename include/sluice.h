@@ -19,6 +19,7 @@
 #include "sluice/chan.h"
 #include "sluice/select.h"
 #include "sluice/chanfd.h"
+#include "sluice/timer.h"
 #include "sluice/pool.h"
 #include "sluice/exec.h"
 

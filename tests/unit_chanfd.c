@@ -28,6 +28,7 @@
 #include <sluice/chan.h>
 #include <sluice/chanfd.h>
 #include <sluice/select.h>
+#include <sluice/timer.h>
 
 #include "../channels/chan_impl.h" /* the watcher count, to check it */
 
@@ -63,6 +64,12 @@ START_TEST(test_bad_input)
     ck_assert_int_eq(fd, -7);
     ck_assert_uint_eq(watchers(ch), 0); /* nothing was created */
     sl_chan_free(ch);
+    /* A timer becomes ready by the clock: nothing would signal it. */
+    sl_chan *t;
+    ck_assert_int_eq(sl_chan_tick(&t, 1000 * MS), SL_OK);
+    ck_assert_int_eq(sl_chan_fd(t, SL_END_RECV, &fd), SL_EINVAL);
+    ck_assert_int_eq(fd, -7);
+    sl_chan_free(t);
 }
 END_TEST
 

@@ -72,8 +72,9 @@ typedef enum sl_chan_end {
  * SL_CLOSED before waiting again, or the descriptor stays readable (a busy
  * loop, never a lost message).
  *
- * Returns SL_OK; SL_EINVAL for NULL ch or fd or an end that is neither
- * (*fd untouched); SL_ENOMEM when the system refuses a descriptor (EMFILE,
+ * Returns SL_OK; SL_EINVAL for NULL ch or fd, an end that is neither, or a
+ * timer channel (SL_TIMER: its fires come from the clock, with no event to
+ * signal — give the loop a timerfd(2) instead) (*fd untouched); SL_ENOMEM when the system refuses a descriptor (EMFILE,
  * ENFILE, ENOMEM: the channel is unchanged and works as before, and a later
  * call may succeed). Lock-free: two threads asking at once race with one
  * compare-and-swap, and the loser closes its own and returns the winner's.

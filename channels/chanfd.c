@@ -80,9 +80,7 @@ static bool rearm(sl__chan_fd *e)
 {
     if (atomic_load_explicit(&e->armed, memory_order_relaxed))
         return false; /* a stale 0 costs one more reset; a stale 1 is a write in flight */
-    uint64_t v;
-    ssize_t r = read(fd_of(e), &v, sizeof v); /* EAGAIN: it was 0 already */
-    (void)r;
+    sl__eventfd_reset(fd_of(e)); /* A1 */
     /* seq_cst, and a read-modify-write: heads the release sequence every
      * later change of `armed` continues (the argument above). */
     atomic_exchange_explicit(&e->armed, 1u, memory_order_seq_cst);

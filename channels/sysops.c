@@ -65,6 +65,13 @@ static int sys_eventfd(unsigned initval)
     return fd < 0 ? -errno : fd;
 }
 
+static void sys_eventfd_reset(int fd)
+{
+    uint64_t v;
+    ssize_t r = read(fd, &v, sizeof v); /* EAGAIN: it was 0 already */
+    (void)r;
+}
+
 static void *sys_alloc(size_t align, size_t size)
 {
     return align <= sizeof(max_align_t) ? malloc(size) : aligned_alloc(align, size);
@@ -81,6 +88,7 @@ const sl_sys_ops sl__sys_default_ops = {
     .now_ns = sys_now_ns,
     .membarrier = sys_membarrier,
     .eventfd = sys_eventfd,
+    .eventfd_reset = sys_eventfd_reset,
     .alloc = sys_alloc,
     .thread_create = pthread_create,
     .thread_getattr = sys_thread_getattr,
@@ -131,6 +139,12 @@ int sl__eventfd(unsigned initval)
 {
     const sl_sys_ops *t = sl__sys();
     return ENTRY(t, eventfd)(initval);
+}
+
+void sl__eventfd_reset(int fd)
+{
+    const sl_sys_ops *t = sl__sys();
+    ENTRY(t, eventfd_reset)(fd);
 }
 
 void *sl__alloc(size_t align, size_t size)

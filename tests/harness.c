@@ -306,7 +306,7 @@ static bool g_env_spurious, g_env_nomembarrier;
 static void overlay(sl_sys_ops *out, const sl_sys_ops *o)
 {
 #define PICK(f) out->f = o && o->f ? o->f : g_base.f ? g_base.f : sl__sys_default_ops.f
-    PICK(futex_wait); PICK(futex_wake); PICK(now_ns); PICK(membarrier); PICK(eventfd);
+    PICK(futex_wait); PICK(futex_wake); PICK(now_ns); PICK(membarrier); PICK(eventfd); PICK(eventfd_reset);
     PICK(alloc);
     PICK(thread_create); PICK(thread_getattr);
 #undef PICK

@@ -30,6 +30,9 @@ typedef struct sl_sys_ops {
     /* eventfd(initval, EFD_NONBLOCK | EFD_CLOEXEC): the descriptor, or
      * -errno (EMFILE, ENFILE, ENOMEM, ...). For sl_chan_fd (chanfd.c). */
     int (*eventfd)(unsigned initval);
+    /* Resets the eventfd fd to 0 (a read of its counter; EAGAIN when it was
+     * 0 already is success). For an event-loop descriptor's re-arm. */
+    void (*eventfd_reset)(int fd);
     /* aligned_alloc(align, size): size is a multiple of align; NULL when out
      * of memory. Memory is given back with free(). */
     void *(*alloc)(size_t align, size_t size);
@@ -59,6 +62,7 @@ int sl__futex_wake(SL_ATOMIC(uint32_t) *word, int count);
 uint64_t sl__now_ns(void);
 int sl__membarrier(int cmd);
 int sl__eventfd(unsigned initval);
+void sl__eventfd_reset(int fd);
 /* All allocation in sluice goes through these: sl__alloc(align, size) rounds size
  * up to a multiple of align (align: a power of two; 0 means malloc's own);
  * sl__calloc zeroes and returns NULL when n * size overflows. */

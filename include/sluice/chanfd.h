@@ -34,8 +34,9 @@
  * Cost: none while no descriptor was asked for — a send or receive already
  * loads the channel's watcher count (the one select uses) and takes its
  * slow path only when it is not zero, and a try that fails makes one call
- * that loads a field; the successful send and receive execute no more
- * instructions than before (docs/performance.md). With a descriptor, a send or receive loads
+ * that loads a field; no system call, and a successful send or receive
+ * executes the same instructions as before, give or take one
+ * (docs/performance.md). With a descriptor, a send or receive loads
  * the end's `armed` flag and writes the eventfd once per re-arm (one write
  * wakes the loop; later sends find the flag down and make no system call),
  * and a re-arm costs a read(2) and the eventcount's heavy barrier

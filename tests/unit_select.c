@@ -572,6 +572,11 @@ START_TEST(test_wake_on_send)
         t->cases[i] = (sl_select_case){c[i], SL_SEL_RECV, &buf[i]};
     }
     sel_start(t, 4, SL_FOREVER);
+    /* It registers when its spin ends: on a loaded machine (sanitizers, two
+     * cores) that can be later than sel_start's 30 ms, so wait for it. */
+    for (uint64_t give_up = sl_test_now_ns() + 10 * SEC;
+         selectors(c[3]) == 0 && sl_test_now_ns() < give_up;)
+        sl_test_sleep_ns(MS);
     for (int i = 0; i < 4; i++)
         ck_assert_msg(selectors(c[i]) >= 1, "a blocked selector is not registered on %s",
                       sl_test_flavor_name(all_flavors[i]));

@@ -271,9 +271,9 @@ static bool recv_ready(void *ctx)
 /* What a blocking or timed form does after a first try that was not final:
  * with a timeout of 0, nothing more (SL_TIMEDOUT); otherwise wait on ev until
  * ready() holds (its status) or the timeout passes (SL_TIMEDOUT). The first
- * try is the caller's, before the clock is read, and this is out of line: a
- * call whose first try succeeds reads no clock and sets up no frame for the
- * wait. */
+ * try is the caller's, before the clock is read, and the callers of this
+ * (await_op, await_recv_n) are out of line: a call whose first try succeeds
+ * reads no clock and sets up no frame for the wait. */
 static inline sl_status await_wait(sl_event *ev, sl__ready_fn ready, chan_wait *w,
                                    uint64_t timeout_ns)
 {

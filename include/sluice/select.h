@@ -59,14 +59,15 @@ SL_API sl_status sl_select(sl_select_case *cases, size_t n, uint64_t timeout_ns,
 
 /* Biased select (Go's priority-channel idiom, crossbeam's select_biased!):
  * as sl_select — the same statuses, blocking, wake-ups, close and timeout
- * rule — except that every round tries the cases in the order given,
- * from case 0, and performs the first that is ready: *index is the lowest
- * index ready when the round looked, and every lower case was found not
- * ready in that same round. With several cases ready at the call, the
- * lowest wins, every time. A round runs at the call and after each wake-up,
- * so a case that becomes ready while a round is past it waits for the next. Never allocates, so never SL_ENOMEM for more than 64 cases
- * (a send case's SL_ENOMEM, SL_LIST's, remains). Starvation is the caller's
- * choice: while case 0 stays ready, the others are never taken. Progress and
+ * rule — except that every round tries the cases in the order given, from
+ * case 0, and performs the first that is ready: *index is the lowest index
+ * ready when the round looked, and every lower case was found not ready in
+ * that same round. With several cases ready at the call, the lowest wins,
+ * every time. A round runs at the call and after each wake-up, so a case
+ * that becomes ready while a round is past it waits for the next.
+ * Never allocates, so never the SL_ENOMEM of more than 64 cases (a send
+ * case's SL_ENOMEM, SL_LIST's, remains). Starvation is the caller's choice:
+ * while case 0 stays ready, the others are never taken. Progress and
  * ordering as sl_select: each case's operation is its channel's try form,
  * with that flavour's guarantee and ordering; blocking unless timeout_ns
  * is 0. */

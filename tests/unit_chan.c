@@ -3,7 +3,8 @@
  * SL_MPMC.
  *
  * Most tests are Check loop tests run once per flavour (_i indexes
- * `flavors`). Blocking behaviour is checked with a helper thread that runs
+ * `flavors`); the batch receive's (sl_chan_recv_n) run over all four
+ * flavours. Blocking behaviour is checked with a helper thread that runs
  * one call; "it is blocked" is judged by the call not having returned after a
  * short sleep, never by an upper bound on time.
  */

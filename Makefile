@@ -2,7 +2,9 @@
 #   make test    install what is missing, then build and run every test in the
 #                default, asan (ASan+UBSan) and tsan builds, and the stress
 #                suites once more with fault injection at every atomic step,
-#                and each flavour's libFuzzer target for 30 s against its model
+#                and each flavour's libFuzzer target for 30 s against its model;
+#                then the fast planted bugs (scripts/mutants.sh --fast), each of
+#                which must be caught
 #   make bench   build and run the flavour comparison; results in build/bench/
 #   make bench-pool, make bench-exec   the pool's and the executor's comparisons
 #   make build   the default build only (library, tests, benchmarks, examples);
@@ -47,7 +49,9 @@ test: deps
 	    rm -f build/$$p/accounted.txt; \
 	    SL_ACCOUNT_FILE=$(CURDIR)/build/$$p/accounted.txt ctest --preset $$p; \
 	done; \
-	sh scripts/test-summary.sh $(foreach p,$(PRESETS),build/$(p)/accounted.txt)
+	sh scripts/test-summary.sh $(foreach p,$(PRESETS),build/$(p)/accounted.txt); \
+	echo "==== planted bugs (scripts/mutants.sh --fast) ===="; \
+	JOBS=$(JOBS) bash scripts/mutants.sh --fast
 
 test-%: deps
 	@echo "==== $* build ===="

@@ -209,6 +209,9 @@ static inline bool sl__cellring_pop(const sl__cellring *r, uint64_t *value)
                 *value = v;
                 return true;
             }
+#ifdef SL_MUTANT_MPMC_EMPTY_ON_LOST_CAS
+            return false; /* planted bug: one lost race reads as empty */
+#endif
         } else if (d < 0) {
             return false; /* nothing written at h, so nothing after it */
         } else {

@@ -67,6 +67,9 @@ sl_status sl__chan_new_at(sl_chan **out, const sl_chan_opts *opts, uint64_t star
 
 SL_API sl_status sl_chan_new(sl_chan **out, const sl_chan_opts *opts)
 {
+    /* A flavour with its own constructors (SL_TIMER) is not made from opts. */
+    if (opts && flavor_supported(opts->flavor) && adapter_of(opts->flavor)->own_ctor)
+        return SL_EINVAL;
     return sl__chan_new_at(out, opts, 0);
 }
 
@@ -115,6 +118,9 @@ sl_event sl__select_bell;
  * a selector whose registration came before its re-check (select.c). */
 static inline void ring_selectors(sl_chan *ch)
 {
+#ifdef SL_MUTANT_CHAN_NO_SELECT_BELL
+    return; /* planted bug: sends and receives never ring the select bell */
+#endif
     if (atomic_load_explicit(&ch->selectors, memory_order_seq_cst) != 0)
         sl_event_notify_all(&sl__select_bell);
 }
@@ -133,6 +139,8 @@ PER_FLAVOR void send_end(const flavor_adapter *a, sl_chan *ch, SL_ATOMIC(uint32_
 PER_FLAVOR sl_status send_with(const flavor_adapter *a, sl_chan *ch, const void *elem,
                                sl_visit_fn displaced, void *ctx)
 {
+    if (a->recv_only) /* a constant per flavour: folded away for the others */
+        return SL_EINVAL;
     SL_ATOMIC(uint32_t) *mark = a->mark(ch);
     sl_status st = SL_CLOSED;
     SL_FI(); /* marked in flight, closed not yet checked */
@@ -224,6 +232,9 @@ PER_FLAVOR sl_status recv_with(const flavor_adapter *a, sl_chan *ch, void *out)
     if (v != SL_OK)
         return v;
     /* Every such send has landed and is visible now: one last look. */
+#ifdef SL_MUTANT_CHAN_NO_LAST_LOOK
+    return set_drained(ch); /* planted bug: a message that landed meanwhile is left behind */
+#endif
     return pop_with(a, ch, out) == SL_OK ? SL_OK : set_drained(ch);
 }
 
@@ -268,6 +279,29 @@ static bool recv_ready(void *ctx)
     return is_final(w->st);
 }
 
+uint64_t sl__chan_ready_at(const sl_chan *ch)
+{
+#ifdef SL_MUTANT_TIMER_BLIND_WAIT
+    return SL_FOREVER; /* planted bug: waits do not wake at a timer's fire */
+#endif
+    return adapter_of(ch->flavor)->ready_at(ch);
+}
+
+sl_status sl__chan_await(sl_event *ev, sl__ready_fn ready, void *ctx, uint64_t deadline,
+                         unsigned flags, sl__next_fn next)
+{
+    for (;;) {
+        uint64_t at = next(ctx);
+        uint64_t until = at < deadline ? at : deadline;
+        /* At `until` the await looks once more: a fire due then is taken. */
+        sl_status st = sl__event_await(ev, ready, ctx, until, flags);
+        if (st == SL_OK || until == deadline)
+            return st;
+    }
+}
+
+static uint64_t chan_next(void *ctx) { return sl__chan_ready_at(((chan_wait *)ctx)->ch); }
+
 /* What a blocking or timed form does after a first try that was not final:
  * with a timeout of 0, nothing more (SL_TIMEDOUT); otherwise wait on ev until
  * ready() holds (its status) or the timeout passes (SL_TIMEDOUT). The first
@@ -279,7 +313,8 @@ static inline sl_status await_wait(sl_event *ev, sl__ready_fn ready, chan_wait *
 {
     if (timeout_ns == 0)
         return SL_TIMEDOUT;
-    if (sl__event_await(ev, ready, w, sl_deadline_after(timeout_ns), SL__AWAIT_SPIN) != SL_OK)
+    if (sl__chan_await(ev, ready, w, sl_deadline_after(timeout_ns), SL__AWAIT_SPIN,
+                       chan_next) != SL_OK)
         return SL_TIMEDOUT;
     return w->st;
 }
@@ -384,10 +419,16 @@ SL_API sl_status sl_chan_recv(sl_chan *ch, void *out)
 /* sl_chan_try_send_n for one flavour's adapter. */
 PER_FLAVOR size_t send_n_with(const flavor_adapter *a, sl_chan *ch, const void *elems, size_t n)
 {
+    if (a->recv_only)
+        return 0;
     SL_ATOMIC(uint32_t) *mark = a->mark(ch);
     size_t sent = 0;
     if (!atomic_load_explicit(&ch->closed, memory_order_seq_cst))
         sent = a->push_n(ch, elems, n);
+#ifdef SL_MUTANT_CHAN_SEND_N_AFTER_CLOSE
+    else
+        sent = a->push_n(ch, elems, n); /* planted bug: a closed channel takes a batch */
+#endif
     send_end(a, ch, mark);
     if (sent) {
         sl_event_notify_n(&ch->not_empty, sent);
@@ -424,8 +465,10 @@ PER_FLAVOR sl_status recv_n_with(const flavor_adapter *a, sl_chan *ch, void *out
     sl_status v = k < n ? empty_verdict(a, ch) : SL_EMPTY;
     /* As recv_with: once closed and no sender in flight, every send has
      * landed; look again. */
+#ifndef SL_MUTANT_RECV_N_NO_LAST_LOOK /* planted bug: a batch leaves what landed meanwhile */
     if (v == SL_OK)
         k += pop_n_with(a, ch, (unsigned char *)out + k * ch->elem_size, n - k);
+#endif
     *got = k;
     if (k)
         return SL_OK;
@@ -474,6 +517,10 @@ SL_API sl_status sl_chan_recv_n_for(sl_chan *ch, void *out, size_t n, uint64_t t
     sl_status st = try_recv_n_once(ch, out, n, got);
     if (is_final(st))
         return st;
+#ifdef SL_MUTANT_RECV_N_EMPTY_AT_ZERO
+    if (timeout_ns == 0)
+        return SL_EMPTY; /* planted bug: a zero timeout answers SL_EMPTY, not SL_TIMEDOUT */
+#endif
     return await_recv_n(ch, out, n, timeout_ns, got);
 }
 

@@ -18,6 +18,9 @@
 #include "chan_impl.h"
 #include "rings.h"
 #include "internal/testing.h"
+#include "internal/sysops.h"
+
+#include <string.h>
 
 /* ---- senders in flight ---------------------------------------------------
  * A sender marks itself before it checks `closed` and unmarks after its push.
@@ -123,13 +126,25 @@ typedef struct flavor_adapter {
     size_t (*push_n)(sl_chan *ch, const void *elems, size_t n);
     size_t (*pop_n)(sl_chan *ch, void *out, size_t n);
     size_t (*len)(const sl_chan *ch);
+    /* The earliest instant a receive may succeed without a notify
+     * (queue_ready_at: SL_FOREVER, every change of a queue notifies). */
+    uint64_t (*ready_at)(const sl_chan *ch);
     /* The mark is a plain store ordered by sl_event_fence() (flag_mark): a
      * receiver deciding SL_CLOSED issues the heavy barrier before it reads
      * the marks. */
     bool light_mark;
     bool unbounded; /* no capacity: sl_chan_cap says SIZE_MAX */
     bool evicts;    /* a push into a full queue displaces the oldest (sl_chan_send_evict) */
+    bool recv_only; /* every send form refuses with SL_EINVAL, before any mark */
+    bool own_ctor;  /* made by its own constructors: sl_chan_new refuses the flavour */
 } flavor_adapter;
+
+/* A queue's messages come only from sends, each of which notifies. */
+static uint64_t queue_ready_at(const sl_chan *ch)
+{
+    (void)ch;
+    return SL_FOREVER;
+}
 
 /* SL_SPSC: the ring whose fast paths are inline (sluice/spsc.h). */
 static inline sl_status spsc_init(sl_chan *ch, const sl_chan_opts *o, uint64_t start)
@@ -177,6 +192,7 @@ static const flavor_adapter spsc_adapter = {
     .mark = flag_mark, .unmark = flag_unmark,
     .push = spsc_push, .pop = spsc_pop,
     .push_n = spsc_push_n, .pop_n = spsc_pop_n, .len = spsc_len,
+    .ready_at = queue_ready_at,
     .light_mark = true,
 };
 
@@ -220,6 +236,7 @@ static const flavor_adapter mpmc_adapter = {
     .mark = count_mark, .unmark = count_unmark,
     .push = mpmc_push, .pop = mpmc_pop,
     .push_n = mpmc_push_n, .pop_n = mpmc_pop_n, .len = mpmc_len,
+    .ready_at = queue_ready_at,
 };
 
 /* SL_LIST: the unbounded list; its steps are seq_cst read-modify-writes. It
@@ -262,6 +279,7 @@ static const flavor_adapter list_adapter = {
     .mark = count_mark, .unmark = count_unmark,
     .push = list_push, .pop = list_pop,
     .push_n = list_push_n, .pop_n = list_pop_n, .len = list_len,
+    .ready_at = queue_ready_at,
     .unbounded = true,
 };
 
@@ -309,7 +327,67 @@ static const flavor_adapter ring_adapter = {
     .mark = count_mark, .unmark = count_unmark,
     .push = ring_push, .pop = ring_pop,
     .push_n = ring_push_n, .pop_n = ring_pop_n, .len = ring_len,
+    .ready_at = queue_ready_at,
     .evicts = true,
+};
+
+/* SL_TIMER: no queue, a clock (channels/timer.h). A pop takes the fire that
+ * is due; its compare-and-swap is seq_cst, which orders it before the
+ * notifies that follow. A closed timer is stopped: no fire, even a due one,
+ * so the façade answers SL_CLOSED. Sends never get here (recv_only). */
+static inline sl_status timer_init(sl_chan *ch, const sl_chan_opts *o, uint64_t start)
+{
+    sl__timer_arm(&ch->q.timer, SL_FOREVER, 0); /* the constructor arms it */
+    return SL_OK;
+}
+
+static inline void timer_drain_destroy(sl_chan *ch, sl_visit_fn fn, void *ctx) {}
+
+static inline sl_status timer_push(sl_chan *ch, const void *elem, sl_visit_fn displaced, void *ctx)
+{
+    return SL_EINVAL;
+}
+
+static inline bool timer_stopped(const sl_chan *ch)
+{
+    /* Acquire: pairs with close's exchange, as is_closed (chan.c). */
+    return atomic_load_explicit(&ch->closed, memory_order_acquire) != 0;
+}
+
+static inline sl_status timer_pop(sl_chan *ch, void *out)
+{
+    uint64_t at;
+    if (timer_stopped(ch) || sl__timer_take(&ch->q.timer, &at) != SL_OK)
+        return SL_EMPTY;
+    memcpy(out, &at, sizeof at); /* out may be unaligned */
+    return SL_OK;
+}
+
+static inline size_t timer_push_n(sl_chan *ch, const void *elems, size_t n) { return 0; }
+
+/* At most one fire is ever pending. */
+static inline size_t timer_pop_n(sl_chan *ch, void *out, size_t n)
+{
+    return timer_pop(ch, out) == SL_OK;
+}
+
+static uint64_t timer_ready_at(const sl_chan *ch)
+{
+    return timer_stopped(ch) ? SL_FOREVER : sl__timer_next(&ch->q.timer);
+}
+
+static inline size_t timer_len(const sl_chan *ch)
+{
+    return timer_ready_at(ch) <= sl__now_ns();
+}
+
+static const flavor_adapter timer_adapter = {
+    .init = timer_init, .drain_destroy = timer_drain_destroy,
+    .mark = count_mark, .unmark = count_unmark,
+    .push = timer_push, .pop = timer_pop,
+    .push_n = timer_push_n, .pop_n = timer_pop_n, .len = timer_len,
+    .ready_at = timer_ready_at,
+    .recv_only = true, .own_ctor = true,
 };
 
 /* ---- the flavour table ----------------------------------------------------
@@ -320,7 +398,8 @@ static const flavor_adapter ring_adapter = {
     X(SL_SPSC, spsc_adapter, __VA_ARGS__) \
     X(SL_MPMC, mpmc_adapter, __VA_ARGS__) \
     X(SL_LIST, list_adapter, __VA_ARGS__) \
-    X(SL_RING, ring_adapter, __VA_ARGS__)
+    X(SL_RING, ring_adapter, __VA_ARGS__) \
+    X(SL_TIMER, timer_adapter, __VA_ARGS__)
 
 /* The adapter of flavour f, or NULL when f has no row (a bad sl_chan_opts).
  * For what runs once per channel; the per-message paths use DISPATCH. */

@@ -13,6 +13,8 @@
 #include "sluice/park.h"
 #include "sluice/ring.h"
 #include "sluice/spsc.h"
+#include "internal/await.h"
+#include "timer.h"
 
 /* Slots for counting senders in flight (a power of two). */
 #define SL_SEND_SLOTS 16
@@ -47,6 +49,7 @@ struct sl_chan {
         sl_mpmc mpmc;
         sl_list list;
         sl_ring ring;
+        sl_timer_state timer;
     } q;
 };
 
@@ -57,6 +60,20 @@ sl_status sl__chan_try_send(sl_chan *ch, const void *elem);
 
 /* One non-blocking receive: SL_OK, SL_EMPTY, or SL_CLOSED once drained. */
 sl_status sl__chan_try_recv(sl_chan *ch, void *out);
+
+/* The earliest instant at which ch may become ready to receive without a
+ * notify (a timer channel's next fire); SL_FOREVER for the queue flavours,
+ * whose every change notifies. A snapshot. */
+uint64_t sl__chan_ready_at(const sl_chan *ch);
+
+/* sl__event_await (internal/await.h) for a wait whose condition may also
+ * come true at an instant rather than by a notify: it sleeps no later than
+ * next(ctx) (the minimum of sl__chan_ready_at over the channels waited on),
+ * re-reads it after each such wake, and gives up only at `deadline`. With
+ * next() always SL_FOREVER it is sl__event_await itself. */
+typedef uint64_t (*sl__next_fn)(void *ctx);
+sl_status sl__chan_await(sl_event *ev, sl__ready_fn ready, void *ctx, uint64_t deadline,
+                         unsigned flags, sl__next_fn next);
 
 /* Threads blocked in sl_select park on this process-wide eventcount; a
  * channel with selectors rings it on every state change. */

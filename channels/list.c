@@ -198,6 +198,9 @@ static sl_status push_grow(sl_list *q, sl_list_seg *seg, const void *elem)
         memcpy(slot_bytes(q, fresh, 0), elem, q->elem_size);
         atomic_init(&fresh->state[0], (unsigned char)SLOT_FULL);
         atomic_init(&fresh->enq, 1);
+#ifdef SL_MUTANT_LIST_NEW_SEG_ENQ_ZERO
+        atomic_init(&fresh->enq, 0); /* planted bug: slot 0 will be claimed again */
+#endif
         SL_FI();
         /* seq_cst: publishes the segment and its first message (release), and
          * is the condition change a parked receiver pairs with. */
@@ -244,6 +247,9 @@ static sl_status push_locked(sl_list *q, const void *elem, sl_epoch_rec *self)
                                                     memory_order_seq_cst,
                                                     memory_order_relaxed))
             return SL_OK;
+#ifdef SL_MUTANT_LIST_OK_AFTER_POISON
+        return SL_OK; /* planted bug: the poisoned slot's message is lost */
+#endif
         /* A consumer poisoned the slot before we published: try a later one. */
     }
 }
@@ -293,6 +299,10 @@ static bool pop_take(sl_list *q, sl_list_seg *seg, uint64_t i, void *out)
             if (atomic_load_explicit(state, memory_order_relaxed) != SLOT_EMPTY)
                 break;
         }
+#ifdef SL_MUTANT_LIST_DROP_LATE_FULL
+        atomic_store_explicit(state, (unsigned char)SLOT_TAKEN, memory_order_relaxed);
+        return false; /* planted bug: drops a message that arrived while it waited */
+#endif
     }
     SL_FI();
     /* Acquire: pairs with the producer's publishing CAS. */
@@ -380,6 +390,9 @@ SL_API size_t sl_list_pop_n(sl_list *q, void *out, size_t n)
 static uint64_t position(const sl_list *q, sl_list_seg *s, SL_ATOMIC(uint64_t) *index)
 {
     uint64_t i = atomic_load_explicit(index, memory_order_acquire);
+#ifdef SL_MUTANT_LIST_LEN_FULL_SEG
+    return s->base + (i < q->seg_slots ? i : q->seg_slots - 1); /* planted bug */
+#endif
     return s->base + (i < q->seg_slots ? i : q->seg_slots);
 }
 

@@ -58,6 +58,9 @@ sl_status sl__mpmc_init_mode(sl_mpmc *q, size_t elem_size, size_t capacity, uint
     if (capacity > ((size_t)1 << 40) || capacity + spare > SIZE_MAX / elem_size)
         return SL_EINVAL;
     memset(q, 0, sizeof *q);
+#ifdef SL_MUTANT_MPMC_CAP_PLUS_ONE
+    capacity += 1; /* planted bug: one cell more than asked */
+#endif
     size_t slots = elem_size > sizeof(uint64_t) ? capacity + spare : 0;
     sl_status st = alloc_storage(q, elem_size, capacity, slots);
     if (st != SL_OK) {
@@ -154,6 +157,12 @@ SL_API sl_status sl_mpmc_try_push(sl_mpmc *q, const void *elem)
     uint64_t index;
     if (!sl__mpmc_take_free(q, &index))
         return SL_FULL;
+#ifdef SL_MUTANT_MPMC_PUBLISH_BEFORE_COPY
+    sl__mpmc_publish(q, index, false, NULL); /* planted bug: published, then written */
+    SL_FI();
+    memcpy(sl__mpmc_slot(q, index), elem, q->elem_size);
+    return SL_OK;
+#endif
     memcpy(sl__mpmc_slot(q, index), elem, q->elem_size);
     SL_FI(); /* holding a slot: others must not wait for us */
     /* Never full: the used ring has a cell for every slot. */
@@ -172,6 +181,12 @@ SL_API sl_status sl_mpmc_try_pop(sl_mpmc *q, void *out)
         memcpy(out, &v, q->elem_size);
         return SL_OK;
     }
+#ifdef SL_MUTANT_MPMC_RELEASE_BEFORE_COPY
+    sl__mpmc_release(q, v); /* planted bug: the slot is free before it is read */
+    SL_FI();
+    memcpy(out, sl__mpmc_slot(q, v), q->elem_size);
+    return SL_OK;
+#endif
     memcpy(out, sl__mpmc_slot(q, v), q->elem_size);
     SL_FI();
     sl__mpmc_release(q, v);
@@ -181,6 +196,10 @@ SL_API sl_status sl_mpmc_try_pop(sl_mpmc *q, void *out)
 void sl__mpmc_drain(sl_mpmc *q, sl_visit_fn fn, void *ctx)
 {
     uint64_t v;
+#ifdef SL_MUTANT_MPMC_DRAIN_SKIPS_LEFTOVER
+    if (sl__mpmc_take_used(q, &v) && !sl__mpmc_direct(q))
+        sl__mpmc_release(q, v); /* planted bug: the oldest leftover is never handed on */
+#endif
     while (sl__mpmc_take_used(q, &v)) {
         if (sl__mpmc_direct(q)) {
             if (fn)
@@ -212,6 +231,9 @@ SL_API size_t sl_mpmc_pop_n(sl_mpmc *q, void *out, size_t n)
         return 0;
     while (done < n && sl_mpmc_try_pop(q, p + done * q->elem_size) == SL_OK)
         done++;
+#ifdef SL_MUTANT_MPMC_POP_N_ONE_FEWER
+    done -= done > 0; /* planted bug: the last message taken goes unreported */
+#endif
     return done;
 }
 

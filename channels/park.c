@@ -199,11 +199,16 @@ SL_API void sl_event_notify_one_slow(sl_event *ev)
     if (!ev || atomic_load_explicit(&ev->waiters, memory_order_seq_cst) == 0)
         return;
     SL_FI();
+#ifdef SL_MUTANT_PARK_WAKE_BEFORE_BUMP
+    sl__futex_wake(&ev->epoch, 1); /* planted bug: wakes, then moves the epoch */
+#endif
     /* Release: what the notifier did before is visible to the waiter that
      * acquires the new epoch. */
     atomic_fetch_add_explicit(&ev->epoch, 1u, memory_order_release);
     SL_FI(); /* epoch moved, not yet woken */
+#ifndef SL_MUTANT_PARK_WAKE_BEFORE_BUMP
     sl__futex_wake(&ev->epoch, 1);
+#endif
 }
 
 SL_API void sl_event_notify_all_slow(sl_event *ev)
@@ -211,6 +216,10 @@ SL_API void sl_event_notify_all_slow(sl_event *ev)
     if (!ev || atomic_load_explicit(&ev->waiters, memory_order_seq_cst) == 0)
         return;
     atomic_fetch_add_explicit(&ev->epoch, 1u, memory_order_release);
+#ifdef SL_MUTANT_PARK_CLOSE_NOTIFY_ONE
+    sl__futex_wake(&ev->epoch, 1); /* planted bug: close wakes one waiter */
+    return;
+#endif
     sl__futex_wake(&ev->epoch, INT32_MAX);
 }
 
@@ -282,11 +291,17 @@ sl_status sl__event_await(sl_event *ev, sl__ready_fn ready, void *ctx, uint64_t 
     for (;;) {
         uint32_t key = sl_event_prepare(ev);
         SL_FI(); /* registered, not yet re-checked */
+#ifndef SL_MUTANT_PARK_NO_RECHECK /* planted bug when defined: sleeps unchecked */
         if (ready(ctx)) {
             sl_event_cancel(ev);
             return SL_OK;
         }
+#endif
         sl_status w = sl_event_wait(ev, key, deadline_ns);
+#ifdef SL_MUTANT_PARK_TIMEOUT_NO_RETRY
+        if (w == SL_TIMEDOUT)
+            return SL_TIMEDOUT; /* planted bug: no last look at the deadline */
+#endif
         /* Look once more after every wake, also at the deadline: a notify
          * that chose this thread must not be lost with it. */
         if (ready(ctx))

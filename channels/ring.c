@@ -28,6 +28,9 @@ sl_status sl__ring_init_at(sl_ring *r, size_t elem_size, size_t capacity, uint64
 {
     if (!r || capacity == 0 || capacity > SIZE_MAX / 2)
         return SL_EINVAL;
+#ifdef SL_MUTANT_RING_CAP_OFF_BY_ONE
+    capacity += 1; /* planted bug: holds one more than asked */
+#endif
     return sl__mpmc_init_mode(&r->q, elem_size, capacity, start, SL_RING_SPARE);
 }
 
@@ -62,6 +65,14 @@ sl_status sl__ring_push_visit(sl_ring *r, const void *elem, sl_visit_fn displace
     uint64_t value = 0, evicted;
     if (sl__mpmc_direct(q)) {
         memcpy(&value, elem, q->elem_size);
+#ifdef SL_MUTANT_RING_EVICT_NEWEST
+        evicted = value; /* planted bug: a full ring turns the new message away */
+        if (sl__mpmc_publish(q, value, false, NULL) == 0)
+            return SL_OK;
+        if (displaced)
+            displaced(&evicted, ctx);
+        return SL_EVICTED;
+#endif
         if (sl__mpmc_publish(q, value, true, &evicted) == 0)
             return SL_OK;
         if (displaced)

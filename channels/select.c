@@ -63,6 +63,10 @@ static void shuffle(size_t *order, size_t n)
         order[i] = order[j];
         order[j] = t;
     }
+#ifdef SL_MUTANT_SELECT_NO_SHUFFLE
+    for (size_t i = 0; i < n; i++)
+        order[i] = i; /* planted bug: the first ready case always wins */
+#endif
 }
 
 /* One round: in a fresh random order, or with order NULL (biased) in the
@@ -70,6 +74,11 @@ static void shuffle(size_t *order, size_t n)
  * SL_TIMEDOUT if no case was ready. */
 static sl_status poll_round(sl_select_case *cases, size_t n, size_t *order, size_t *index)
 {
+#ifdef SL_MUTANT_SELECT_BIASED_SHUFFLES
+    size_t mutant_order[SELECT_STACK_CASES]; /* planted bug: the biased select shuffles too */
+    if (!order && n <= SELECT_STACK_CASES)
+        order = mutant_order;
+#endif
     if (order)
         shuffle(order, n);
     for (size_t k = 0; k < n; k++) {
@@ -79,6 +88,10 @@ static sl_status poll_round(sl_select_case *cases, size_t n, size_t *order, size
             continue;
         sl_status st = c->op == SL_SEL_SEND ? sl__chan_try_send(c->ch, c->buf)
                                             : sl__chan_try_recv(c->ch, c->buf);
+#ifdef SL_MUTANT_SELECT_CLOSED_NOT_READY
+        if (st == SL_CLOSED)
+            continue; /* planted bug: a closed channel never makes its case ready */
+#endif
         if (st != SL_FULL && st != SL_EMPTY) {
             *index = i;
             return st;
@@ -89,6 +102,9 @@ static sl_status poll_round(sl_select_case *cases, size_t n, size_t *order, size
 
 static void set_registered(sl_select_case *cases, size_t n, bool on)
 {
+#ifdef SL_MUTANT_SELECT_NO_REGISTER
+    return; /* planted bug: no channel knows to ring the bell */
+#endif
     for (size_t i = 0; i < n; i++) {
         if (!cases[i].ch)
             continue;
@@ -123,6 +139,20 @@ static bool select_ready(void *ctx)
     return w->st != SL_TIMEDOUT;
 }
 
+/* The deadline hook: the earliest instant a receive case may become ready
+ * without ringing the bell (a timer's next fire), so the wait wakes then. */
+static uint64_t select_next(void *ctx)
+{
+    select_ctx *w = ctx;
+    uint64_t at = SL_FOREVER;
+    for (size_t i = 0; i < w->n; i++) {
+        const sl_select_case *c = &w->cases[i];
+        uint64_t t = c->ch && c->op == SL_SEL_RECV ? sl__chan_ready_at(c->ch) : SL_FOREVER;
+        at = t < at ? t : at;
+    }
+    return at;
+}
+
 static sl_status select_wait(sl_select_case *cases, size_t n, size_t *order, uint64_t deadline,
                              size_t *index)
 {
@@ -136,7 +166,7 @@ static sl_status select_wait(sl_select_case *cases, size_t n, size_t *order, uin
      * follow the registration; the rest is the await protocol
      * (internal/await.h). */
     set_registered(cases, n, true);
-    sl_status st = sl__event_await(&sl__select_bell, select_ready, &w, deadline, 0);
+    sl_status st = sl__chan_await(&sl__select_bell, select_ready, &w, deadline, 0, select_next);
     set_registered(cases, n, false);
     return st == SL_OK ? w.st : SL_TIMEDOUT;
 }

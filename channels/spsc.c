@@ -90,7 +90,9 @@ static void copy_run(const sl_spsc_side *s, size_t pos, unsigned char *flat, siz
     unsigned char *ring = s->slots + first * s->elem_size;
     if (into_ring) {
         memcpy(ring, flat, run * s->elem_size);
+#ifndef SL_MUTANT_SPSC_WRAP_NOT_COPIED /* planted bug when defined */
         memcpy(s->slots, flat + run * s->elem_size, (n - run) * s->elem_size);
+#endif
     } else {
         memcpy(flat, ring, run * s->elem_size);
         memcpy(flat + run * s->elem_size, s->slots, (n - run) * s->elem_size);
@@ -117,6 +119,9 @@ SL_API size_t sl_spsc_push_n(sl_spsc *q, const void *elems, size_t n)
         SL_FI();
         /* Release: all n messages are visible before the new tail. */
         atomic_store_explicit(&p->index, tail + n, memory_order_release);
+#ifdef SL_MUTANT_SPSC_PUSH_N_ONE_TOO_MANY
+        atomic_store_explicit(&p->index, tail + n + 1, memory_order_release); /* planted */
+#endif
     }
     sl__spsc_leave(p);
     return n;

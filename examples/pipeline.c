@@ -26,6 +26,8 @@
  *   - an overwrite ring (SL_RING) carrying the stages' counters to a monitor
  *     that reads only every 100 ms: senders never wait, the ring keeps the
  *     newest messages, and the displaced ones are counted;
+ *   - a timer channel (sl_chan_tick) paces the monitor: it blocks on the
+ *     ticker instead of sleeping, and never catches up on missed ticks;
  *   - each flavour chosen for its place (comments at the channels' creation).
  * It checks that every item arrives exactly once and intact (per-source
  * sequence numbers), and that every buffer allocated is freed exactly once.
@@ -462,14 +464,26 @@ static void print_monitor(struct pipeline *p, uint64_t latest[STAGE_COUNT][MAX_W
                  latest[STAGE_SOURCE], latest[STAGE_WORKER], latest[STAGE_SINK][0], tail);
 }
 
-/* A deliberately slow reader: it looks every MONITOR_PERIOD_MS and takes only
- * what the ring still holds, the newest messages. */
+/* A deliberately slow reader: it looks every MONITOR_PERIOD_MS, woken by a
+ * ticker channel, and takes only what the ring still holds, the newest
+ * messages. The ticker keeps its rhythm however long a look takes, and a
+ * look that overran gets one tick, not a backlog. */
 static void *monitor_main(void *arg)
 {
     struct pipeline *p = ((struct thread_arg *)arg)->p;
     uint64_t latest[STAGE_COUNT][MAX_WORKERS] = {{0}};
+    sl_chan *ticker;
+    sl_status ts = sl_chan_tick(&ticker, MONITOR_PERIOD_MS * 1000000ull);
+    if (ts != SL_OK) {
+        fail(p, "monitor: sl_chan_tick: %s", sl_status_str(ts));
+        return NULL;
+    }
     for (;;) {
-        sleep_ns(MONITOR_PERIOD_MS * 1000000ull);
+        uint64_t tick_at; /* the instant this tick was due (CLOCK_MONOTONIC ns) */
+        if ((ts = sl_chan_recv(ticker, &tick_at)) != SL_OK) {
+            fail(p, "monitor: ticker: %s", sl_status_str(ts));
+            break;
+        }
         struct telemetry t;
         sl_status st;
         unsigned got = 0;
@@ -485,6 +499,7 @@ static void *monitor_main(void *arg)
             break;
         }
     }
+    sl_chan_free(ticker);
     return NULL;
 }
 

@@ -18,6 +18,7 @@
 #include "sluice/ring.h"
 #include "sluice/chan.h"
 #include "sluice/select.h"
+#include "sluice/timer.h"
 #include "sluice/pool.h"
 #include "sluice/exec.h"
 

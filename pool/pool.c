@@ -305,7 +305,9 @@ SL_API sl_status sl_pool_wait_idle(sl_pool *p, uint64_t timeout_ns)
 static void worker_stats(sl_pool *p, sl_pool_stats *out)
 {
     for (unsigned s = 0; s < p->opts.max_workers; s++) {
+#ifndef SL_MUTANT_POOL_STATS_NO_RINGS /* planted bug when defined: rings not counted */
         out->queued += sl__pool_ring_len(&p->slots[s].ring);
+#endif
         sl__pool_worker *w = atomic_load_explicit(&p->slots[s].worker, memory_order_acquire);
         if (!w)
             continue;

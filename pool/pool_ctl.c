@@ -72,6 +72,9 @@ static void discard_taken(sl_pool *p, const sl_job *job, sl_discard why)
 static void sweep_rings(sl_pool *p, sl_discard why)
 {
     sl_job got[SL__POOL_BATCH];
+#ifdef SL_MUTANT_POOL_NO_SWEEP_RINGS
+    return; /* planted bug: reset and cancel leave the rings' jobs */
+#endif
     for (unsigned s = 0; s < p->opts.max_workers; s++) {
         bool emptied = false;
         unsigned n = sl__pool_ring_claim(&p->slots[s].ring, got, SL__POOL_BATCH, false, &emptied);

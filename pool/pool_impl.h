@@ -180,6 +180,11 @@ static inline unsigned sl__pool_ring_claim(sl__pool_ring *r, sl_job *out, unsign
             out[i].flags = (unsigned)(pf >> 32);
         }
         SL_FI();
+#ifdef SL_MUTANT_POOL_CLAIM_STORE
+        atomic_store_explicit(&r->head, h + k, memory_order_seq_cst); /* planted bug: no CAS */
+        *emptied = h + k == t;
+        return k;
+#endif
         /* seq_cst: a claim that empties the ring is followed by the
          * decrement of rings_busy, whose readers must not see the count
          * without the claim (sl__pool_has_work); release for the copy above

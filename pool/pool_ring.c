@@ -40,6 +40,10 @@ void sl__pool_ring_init(sl__pool_ring *r)
 void sl__pool_ring_fill(sl__pool_ring *r, const sl_job *jobs, unsigned n)
 {
     uint32_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
+#ifdef SL_MUTANT_POOL_FILL_TAIL_FIRST
+    atomic_store_explicit(&r->tail, t + n, memory_order_release); /* planted bug */
+    SL_FI();
+#endif
     for (unsigned i = 0; i < n; i++) {
         sl__pool_ring_entry *e = &r->e[(t + i) % SL__POOL_BATCH];
         atomic_store_explicit(&e->fn, (uintptr_t)jobs[i].fn, memory_order_relaxed);

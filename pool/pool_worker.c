@@ -152,6 +152,10 @@ static unsigned steal(sl__pool_worker *w, sl_job *out, bool *emptied)
     start_running(w);
     for (unsigned k = 1; k < n; k++) {
         unsigned s = w->slot + k < n ? w->slot + k : w->slot + k - n;
+#ifdef SL_MUTANT_POOL_NO_STEAL_BUSY
+        if (atomic_load_explicit(&p->slots[s].running, memory_order_relaxed))
+            continue; /* planted bug: a busy worker's batch waits for it */
+#endif
         unsigned got = sl__pool_ring_claim(&p->slots[s].ring, out, SL__POOL_BATCH, true, emptied);
         if (got)
             return got;
@@ -260,7 +264,11 @@ static void run_streak(sl__pool_worker *w)
     /* seq_cst: a Dekker pair with stop, which stores run_state and then
      * reads every worker's `active`. */
     atomic_store_explicit(&w->active, 1, memory_order_seq_cst);
+#ifdef SL_MUTANT_POOL_BATCH_THROUGH_STOP /* planted bug: a stop waits for the batch */
+    while ((sl__pool_ring_len(own_ring(w)) || sl__pool_may_take(p)) && take(w)) {
+#else
     while (sl__pool_may_take(p) && take(w)) {
+#endif
         w->job.fn(w->job.arg, w->ctx);
         job_over(w, true);
         if (atomic_load_explicit(&p->live, memory_order_relaxed) >
@@ -356,7 +364,9 @@ static enum sl__pool_end park(sl__pool_worker *w)
 static void leave(sl__pool_worker *w)
 {
     sl_pool *p = w->pool;
+#ifndef SL_MUTANT_POOL_DEATH_LEAVES_RUNNING /* planted bug when defined */
     stop_running(w); /* a death in the middle of a batch */
+#endif
     if (sl__pool_ring_len(own_ring(w)) != 0)
         sl__pool_want_worker(p);
     sl__idle_search_end(&p->idle, &w->searching, sl__pool_more_work, p);

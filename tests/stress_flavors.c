@@ -40,6 +40,15 @@
  *                      accounting; which case wins is unit_select's to check)
  *                      and give the plain consumer batch receives
  *                      (sl_chan_recv_n_for with random n and time-outs).
+ *   timer_select       consumers loop over sl_select on a work channel (fed
+ *                      by producers, then closed), one shared ticker and one
+ *                      shared deadline (sl_chan_after), until the work is
+ *                      drained and the deadline taken: every work message
+ *                      exactly once and FIFO per producer per consumer; every
+ *                      tick on the ticker's grid, never received before its
+ *                      instant, each instant received once in all, and no
+ *                      more ticks than grid points passed (no backlog); the
+ *                      deadline received exactly once, never early.
  *
  * Sizes scale with SL_STRESS_SCALE; SL_STRESS_PRODUCERS / SL_STRESS_CONSUMERS
  * override the SL_LIST thread counts; SL_STRESS_SEED replays the random
@@ -57,6 +66,7 @@
 
 #include "sluice/chan.h"
 #include "sluice/select.h"
+#include "sluice/timer.h"
 
 #define SUITE "stress_flavors"
 #define TC_TIMEOUT 180
@@ -1329,6 +1339,167 @@ static const sel_cfg sel_cfgs[] = {
 START_TEST(select_stress) { sel_execute(&sel_cfgs[_i]); }
 END_TEST
 
+/* ---- timer_select --------------------------------------------------------- */
+#define TS_PRODUCERS 2
+#define TS_CONSUMERS 3
+#define TS_PERIOD (200 * 1000ull) /* 200 us */
+
+typedef struct ts_run {
+    sl_chan *work, *tick, *deadline;
+    uint64_t n, start;
+    bitmap seen;
+    atomic_uint deadline_taken;
+    sl_test_barrier go;
+    uint64_t *ticks[TS_CONSUMERS]; /* each consumer's tick instants, in order */
+    uint64_t nticks[TS_CONSUMERS], cap_ticks;
+} ts_run;
+
+typedef struct ts_arg {
+    ts_run *r;
+    unsigned id;
+} ts_arg;
+
+static void *ts_producer(void *arg)
+{
+    ts_arg *a = arg;
+    ts_run *r = a->r;
+    sl_test_barrier_wait(&r->go);
+    for (uint64_t s = 0; s < r->n && !failed(); s++) {
+        uint64_t m = (uint64_t)a->id << 48 | s;
+        sl_status st = sl_chan_send(r->work, &m);
+        if (st != SL_OK)
+            rec_fail("producer %u seq %llu: send returned %s", a->id, ULL(s), sl_status_str(st));
+    }
+    return NULL;
+}
+
+static void ts_tick(ts_run *r, unsigned id, uint64_t at)
+{
+    uint64_t now = sl_test_now_ns();
+    if (at > now || at < r->start + TS_PERIOD)
+        rec_fail("consumer %u: tick at %llu before the first (start %llu) or after now %llu",
+                 id, ULL(at), ULL(r->start), ULL(now));
+    uint64_t k = r->nticks[id];
+    if (k && r->ticks[id][k - 1] >= at)
+        rec_fail("consumer %u: tick %llu not after the previous %llu", id, ULL(at),
+                 ULL(r->ticks[id][k - 1]));
+    if (k < r->cap_ticks)
+        r->ticks[id][r->nticks[id]++] = at;
+}
+
+static void *ts_consumer(void *arg)
+{
+    ts_arg *a = arg;
+    ts_run *r = a->r;
+    uint64_t last[TS_PRODUCERS] = {NONE, NONE}, m = 0, t_at = 0, d_at = 0;
+    sl_select_case c[] = {{r->work, SL_SEL_RECV, &m},
+                          {r->tick, SL_SEL_RECV, &t_at},
+                          {r->deadline, SL_SEL_RECV, &d_at}};
+    sl_test_barrier_wait(&r->go);
+    while (!failed() && (c[0].ch || !atomic_load(&r->deadline_taken))) {
+        size_t i = 99;
+        /* A bounded wait once the work is gone: another consumer may take the
+         * deadline, and nothing would wake this one. */
+        sl_status st = sl_select(c, 3, c[0].ch ? SL_FOREVER : 2 * MS, &i);
+        if (st == SL_TIMEDOUT && !c[0].ch)
+            continue;
+        if (i == 0 && st == SL_CLOSED) {
+            c[0].ch = NULL;
+            continue;
+        }
+        if (st != SL_OK) {
+            rec_fail("consumer %u: select returned %s on case %zu", a->id, sl_status_str(st), i);
+            break;
+        }
+        if (i == 0) {
+            uint32_t p = (uint32_t)(m >> 48);
+            uint64_t s = m & ((1ull << 48) - 1);
+            if (p >= TS_PRODUCERS || s >= r->n || bm_set(&r->seen, p * r->n + s))
+                rec_fail("consumer %u: message %llx unknown or received twice", a->id, ULL(m));
+            else
+                fifo_see(&last[p], p, s, "timer_select consumer");
+        } else if (i == 1) {
+            ts_tick(r, a->id, t_at);
+        } else if (atomic_fetch_add(&r->deadline_taken, 1) != 0 || d_at > sl_test_now_ns()) {
+            rec_fail("consumer %u: the deadline fired twice or early (%llu)", a->id, ULL(d_at));
+        }
+    }
+    return NULL;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* Every tick instant was received once in all, and there were no more ticks
+ * than grid points passed. */
+static void ts_check_ticks(ts_run *r, uint64_t end)
+{
+    uint64_t all = 0;
+    for (unsigned i = 0; i < TS_CONSUMERS; i++)
+        all += r->nticks[i];
+    uint64_t *v = xmalloc((all + 1) * sizeof *v), k = 0;
+    for (unsigned i = 0; i < TS_CONSUMERS; i++)
+        for (uint64_t j = 0; j < r->nticks[i]; j++)
+            v[k++] = r->ticks[i][j];
+    qsort(v, all, sizeof *v, cmp_u64);
+    for (uint64_t j = 1; j < all; j++) {
+        CHECK_MSG(v[j] != v[j - 1], "tick at %llu received twice", ULL(v[j]));
+        CHECK_MSG((v[j] - v[0]) % TS_PERIOD == 0, "tick at %llu off the grid of %llu",
+                  ULL(v[j]), ULL(v[0]));
+    }
+    CHECK_MSG(all <= (end - r->start) / TS_PERIOD, "%llu ticks in %llu ns: a backlog",
+              ULL(all), ULL(end - r->start));
+    free(v);
+    sl_test_account("tick instants received once each", all);
+}
+
+START_TEST(timer_select)
+{
+    ts_run *r = xcalloc(1, sizeof *r);
+    begin_test(SUITE, "timer_select");
+    r->n = sl_test_scaled(100000, 5000);
+    bm_init(&r->seen, TS_PRODUCERS * r->n);
+    ck_assert_int_eq(new_chan(&r->work, SL_MPMC, 8, 64, NULL, NULL, false, 0), SL_OK);
+    r->start = sl_test_now_ns();
+    ck_assert_int_eq(sl_chan_tick(&r->tick, TS_PERIOD), SL_OK);
+    ck_assert_int_eq(sl_chan_after(&r->deadline, (g_seed % 5000) * 1000), SL_OK);
+    r->cap_ticks = 1u << 20;
+    for (unsigned i = 0; i < TS_CONSUMERS; i++)
+        r->ticks[i] = xmalloc(r->cap_ticks * sizeof(uint64_t));
+    sl_test_barrier_init(&r->go, TS_PRODUCERS + TS_CONSUMERS);
+    pthread_t th[TS_PRODUCERS + TS_CONSUMERS];
+    ts_arg args[TS_PRODUCERS + TS_CONSUMERS];
+    for (unsigned i = 0; i < TS_PRODUCERS + TS_CONSUMERS; i++) {
+        bool prod = i < TS_PRODUCERS;
+        args[i] = (ts_arg){r, prod ? i : i - TS_PRODUCERS};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, prod ? ts_producer : ts_consumer,
+                                        &args[i]), 0);
+    }
+    for (unsigned i = 0; i < TS_PRODUCERS; i++)
+        pthread_join(th[i], NULL);
+    sl_chan_close(r->work);
+    for (unsigned i = TS_PRODUCERS; i < TS_PRODUCERS + TS_CONSUMERS; i++)
+        pthread_join(th[i], NULL);
+    uint64_t end = sl_test_now_ns();
+    ASSERT_CLEAN();
+    check_none_lost(&r->seen, TS_PRODUCERS * r->n, TS_PRODUCERS * r->n, TS_PRODUCERS * r->n);
+    ck_assert_uint_eq(atomic_load(&r->deadline_taken), 1);
+    ts_check_ticks(r, end);
+    ASSERT_CLEAN();
+    sl_chan_free(r->work);
+    sl_chan_free(r->tick);
+    sl_chan_free(r->deadline);
+    sl_test_barrier_destroy(&r->go);
+    bm_free(&r->seen);
+    for (unsigned i = 0; i < TS_CONSUMERS; i++)
+        free(r->ticks[i]);
+    free(r);
+}
+END_TEST
+
 static Suite *flavors_suite(void)
 {
     Suite *s = suite_create("stress_flavors");
@@ -1337,6 +1508,10 @@ static Suite *flavors_suite(void)
     tcase_add_loop_test(tc, list_mixed_close, 0, N_OF(lmx_cfgs));
     sl_test_loop_case(s, "ring", TC_TIMEOUT, ring_flood, N_OF(ring_cfgs));
     sl_test_loop_case(s, "select", TC_TIMEOUT, select_stress, N_OF(sel_cfgs));
+    tc = tcase_create("timer");
+    tcase_set_timeout(tc, TC_TIMEOUT);
+    tcase_add_test(tc, timer_select);
+    suite_add_tcase(s, tc);
     return s;
 }
 

@@ -11,6 +11,7 @@
  *   | SL_MPMC | many / many       | bounded   | lock-free  | lock-free | linearizable FIFO|
  *   | SL_LIST | many / many       | unbounded | lock-free  | lock-free | linearizable FIFO|
  *   | SL_RING | many / many       | overwrites| lock-free* | lock-free | linearizable FIFO|
+ *   | SL_TIMER| none / many       | 1 (clock) | SL_EINVAL  | lock-free | fires in time    |
  *
  * SL_LIST's sends never wait: only SL_ENOMEM or SL_CLOSED refuse them, and its
  * capacity is SIZE_MAX. SL_RING's sends never wait (*) and never fail while
@@ -18,7 +19,9 @@
  * the drop function, or to the caller with sl_chan_send_evict. (*) Without
  * condition for messages of at most 8 bytes; for larger ones while fewer than
  * SL_RING_SPARE operations hold a slot at once, beyond which a send yields
- * until one of them is done (sluice/ring.h).
+ * until one of them is done (sluice/ring.h). SL_TIMER channels (after, tick,
+ * never) carry uint64_t fire instants from the clock and refuse sends
+ * (sluice/timer.h).
  *
  * Which calls may overlap on one channel:
  *
@@ -65,7 +68,9 @@
 SL_BEGIN_DECLS
 
 typedef struct sl_chan sl_chan;
-typedef enum sl_flavor { SL_SPSC = 1, SL_MPMC, SL_LIST, SL_RING } sl_flavor;
+/* SL_TIMER: a timer channel, made by sl_chan_after / sl_chan_tick /
+ * sl_chan_never (sluice/timer.h), never by sl_chan_new. */
+typedef enum sl_flavor { SL_SPSC = 1, SL_MPMC, SL_LIST, SL_RING, SL_TIMER } sl_flavor;
 typedef void (*sl_drop_fn)(void *elem, void *ctx);
 
 typedef struct sl_chan_opts {
@@ -78,7 +83,8 @@ typedef struct sl_chan_opts {
 } sl_chan_opts;
 
 /* Creates a channel. Returns SL_OK and sets *out; SL_EINVAL for NULL out or
- * opts, an unknown flavour, elem_size 0 or above SL_ELEM_MAX, capacity 0 or so
+ * opts, an unknown flavour or SL_TIMER (sluice/timer.h makes those),
+ * elem_size 0 or above SL_ELEM_MAX, capacity 0 or so
  * large the storage overflows (bounded flavours); SL_ENOMEM. On failure *out
  * is untouched. */
 SL_API sl_status sl_chan_new(sl_chan **out, const sl_chan_opts *opts);

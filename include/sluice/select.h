@@ -14,6 +14,12 @@
  * thread is selecting on it, so a channel nobody selects on keeps its fast
  * path (one extra load of a counter on a line it already reads).
  *
+ * Timer channels (sluice/timer.h) are receive cases like any other: ready
+ * once a fire is due, and a sleeping selector wakes no later than the
+ * earliest fire among its cases. A send case on a timer channel is refused:
+ * when a round reaches it, select returns SL_EINVAL with *index on it and
+ * nothing happened.
+ *
  * Any number of threads may select on any channels at once, together with
  * ordinary sends and receives (within each flavour's rules: an SL_SPSC
  * channel still has one sender and one receiver thread at a time).

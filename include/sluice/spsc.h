@@ -133,7 +133,11 @@ static inline sl_status sl__spsc_try_push_fast(sl_spsc *q, const void *elem)
         /* Acquire: the consumer's reads of the slots it freed happen before
          * our overwrite of them. */
         p->peer_cache = atomic_load_explicit(&q->cons.index, memory_order_acquire);
+#ifdef SL_MUTANT_SPSC_INLINE_CAP_PLUS_ONE
+        if (tail - p->peer_cache > p->capacity) { /* planted bug: lets capacity + 1 in */
+#else
         if (tail - p->peer_cache >= p->capacity) {
+#endif
             sl__spsc_leave(p);
             return SL_FULL;
         }

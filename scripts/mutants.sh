@@ -1,0 +1,342 @@
+#!/usr/bin/env bash
+# scripts/mutants.sh — the planted bugs, each compiled in and run against the
+# check meant to catch it.
+#
+#   scripts/mutants.sh [--fast | --all | --only NAME] [--markdown | --update-doc]
+#                      [--model] [--baseline]
+#
+#   --fast        the C mutants whose check catches them in seconds (make test
+#                 runs these); the default
+#   --all         every C mutant, and the Promela models' planted bugs
+#                 (tests/model/run.sh --mutants, a few minutes)
+#   --only NAME   one mutant (NAME as in the list below, without SL_MUTANT_)
+#   --model       with --fast or --only: the model's planted bugs as well
+#   --baseline    also run each check on the build without the mutant (it must
+#                 pass there, or "caught" means nothing)
+#   --markdown    print the table for docs/guarantees.md instead of the lines
+#   --update-doc  rewrite the table in docs/guarantees.md in place, between
+#                 its marker comments (every mutant unless a set is named)
+#
+# Each C mutant is a compile-time switch, SL_MUTANT_<NAME>, in the source of
+# the algorithm (grep for it). How one is built, sharing everything else: the
+# preset's own build tree (build/<preset>) is configured and the check's
+# targets built there as usual (nothing to do after make test); then only the
+# objects whose dependency files name the file holding the switch are
+# recompiled with -DSL_MUTANT_<NAME>, with that target's flags, into
+# build/mutant-<name>/, and the check's executable is relinked there from the
+# unchanged objects, a copy of libsluice.a with the changed members replaced,
+# and the target's own link line. A switch that changes no object is reported
+# as ESCAPED: a misspelt name cannot pass for a caught bug.
+#
+# Output: one line per mutant — name, check, caught / ESCAPED (expected) /
+# ESCAPED, the first failing line, seconds — then a summary. Exit status 1
+# when a mutant that must be caught escapes (or its build fails).
+# Environment: MUTANT_TIMEOUT (seconds per check, default 120), JOBS (build
+# parallelism, default nproc).
+set -u
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root" || exit 2
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+LIMIT=${MUTANT_TIMEOUT:-120}
+
+# The C mutants, one per line:
+#   NAME | preset | target | environment for the check | arguments | must be
+#   caught (1) or expected to escape (0) | fast (1: make test runs it) |
+#   the planted bug, as the table shows it
+# The check runs as `env ENV build/mutant-<name>/TARGET ARGS` under a timeout.
+# Suites narrow themselves to one Check test case with CK_RUN_CASE.
+mutants=(
+"MPMC_SPLIT_PUBLISH|faults|unit_mpmc|CK_RUN_CASE=threads||1|1|a push claims the cell with a stamp CAS and writes the value afterwards (the window the double-width CAS closes)"
+"MPMC_FREE_BEFORE_READ|faults|unit_mpmc|CK_RUN_CASE=threads||1|1|a pop frees the cell for the next lap before reading its value"
+"LIST_EARLY_FREE|asan|unit_list|CK_RUN_CASE=threads||1|1|SL_LIST frees a segment without waiting for threads still inside it"
+"MPMC_CAP_PLUS_ONE|fuzz|fuzz_mpmc||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/mpmc|1|1|MPMC holds capacity + 1"
+"MPMC_POP_N_ONE_FEWER|fuzz|fuzz_mpmc||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/mpmc|1|1|MPMC \`pop_n\` (under \`try_recv_n\`) reports one fewer than it took"
+"MPMC_PUBLISH_BEFORE_COPY|default|stress_lincheck|||1|0|MPMC push publishes the slot index before copying the bytes"
+"MPMC_RELEASE_BEFORE_COPY|default|stress_lincheck|||1|0|MPMC pop frees the slot before copying out"
+"MPMC_EMPTY_ON_LOST_CAS|faults|stress_lincheck|||1|0|MPMC pop returns SL_EMPTY when its take of a cell loses a race"
+"LIST_OK_AFTER_POISON|default|stress_lincheck|||1|0|LIST push returns OK after its slot was poisoned"
+"LIST_DROP_LATE_FULL|default|stress_lincheck|||1|0|LIST pop drops a slot that became FULL while it waited"
+"LIST_NEW_SEG_ENQ_ZERO|fuzz|fuzz_list||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/list|1|1|LIST new segment starts with enq = 0"
+"LIST_LEN_FULL_SEG|fuzz|fuzz_list||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/list|1|1|LIST len miscounts a full segment"
+"RING_EVICT_NEWEST|fuzz|fuzz_ring||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/ring|1|1|ring evicts the newest instead of the oldest (messages of at most 8 bytes)"
+"SPSC_PUSH_N_ONE_TOO_MANY|fuzz|fuzz_spsc||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/spsc|1|1|SPSC push_n publishes one too many"
+"SPSC_INLINE_CAP_PLUS_ONE|fuzz|fuzz_spsc||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/spsc|1|1|SPSC inline push lets capacity + 1 in"
+"CHAN_SEND_N_AFTER_CLOSE|fuzz|fuzz_list||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/list|1|1|close lets \`try_send_n\` through"
+"PARK_NO_RECHECK|default|stress_park|TIMEOUT=90 CK_RUN_CASE=chan_pingpong||1|0|no re-check after \`sl_event_prepare\`"
+"PARK_WAKE_BEFORE_BUMP|default|stress_park|TIMEOUT=60 CK_RUN_CASE=event_pingpong||1|0|notify_one issues the futex wake before it bumps the epoch"
+"PARK_CLOSE_NOTIFY_ONE|default|stress_park|TIMEOUT=60 CK_RUN_CASE=many_receivers||1|0|close (notify_all) wakes one waiter instead of all"
+"SELECT_NO_SHUFFLE|default|unit_select|||1|1|select without shuffling"
+"SELECT_NO_REGISTER|default|unit_select|TIMEOUT=90 CK_RUN_CASE=blocking CK_TIMEOUT_MULTIPLIER=0.05||1|1|select without registering on its channels"
+"CHAN_NO_SELECT_BELL|default|unit_select|TIMEOUT=90 CK_RUN_CASE=blocking CK_TIMEOUT_MULTIPLIER=0.05||1|0|no select bell on send or receive"
+"SELECT_CLOSED_NOT_READY|default|unit_select|TIMEOUT=60 CK_RUN_CASE=semantics CK_TIMEOUT_MULTIPLIER=0.1||1|1|select: a closed channel's case is not ready"
+"POOL_STATS_NO_RINGS|default|unit_pool|CK_RUN_CASE=batches||1|1|pool: stats leave out the jobs in batch rings"
+"POOL_BATCH_THROUGH_STOP|default|unit_pool|CK_RUN_CASE=batches||1|1|pool: a worker runs the rest of its batch through a stop"
+"POOL_NO_STEAL_BUSY|default|unit_pool|CK_RUN_CASE=batches||1|1|pool: no stealing from a busy worker's batch"
+"POOL_NO_SWEEP_RINGS|default|unit_pool|CK_RUN_CASE=batches||1|1|pool: reset and cancel do not sweep the rings"
+"POOL_CLAIM_STORE|default|stress_pool|CK_RUN_CASE=accounting||1|0|pool: a ring claim moves \`head\` with a store instead of a CAS"
+"POOL_FILL_TAIL_FIRST|faults|stress_pool|CK_RUN_CASE=accounting||1|0|pool: a ring fill publishes \`tail\` before its entries"
+"RING_CAP_OFF_BY_ONE|default|unit_ring|CK_RUN_CASE=raw||1|1|ring capacity off by one"
+"MPMC_DRAIN_SKIPS_LEFTOVER|fuzz|fuzz_ring||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/ring|1|1|ring free (the MPMC drain under it) skips a leftover"
+"SPSC_WRAP_NOT_COPIED|fuzz|fuzz_spsc||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/spsc|1|1|SPSC push_n leaves out the part of a batch that wraps around"
+"PARK_TIMEOUT_NO_RETRY|default|stress_park|CK_RUN_CASE=timed_never_early||0|0|a timed-out waiter skips its final retry (harmless: the model shows why, below)"
+"POOL_DEATH_LEAVES_RUNNING|default|unit_pool|CK_RUN_CASE=batches||0|0|pool: a dying worker leaves its slot marked running"
+"CHAN_NO_LAST_LOOK|default|stress_chan|CK_RUN_CASE=close_drains||1|0|receiver skips the last look after close (answers SL_CLOSED with a message inside)"
+"TIMER_BACKLOG|default|unit_timer|CK_TIMEOUT_MULTIPLIER=0.1||1|1|timer: a ticker's next fire is the missed one plus one period (missed ticks queue up)"
+"TIMER_TAKE_BY_STORE|default|unit_timer|CK_TIMEOUT_MULTIPLIER=0.1||1|1|timer: a receive takes a due fire with a plain store instead of the CAS"
+"TIMER_BLIND_WAIT|default|unit_timer|CK_TIMEOUT_MULTIPLIER=0.1||1|0|timer: waits ignore the timers' next fire (\`sl__chan_ready_at\` says SL_FOREVER)"
+)
+
+mode="" only="" out=lines model=0 baseline=0
+while [ $# -gt 0 ]; do
+    case $1 in
+    --fast) mode=fast ;;
+    --all) mode=all model=1 ;;
+    --only) mode=only only=${2:?--only needs a name}; shift ;;
+    --model) model=1 ;;
+    --baseline) baseline=1 ;;
+    --markdown) out=markdown ;;
+    --update-doc) out=doc ;;
+    -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "mutants: unknown option $1 (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+# The doc's table covers everything unless a set was named.
+if [ -z "$mode" ]; then
+    mode=fast
+    [ "$out" = doc ] && mode=all model=1
+fi
+
+# The lines go to stdout, or to stderr while the table is the output.
+log() { if [ "$out" = lines ]; then echo "$@"; else echo "$@" >&2; fi; }
+
+# Builds the preset's tree and TARGET there (a no-op when up to date).
+base_build() {
+    local preset=$1 target=$2
+    cmake --preset "$preset" >/dev/null || return 1
+    cmake --build "build/$preset" -j "$JOBS" --target "$target" >/dev/null || return 1
+}
+
+# compile_object BASE OBJ DEFINE DEST: recompiles BASE/OBJ (a path like
+# CMakeFiles/x.dir/src.c.o under some folder of BASE) with DEFINE into DEST,
+# using the flags CMake wrote for its target.
+compile_object() {
+    local base=$1 obj=$2 define=$3 dest=$4
+    local tdir=${obj%%.dir/*}.dir
+    local flags="$base/$tdir/flags.make"
+    local src cc defs incs cflags
+    src=$(grep -o -m 1 "$root/[^ ]*\.c\b" "$base/$obj.d")
+    cc=$(sed -n 's/^# compile C with //p' "$flags")
+    defs=$(sed -n 's/^C_DEFINES = //p' "$flags")
+    incs=$(sed -n 's/^C_INCLUDES = //p' "$flags")
+    cflags=$(sed -n 's/^C_FLAGS = //p' "$flags")
+    # shellcheck disable=SC2086
+    $cc $defs "-D$define" $incs $cflags -o "$dest" -c "$src"
+}
+
+# build_mutant NAME PRESET TARGET: prints the build folder's executable, or
+# fails with a reason on stdout.
+build_mutant() {
+    local name=$1 preset=$2 target=$3
+    local base="$root/build/$preset" dir="$root/build/mutant-${name,,}"
+    local define="SL_MUTANT_$name"
+    local files
+    files=$(grep -rlw --include='*.c' --include='*.h' "$define" channels pool include)
+    if [ -z "$files" ]; then echo "no source holds $define"; return 1; fi
+    base_build "$preset" "$target" || { echo "base build of $target ($preset) failed"; return 1; }
+    local tpath
+    tpath=$(find "$base" -path '*/CMakeFiles/*' -prune -o -type f -name "$target" -perm -u+x -print | head -n 1)
+    [ -n "$tpath" ] || { echo "no $target in build/$preset"; return 1; }
+    local tparent=${tpath%/*}
+    local link="$tparent/CMakeFiles/$target.dir/link.txt"
+    rm -rf "$dir"
+    mkdir -p "$dir/obj"
+    echo "$tpath" >"$dir/base-exe"
+    # The objects to recompile: the library's, and the target's own, whose
+    # dependency files name a file holding the switch.
+    local objs=() d f
+    while IFS= read -r d; do
+        for f in $files; do
+            if grep -q "$root/$f\b" "$d"; then objs+=("${d%.d}"); break; fi
+        done
+    done < <(find "$base/CMakeFiles/sluice_objects.dir" "$tparent/CMakeFiles/$target.dir" -name '*.o.d')
+    [ ${#objs[@]} -gt 0 ] || { echo "no object of $target depends on $files"; return 1; }
+    local lib="$dir/libsluice.a" sed_args=() changed=0 o rel new
+    cp "$base/libsluice.a" "$lib"
+    for o in "${objs[@]}"; do
+        rel=${o#"$base"/}
+        new="$dir/obj/$(echo "$rel" | tr / _)"
+        compile_object "$base" "$rel" "$define" "$new" >"$dir/build.log" 2>&1 ||
+            { echo "compile of $rel failed: $(grep -m 1 error "$dir/build.log")"; return 1; }
+        cmp -s "$new" "$o" || changed=1
+        if [[ $rel == CMakeFiles/sluice_objects.dir/* ]]; then
+            # the archive's member is named by the source's file name
+            cp "$new" "$dir/obj/${o##*/}"
+            ar r "$lib" "$dir/obj/${o##*/}" 2>>"$dir/build.log"
+        else
+            sed_args+=(-e "s| ${o#"$tparent"/} | $new |")
+        fi
+    done
+    [ "$changed" = 1 ] || { echo "$define changes no object"; return 1; }
+    local cmd
+    cmd=$(sed "${sed_args[@]}" -e "s| -o $target | -o $dir/$target |" \
+        -e "s| [^ ]*libsluice\.a | $lib |" "$link")
+    echo "$cmd" >>"$dir/build.log"
+    (cd "$tparent" && eval "$cmd") >>"$dir/build.log" 2>&1 ||
+        { echo "link of $target failed"; return 1; }
+    echo "$dir/$target"
+}
+
+# The line of a check's output that says what failed: a Check failure, else
+# a sanitizer's report, else a fuzz target's mismatch, an assertion or a
+# watchdog, else a Check error (a crash, a timeout), else whatever says it
+# failed.
+first_failure() {
+    local pat line
+    for pat in ':F:[^:]*:[^:]*:[0-9]+: ' 'ERROR: [A-Za-z]*Sanitizer|runtime error:' \
+        'MISMATCH|VIOLATION|[Aa]ssertion|no progress for' ':E:[^:]*:[^:]*:[0-9]+: ' \
+        'ERROR: libFuzzer|FAIL|[Ff]ailed'; do
+        line=$(grep -m 1 -E -e "$pat" "$1") && break
+    done
+    printf '%s\n' "$line" | head -n 1 | sed -e 's/^[^ ]*\/tests\///' -e 's/^==[0-9]*==//' \
+        -e 's/ on address 0x.*//' | cut -c1-160
+}
+
+results=()   # name|check|verdict|how|seconds|bug
+bad=0
+run_one() {
+    local spec=$1 name preset target env args must fast bug
+    IFS='|' read -r name preset target env args must fast bug <<<"$spec"
+    local t0 exe verdict how rc secs check
+    # TIMEOUT=N in the environment field: this check's own time limit
+    local limit=$LIMIT
+    if [[ $env == TIMEOUT=* ]]; then
+        limit=${env%% *}
+        limit=${limit#TIMEOUT=}
+        [[ $env == *" "* ]] && env=${env#* } || env=""
+    fi
+    check="$target${env:+ ($env)}"
+    [[ $args == *-max_total_time=* ]] && check="$target (seed corpus, then fuzzing)"
+    [ "$preset" = default ] || check="$check, $preset build"
+    t0=$(date +%s.%N)
+    if ! exe=$(build_mutant "$name" "$preset" "$target"); then
+        verdict="BUILD FAILED" how=$exe
+        bad=$((bad + 1))
+    else
+        local dir=${exe%/*}
+        mkdir -p "$dir/corpus"
+        args=${args//@DIR@/$dir}
+        args=${args//@ROOT@/$root}
+        if [ "$baseline" = 1 ]; then
+            # shellcheck disable=SC2086
+            (cd "$dir" && timeout "$limit" env $env "$(cat base-exe)" $args) \
+                >"$dir/baseline.out" 2>&1 ||
+                { echo "mutants: $check fails without $name too (see $dir/baseline.out)" >&2
+                  bad=$((bad + 1)); }
+        fi
+        # Line-buffered output, so that a check stopped at its time limit
+        # leaves what it printed (not under ASan: it must be loaded first).
+        local buf=""
+        case $preset in default|faults) command -v stdbuf >/dev/null && buf="stdbuf -oL -eL" ;; esac
+        # shellcheck disable=SC2086
+        (cd "$dir" && timeout "$limit" $buf env $env "$exe" $args) >"$dir/check.out" 2>&1
+        rc=$?
+        how=$(first_failure "$dir/check.out")
+        if [ "$rc" = 124 ] && [ -n "$how" ]; then
+            verdict=caught how="$how (stopped at ${limit}s)"
+        elif [ "$rc" = 124 ]; then
+            verdict=ESCAPED how="no verdict within ${limit}s"
+        elif [ "$rc" != 0 ]; then
+            verdict=caught
+            [ -n "$how" ] || how="exit status $rc: $(tail -n 1 "$dir/check.out" | cut -c1-120)"
+        elif [ "$must" = 1 ]; then
+            verdict=ESCAPED how=""
+        else
+            verdict="ESCAPED (expected)" how=""
+        fi
+        [ "$verdict" = ESCAPED ] && bad=$((bad + 1))
+    fi
+    secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
+    log "$(printf '%-26s %-40s %-8s %4ss  %s' "$name" "$check" "$verdict" "$secs" "$how")"
+    results+=("$name|$check|$verdict|$how|$secs|$bug")
+}
+
+found=0
+for spec in "${mutants[@]}"; do
+    IFS='|' read -r name _ _ _ _ _ fast _ <<<"$spec"
+    case $mode in
+    fast) [ "$fast" = 1 ] || continue ;;
+    only) [ "$name" = "$only" ] || continue ;;
+    esac
+    found=1
+    run_one "$spec"
+done
+if [ "$mode" = only ] && [ "$found" = 0 ] && [ "$model" = 0 ]; then
+    echo "mutants: no mutant named $only" >&2
+    exit 2
+fi
+
+# The models' planted bugs: run.sh --mutants prints "mutant -DBUG (model):",
+# the checks, then "  => caught: CHECK KIND pan's line" or "  => not caught".
+model_rows=()
+if [ "$model" = 1 ]; then
+    log "model mutants (tests/model/run.sh --mutants) ..."
+    mout=$(mktemp)
+    t0=$(date +%s)
+    bash tests/model/run.sh --mutants >"$mout" 2>&1
+    mrc=$?
+    while IFS= read -r line; do
+        case $line in
+        "mutant -D"*) mbug=${line#mutant -D}; mbug=${mbug%:} ;;
+        "  => caught: "*) model_rows+=("$mbug|caught|${line#  => caught: }") ;;
+        # run.sh's exit status says whether one that must be caught was not
+        "  => not caught"*) model_rows+=("$mbug|not caught|") ;;
+        esac
+    done <"$mout"
+    for r in "${model_rows[@]}"; do
+        IFS='|' read -r mbug v how <<<"$r"
+        log "$(printf '%-52s %-19s %s' "model $mbug" "$v" "$how")"
+    done
+    [ "$mrc" = 0 ] || { log "model mutants: $(tail -n 1 "$mout")"; bad=$((bad + 1)); }
+    log "model mutants: $(($(date +%s) - t0))s"
+    rm -f "$mout"
+fi
+
+markdown() {
+    echo "| planted bug | check | verdict | first failing line | s |"
+    echo "|---|---|---|---|---|"
+    local r name check verdict how secs bug
+    for r in "${results[@]}"; do
+        IFS='|' read -r name check verdict how secs bug <<<"$r"
+        how=${how//|/\\|}
+        echo "| \`SL_MUTANT_$name\`: $bug | $check | $verdict | ${how:+\`$how\`} | $secs |"
+    done
+    for r in "${model_rows[@]}"; do
+        IFS='|' read -r mbug verdict how <<<"$r"
+        echo "| model \`${mbug% (*}\` (${mbug##* (} | \`tests/model/run.sh --mutants\` | $verdict | ${how:+\`$how\`} | |"
+    done
+}
+
+doc=docs/guarantees.md
+begin='<!-- mutants table: generated by scripts/mutants.sh --update-doc -->'
+end='<!-- end of mutants table -->'
+case $out in
+markdown) markdown ;;
+doc)
+    if ! grep -qF "$begin" "$doc" || ! grep -qF "$end" "$doc"; then
+        echo "mutants: $doc has no marker comments" >&2
+        exit 2
+    fi
+    table=$(mktemp)
+    markdown >"$table"
+    awk -v b="$begin" -v e="$end" -v t="$table" '
+        $0 == b { print; while ((getline l < t) > 0) print l; skip = 1; next }
+        $0 == e { skip = 0 }
+        !skip' "$doc" >"$doc.new" && mv "$doc.new" "$doc"
+    rm -f "$table"
+    echo "mutants: table in $doc rewritten (${#results[@]} C mutants, ${#model_rows[@]} model)"
+    ;;
+esac
+log "mutants: ${#results[@]} run, $bad escaped or failed to build"
+[ "$bad" = 0 ]

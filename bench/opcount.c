@@ -8,6 +8,10 @@
  * divides callgrind's total by the count to get instructions per pair (minus
  * the start-up, which the `0` run measures). No threads, so no contention:
  * this is the floor each flavour starts from.
+ *
+ * chan-F-recv16 and chan-F-recvn16 count one round of 16 sends and then 16
+ * sl_chan_recv, or one sl_chan_recv_n of 16: the same sends, so the
+ * difference per round is what the batch receive saves.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -96,11 +100,50 @@ static int run_chan(sl_flavor f, long n)
     return (int)(out != v);
 }
 
+/* 16 sends, then 16 blocking receives or one blocking batch receive of 16. */
+static int run_chan_recv16(sl_flavor f, long n, bool batched)
+{
+    sl_chan *ch;
+    sl_chan_opts o = {.flavor = f, .elem_size = 8, .capacity = 1024};
+    if (sl_chan_new(&ch, &o) != SL_OK)
+        return 1;
+    uint64_t out[16] = {0};
+    size_t got = 16;
+    for (long i = 0; i < n; i++) {
+        for (uint64_t k = 0; k < 16; k++)
+            sl_chan_try_send(ch, &k);
+        if (batched)
+            sl_chan_recv_n(ch, out, 16, &got);
+        else
+            for (int k = 0; k < 16; k++)
+                sl_chan_recv(ch, &out[k]);
+    }
+    sl_chan_free(ch);
+    return (int)(got != 16 || out[15] != 15);
+}
+
+static const struct { const char *name; sl_flavor f; } chan_names[] = {
+    {"spsc", SL_SPSC}, {"mpmc", SL_MPMC}, {"list", SL_LIST}, {"ring", SL_RING}};
+
+/* chan-F-recv16 / chan-F-recvn16, or -1 for another name. */
+static int run_recv16_named(const char *w, long n)
+{
+    for (size_t i = 0; i < sizeof chan_names / sizeof chan_names[0]; i++) {
+        char a[32], b[32];
+        snprintf(a, sizeof a, "chan-%s-recv16", chan_names[i].name);
+        snprintf(b, sizeof b, "chan-%s-recvn16", chan_names[i].name);
+        if (strcmp(w, a) == 0 || strcmp(w, b) == 0)
+            return run_chan_recv16(chan_names[i].f, n, strcmp(w, b) == 0);
+    }
+    return -1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
         fprintf(stderr, "usage: sl-opcount spsc|mpmc|mpmc-64|list|ring|ring-full|ring-full-64|"
-                        "chan-spsc|chan-mpmc|chan-list|chan-ring COUNT\n");
+                        "chan-spsc|chan-mpmc|chan-list|chan-ring|chan-F-recv16|chan-F-recvn16 "
+                        "COUNT\n");
         return 2;
     }
     long n = atol(argv[2]);
@@ -114,7 +157,7 @@ int main(int argc, char **argv)
         r = run_chan(SL_LIST, n);
     else if (strcmp(w, "chan-ring") == 0)
         r = run_chan(SL_RING, n);
-    else
+    else if ((r = run_recv16_named(w, n)) < 0)
         r = run_raw(w, n);
     if (r < 0) {
         fprintf(stderr, "sl-opcount: unknown flavour %s\n", w);

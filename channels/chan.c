@@ -198,14 +198,16 @@ PER_FLAVOR bool sends_landed(const flavor_adapter *a, sl_chan *ch)
     return !senders_in_flight(ch);
 }
 
-/* try_recv_once for one flavour's adapter. */
-PER_FLAVOR sl_status recv_with(const flavor_adapter *a, sl_chan *ch, void *out)
+/* For a receiver whose look found the queue empty (every receive form asks
+ * here): SL_EMPTY while ch is open or a send that saw it open may still be
+ * landing; SL_CLOSED once "closed and drained" is known; SL_OK when every
+ * such send has landed and is visible: look once more, and if that look is
+ * empty too, set_drained. */
+PER_FLAVOR sl_status empty_verdict(const flavor_adapter *a, sl_chan *ch)
 {
-    if (pop_with(a, ch, out) == SL_OK)
-        return SL_OK;
     SL_FI();
-    if (!is_closed(ch)) /* re-arm an event-loop descriptor, try again (chanfd.c) */
-        return sl__chanfd_has(ch, SL_END_RECV) ? sl__chanfd_rearm_recv(ch, out) : SL_EMPTY;
+    if (!is_closed(ch))
+        return SL_EMPTY;
     /* Once established, "closed and drained" is final: a sender that starts
      * after it sees `closed` and refuses (its brief in-flight mark must not
      * turn a later answer back into SL_EMPTY). */
@@ -213,17 +215,29 @@ PER_FLAVOR sl_status recv_with(const flavor_adapter *a, sl_chan *ch, void *out)
         return SL_CLOSED;
     /* Closed, but a send that saw it open may still be landing: until no
      * sender is marked, the answer is "not yet" (its unmark wakes us). */
-    if (!sends_landed(a, ch))
-        return SL_EMPTY;
-    /* Every such send has landed and is visible now: one last look. */
-#ifdef SL_MUTANT_CHAN_NO_LAST_LOOK
-    atomic_store_explicit(&ch->drained, 1u, memory_order_release);
-    return SL_CLOSED; /* planted bug: a message that landed meanwhile is left behind */
-#endif
-    if (pop_with(a, ch, out) == SL_OK)
-        return SL_OK;
+    return sends_landed(a, ch) ? SL_OK : SL_EMPTY;
+}
+
+static sl_status set_drained(sl_chan *ch)
+{
     atomic_store_explicit(&ch->drained, 1u, memory_order_release);
     return SL_CLOSED;
+}
+
+/* try_recv_once for one flavour's adapter. */
+PER_FLAVOR sl_status recv_with(const flavor_adapter *a, sl_chan *ch, void *out)
+{
+    if (pop_with(a, ch, out) == SL_OK)
+        return SL_OK;
+    sl_status v = empty_verdict(a, ch);
+    if (v != SL_OK) /* empty: re-arm an event-loop descriptor, look again (chanfd.c) */
+        return v == SL_EMPTY && sl__chanfd_has(ch, SL_END_RECV) ? sl__chanfd_rearm_recv(ch, out)
+                                                                 : v;
+    /* Every such send has landed and is visible now: one last look. */
+#ifdef SL_MUTANT_CHAN_NO_LAST_LOOK
+    return set_drained(ch); /* planted bug: a message that landed meanwhile is left behind */
+#endif
+    return pop_with(a, ch, out) == SL_OK ? SL_OK : set_drained(ch);
 }
 
 /* One non-blocking receive: SL_OK, SL_EMPTY, or SL_CLOSED once drained. */
@@ -245,7 +259,9 @@ sl_status sl__chan_try_recv(sl_chan *ch, void *out) { return try_recv_once(ch, o
 typedef struct chan_wait {
     sl_chan *ch;
     const void *elem; /* a send's message */
-    void *out;        /* where a receive puts its message */
+    void *out;        /* where a receive puts its message (a batch's first) */
+    size_t n;         /* a batch receive's room, in messages */
+    size_t got;       /* and how many its last attempt took */
     sl_status st;     /* the last attempt's status */
 } chan_wait;
 
@@ -296,20 +312,26 @@ static uint64_t chan_next(void *ctx) { return sl__chan_ready_at(((chan_wait *)ct
 /* What a blocking or timed form does after a first try that was not final:
  * with a timeout of 0, nothing more (SL_TIMEDOUT); otherwise wait on ev until
  * ready() holds (its status) or the timeout passes (SL_TIMEDOUT). The first
- * try is the caller's, before the clock is read, and this is out of line: a
- * call whose first try succeeds reads no clock and sets up no frame for the
- * wait. */
+ * try is the caller's, before the clock is read, and the callers of this
+ * (await_op, await_recv_n) are out of line: a call whose first try succeeds
+ * reads no clock and sets up no frame for the wait. */
+static inline sl_status await_wait(sl_event *ev, sl__ready_fn ready, chan_wait *w,
+                                   uint64_t timeout_ns)
+{
+    if (timeout_ns == 0)
+        return SL_TIMEDOUT;
+    if (sl__chan_await(ev, ready, w, sl_deadline_after(timeout_ns), SL__AWAIT_SPIN,
+                       chan_next) != SL_OK)
+        return SL_TIMEDOUT;
+    return w->st;
+}
+
 static __attribute__((noinline)) sl_status await_op(sl_event *ev, sl__ready_fn ready,
                                                     sl_chan *ch, const void *elem, void *out,
                                                     uint64_t timeout_ns)
 {
-    if (timeout_ns == 0)
-        return SL_TIMEDOUT;
     chan_wait w = {.ch = ch, .elem = elem, .out = out};
-    if (sl__chan_await(ev, ready, &w, sl_deadline_after(timeout_ns), SL__AWAIT_SPIN,
-                       chan_next) != SL_OK)
-        return SL_TIMEDOUT;
-    return w.st;
+    return await_wait(ev, ready, &w, timeout_ns);
 }
 
 SL_API sl_status sl_chan_try_send(sl_chan *ch, const void *elem)
@@ -440,22 +462,78 @@ PER_FLAVOR size_t pop_n_with(const flavor_adapter *a, sl_chan *ch, void *out, si
     return got;
 }
 
-/* sl_chan_try_recv_n for one flavour's adapter. */
-PER_FLAVOR size_t recv_n_with(const flavor_adapter *a, sl_chan *ch, void *out, size_t n)
+/* One non-blocking batch receive for one flavour's adapter: up to n messages
+ * into out, how many in *got; SL_OK (*got >= 1), SL_EMPTY, or SL_CLOSED once
+ * drained — recv_with's verdict, for a batch. */
+PER_FLAVOR sl_status recv_n_with(const flavor_adapter *a, sl_chan *ch, void *out, size_t n,
+                                 size_t *got)
 {
-    size_t got = pop_n_with(a, ch, out, n);
+    size_t k = pop_n_with(a, ch, out, n);
+    sl_status v = k < n ? empty_verdict(a, ch) : SL_EMPTY;
     /* As recv_with: once closed and no sender in flight, every send has
      * landed; look again. */
-    if (got < n && sends_landed(a, ch))
-        got += pop_n_with(a, ch, (unsigned char *)out + got * ch->elem_size, n - got);
-    return got;
+#ifndef SL_MUTANT_RECV_N_NO_LAST_LOOK /* planted bug: a batch leaves what landed meanwhile */
+    if (v == SL_OK)
+        k += pop_n_with(a, ch, (unsigned char *)out + k * ch->elem_size, n - k);
+#endif
+    *got = k;
+    if (k)
+        return SL_OK;
+    return v == SL_OK ? set_drained(ch) : v;
+}
+
+static sl_status try_recv_n_once(sl_chan *ch, void *out, size_t n, size_t *got)
+{
+    DISPATCH(ch->flavor, recv_n_with, ch, out, n, got);
 }
 
 SL_API size_t sl_chan_try_recv_n(sl_chan *ch, void *out, size_t n)
 {
-    if (!ch || !out || n == 0)
-        return 0;
-    DISPATCH(ch->flavor, recv_n_with, ch, out, n);
+    size_t got = 0;
+    if (ch && out && n != 0)
+        (void)try_recv_n_once(ch, out, n, &got);
+    return got;
+}
+
+static bool recv_n_ready(void *ctx)
+{
+    chan_wait *w = ctx;
+    w->st = try_recv_n_once(w->ch, w->out, w->n, &w->got);
+    return is_final(w->st);
+}
+
+/* The wait of a batch receive whose first try found nothing (await_op's,
+ * with the batch's count). */
+static __attribute__((noinline)) sl_status await_recv_n(sl_chan *ch, void *out, size_t n,
+                                                        uint64_t timeout_ns, size_t *got)
+{
+    chan_wait w = {.ch = ch, .out = out, .n = n};
+    sl_status st = await_wait(&ch->not_empty, recv_n_ready, &w, timeout_ns);
+    *got = st == SL_OK ? w.got : 0;
+    return st;
+}
+
+SL_API sl_status sl_chan_recv_n_for(sl_chan *ch, void *out, size_t n, uint64_t timeout_ns,
+                                    size_t *got)
+{
+    if (got)
+        *got = 0;
+    /* A count whose bytes overflow cannot be an array the caller holds. */
+    if (!ch || !out || !got || n == 0 || n > SIZE_MAX / ch->elem_size)
+        return SL_EINVAL;
+    sl_status st = try_recv_n_once(ch, out, n, got);
+    if (is_final(st))
+        return st;
+#ifdef SL_MUTANT_RECV_N_EMPTY_AT_ZERO
+    if (timeout_ns == 0)
+        return SL_EMPTY; /* planted bug: a zero timeout answers SL_EMPTY, not SL_TIMEDOUT */
+#endif
+    return await_recv_n(ch, out, n, timeout_ns, got);
+}
+
+SL_API sl_status sl_chan_recv_n(sl_chan *ch, void *out, size_t n, size_t *got)
+{
+    return sl_chan_recv_n_for(ch, out, n, SL_FOREVER, got);
 }
 
 SL_API void sl_chan_close(sl_chan *ch)

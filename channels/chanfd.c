@@ -94,7 +94,8 @@ static bool rearm(sl__chan_fd *e)
 sl_status sl__chanfd_rearm_recv(sl_chan *ch, void *out)
 {
     sl__chan_fd *e = &ch->fds[SL_END_RECV];
-    if (!rearm(e))
+    /* Closed (a send still landing): never reset; the close signalled it. */
+    if (sl_chan_is_closed(ch) || !rearm(e))
         return SL_EMPTY;
 #ifdef SL_MUTANT_CHANFD_NO_RECHECK
     /* Planted bug (docs/guarantees.md, "Planted bugs"): re-arm, no re-check. */

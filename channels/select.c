@@ -1,9 +1,11 @@
 /*
  * channels/select.c — select over channels of any flavour.
  *
- * Fairness: each round tries the cases in a fresh uniformly random order and
- * performs the first that is ready; if readiness does not change during the
- * round, every ready case is first with equal probability.
+ * Fairness: each round of sl_select tries the cases in a fresh uniformly
+ * random order and performs the first that is ready; if readiness does not
+ * change during the round, every ready case is first with equal probability.
+ * sl_select_biased is the same code with the order left as given (no order
+ * array: poll_round's `order` is NULL), so the lowest ready index wins.
  *
  * Sleeping: a selector that finds no case ready spins on rounds, then adds
  * itself to each case's channel `selectors` count and waits on the
@@ -33,8 +35,11 @@ static uint64_t rng_next(void)
     return sl__xorshift64s(&select_rng);
 }
 
-static bool cases_valid(const sl_select_case *cases, size_t n)
+/* The arguments both selects refuse with SL_EINVAL, before anything happens. */
+static bool cases_valid(const sl_select_case *cases, size_t n, const size_t *index)
 {
+    if (!cases || !index || n == 0)
+        return false;
     bool any = false;
     for (size_t i = 0; i < n; i++) {
         if (cases[i].op != SL_SEL_SEND && cases[i].op != SL_SEL_RECV)
@@ -48,9 +53,7 @@ static bool cases_valid(const sl_select_case *cases, size_t n)
     return any;
 }
 
-/* One round in random order. Returns the first final status (setting *index)
- * or SL_TIMEDOUT if no case was ready. */
-static sl_status poll_round(sl_select_case *cases, size_t n, size_t *order, size_t *index)
+static void shuffle(size_t *order, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         order[i] = i;
@@ -64,8 +67,23 @@ static sl_status poll_round(sl_select_case *cases, size_t n, size_t *order, size
     for (size_t i = 0; i < n; i++)
         order[i] = i; /* planted bug: the first ready case always wins */
 #endif
+}
+
+/* One round: in a fresh random order, or with order NULL (biased) in the
+ * order given. Returns the first final status (setting *index) or
+ * SL_TIMEDOUT if no case was ready. */
+static sl_status poll_round(sl_select_case *cases, size_t n, size_t *order, size_t *index)
+{
+#ifdef SL_MUTANT_SELECT_BIASED_SHUFFLES
+    size_t mutant_order[SELECT_STACK_CASES]; /* planted bug: the biased select shuffles too */
+    if (!order && n <= SELECT_STACK_CASES)
+        order = mutant_order;
+#endif
+    if (order)
+        shuffle(order, n);
     for (size_t k = 0; k < n; k++) {
-        sl_select_case *c = &cases[order[k]];
+        size_t i = order ? order[k] : k;
+        sl_select_case *c = &cases[i];
         if (!c->ch)
             continue;
         sl_status st = c->op == SL_SEL_SEND ? sl__chan_try_send(c->ch, c->buf)
@@ -75,7 +93,7 @@ static sl_status poll_round(sl_select_case *cases, size_t n, size_t *order, size
             continue; /* planted bug: a closed channel never makes its case ready */
 #endif
         if (st != SL_FULL && st != SL_EMPTY) {
-            *index = order[k];
+            *index = i;
             return st;
         }
     }
@@ -153,18 +171,36 @@ static sl_status select_wait(sl_select_case *cases, size_t n, size_t *order, uin
     return st == SL_OK ? w.st : SL_TIMEDOUT;
 }
 
+/* The round, then the wait, shared by both selects: `order` is the fair
+ * select's shuffle space, NULL for the biased one. One wait path: a hook for
+ * either select goes here or in select_wait, never in a copy. */
+static sl_status select_run(sl_select_case *cases, size_t n, size_t *order, uint64_t timeout_ns,
+                            size_t *index)
+{
+    sl_status st = poll_round(cases, n, order, index);
+    if (st == SL_TIMEDOUT && timeout_ns != 0)
+        st = select_wait(cases, n, order, sl_deadline_after(timeout_ns), index);
+    return st;
+}
+
 SL_API sl_status sl_select(sl_select_case *cases, size_t n, uint64_t timeout_ns, size_t *index)
 {
-    if (!cases || !index || n == 0 || !cases_valid(cases, n))
+    if (!cases_valid(cases, n, index))
         return SL_EINVAL;
     size_t stack_order[SELECT_STACK_CASES];
     size_t *order = n <= SELECT_STACK_CASES ? stack_order : sl__alloc(0, n * sizeof *order);
     if (!order)
         return SL_ENOMEM;
-    sl_status st = poll_round(cases, n, order, index);
-    if (st == SL_TIMEDOUT && timeout_ns != 0)
-        st = select_wait(cases, n, order, sl_deadline_after(timeout_ns), index);
+    sl_status st = select_run(cases, n, order, timeout_ns, index);
     if (order != stack_order)
         free(order);
     return st;
+}
+
+SL_API sl_status sl_select_biased(sl_select_case *cases, size_t n, uint64_t timeout_ns,
+                                  size_t *index)
+{
+    if (!cases_valid(cases, n, index))
+        return SL_EINVAL;
+    return select_run(cases, n, NULL, timeout_ns, index);
 }

@@ -15,7 +15,7 @@
  *                  message whose send failed is never seen; drops come in
  *                  FIFO order and are all newer than anything received.
  *   close_drains   rounds of "send 1-3, then close" against a spinning,
- *                  parked or batch-polling receiver: everything sent before
+ *                  parked, batch-polling or batch-waiting receiver: all sent before
  *                  the close arrives before SL_CLOSED.
  *   drop_blocked   consumers stop early, producers block on a full channel,
  *                  close wakes them, sl_chan_free drops exactly what is left.
@@ -944,8 +944,8 @@ END_TEST
  *
  * Many short rounds: a sender sends 1-3 messages, then closes the channel
  * itself (so the sends precede the close in program order); a receiver that
- * is spinning, parked or polling in batches must get all of them before
- * SL_CLOSED. The preemptor stops the receiver at random instants, e.g.
+ * is spinning, parked, polling in batches or waiting in sl_chan_recv_n_for
+ * must get all of them before SL_CLOSED. The preemptor stops the receiver at random instants, e.g.
  * between a failed pop and its look at the closed flag.
  * ========================================================================= */
 
@@ -1001,11 +1001,14 @@ static void *cd_receiver(void *arg)
             case 2:
                 st = sl_chan_recv_for(r->ch, v, 2000);
                 break;
-            default:
+            case 3:
                 n = sl_chan_try_recv_n(r->ch, v, 4);
                 st = n ? SL_OK : sl_chan_try_recv(r->ch, v);
                 if (st == SL_OK && n == 0)
                     n = 1;
+                break;
+            default: /* the batch receive that waits: its SL_CLOSED alone ends the round */
+                st = sl_chan_recv_n_for(r->ch, v, 4, (round & 1) ? SL_FOREVER : 2000, &n);
                 break;
             }
             if (st == SL_OK) {
@@ -1064,7 +1067,7 @@ START_TEST(close_drains)
                           .drop = cd_drop, .drop_ctx = r};
         CHECK_MSG(sl_chan_new(&r->ch, &o) == SL_OK, "sl_chan_new failed");
         r->k = 1 + (unsigned)(sl_test_rng_next(&rng) % 3);
-        r->mode = (unsigned)(sl_test_rng_next(&rng) % 4);
+        r->mode = (unsigned)(sl_test_rng_next(&rng) % 5);
         r->delay_ns = sl_test_rng_next(&rng) % 50000;
         r->dropped = 0;
         sl_test_barrier_wait(&r->go);

@@ -35,7 +35,11 @@
  *                      with plain receives on one shared channel; producers
  *                      close their channels at the end: every message exactly
  *                      once (received, or dropped/evicted for SL_RING), FIFO
- *                      per producer per consumer, and everyone finishes.
+ *                      per producer per consumer, and everyone finishes. Two
+ *                      configurations select with sl_select_biased (the same
+ *                      accounting; which case wins is unit_select's to check)
+ *                      and give the plain consumer batch receives
+ *                      (sl_chan_recv_n_for with random n and time-outs).
  *   timer_select       consumers loop over sl_select on a work channel (fed
  *                      by producers, then closed), one shared ticker and one
  *                      shared deadline (sl_chan_after), until the work is
@@ -943,6 +947,8 @@ typedef struct sel_cfg {
     unsigned selectors;
     int plain_ch;               /* channel a plain consumer also receives from, or -1 */
     uint64_t msgs, floor;       /* all producers together */
+    bool biased;                /* every select is sl_select_biased */
+    bool batch;                 /* the plain consumer receives with sl_chan_recv_n_for */
 } sel_cfg;
 
 typedef struct sel_run {
@@ -1004,7 +1010,7 @@ static void *sel_producer(void *arg)
                 op == 3 ? SL_FOREVER : k_timeouts[sl_test_rng_next(&rng) % N_TIMEOUTS];
             size_t idx = 99;
             uint64_t t0 = sl_test_now_ns();
-            st = sl_select(cs, 2, timeout, &idx);
+            st = (r->cfg->biased ? sl_select_biased : sl_select)(cs, 2, timeout, &idx);
             if (st == SL_TIMEDOUT) {
                 if (timeout != 0 && sl_test_now_ns() - t0 < timeout)
                     rec_fail("producer %u: sl_select(%llu ns) timed out early", p, ULL(timeout));
@@ -1087,7 +1093,7 @@ static void *sel_consumer(void *arg)
         uint64_t timeout = pick >= 5 ? SL_FOREVER : k_timeouts[pick];
         size_t idx = 99;
         uint64_t t0 = sl_test_now_ns();
-        sl_status st = sl_select(cs, r->np, timeout, &idx);
+        sl_status st = (r->cfg->biased ? sl_select_biased : sl_select)(cs, r->np, timeout, &idx);
         if (st == SL_TIMEDOUT) {
             if (timeout != 0 && sl_test_now_ns() - t0 < timeout)
                 rec_fail("%s: sl_select(%llu ns) timed out early", o.who, ULL(timeout));
@@ -1118,24 +1124,52 @@ static void *sel_consumer(void *arg)
     return NULL;
 }
 
+/* One batch receive with a random n and time-out: how many it took (0 on a
+ * time-out, checked not early), or -1 at SL_CLOSED. */
+static long sel_batch(sl_chan *ch, unsigned char *buf, sl_test_rng *rng)
+{
+    size_t n = 1 + (size_t)(sl_test_rng_next(rng) % BATCH_MAX), got = 99;
+    unsigned pick = (unsigned)(sl_test_rng_next(rng) % 8);
+    uint64_t timeout = pick >= N_TIMEOUTS ? SL_FOREVER : k_timeouts[pick];
+    uint64_t t0 = sl_test_now_ns();
+    sl_status st = sl_chan_recv_n_for(ch, buf, n, timeout, &got);
+    if (st == SL_OK && got >= 1 && got <= n)
+        return (long)got;
+    if ((st == SL_CLOSED || st == SL_TIMEDOUT) && got == 0) {
+        if (st == SL_TIMEDOUT && timeout != 0 && sl_test_now_ns() - t0 < timeout)
+            rec_fail("batch consumer: recv_n_for(%llu ns) timed out early", ULL(timeout));
+        return st == SL_CLOSED ? -1 : 0;
+    }
+    rec_fail("batch consumer: recv_n_for(n %zu) returned %s with got %zu", n, sl_status_str(st),
+             got);
+    return -1;
+}
+
 static void *sel_plain(void *arg)
 {
     worker *w = arg;
     sel_run *r = w->run;
     sl_chan *ch = r->ch[r->cfg->plain_ch];
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, r->seed ^ (w->idx + 1) * GOLDEN);
     observer o;
-    obs_init(&o, r->np, "plain consumer");
-    unsigned char buf[ESZ_MAX];
+    obs_init(&o, r->np, r->cfg->batch ? "batch consumer" : "plain consumer");
+    unsigned char buf[BATCH_MAX * ESZ_MAX];
     sl_test_barrier_wait(&r->start);
     for (;;) {
-        sl_status st = sl_chan_recv(ch, buf);
-        if (st == SL_CLOSED)
-            break;
-        if (st != SL_OK) {
-            rec_fail("plain consumer: sl_chan_recv returned %s", sl_status_str(st));
-            break;
+        long got = 1;
+        if (r->cfg->batch) {
+            got = sel_batch(ch, buf, &rng);
+        } else {
+            sl_status st = sl_chan_recv(ch, buf);
+            if (st != SL_OK && st != SL_CLOSED)
+                rec_fail("plain consumer: sl_chan_recv returned %s", sl_status_str(st));
+            got = st == SL_OK ? 1 : -1;
         }
-        sel_take(r, &o, buf);
+        if (got < 0)
+            break;
+        for (long k = 0; k < got; k++)
+            sel_take(r, &o, buf + (size_t)k * r->esz);
         atomic_store_explicit(&r->progress[w->idx].v, o.count, memory_order_relaxed);
     }
     atomic_fetch_add(&r->n_recv, o.count);
@@ -1242,7 +1276,9 @@ static const sel_cfg sel_cfgs[] = {
      3,
      4,
      400000,
-     12000},
+     12000,
+     false,
+     false},
     {"4 MPMC cap 1 via select, 4 selectors",
      4,
      {SL_MPMC, SL_MPMC, SL_MPMC, SL_MPMC},
@@ -1251,7 +1287,9 @@ static const sel_cfg sel_cfgs[] = {
      4,
      -1,
      200000,
-     8000},
+     8000,
+     false,
+     false},
     {"8 mixed, 2 selectors + plain on RING",
      8,
      {SL_RING, SL_SPSC, SL_LIST, SL_MPMC, SL_RING, SL_SPSC, SL_MPMC, SL_LIST},
@@ -1260,7 +1298,9 @@ static const sel_cfg sel_cfgs[] = {
      2,
      0,
      400000,
-     12000},
+     12000,
+     false,
+     false},
     {"3 SPSC + 1 RING, 1 selector",
      4,
      {SL_SPSC, SL_SPSC, SL_SPSC, SL_RING},
@@ -1269,7 +1309,31 @@ static const sel_cfg sel_cfgs[] = {
      1,
      -1,
      200000,
-     8000},
+     8000,
+     false,
+     false},
+    {"6 mixed, 2 biased selectors + batch plain on LIST",
+     6,
+     {SL_MPMC, SL_LIST, SL_RING, SL_SPSC, SL_MPMC, SL_LIST},
+     {2, 0, 4, 4, 1, 0},
+     {false, false, false, false, true, true},
+     2,
+     1,
+     150000,
+     6000,
+     true,
+     true},
+    {"3 MPMC cap 1, 1 biased selector + batch plain on MPMC",
+     3,
+     {SL_MPMC, SL_MPMC, SL_MPMC},
+     {1, 1, 1},
+     {true, false, true},
+     1,
+     0,
+     100000,
+     6000,
+     true,
+     true},
 };
 
 START_TEST(select_stress) { sel_execute(&sel_cfgs[_i]); }

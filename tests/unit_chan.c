@@ -3,7 +3,8 @@
  * SL_MPMC.
  *
  * Most tests are Check loop tests run once per flavour (_i indexes
- * `flavors`). Blocking behaviour is checked with a helper thread that runs
+ * `flavors`); the batch receive's (sl_chan_recv_n) run over all four
+ * flavours. Blocking behaviour is checked with a helper thread that runs
  * one call; "it is blocked" is judged by the call not having returned after a
  * short sleep, never by an upper bound on time.
  */
@@ -14,6 +15,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -1314,6 +1316,12 @@ START_TEST(test_typed)
     ck_assert_uint_eq(point_chan_try_send_n(pc, arr, 4), 3);
     ck_assert_uint_eq(point_chan_try_recv_n(pc, out, 4), 3);
     ck_assert(out[0].x == 1 && out[1].x == 3 && out[2].x == 5);
+    size_t n_got = 0;
+    ck_assert_uint_eq(point_chan_try_send_n(pc, arr, 2), 2);
+    ck_assert_int_eq(point_chan_recv_n(pc, out, 4, &n_got), SL_OK);
+    ck_assert(n_got == 2 && out[0].x == 1 && out[1].x == 3);
+    ck_assert_int_eq(point_chan_recv_n_for(pc, out, 4, 1 * MS, &n_got), SL_TIMEDOUT);
+    ck_assert_uint_eq(n_got, 0);
 
     point_chan_close(pc);
     ck_assert(point_chan_is_closed(pc));
@@ -1356,6 +1364,12 @@ START_TEST(test_typed)
     ck_assert_uint_eq(iptr_chan_try_send_n(ic, ptrs, 3), 3);
     ck_assert_uint_eq(iptr_chan_try_recv_n(ic, rptrs, 3), 3);
     ck_assert(rptrs[0] == &x && rptrs[1] == &y && rptrs[2] == &z);
+    n_got = 0;
+    ck_assert_uint_eq(iptr_chan_try_send_n(ic, ptrs, 2), 2);
+    ck_assert_int_eq(iptr_chan_recv_n_for(ic, rptrs, 3, 0, &n_got), SL_OK);
+    ck_assert(n_got == 2 && rptrs[0] == &x && rptrs[1] == &y);
+    ck_assert_int_eq(iptr_chan_recv_n_for(ic, rptrs, 3, 0, &n_got), SL_TIMEDOUT);
+    ck_assert_int_eq(iptr_chan_recv_n(ic, rptrs, 0, &n_got), SL_EINVAL);
     ck_assert(!iptr_chan_is_closed(ic));
     iptr_chan_close(ic);
     ck_assert(iptr_chan_is_closed(ic));
@@ -1363,6 +1377,244 @@ START_TEST(test_typed)
     ck_assert_int_eq(iptr_chan_send_ptr(ic, &px), SL_CLOSED);
     ck_assert_ptr_eq(px, &x);
     iptr_chan_free(ic);
+}
+END_TEST
+
+/* ---- blocking batch receive (sl_chan_recv_n, sl_chan_recv_n_for) ------------------ */
+
+/* Every flavour: _i indexes this table in the recv_n tests. */
+static const sl_flavor recv_n_flavors[] = { SL_SPSC, SL_MPMC, SL_LIST, SL_RING };
+#define RN_FLAVOR (recv_n_flavors[_i])
+
+/* One batch receive on its own thread. */
+typedef struct recv_n_thread {
+    pthread_t thr;
+    sl_chan *ch;
+    uint64_t buf[16];
+    size_t n, got;
+    uint64_t timeout;
+    sl_status st;
+    _Atomic int done;
+} recv_n_thread;
+
+static void *recv_n_main(void *arg)
+{
+    recv_n_thread *t = arg;
+    t->st = t->timeout == SL_FOREVER ? sl_chan_recv_n(t->ch, t->buf, t->n, &t->got)
+                                     : sl_chan_recv_n_for(t->ch, t->buf, t->n, t->timeout, &t->got);
+    atomic_store(&t->done, 1);
+    return NULL;
+}
+
+/* Starts the batch receive and checks that it blocks. */
+static void recv_n_start(recv_n_thread *t, sl_chan *ch, size_t n, uint64_t timeout)
+{
+    memset(t->buf, 0, sizeof t->buf);
+    t->ch = ch;
+    t->n = n;
+    t->got = 999;
+    t->timeout = timeout;
+    t->st = (sl_status)-1;
+    atomic_store(&t->done, 0);
+    ck_assert_int_eq(pthread_create(&t->thr, NULL, recv_n_main, t), 0);
+    sl_test_sleep_ns(30 * MS);
+    ck_assert_msg(atomic_load(&t->done) == 0, "recv_n returned %s (got %zu) instead of blocking",
+                  sl_status_str(t->st), t->got);
+}
+
+static sl_status recv_n_join(recv_n_thread *t)
+{
+    ck_assert_int_eq(pthread_join(t->thr, NULL), 0);
+    return t->st;
+}
+
+/* Bad input is refused at every timeout, with *got 0 and nothing received. */
+START_TEST(test_recv_n_bad_input)
+{
+    sl_chan *ch = sl_test_chan(RN_FLAVOR, 8, 4, NULL, NULL);
+    send_u64(ch, 7);
+    uint64_t out[4] = { 0, 0, 0, 0 };
+    const uint64_t tos[] = { 0, 5 * MS, SL_FOREVER };
+    for (int i = 0; i < N_OF(tos); i++) {
+        size_t got = 77;
+        ck_assert_int_eq(sl_chan_recv_n_for(NULL, out, 4, tos[i], &got), SL_EINVAL);
+        ck_assert_uint_eq(got, 0);
+        got = 77;
+        ck_assert_int_eq(sl_chan_recv_n_for(ch, NULL, 4, tos[i], &got), SL_EINVAL);
+        ck_assert_uint_eq(got, 0);
+        ck_assert_int_eq(sl_chan_recv_n_for(ch, out, 4, tos[i], NULL), SL_EINVAL);
+        got = 77;
+        ck_assert_int_eq(sl_chan_recv_n_for(ch, out, 0, tos[i], &got), SL_EINVAL);
+        ck_assert_uint_eq(got, 0);
+        got = 77;
+        /* n messages of 8 bytes beyond SIZE_MAX bytes: no array holds them. */
+        ck_assert_int_eq(sl_chan_recv_n_for(ch, out, SIZE_MAX / 4, tos[i], &got), SL_EINVAL);
+        ck_assert_uint_eq(got, 0);
+    }
+    size_t got = 77;
+    ck_assert_int_eq(sl_chan_recv_n(ch, out, 0, &got), SL_EINVAL);
+    ck_assert_uint_eq(got, 0);
+    ck_assert_int_eq(sl_chan_recv_n(ch, NULL, 2, &got), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_recv_n(ch, out, 2, NULL), SL_EINVAL);
+    ck_assert_uint_eq(out[0], 0);
+    ck_assert_uint_eq(sl_chan_len(ch), 1);
+    ck_assert_uint_eq(recv_u64(ch), 7);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* What is there comes out in order, up to n; nothing there is SL_TIMEDOUT
+ * (no earlier than asked); closed is SL_CLOSED once drained, at once. */
+START_TEST(test_recv_n_statuses)
+{
+    sl_chan *ch = sl_test_chan(RN_FLAVOR, 8, 16, NULL, NULL);
+    uint64_t in[12], out[16];
+    for (int i = 0; i < 12; i++) in[i] = 100 + (uint64_t)i;
+    size_t got = 0;
+    ck_assert_uint_eq(sl_chan_try_send_n(ch, in, 3), 3);
+    memset(out, 0, sizeof out);
+    ck_assert_int_eq(sl_chan_recv_n(ch, out, 8, &got), SL_OK); /* n larger than available */
+    ck_assert_uint_eq(got, 3);
+    for (int i = 0; i < 3; i++) ck_assert_uint_eq(out[i], 100 + (uint64_t)i);
+    ck_assert_uint_eq(out[3], 0);
+    got = 77;
+    ck_assert_int_eq(sl_chan_recv_n_for(ch, out, 8, 0, &got), SL_TIMEDOUT);
+    ck_assert_uint_eq(got, 0);
+    const uint64_t tos[] = { 1 * MS, 20 * MS };
+    for (int i = 0; i < N_OF(tos); i++) {
+        uint64_t t0 = sl_test_now_ns();
+        got = 77;
+        ck_assert_int_eq(sl_chan_recv_n_for(ch, out, 8, tos[i], &got), SL_TIMEDOUT);
+        uint64_t el = sl_test_now_ns() - t0;
+        ck_assert_uint_eq(got, 0);
+        ck_assert_msg(el >= tos[i], "recv_n_for timed out after %llu ns, asked %llu", ULL(el),
+                      ULL(tos[i]));
+    }
+    ck_assert_uint_eq(sl_chan_try_send_n(ch, in, 10), 10);
+    ck_assert_int_eq(sl_chan_recv_n_for(ch, out, 4, 0, &got), SL_OK); /* fewer than available */
+    ck_assert_uint_eq(got, 4);
+    ck_assert_int_eq(sl_chan_recv_n_for(ch, out + 4, 16, SL_FOREVER, &got), SL_OK);
+    ck_assert_uint_eq(got, 6);
+    for (int i = 0; i < 10; i++) ck_assert_uint_eq(out[i], 100 + (uint64_t)i);
+    /* Closed with two inside: they come out, then SL_CLOSED at every timeout. */
+    ck_assert_uint_eq(sl_chan_try_send_n(ch, in + 10, 2), 2);
+    sl_chan_close(ch);
+    ck_assert_int_eq(sl_chan_recv_n(ch, out, 1, &got), SL_OK);
+    ck_assert(got == 1 && out[0] == 110);
+    ck_assert_int_eq(sl_chan_recv_n_for(ch, out, 5, 5 * MS, &got), SL_OK);
+    ck_assert(got == 1 && out[0] == 111);
+    const uint64_t ctos[] = { 0, 10 * SEC, SL_FOREVER };
+    for (int i = 0; i < N_OF(ctos); i++) {
+        got = 77;
+        uint64_t t0 = sl_test_now_ns();
+        ck_assert_int_eq(sl_chan_recv_n_for(ch, out, 5, ctos[i], &got), SL_CLOSED);
+        ck_assert_uint_eq(got, 0);
+        ck_assert_msg(sl_test_now_ns() - t0 < 5 * SEC, "SL_CLOSED waited for the timeout");
+    }
+    ck_assert_uint_eq(sl_chan_try_recv_n(ch, out, 5), 0);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* A blocked batch receive wakes on a send (of each form) and takes what came;
+ * a timed one is woken early. */
+START_TEST(test_recv_n_wakes_on_send)
+{
+    const sl_flavor f = recv_n_flavors[_i % 4];
+    const int form = _i / 4;
+    sl_chan *ch = sl_test_chan(f, 8, 8, NULL, NULL);
+    static recv_n_thread t;
+    recv_n_start(&t, ch, 8, form == 2 ? 20 * SEC : SL_FOREVER);
+    uint64_t in[3] = { 41, 42, 43 };
+    size_t sent = 1;
+    if (form == 0)
+        ck_assert_int_eq(sl_chan_send(ch, &in[0]), SL_OK);
+    else
+        ck_assert_uint_eq(sl_chan_try_send_n(ch, in, sent = 3), 3);
+    ck_assert_int_eq(recv_n_join(&t), SL_OK);
+    ck_assert_msg(t.got >= 1 && t.got <= sent, "got %zu of %zu", t.got, sent);
+    /* The batch and what it left make the messages sent, in order. */
+    uint64_t rest[3] = { 0, 0, 0 };
+    size_t left = sl_chan_try_recv_n(ch, rest, 3);
+    ck_assert_uint_eq(t.got + left, sent);
+    for (size_t i = 0; i < sent; i++)
+        ck_assert_uint_eq(i < t.got ? t.buf[i] : rest[i - t.got], in[i]);
+    ck_assert_uint_eq(t.buf[t.got], 0); /* nothing written past what it took */
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* A blocked batch receive, plain or timed, wakes on close with SL_CLOSED. */
+START_TEST(test_recv_n_close_while_waiting)
+{
+    sl_chan *ch = sl_test_chan(recv_n_flavors[_i % 4], 8, 4, NULL, NULL);
+    static recv_n_thread t;
+    recv_n_start(&t, ch, 4, _i < 4 ? SL_FOREVER : 20 * SEC);
+    sl_chan_close(ch);
+    ck_assert_int_eq(recv_n_join(&t), SL_CLOSED);
+    ck_assert_uint_eq(t.got, 0);
+    ck_assert_uint_eq(sl_event_waiters(&ch->not_empty), 0);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* Producers on a small channel, one consumer in batches: every message once,
+ * FIFO per producer, nothing after SL_CLOSED. */
+typedef struct rn_prod {
+    pthread_t thr;
+    sl_chan *ch;
+    uint64_t id, count;
+} rn_prod;
+
+static void *rn_producer(void *arg)
+{
+    rn_prod *p = arg;
+    for (uint64_t s = 0; s < p->count; s++) {
+        uint64_t v = p->id << 32 | s;
+        if (sl_chan_send(p->ch, &v) != SL_OK)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+START_TEST(test_recv_n_fifo_per_producer)
+{
+    const sl_flavor f = _i ? SL_LIST : SL_MPMC;
+    enum { PRODUCERS = 3 };
+    const uint64_t count = sl_test_scaled(20000, 500);
+    sl_chan *ch = sl_test_chan(f, 8, 8, NULL, NULL);
+    rn_prod p[PRODUCERS];
+    for (int i = 0; i < PRODUCERS; i++) {
+        p[i] = (rn_prod){ .ch = ch, .id = (uint64_t)i, .count = count };
+        ck_assert_int_eq(pthread_create(&p[i].thr, NULL, rn_producer, &p[i]), 0);
+    }
+    uint64_t next[PRODUCERS] = { 0 }, total = 0, batches = 0, buf[5];
+    while (total < PRODUCERS * count) {
+        size_t got = 0;
+        sl_status st = sl_chan_recv_n_for(ch, buf, 5, 10 * SEC, &got);
+        CHECK(st == SL_OK && got >= 1 && got <= 5, "recv_n: %s got %zu after %llu",
+              sl_status_str(st), got, ULL(total));
+        for (size_t k = 0; k < got; k++) {
+            uint64_t id = buf[k] >> 32, s = buf[k] & 0xffffffffu;
+            CHECK(id < PRODUCERS && s == next[id], "message %llu of producer %llu, expected %llu",
+                  ULL(s), ULL(id), ULL(id < PRODUCERS ? next[id] : 0));
+            next[id]++;
+        }
+        total += got;
+        batches++;
+    }
+    for (int i = 0; i < PRODUCERS; i++) {
+        void *r = NULL;
+        ck_assert_int_eq(pthread_join(p[i].thr, &r), 0);
+        ck_assert_ptr_null(r);
+    }
+    sl_chan_close(ch);
+    size_t got = 77;
+    ck_assert_int_eq(sl_chan_recv_n(ch, buf, 5, &got), SL_CLOSED);
+    ck_assert_uint_eq(got, 0);
+    fprintf(stderr, "[unit_chan recv_n_fifo %s] %llu messages in %llu batches\n",
+            sl_test_flavor_name(f), ULL(total), ULL(batches));
+    sl_chan_free(ch);
 }
 END_TEST
 
@@ -1470,6 +1722,15 @@ static Suite *chan_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_loop_test_raise_signal(tc, test_free_while_receiver_waits_aborts, SIGABRT, 0,
                                      N_FLAVORS);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("recv_n");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_recv_n_bad_input, 0, 4);
+    tcase_add_loop_test(tc, test_recv_n_statuses, 0, 4);
+    tcase_add_loop_test(tc, test_recv_n_wakes_on_send, 0, 12);
+    tcase_add_loop_test(tc, test_recv_n_close_while_waiting, 0, 8);
+    tcase_add_loop_test(tc, test_recv_n_fifo_per_producer, 0, 2);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("typed");

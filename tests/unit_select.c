@@ -9,7 +9,10 @@
  * always is); closed channels are ready with SL_CLOSED; ready cases are chosen
  * uniformly (with a generous bound: the test must never be flaky); a selector
  * blocked forever wakes on a send, on a receive that makes room and on close,
- * and sleeps without burning CPU.
+ * and sleeps without burning CPU. sl_select_biased runs the bad-input,
+ * time-out and wake-up tests too, and its own: the lowest ready case wins
+ * over random readiness in every flavour, no allocation at 200 cases, and
+ * case 0 starves the others while it stays ready.
  *
  * "It is blocked" is judged by the call not having returned after a short
  * sleep, never by an upper bound on time.
@@ -30,6 +33,12 @@
 #include "../channels/chan_impl.h" /* the channels' selector counts, to check they are released */
 
 static const sl_flavor all_flavors[] = {SL_SPSC, SL_MPMC, SL_LIST, SL_RING};
+
+/* The tests of behaviour both selects share run over this table: sl_select,
+ * then sl_select_biased (`which` in their loop index). */
+typedef sl_status (*select_fn)(sl_select_case *, size_t, uint64_t, size_t *);
+static const select_fn select_fns[2] = {sl_select, sl_select_biased};
+static const char *const select_names[2] = {"sl_select", "sl_select_biased"};
 
 /* Records every dropped message (8-byte values). */
 typedef struct drops {
@@ -83,6 +92,7 @@ typedef struct sel_thread {
     sl_select_case cases[8];
     size_t n;
     uint64_t timeout;
+    int which; /* index into select_fns */
     sl_status st;
     size_t index;
     uint64_t cpu_ns, wall_ns;
@@ -93,7 +103,7 @@ static void *sel_main(void *arg)
 {
     sel_thread *t = arg;
     uint64_t c0 = thread_cpu_ns(), w0 = sl_test_now_ns();
-    t->st = sl_select(t->cases, t->n, t->timeout, &t->index);
+    t->st = select_fns[t->which](t->cases, t->n, t->timeout, &t->index);
     t->cpu_ns = thread_cpu_ns() - c0;
     t->wall_ns = sl_test_now_ns() - w0;
     atomic_store(&t->done, 1);
@@ -111,8 +121,8 @@ static void sel_start(sel_thread *t, size_t n, uint64_t timeout)
     ck_assert_int_eq(pthread_create(&t->thr, NULL, sel_main, t), 0);
     sl_test_sleep_ns(30 * MS);
     ck_assert_msg(atomic_load(&t->done) == 0,
-                  "sl_select returned %s (index %zu) instead of blocking", sl_status_str(t->st),
-                  t->index);
+                  "%s returned %s (index %zu) instead of blocking", select_names[t->which],
+                  sl_status_str(t->st), t->index);
 }
 
 static sl_status sel_join(sel_thread *t)
@@ -128,6 +138,7 @@ static sl_status sel_join(sel_thread *t)
 
 START_TEST(test_bad_input)
 {
+    const select_fn sel = select_fns[_i];
     sl_chan *a = mk(SL_MPMC, 4, NULL, NULL), *b = mk(SL_LIST, 0, NULL, NULL);
     sl_chan *r = mk(SL_RING, 1, NULL, NULL);
     put(a, 1); /* a and b are ready to receive from, r to send into */
@@ -139,29 +150,29 @@ START_TEST(test_bad_input)
     for (int t = 0; t < N_OF(timeouts); t++) {
         uint64_t to = timeouts[t];
         sl_select_case ok[2] = {{a, SL_SEL_RECV, &x}, {r, SL_SEL_SEND, &y}};
-        ck_assert_int_eq(sl_select(NULL, 2, to, &idx), SL_EINVAL);
-        ck_assert_int_eq(sl_select(ok, 2, to, NULL), SL_EINVAL);
-        ck_assert_int_eq(sl_select(ok, 0, to, &idx), SL_EINVAL);
+        ck_assert_int_eq(sel(NULL, 2, to, &idx), SL_EINVAL);
+        ck_assert_int_eq(sel(ok, 2, to, NULL), SL_EINVAL);
+        ck_assert_int_eq(sel(ok, 0, to, &idx), SL_EINVAL);
 
         /* A NULL buffer on a case with a channel, next to ready cases. */
         sl_select_case nb[3] = {{a, SL_SEL_RECV, &x}, {b, SL_SEL_RECV, NULL}, {r, SL_SEL_SEND, &y}};
-        ck_assert_int_eq(sl_select(nb, 3, to, &idx), SL_EINVAL);
+        ck_assert_int_eq(sel(nb, 3, to, &idx), SL_EINVAL);
         sl_select_case nbs[2] = {{a, SL_SEL_RECV, &x}, {b, SL_SEL_SEND, NULL}};
-        ck_assert_int_eq(sl_select(nbs, 2, to, &idx), SL_EINVAL);
+        ck_assert_int_eq(sel(nbs, 2, to, &idx), SL_EINVAL);
 
         /* An op that is neither send nor receive. */
         const int bad_ops[] = {-1, 2, 7, 1000};
         for (int k = 0; k < N_OF(bad_ops); k++) {
             sl_select_case bo[3] = {{a, SL_SEL_RECV, &x}, {b, (sl_select_op)bad_ops[k], &z},
                                     {r, SL_SEL_SEND, &y}};
-            ck_assert_msg(sl_select(bo, 3, to, &idx) == SL_EINVAL, "op %d accepted", bad_ops[k]);
+            ck_assert_msg(sel(bo, 3, to, &idx) == SL_EINVAL, "op %d accepted", bad_ops[k]);
         }
 
         /* No case with a channel at all. */
         sl_select_case none[3] = {{NULL, SL_SEL_RECV, &x}, {NULL, SL_SEL_SEND, &y},
                                   {NULL, SL_SEL_RECV, NULL}};
-        ck_assert_int_eq(sl_select(none, 3, to, &idx), SL_EINVAL);
-        ck_assert_int_eq(sl_select(none, 1, to, &idx), SL_EINVAL);
+        ck_assert_int_eq(sel(none, 3, to, &idx), SL_EINVAL);
+        ck_assert_int_eq(sel(none, 1, to, &idx), SL_EINVAL);
 
         /* Nothing happened. */
         ck_assert_uint_eq(x, 10);
@@ -263,6 +274,7 @@ END_TEST
 
 START_TEST(test_timeout_not_early)
 {
+    const select_fn sel = select_fns[_i];
     sl_chan *a = mk(SL_MPMC, 1, NULL, NULL), *b = mk(SL_LIST, 0, NULL, NULL);
     sl_chan *full = mk(SL_MPMC, 1, NULL, NULL);
     put(full, 9);
@@ -272,7 +284,7 @@ START_TEST(test_timeout_not_early)
     for (int i = 0; i < N_OF(tos); i++) {
         size_t idx = 99;
         uint64_t t0 = sl_test_now_ns();
-        sl_status st = sl_select(cs, 3, tos[i], &idx);
+        sl_status st = sel(cs, 3, tos[i], &idx);
         uint64_t el = sl_test_now_ns() - t0;
         ck_assert_msg(st == SL_TIMEDOUT, "timeout %llu ns: %s", ULL(tos[i]), sl_status_str(st));
         ck_assert_msg(el >= tos[i], "timeout %llu ns: SL_TIMEDOUT after only %llu ns", ULL(tos[i]),
@@ -551,16 +563,23 @@ END_TEST
  * on a send (of each form) into any one of them. */
 START_TEST(test_wake_on_send)
 {
-    const int target = _i % 4, form = _i / 4; /* 4 channels x 4 send forms */
+    /* 4 channels x 4 send forms x both selects */
+    const int target = _i % 4, form = (_i / 4) % 4;
     sl_chan *c[4];
     sel_thread *t = calloc(1, sizeof *t);
     ck_assert_ptr_nonnull(t);
+    t->which = _i / 16;
     uint64_t buf[4] = {0, 0, 0, 0};
     for (int i = 0; i < 4; i++) {
         c[i] = mk(all_flavors[i], 4, NULL, NULL);
         t->cases[i] = (sl_select_case){c[i], SL_SEL_RECV, &buf[i]};
     }
     sel_start(t, 4, SL_FOREVER);
+    /* It registers when its spin ends: on a loaded machine (sanitizers, two
+     * cores) that can be later than sel_start's 30 ms, so wait for it. */
+    for (uint64_t give_up = sl_test_now_ns() + 10 * SEC;
+         selectors(c[3]) == 0 && sl_test_now_ns() < give_up;)
+        sl_test_sleep_ns(MS);
     for (int i = 0; i < 4; i++)
         ck_assert_msg(selectors(c[i]) >= 1, "a blocked selector is not registered on %s",
                       sl_test_flavor_name(all_flavors[i]));
@@ -629,10 +648,11 @@ END_TEST
 /* A selector blocked forever wakes when any one of its channels closes. */
 START_TEST(test_wake_on_close)
 {
-    const int target = _i;
+    const int target = _i % 4; /* x both selects */
     sl_chan *c[4];
     sel_thread *t = calloc(1, sizeof *t);
     ck_assert_ptr_nonnull(t);
+    t->which = _i / 4;
     uint64_t buf[4] = {0, 0, 0, 0};
     for (int i = 0; i < 4; i++) {
         c[i] = mk(all_flavors[i], 4, NULL, NULL);
@@ -840,16 +860,154 @@ START_TEST(test_all_flavours_one_call)
 }
 END_TEST
 
+/* =========================================================================
+ * Biased select: the first ready case in the order given
+ * ========================================================================= */
+
+/* Cases 1, 3, 4 receive from channels of flavour f, case 2 sends into a
+ * bounded SL_MPMC, case 5 sends into an SL_LIST (always ready), case 0 is
+ * nil. Each round readies a random subset; the biased select must take the
+ * lowest ready case, and only it. */
+START_TEST(test_biased_lowest_ready)
+{
+    const sl_flavor f = all_flavors[_i];
+    sl_chan *rx[3] = {mk(f, 2, NULL, NULL), mk(f, 2, NULL, NULL), mk(f, 2, NULL, NULL)};
+    sl_chan *bounded = mk(SL_MPMC, 1, NULL, NULL), *list = mk(SL_LIST, 0, NULL, NULL);
+    uint64_t r[3] = {0, 0, 0}, sb = 0, sl = 0, junk = 0;
+    sl_select_case cs[6] = {{NULL, SL_SEL_RECV, &junk},   {rx[0], SL_SEL_RECV, &r[0]},
+                            {bounded, SL_SEL_SEND, &sb},   {rx[1], SL_SEL_RECV, &r[1]},
+                            {rx[2], SL_SEL_RECV, &r[2]},   {list, SL_SEL_SEND, &sl}};
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, sl_test_seed("unit_select", "biased_lowest_ready"));
+    int chosen[6] = {0};
+    for (uint64_t k = 0; k < 4000; k++) {
+        unsigned mask = (unsigned)(sl_test_rng_next(&rng) & 15); /* rx0, room, rx1, rx2 */
+        const size_t slot_of[4] = {1, 2, 3, 4};
+        size_t want = 5;
+        for (int b = 3; b >= 0; b--)
+            if (mask & (1u << b))
+                want = slot_of[b];
+        for (int i = 0; i < 3; i++)
+            if (mask & (1u << (i ? i + 1 : 0)))
+                put(rx[i], 1000 * k + (uint64_t)i);
+        if (!(mask & 2))
+            put(bounded, 1); /* full: its send case is not ready */
+        sb = 2000 + k;
+        sl = 3000 + k;
+        size_t idx = 99;
+        sl_status st = sl_select_biased(cs, 6, (k & 1) ? 0 : SL_FOREVER, &idx);
+        CHECK(st == SL_OK && idx == want, "%s round %llu ready mask %x: %s index %zu, want %zu",
+              sl_test_flavor_name(f), ULL(k), mask, sl_status_str(st), idx, want);
+        chosen[idx]++;
+        /* Exactly the chosen operation happened; put the rest back. */
+        for (int i = 0; i < 3; i++) {
+            size_t slot = (size_t)(i ? i + 2 : 1);
+            bool was = (mask & (1u << (i ? i + 1 : 0))) != 0;
+            CHECK(sl_chan_len(rx[i]) == (size_t)(was && slot != want), "rx%d len %zu", i,
+                  sl_chan_len(rx[i]));
+            if (slot == want)
+                CHECK(r[i] == 1000 * k + (uint64_t)i, "rx%d got %llu", i, ULL(r[i]));
+            else if (was)
+                (void)get(rx[i]);
+        }
+        if (want == 2)
+            CHECK(get(bounded) == 2000 + k, "the bounded send case's message");
+        else if (!(mask & 2))
+            (void)get(bounded);
+        CHECK(sl_chan_len(bounded) == 0, "bounded len %zu", sl_chan_len(bounded));
+        if (want == 5)
+            CHECK(get(list) == 3000 + k, "the list send case's message");
+        CHECK(sl_chan_len(list) == 0, "list len %zu", sl_chan_len(list));
+    }
+    ck_assert_int_eq(chosen[0], 0);
+    for (int i = 1; i < 6; i++) /* every case was the lowest ready sometimes */
+        ck_assert_msg(chosen[i] > 50, "case %d chosen %d times", i, chosen[i]);
+    ck_assert_uint_eq(junk, 0);
+    sl_chan *all[] = {rx[0], rx[1], rx[2], bounded, list};
+    for (int i = 0; i < N_OF(all); i++) {
+        ck_assert_uint_eq(selectors(all[i]), 0);
+        sl_chan_free(all[i]);
+    }
+}
+END_TEST
+
+/* Biased select has no order to shuffle: 200 cases need no allocation, so it
+ * works where every allocation fails (the fair select reports SL_ENOMEM). */
+START_TEST(test_biased_many_cases_no_alloc)
+{
+    /* SL_MPMC: its operations never allocate (an SL_LIST's may). */
+    sl_chan *a = mk(SL_MPMC, 4, NULL, NULL), *b = mk(SL_MPMC, 4, NULL, NULL);
+    sl_select_case *many = calloc(200, sizeof *many);
+    ck_assert_ptr_nonnull(many);
+    uint64_t va = 0, vb = 0;
+    for (int i = 0; i < 200; i++)
+        many[i] = (sl_select_case){NULL, SL_SEL_RECV, NULL};
+    many[37] = (sl_select_case){a, SL_SEL_RECV, &va};
+    many[150] = (sl_select_case){b, SL_SEL_RECV, &vb};
+    sl_test_fail_allocs(UINT64_MAX);
+    size_t idx = 200;
+    ck_assert_int_eq(sl_select(many, 200, 0, &idx), SL_ENOMEM);
+    ck_assert_uint_eq(idx, 200);
+    sl_test_fail_allocs(UINT64_MAX); /* resets the count of attempts */
+    for (uint64_t k = 0; k < 100; k++) {
+        put(a, k);
+        put(b, k);
+        sl_status st = sl_select_biased(many, 200, 0, &idx);
+        CHECK(st == SL_OK && idx == 37 && va == k, "%s index %zu", sl_status_str(st), idx);
+        CHECK(sl_test_allocs() == 0, "biased select allocated");
+        st = sl_select_biased(many, 200, SL_FOREVER, &idx);
+        CHECK(st == SL_OK && idx == 150 && vb == k, "%s index %zu", sl_status_str(st), idx);
+        CHECK(sl_test_allocs() == 0, "biased select allocated");
+    }
+    ck_assert_int_eq(sl_select_biased(many, 200, 1 * MS, &idx), SL_TIMEDOUT);
+    sl_test_alloc_faults_off();
+    free(many);
+    sl_chan_free(a);
+    sl_chan_free(b);
+}
+END_TEST
+
+/* A blocked biased select wakes on the lower-priority channel too; and while
+ * case 0 stays ready, case 1 is never taken (the starvation it promises). */
+START_TEST(test_biased_wake_and_starve)
+{
+    sl_chan *hi = mk(SL_MPMC, 4, NULL, NULL), *lo = mk(SL_LIST, 0, NULL, NULL);
+    sel_thread *t = calloc(1, sizeof *t);
+    ck_assert_ptr_nonnull(t);
+    uint64_t h = 0, l = 0;
+    t->which = 1;
+    t->cases[0] = (sl_select_case){hi, SL_SEL_RECV, &h};
+    t->cases[1] = (sl_select_case){lo, SL_SEL_RECV, &l};
+    sel_start(t, 2, SL_FOREVER);
+    put(lo, 5);
+    ck_assert_int_eq(sel_join(t), SL_OK);
+    ck_assert(t->index == 1 && l == 5);
+    for (uint64_t k = 0; k < 3000; k++) {
+        put(lo, k);
+        if (sl_chan_len(hi) == 0)
+            put(hi, k);
+        size_t idx = 99;
+        sl_status st = sl_select_biased(t->cases, 2, 0, &idx);
+        CHECK(st == SL_OK && idx == 0, "round %llu: %s index %zu", ULL(k), sl_status_str(st), idx);
+    }
+    ck_assert_uint_eq(sl_chan_len(lo), 3000);
+    ck_assert_uint_eq(selectors(hi) + selectors(lo), 0);
+    sl_chan_free(hi);
+    sl_chan_free(lo);
+    free(t);
+}
+END_TEST
+
 static Suite *select_suite(void)
 {
     Suite *s = suite_create("select");
 
     TCase *tc = tcase_create("input");
     tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_bad_input);
+    tcase_add_loop_test(tc, test_bad_input, 0, 2);
     tcase_add_test(tc, test_poll_nothing_ready);
     tcase_add_test(tc, test_nil_case_never_chosen);
-    tcase_add_test(tc, test_timeout_not_early);
+    tcase_add_loop_test(tc, test_timeout_not_early, 0, 2);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("semantics");
@@ -863,11 +1021,18 @@ static Suite *select_suite(void)
     tcase_add_test(tc, test_all_flavours_one_call);
     suite_add_tcase(s, tc);
 
+    tc = tcase_create("biased");
+    tcase_set_timeout(tc, 30);
+    tcase_add_loop_test(tc, test_biased_lowest_ready, 0, 4);
+    tcase_add_test(tc, test_biased_many_cases_no_alloc);
+    tcase_add_test(tc, test_biased_wake_and_starve);
+    suite_add_tcase(s, tc);
+
     tc = tcase_create("blocking");
     tcase_set_timeout(tc, 30);
-    tcase_add_loop_test(tc, test_wake_on_send, 0, 16);
+    tcase_add_loop_test(tc, test_wake_on_send, 0, 32);
     tcase_add_loop_test(tc, test_wake_on_room, 0, 4);
-    tcase_add_loop_test(tc, test_wake_on_close, 0, 4);
+    tcase_add_loop_test(tc, test_wake_on_close, 0, 8);
     tcase_add_test(tc, test_wake_timed_and_duplicate);
     tcase_add_test(tc, test_no_busy_wait);
     suite_add_tcase(s, tc);

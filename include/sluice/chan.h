@@ -167,6 +167,27 @@ SL_API size_t sl_chan_try_send_n(sl_chan *ch, const void *elems, size_t n);
  * bad input (NULL ch or out) — sl_chan_is_closed tells the first two apart. */
 SL_API size_t sl_chan_try_recv_n(sl_chan *ch, void *out, size_t n);
 
+/* Batch receive that waits: waits until at least one message is there, then
+ * receives up to n of them into the array out (n * elem_size bytes), in
+ * order, in one batch, and sets *got to how many. Returns
+ *   SL_OK        *got messages (1 .. n) were received;
+ *   SL_CLOSED    the channel is closed and drained (*got 0);
+ *   SL_EINVAL    NULL ch, out or got, n == 0, or n * elem_size beyond
+ *                SIZE_MAX (*got 0 when got is not NULL); nothing received.
+ * It never waits for more than one message: it takes what is there (up to n)
+ * as soon as there is anything. A message it receives wakes at most one
+ * waiting sender per message, as sl_chan_try_recv_n. Blocking; the batch
+ * itself is one sl_chan_try_recv_n, with that flavour's progress guarantee
+ * and the receive's acquire ordering for every message in it. For SL_SPSC
+ * the caller is the one receiver thread, as for every receive form. */
+SL_API sl_status sl_chan_recv_n(sl_chan *ch, void *out, size_t n, size_t *got);
+
+/* As sl_chan_recv_n, waiting at most timeout_ns (0: one attempt; SL_FOREVER:
+ * no limit): SL_TIMEDOUT (*got 0) when no message came in time, also for 0 on
+ * an empty channel; nothing received, no earlier than asked. */
+SL_API sl_status sl_chan_recv_n_for(sl_chan *ch, void *out, size_t n, uint64_t timeout_ns,
+                                    size_t *got);
+
 /* Closes ch: idempotent, wakes every waiter. NULL does nothing. Acts as
  * release; a receiver that sees SL_CLOSED sees every message sent before.
  * Wait-free apart from its wakes: one atomic exchange, then a FUTEX_WAKE
@@ -248,6 +269,11 @@ SL_END_DECLS
     { return sl_chan_try_send_n((sl_chan *)(void *)c, e, n); }                      \
     SL_TYPED_FN size_t name##_try_recv_n(name *c, T *o, size_t n)                 \
     { return sl_chan_try_recv_n((sl_chan *)(void *)c, o, n); }                      \
+    SL_TYPED_FN sl_status name##_recv_n(name *c, T *o, size_t n, size_t *g)       \
+    { return sl_chan_recv_n((sl_chan *)(void *)c, o, n, g); }                       \
+    SL_TYPED_FN sl_status name##_recv_n_for(name *c, T *o, size_t n, uint64_t t,  \
+                                            size_t *g)                              \
+    { return sl_chan_recv_n_for((sl_chan *)(void *)c, o, n, t, g); }                \
     typedef int name##_sl_typed_end_ /* swallows the caller's semicolon */
 
 #endif /* SLUICE_CHAN_H */

@@ -68,8 +68,8 @@ typedef enum sl_chan_end {
  * (SL_END_SEND) — and every other single-message form, blocking, timed or in
  * sl_select, through the same try — re-arms the descriptor when it finds the
  * channel empty (full), then looks once more (above). The batch forms
- * (sl_chan_try_recv_n, sl_chan_try_send_n) do not re-arm: end a drain with
- * sl_chan_try_recv. The caller must drain until SL_EMPTY (SL_FULL) or
+ * (sl_chan_try_recv_n, sl_chan_recv_n, sl_chan_recv_n_for,
+ * sl_chan_try_send_n) do not re-arm: end a drain with sl_chan_try_recv. The caller must drain until SL_EMPTY (SL_FULL) or
  * SL_CLOSED before waiting again, or the descriptor stays readable (a busy
  * loop, never a lost message).
  *

@@ -4,8 +4,9 @@
  * Go's select over sluice channels of any mix of flavours: send and receive
  * cases, poll (timeout 0), a timeout, or wait forever. Exactly one ready
  * operation happens, chosen uniformly at random among the ready ones (a random
- * permutation of the cases is tried in order). A closed channel counts as
- * ready: its case returns SL_CLOSED.
+ * permutation of the cases is tried in order), or with sl_select_biased the
+ * first ready one in the order given. A closed channel counts as ready: its
+ * case returns SL_CLOSED.
  *
  * Blocking: a selecting thread tries every case, then spins briefly, then
  * sleeps until one of its channels changes state — no busy waiting. It is
@@ -61,6 +62,23 @@ typedef struct sl_select_case {
  * SL_TIMEDOUT (never SL_FULL or SL_EMPTY), no earlier than asked. Blocking
  * unless 0. */
 SL_API sl_status sl_select(sl_select_case *cases, size_t n, uint64_t timeout_ns, size_t *index);
+
+/* Biased select (Go's priority-channel idiom, crossbeam's select_biased!):
+ * as sl_select — the same statuses, blocking, wake-ups, close and timeout
+ * rule — except that every round tries the cases in the order given, from
+ * case 0, and performs the first that is ready: *index is the lowest index
+ * ready when the round looked, and every lower case was found not ready in
+ * that same round. With several cases ready at the call, the lowest wins,
+ * every time. A round runs at the call and after each wake-up, so a case
+ * that becomes ready while a round is past it waits for the next.
+ * Never allocates, so never the SL_ENOMEM of more than 64 cases (a send
+ * case's SL_ENOMEM, SL_LIST's, remains). Starvation is the caller's choice:
+ * while case 0 stays ready, the others are never taken. Progress and
+ * ordering as sl_select: each case's operation is its channel's try form,
+ * with that flavour's guarantee and ordering; blocking unless timeout_ns
+ * is 0. */
+SL_API sl_status sl_select_biased(sl_select_case *cases, size_t n, uint64_t timeout_ns,
+                                  size_t *index);
 
 SL_END_DECLS
 

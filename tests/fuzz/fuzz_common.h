@@ -568,13 +568,29 @@ static void fz_chan_recv(fz_chan_run *r, int op)
     free(out);
 }
 
-static void fz_chan_recv_n(fz_chan_run *r, size_t k)
+/* A batch receive of up to k: form 0 sl_chan_try_recv_n, 1 and 2
+ * sl_chan_recv_n_for with 0 and 1 ns, 3 sl_chan_recv_n (recv_n_for(0) where
+ * it would block). */
+static void fz_chan_recv_n(fz_chan_run *r, size_t k, unsigned form)
 {
     size_t es = r->m.es;
     uint8_t *out = fz_buf(k * es);
-    size_t want = k < fz_len(&r->m) ? k : fz_len(&r->m);
-    size_t got = sl_chan_try_recv_n(r->ch, out, k);
-    FZ_CHECK(got == want, "try_recv_n(%zu): %zu, want %zu", k, got, want);
+    size_t want = k < fz_len(&r->m) ? k : fz_len(&r->m), got = 0;
+    if (form == 3 && want == 0 && !r->m.closed)
+        form = 1;
+    if (form == 0) {
+        got = sl_chan_try_recv_n(r->ch, out, k);
+    } else {
+        sl_status st = form == 3 ? sl_chan_recv_n(r->ch, out, k, &got)
+                                 : sl_chan_recv_n_for(r->ch, out, k, form - 1, &got);
+        sl_status want_st = k == 0     ? SL_EINVAL
+                            : want     ? SL_OK
+                            : r->m.closed ? SL_CLOSED
+                                          : SL_TIMEDOUT;
+        FZ_CHECK(st == want_st, "recv_n form %u (%zu): %s, want %s", form, k, fz_st(st),
+                 fz_st(want_st));
+    }
+    FZ_CHECK(got == want, "recv_n form %u (%zu): %zu, want %zu", form, k, got, want);
     for (size_t i = 0; i < got; i++)
         fz_expect_msg(out + i * es, es, fz_pop(&r->m), "try_recv_n message");
     fz_expect_untouched(out + got * es, (k - got) * es, "try_recv_n past the count");
@@ -816,8 +832,8 @@ static void fz_run_chan(sl_flavor flavor, const fz_config *cfg, fz_in *in)
         case C_RECV_FOR1: fz_begin("recv_for(1ns)", 1); fz_chan_recv(&r, C_RECV_FOR1); break;
         case C_TRY_RECV_N:
             arg = fz_byte(in);
-            fz_begin("try_recv_n", arg % (FZ_BATCH_MAX + 1));
-            fz_chan_recv_n(&r, arg % (FZ_BATCH_MAX + 1));
+            fz_begin("try_recv_n / recv_n(_for)", arg);
+            fz_chan_recv_n(&r, arg % (FZ_BATCH_MAX + 1), arg / (FZ_BATCH_MAX + 1));
             break;
         case C_CLOSE:
             fz_begin("close", 0);

@@ -318,10 +318,16 @@ static uint64_t idle_deadline(const sl_pool *p)
 
 /* What exit_due would act on, read without acting (no lock, no count
  * changes): park's re-check runs between the registration and the sleep. */
-static bool exit_wanted(const sl_pool *p)
+/* Every worker is to leave: a cancel, or a drain with nothing left. */
+static bool all_leaving(const sl_pool *p)
 {
     int run = atomic_load_explicit(&p->run_state, memory_order_seq_cst);
-    if (run == SL__RUN_CANCELLING || (run == SL__RUN_DRAINING && sl__pool_drained(p)))
+    return run == SL__RUN_CANCELLING || (run == SL__RUN_DRAINING && sl__pool_drained(p));
+}
+
+static bool exit_wanted(const sl_pool *p)
+{
+    if (all_leaving(p))
         return true;
     return atomic_load_explicit(&p->live, memory_order_seq_cst) >
            atomic_load_explicit(&p->target, memory_order_seq_cst);
@@ -507,6 +513,12 @@ static bool place_worker(sl_pool *p, sl__pool_worker *w, unsigned limit, bool *r
      * would spawn workers that retire at once, over and over (thread churn
      * while set_workers shrinks the pool). */
     unsigned target = atomic_load_explicit(&p->target, memory_order_seq_cst);
+    /* A worker placed now would leave at once: refuse, or a spawn loop whose
+     * limit was computed before the shutdown began would start and join
+     * threads for as long as each left before its next spawn (thousands, a
+     * failed sl_pool_new's cancel under TSan's timing). */
+    if (all_leaving(p))
+        return false;
     if (!enter_below(p, limit < target ? limit : target))
         return false;
     if (!claim_pool_slot(p, w)) {

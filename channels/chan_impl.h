@@ -114,7 +114,10 @@ static inline bool sl__chanfd_has(const sl_chan *ch, sl_chan_end end)
 }
 
 /* Threads blocked in sl_select park on this process-wide eventcount; a
- * channel with selectors rings it on every state change. */
+ * channel with selectors rings it on every state change, through
+ * sl__select_ring (select.c), which notifies only while a selector has
+ * armed the bell since the last ring. */
 extern sl_event sl__select_bell;
+void sl__select_ring(void);
 
 #endif /* SLUICE_CHANNELS_CHAN_IMPL_H */

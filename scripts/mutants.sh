@@ -86,6 +86,7 @@ mutants=(
 "TIMER_TAKE_BY_STORE|default|unit_timer|CK_TIMEOUT_MULTIPLIER=0.1||1|1|timer: a receive takes a due fire with a plain store instead of the CAS"
 "TIMER_BLIND_WAIT|default|unit_timer|CK_TIMEOUT_MULTIPLIER=0.1||1|0|timer: waits ignore the timers' next fire (\`sl__chan_ready_at\` says SL_FOREVER)"
 "SELECT_BIASED_SHUFFLES|default|unit_select|CK_RUN_CASE=biased||1|1|biased select shuffles its cases like the fair one"
+"SELECT_ARM_ONCE|default|unit_select|CK_RUN_CASE=blocking||1|0|select arms the bell at its first re-check only, not after a wake that found nothing"
 "RECV_N_EMPTY_AT_ZERO|fuzz|fuzz_mpmc||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/mpmc|1|1|\`recv_n_for\` with a zero timeout on an empty channel answers SL_EMPTY instead of SL_TIMEDOUT"
 "RECV_N_NO_LAST_LOOK|faults|stress_chan|CK_RUN_CASE=close_drains||1|0|batch receive skips the last look after close (\`recv_n\` answers SL_CLOSED with messages inside)"
 "CHANFD_NO_RECHECK|default|unit_chanfd|CK_RUN_CASE=contract||1|1|event-loop descriptor: a receive's re-arm resets and arms without its re-check"

@@ -53,10 +53,10 @@ void sl__select_ring(void)
 /* Called after the prepare (its key read), before a re-check. */
 static void select_arm(void)
 {
-    /* seq_cst: in the total order with the rings' loads; a 1 already there
-     * was stored after some key read and is not taken yet, so it serves. */
-    if (atomic_load_explicit(&bell_armed, memory_order_seq_cst) == 0)
-        atomic_store_explicit(&bell_armed, 1u, memory_order_seq_cst);
+    /* seq_cst: the Dekker store, in the total order with the rings' loads.
+     * Stored even over a 1: the argument needs this selector's own store
+     * (docs/guarantees.md), and this path is about to sleep anyway. */
+    atomic_store_explicit(&bell_armed, 1u, memory_order_seq_cst);
     SL_FI(); /* armed, not yet fenced */
     /* The arm (and the registrations before it) before the re-check, with
      * the channel's change and its `selectors` and arm loads the other side. */

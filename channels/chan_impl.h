@@ -16,6 +16,7 @@
 #include "sluice/spsc.h"
 #include "internal/await.h"
 #include "timer.h"
+#include "broadcast.h"
 
 /* An event-loop descriptor of one channel end (sluice/chanfd.h, chanfd.c). */
 typedef struct sl__chan_fd {
@@ -58,6 +59,7 @@ struct sl_chan {
         sl_list list;
         sl_ring ring;
         sl_timer_state timer;
+        sl__bcast_end bcast;
     } q;
     /* Event-loop descriptors, by sl_chan_end; read only where `selectors`
      * is not zero, or where a try failed (chanfd.c). Last: the hot fields

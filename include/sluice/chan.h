@@ -70,7 +70,11 @@ SL_BEGIN_DECLS
 typedef struct sl_chan sl_chan;
 /* SL_TIMER: a timer channel, made by sl_chan_after / sl_chan_tick /
  * sl_chan_never (sluice/timer.h), never by sl_chan_new. */
-typedef enum sl_flavor { SL_SPSC = 1, SL_MPMC, SL_LIST, SL_RING, SL_TIMER } sl_flavor;
+/* SL_BROADCAST: every subscriber (sluice/broadcast.h) sees every message. */
+typedef enum sl_flavor {
+    SL_SPSC = 1, SL_MPMC, SL_LIST, SL_RING, SL_TIMER,
+    SL_BROADCAST,
+} sl_flavor;
 typedef void (*sl_drop_fn)(void *elem, void *ctx);
 
 typedef struct sl_chan_opts {

@@ -191,7 +191,9 @@ sl_status sl__bcast_push(sl__bcast_end *e, const void *elem)
     /* Relaxed: the count only hands out positions; the stamps order the rest. */
     uint64_t p = atomic_fetch_add_explicit(&b->tail, 1u, memory_order_relaxed);
     SL_ATOMIC(uint64_t) *s = slot_of(b, p);
-#ifndef SL_MUTANT_BCAST_SENDERS_SHARE_SLOT /* planted bug: a lap-later sender does not wait */
+#ifdef SL_MUTANT_BCAST_SENDERS_SHARE_SLOT /* planted bug: a lap-later sender does not wait */
+    (void)wait_for_lap;
+#else
     wait_for_lap(s, p, b->cap);
 #endif
     atomic_store_explicit(s, stamp_writing(p), memory_order_relaxed);
@@ -221,8 +223,8 @@ static sl_status look(const sl__bcast *b, uint64_t p, void *out)
     uint64_t st = atomic_load_explicit(s, memory_order_acquire);
     if (st != stamp_done(p))
         return st > stamp_done(p) ? SL_LAGGED : SL_EMPTY; /* stamps only grow */
+    SL_FI(); /* seen complete, not yet copied: an overwrite may come first */
     copy_out(out, s + 1, b->elem_size);
-    SL_FI(); /* copied, not yet re-checked */
 #ifndef SL_MUTANT_BCAST_NO_RECHECK /* planted bug: a copy torn by an overwrite is returned */
     /* Acquire fence: the copy's loads before the stamp's re-load. If any of
      * them read a word of a later message, that writer's release fence makes

@@ -12,6 +12,7 @@
  *   | SL_LIST | many / many       | unbounded | lock-free  | lock-free | linearizable FIFO|
  *   | SL_RING | many / many       | overwrites| lock-free* | lock-free | linearizable FIFO|
  *   | SL_TIMER| none / many       | 1 (clock) | SL_EINVAL  | lock-free | fires in time    |
+ *   | SL_BROADCAST | many / each subscriber | overwrites | wait-free** | lock-free** | all, in order |
  *
  * SL_LIST's sends never wait: only SL_ENOMEM or SL_CLOSED refuse them, and its
  * capacity is SIZE_MAX. SL_RING's sends never wait (*) and never fail while
@@ -21,7 +22,12 @@
  * SL_RING_SPARE operations hold a slot at once, beyond which a send yields
  * until one of them is done (sluice/ring.h). SL_TIMER channels (after, tick,
  * never) carry uint64_t fire instants from the clock and refuse sends
- * (sluice/timer.h).
+ * (sluice/timer.h). SL_BROADCAST hands every message to every subscriber
+ * (sl_chan_subscribe, sluice/broadcast.h); a subscriber that falls more than
+ * the capacity behind receives SL_LAGGED and the count it lost. (**) With
+ * one sender thread; with several, a send may wait for the sender a lap
+ * earlier to finish its copy, and a subscriber's next message is not there
+ * while its sender is mid-copy (sluice/broadcast.h, "Progress").
  *
  * Which calls may overlap on one channel:
  *
@@ -32,12 +38,16 @@
  *   | close, is_closed, len, cap    | any thread, any time           | same           |
  *   | free                          | no other call, ever after      | same           |
  *
+ * SL_BROADCAST: sends on the send handle from any threads; receives on one
+ * subscriber handle from one thread at a time (sluice/broadcast.h).
+ *
  * Ownership (move-only, docs/ownership.md): a send that returns SL_OK (or
  * SL_EVICTED) moved the message's bytes — and whatever they refer to — into
  * the channel; any other status consumed nothing and the caller still owns the
  * message. Every message sent is, exactly once, received, or evicted
  * (SL_RING: handed to the displacing sender or the drop function), or dropped
- * by sl_chan_free.
+ * by sl_chan_free. (SL_BROADCAST keeps each original and hands subscribers
+ * copies: its drop rule is in sluice/broadcast.h.)
  *
  * Close (as in Go): after sl_chan_close, sends return SL_CLOSED (nothing
  * consumed); receivers get what is still inside, then SL_CLOSED; every blocked

@@ -89,7 +89,7 @@ mutants=(
 "RECV_N_EMPTY_AT_ZERO|fuzz|fuzz_mpmc||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/mpmc|1|1|\`recv_n_for\` with a zero timeout on an empty channel answers SL_EMPTY instead of SL_TIMEDOUT"
 "RECV_N_NO_LAST_LOOK|faults|stress_chan|CK_RUN_CASE=close_drains||1|0|batch receive skips the last look after close (\`recv_n\` answers SL_CLOSED with messages inside)"
 "CHANFD_NO_RECHECK|default|unit_chanfd|CK_RUN_CASE=contract||1|1|event-loop descriptor: a receive's re-arm resets and arms without its re-check"
-"BCAST_NO_RECHECK|faults|unit_broadcast|CK_RUN_CASE=threads||1|0|broadcast: a receive does not re-check the slot's stamp after its copy (an overwrite tears the message it returns)"
+"BCAST_NO_RECHECK|faults|unit_broadcast|CK_RUN_CASE=threads||1|1|broadcast: a receive does not re-check the slot's stamp after its copy (an overwrite tears the message it returns)"
 "BCAST_SENDERS_SHARE_SLOT|faults|unit_broadcast|CK_RUN_CASE=threads||1|0|broadcast: a sender does not wait for the sender a lap earlier in its slot (two senders write one slot at once)"
 "BCAST_NO_OVERWRITE_DROP|default|unit_broadcast|CK_RUN_CASE=contract||1|1|broadcast: an overwritten original is never dropped"
 "BCAST_LAG_MISCOUNT|default|unit_broadcast|CK_RUN_CASE=contract||1|1|broadcast: a lag skips one message more than SL_LAGGED reports"

@@ -129,8 +129,9 @@ void sl__bcast_release(sl__bcast_end *e)
     free(b);
 }
 
-SL_ATOMIC(uint32_t) *sl__bcast_mark(sl__bcast_end *e)
+SL_ATOMIC(uint32_t) *sl__bcast_mark(sl_chan *ch)
 {
+    sl__bcast_end *e = &ch->q.bcast;
     /* seq_cst: the mark before the sender's closed-check (chan_flavors.h,
      * "senders in flight"), with the subscribers' loads of `closed` and of
      * this count as the other side (end_or_mark). */
@@ -183,8 +184,9 @@ static void wait_for_lap(SL_ATOMIC(uint64_t) *s, uint64_t p, size_t cap)
     }
 }
 
-sl_status sl__bcast_push(sl__bcast_end *e, const void *elem)
+sl_status sl__bcast_push(sl_chan *ch, const void *elem)
 {
+    sl__bcast_end *e = &ch->q.bcast;
     if (e->subscriber)
         return SL_EINVAL;
     sl__bcast *b = e->b;

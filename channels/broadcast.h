@@ -64,14 +64,18 @@ sl_status sl__bcast_init(sl__bcast_end *e, const sl_chan_opts *o);
 void sl__bcast_release(sl__bcast_end *e);
 
 /* The in-flight mark of a send (a seq_cst count), and its unmark, which after
- * a close wakes the subscribers that wait for the last sender to land. */
-SL_ATOMIC(uint32_t) *sl__bcast_mark(sl__bcast_end *e);
+ * a close wakes the subscribers that wait for the last sender to land. The
+ * mark is declared cold: that makes the broadcast case of the façade's send
+ * dispatch cold, and gcc's register allocation then stops spilling in the
+ * other flavours' cases (docs/performance.md, "A sixth row"). A broadcast
+ * send pays a jump for it. */
+__attribute__((cold)) SL_ATOMIC(uint32_t) *sl__bcast_mark(sl_chan *ch);
 void sl__bcast_unmark(SL_ATOMIC(uint32_t) *mark);
 
 /* One send: SL_OK, or SL_EINVAL on a subscriber handle. Overwrites the oldest
  * message when the ring is full; wakes every parked subscriber and, once a
  * subscriber has been selected on, the select bell. */
-sl_status sl__bcast_push(sl__bcast_end *e, const void *elem);
+sl_status sl__bcast_push(sl_chan *ch, const void *elem);
 
 /* One receive on a subscriber handle `ch`: SL_OK, SL_LAGGED (the position
  * was overwritten: moved to the oldest message still held, the count added

@@ -228,7 +228,9 @@ static sl_status set_drained(sl_chan *ch)
 PER_FLAVOR sl_status recv_with(const flavor_adapter *a, sl_chan *ch, void *out)
 {
     sl_status st = pop_with(a, ch, out);
-    if (st == SL_OK || (a->lags && st != SL_EMPTY)) /* SL_LAGGED: as it is */
+    if (st == SL_OK)
+        return SL_OK;
+    if (a->lags && st != SL_EMPTY) /* SL_LAGGED: as it is */
         return st;
     sl_status v = empty_verdict(a, ch);
     if (v != SL_OK) /* empty: re-arm an event-loop descriptor, look again (chanfd.c) */
@@ -239,7 +241,9 @@ PER_FLAVOR sl_status recv_with(const flavor_adapter *a, sl_chan *ch, void *out)
     return set_drained(ch); /* planted bug: a message that landed meanwhile is left behind */
 #endif
     st = pop_with(a, ch, out);
-    return st == SL_OK || (a->lags && st != SL_EMPTY) ? st : set_drained(ch);
+    if (st == SL_OK)
+        return SL_OK;
+    return a->lags && st != SL_EMPTY ? st : set_drained(ch);
 }
 
 /* One non-blocking receive: SL_OK, SL_EMPTY, or SL_CLOSED once drained. */

@@ -420,12 +420,12 @@ static inline void bcast_drain_destroy(sl_chan *ch, sl_visit_fn fn, void *ctx)
 
 static inline SL_ATOMIC(uint32_t) *bcast_mark(sl_chan *ch)
 {
-    return sl__bcast_mark(&ch->q.bcast);
+    return sl__bcast_mark(ch);
 }
 
 static inline sl_status bcast_push(sl_chan *ch, const void *elem, sl_visit_fn displaced, void *ctx)
 {
-    return sl__bcast_push(&ch->q.bcast, elem);
+    return sl__bcast_push(ch, elem);
 }
 
 static inline sl_status bcast_pop(sl_chan *ch, void *out) { return sl__bcast_pop(ch, out); }
@@ -435,7 +435,7 @@ static inline size_t bcast_push_n(sl_chan *ch, const void *elems, size_t n)
 {
     const unsigned char *p = elems;
     size_t k = 0;
-    while (k < n && sl__bcast_push(&ch->q.bcast, p + k * ch->elem_size) == SL_OK)
+    while (k < n && sl__bcast_push(ch, p + k * ch->elem_size) == SL_OK)
         k++;
     return k;
 }

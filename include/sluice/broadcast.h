@@ -52,7 +52,11 @@
  *   free           frees one handle, in any order: freeing a subscriber
  *                  leaves; freeing the send handle closes the channel for
  *                  the subscribers (which may still drain it). The messages
- *                  go when the last handle is freed.
+ *                  go when the last handle is freed. As for every channel,
+ *                  no thread may still use the handle being freed; a thread
+ *                  waiting in a subscriber parks on the shared ring, so
+ *                  sl_chan_free of that subscriber does not see it (close the
+ *                  subscriber, let the thread return, then free).
  *   len, cap       len: messages held (send handle) or not yet read
  *                  (subscriber), at most cap; cap: the capacity.
  *   sl_chan_fd     SL_EINVAL (a subscriber is woken through its ring, which

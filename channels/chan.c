@@ -246,7 +246,9 @@ PER_FLAVOR sl_status recv_with(const flavor_adapter *a, sl_chan *ch, void *out)
     return a->lags && st != SL_EMPTY ? st : set_drained(ch);
 }
 
-/* One non-blocking receive: SL_OK, SL_EMPTY, or SL_CLOSED once drained. */
+/* One non-blocking receive: SL_OK, SL_EMPTY, SL_CLOSED once drained, or
+ * SL_LAGGED (a broadcast subscriber that fell behind), or SL_EINVAL (a
+ * broadcast send handle). */
 static sl_status try_recv_once(sl_chan *ch, void *out)
 {
     DISPATCH(ch->flavor, recv_with, ch, out);
@@ -479,7 +481,8 @@ PER_FLAVOR size_t pop_n_with(const flavor_adapter *a, sl_chan *ch, void *out, si
 
 /* One non-blocking batch receive for one flavour's adapter: up to n messages
  * into out, how many in *got; SL_OK (*got >= 1), SL_EMPTY, or SL_CLOSED once
- * drained — recv_with's verdict, for a batch. */
+ * drained — recv_with's verdict, for a batch (and, where the adapter lags,
+ * SL_LAGGED or SL_EINVAL with *got 0). */
 PER_FLAVOR sl_status recv_n_with(const flavor_adapter *a, sl_chan *ch, void *out, size_t n,
                                  size_t *got)
 {

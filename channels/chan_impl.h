@@ -72,7 +72,9 @@ struct sl_chan {
  * selecting thread. */
 sl_status sl__chan_try_send(sl_chan *ch, const void *elem);
 
-/* One non-blocking receive: SL_OK, SL_EMPTY, or SL_CLOSED once drained. */
+/* One non-blocking receive: SL_OK, SL_EMPTY, SL_CLOSED once drained, or
+ * SL_LAGGED (a broadcast subscriber that fell behind), or SL_EINVAL (a
+ * broadcast send handle). */
 sl_status sl__chan_try_recv(sl_chan *ch, void *out);
 
 /* The earliest instant at which ch may become ready to receive without a

@@ -157,16 +157,19 @@ SL_API sl_status sl_chan_send_evict(sl_chan *ch, const void *elem, void *evicted
 
 /* Receives the oldest message into out, waiting while the channel is empty.
  * Returns SL_OK; SL_CLOSED once the channel is closed and drained; SL_EINVAL
- * for NULL ch or out. Blocking. */
+ * for NULL ch or out; SL_LAGGED (a broadcast subscriber that fell behind:
+ * nothing received, sluice/broadcast.h). Blocking. */
 SL_API sl_status sl_chan_recv(sl_chan *ch, void *out);
 
 /* Receives a message if one is there now. Returns SL_OK, SL_EMPTY (open and
- * empty), SL_CLOSED (closed and drained) or SL_EINVAL. Never blocks. */
+ * empty), SL_CLOSED (closed and drained), SL_LAGGED (broadcast) or
+ * SL_EINVAL. Never blocks. */
 SL_API sl_status sl_chan_try_recv(sl_chan *ch, void *out);
 
 /* Receives, waiting at most timeout_ns (0: one attempt; SL_FOREVER: no
  * limit). Returns SL_OK, SL_TIMEDOUT (nothing came in time, also for 0 on an
- * empty channel; no earlier than asked), SL_CLOSED or SL_EINVAL. */
+ * empty channel; no earlier than asked), SL_CLOSED, SL_LAGGED (broadcast) or
+ * SL_EINVAL. */
 SL_API sl_status sl_chan_recv_for(sl_chan *ch, void *out, uint64_t timeout_ns);
 
 /* Sends up to n messages from the array elems, in order, without waiting;
@@ -186,6 +189,8 @@ SL_API size_t sl_chan_try_recv_n(sl_chan *ch, void *out, size_t n);
  * order, in one batch, and sets *got to how many. Returns
  *   SL_OK        *got messages (1 .. n) were received;
  *   SL_CLOSED    the channel is closed and drained (*got 0);
+ *   SL_LAGGED    a broadcast subscriber fell behind (*got 0; a batch stops
+ *                before a lag, so the lag comes first in the next call);
  *   SL_EINVAL    NULL ch, out or got, n == 0, or n * elem_size beyond
  *                SIZE_MAX (*got 0 when got is not NULL); nothing received.
  * It never waits for more than one message: it takes what is there (up to n)

@@ -1,0 +1,646 @@
+/*
+ * ipc.c — `sl-bench ipc`: messages between two processes. sluice's channel
+ * in shared memory (when this build has it) against what programs use today —
+ * a pipe, a Unix datagram socketpair, a POSIX message queue — and against the
+ * same sluice channel between two threads of one process, the figure a
+ * channel between processes should come close to.
+ *
+ * Two workloads, each with 8- and 64-byte messages (--size):
+ *   pingpong: the timing side sends a message on queue AB, the peer sends it
+ *     back on queue BA; every round trip is timed; the figure is the median
+ *     (p99 and p99.9 beside it). The echo must come back bit for bit and the
+ *     peer checks every message's sequence and payload.
+ *   tput: the peer sends messages as fast as the queue takes them for
+ *     --run-ms, then a sentinel; the timing side receives and checks each
+ *     (sequence in exact order, payload, count and checksum against what the
+ *     peer says it sent): messages per second from gate to sentinel.
+ * Every contender uses its blocking calls, so a side that waits sleeps in the
+ * kernel (a futex for sluice) as it would in a real program.
+ *
+ * The peer is a process fork()ed for the run (kernel queues and shared-memory
+ * channels) or a thread (the in-process channel: its memory is not shared
+ * with a child). Everything else — the loops, the checks, the clocks, the
+ * pinning (timing side on CPU 0, peer on CPU 1) — is the same code for both,
+ * so the ratio of the two is the cost of the process boundary. Both sides
+ * meet at a start gate in a MAP_SHARED page, so neither fork nor thread
+ * creation is timed.
+ *
+ * Method, as `sl-bench chan`'s: every figure is the median of R rounds; each
+ * round runs every contender once in an order shuffled afresh (seed printed).
+ * "vs peer" compares with the best kernel-mediated peer; the closing lines
+ * hold the ratios the shared-memory channel is measured against.
+ */
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "msg.h"
+#include "peers/peers.h"
+
+#ifndef SLB_VERSION
+#define SLB_VERSION "?"
+#endif
+
+enum { IPC_PINGPONG, IPC_TPUT, IPC_TESTS };
+
+typedef struct ipc_opts {
+    size_t sizes[SLB_MAX_SIZES];
+    size_t n_sizes;
+    unsigned tests;        /* bit per IPC_* */
+    unsigned rounds;
+    uint64_t trips, trip_cap_ns, run_ns;
+    size_t capacity;
+    uint64_t seed;
+    unsigned timeout_s;
+    const char *csv;
+    bool list_only;
+} ipc_opts;
+
+/* A contender and where its peer runs. */
+typedef struct ipc_contender {
+    const slb_ops *ops;
+    bool forked;           /* peer in a child process; else a thread */
+} ipc_contender;
+
+#define MAX_CONTENDERS 16
+
+/* Whether runs pin (two CPUs or more), decided before the timing side pins
+ * itself: afterwards the affinity mask it and its peers inherit holds one. */
+static bool pinning;
+
+/* What both sides of a run touch outside the queue itself: a MAP_SHARED page,
+ * so that a forked peer sees the same gate and its count reaches us. */
+typedef struct ipc_shared {
+    slb_gate gate;
+    _Atomic uint64_t peer_count; /* pong: trips echoed; producer: messages sent */
+} ipc_shared;
+
+typedef struct ipc_job {
+    const slb_run *run;
+    void *ab, *ba;         /* timing side to peer, and back (ping-pong only) */
+    ipc_shared *sh;
+    uint64_t run_ns;       /* tput: how long the producer sends */
+} ipc_job;
+
+/* ---- the peer: a child process or a thread ------------------------------ */
+
+typedef struct ipc_peer {
+    bool forked;
+    pid_t pid;
+    pthread_t tid;
+} ipc_peer;
+
+static void peer_start(ipc_peer *p, bool forked, void *(*fn)(void *), ipc_job *job)
+{
+    p->forked = forked;
+    if (!forked) {
+        slb_spawn(&p->tid, fn, job, job->run->ops->name);
+        return;
+    }
+    fflush(NULL); /* nothing buffered is written twice */
+    p->pid = fork();
+    if (p->pid < 0)
+        slb_die(job->run->ops->name, "fork failed");
+    if (p->pid == 0) {
+        /* A timing side stopped by the watchdog takes its peer with it. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() == 1)
+            _exit(3);
+        fn(job);
+        _exit(0); /* no exit handlers: the parent owns every resource */
+    }
+}
+
+/* A failing peer process has printed its reason (slb_die) and exited 2. */
+static void peer_finish(ipc_peer *p, const char *who)
+{
+    if (!p->forked) {
+        slb_join(p->tid);
+        return;
+    }
+    int st = 0;
+    if (waitpid(p->pid, &st, 0) != p->pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        slb_die(who, "the peer process failed (wait status %#x)", (unsigned)st);
+}
+
+static void *attach(const slb_ops *o, void *q, bool producer)
+{
+    return o->attach ? o->attach(q, producer) : NULL;
+}
+
+static void detach(const slb_ops *o, void *q, void *h)
+{
+    if (o->detach)
+        o->detach(q, h);
+}
+
+static void pin_peer(void)
+{
+    if (pinning)
+        slb_pin_self(1);
+}
+
+/* ---- ping-pong ---------------------------------------------------------- */
+
+static void *pong(void *arg)
+{
+    ipc_job *j = arg;
+    const slb_run *r = j->run;
+    const slb_ops *o = r->ops;
+    pin_peer();
+    void *hr = attach(o, j->ab, false), *hs = attach(o, j->ba, true);
+    slb_check chk;
+    slb_check_init(&chk, r, 1, r->trips, true);
+    uint64_t m[SLB_WORDS_MAX];
+    slb_gate_wait(&j->sh->gate);
+    for (;;) {
+        slb_recv(o, j->ab, hr, m, true);
+        if (m[0] == SLB_SENTINEL)
+            break;
+        slb_check_msg(&chk, m);
+        slb_send(o, j->ba, hs, m, true);
+    }
+    atomic_store_explicit(&j->sh->peer_count, chk.count, memory_order_relaxed);
+    slb_check_free(&chk);
+    detach(o, j->ab, hr);
+    detach(o, j->ba, hs);
+    return NULL;
+}
+
+/* The timing side: returns the trips made, their times in samples. */
+static uint64_t ping(const ipc_job *j, uint64_t *samples)
+{
+    const slb_run *r = j->run;
+    const slb_ops *o = r->ops;
+    size_t words = r->elem / 8;
+    void *hs = attach(o, j->ab, true), *hr = attach(o, j->ba, false);
+    uint64_t m[SLB_WORDS_MAX], back[SLB_WORDS_MAX], i = 0;
+    uint64_t start = slb_gate_open(&j->sh->gate, 1);
+    while (i < r->trips) {
+        slb_fill(m, words, 0, i);
+        uint64_t t = slb_now_ns();
+        slb_send(o, j->ab, hs, m, true);
+        slb_recv(o, j->ba, hr, back, true);
+        uint64_t now = slb_now_ns();
+        samples[i++] = now - t;
+        if (memcmp(m, back, r->elem) != 0)
+            slb_die(o->name, "%s: trip %llu came back as word %#llx", r->label,
+                    (unsigned long long)(i - 1), (unsigned long long)back[0]);
+        if (now - start > r->trip_cap_ns)
+            break;
+    }
+    slb_fill_sentinel(m, words);
+    slb_send(o, j->ab, hs, m, true);
+    detach(o, j->ab, hs);
+    detach(o, j->ba, hr);
+    return i;
+}
+
+static void run_pingpong(const ipc_contender *c, ipc_job *j, slb_result *out)
+{
+    const slb_run *r = j->run;
+    uint64_t *samples = malloc(r->trips * sizeof(uint64_t));
+    if (!samples)
+        slb_die(r->ops->name, "out of memory");
+    ipc_peer p;
+    peer_start(&p, c->forked, pong, j);
+    uint64_t n = ping(j, samples);
+    peer_finish(&p, r->ops->name);
+    uint64_t echoed = atomic_load_explicit(&j->sh->peer_count, memory_order_relaxed);
+    if (echoed != n)
+        slb_die(r->ops->name, "%s: %llu trips sent, %llu echoed", r->label,
+                (unsigned long long)n, (unsigned long long)echoed);
+    slb_expect_empty(r, j->ab);
+    slb_expect_empty(r, j->ba);
+    slb_sort_u64(samples, n);
+    out->value = (double)slb_percentile(samples, n, 0.50);
+    out->p99 = (double)slb_percentile(samples, n, 0.99);
+    out->p999 = (double)slb_percentile(samples, n, 0.999);
+    out->msgs = n;
+    free(samples);
+}
+
+/* ---- throughput --------------------------------------------------------- */
+
+static void *produce(void *arg)
+{
+    ipc_job *j = arg;
+    const slb_run *r = j->run;
+    const slb_ops *o = r->ops;
+    size_t words = r->elem / 8;
+    pin_peer();
+    void *h = attach(o, j->ab, true);
+    uint64_t m[SLB_WORDS_MAX], i = 0;
+    slb_gate_wait(&j->sh->gate);
+    uint64_t end = slb_now_ns() + j->run_ns;
+    for (; i < SLB_SEQ_MASK && !slb_time_up(i, end); i++) {
+        slb_fill(m, words, 0, i);
+        slb_send(o, j->ab, h, m, true);
+    }
+    atomic_store_explicit(&j->sh->peer_count, i, memory_order_relaxed);
+    slb_fill_sentinel(m, words);
+    slb_send(o, j->ab, h, m, true);
+    detach(o, j->ab, h);
+    return NULL;
+}
+
+static void run_tput(const ipc_contender *c, ipc_job *j, slb_result *out)
+{
+    const slb_run *r = j->run;
+    const slb_ops *o = r->ops;
+    ipc_peer p;
+    peer_start(&p, c->forked, produce, j);
+    slb_check chk;
+    slb_check_init(&chk, r, 1, SLB_SEQ_MASK, true);
+    void *h = attach(o, j->ab, false);
+    uint64_t m[SLB_WORDS_MAX];
+    uint64_t t0 = slb_gate_open(&j->sh->gate, 1);
+    for (;;) {
+        slb_recv(o, j->ab, h, m, true);
+        if (m[0] == SLB_SENTINEL)
+            break;
+        slb_check_msg(&chk, m);
+    }
+    uint64_t ns = slb_now_ns() - t0;
+    detach(o, j->ab, h);
+    peer_finish(&p, o->name);
+    /* The count was stored before the sentinel was sent, and the peer has
+     * exited (or been joined) since: no ordering is left to ask for. */
+    uint64_t sent = atomic_load_explicit(&j->sh->peer_count, memory_order_relaxed);
+    if (chk.count != sent || chk.sum != slb_expected_sum(1, sent))
+        slb_die(o->name, "%s: %llu messages sent, %llu received (or a wrong checksum)",
+                r->label, (unsigned long long)sent, (unsigned long long)chk.count);
+    slb_check_free(&chk);
+    slb_expect_empty(r, j->ab);
+    out->value = ns ? (double)sent * 1e3 / (double)ns : 0; /* Mmsg/s */
+    out->msgs = sent;
+}
+
+/* ---- one run ------------------------------------------------------------- */
+
+static bool ipc_run(const ipc_contender *c, const slb_run *r, uint64_t run_ns,
+                    ipc_shared *sh, slb_result *out)
+{
+    const slb_ops *o = c->ops;
+    bool two = r->test == SLB_PINGPONG;
+    memset(out, 0, sizeof(*out));
+    atomic_store(&sh->gate.ready, 0);
+    atomic_store(&sh->gate.go, false);
+    atomic_store(&sh->peer_count, 0);
+    ipc_job j = { .run = r, .sh = sh, .run_ns = run_ns };
+    j.ab = o->create(r->capacity, r->elem);
+    j.ba = two ? o->create(r->capacity, r->elem) : NULL;
+    bool ok = j.ab && (j.ba || !two);
+    if (ok) {
+        slb_watchdog_arm(r->timeout_s, "\nsl-bench: FAILED — contender '%s' did not finish "
+                         "%s within %u s: a lost message or a deadlock\n", o->name, r->label,
+                         r->timeout_s);
+        if (two)
+            run_pingpong(c, &j, out);
+        else
+            run_tput(c, &j, out);
+        slb_watchdog_disarm();
+    }
+    if (j.ab)
+        o->destroy(j.ab);
+    if (j.ba)
+        o->destroy(j.ba);
+    return ok;
+}
+
+/* ---- the contenders ------------------------------------------------------ */
+
+/* The kernel peers and any shared-memory channel run across fork(); sluice's
+ * in-process channel (SPSC and MPMC, blocking calls) between two threads. */
+static size_t collect(ipc_contender *out)
+{
+    size_t n = 0;
+    for (const slb_ops *const *c = slb_peers_kernel_ipc(); *c; c++)
+        out[n++] = (ipc_contender){ *c, true };
+    for (const slb_ops *const *c = slb_peers_sluice(); *c; c++)
+        if ((*c)->kind == SLB_BLOCKING && ((*c)->flavor == 1 || (*c)->flavor == 2))
+            out[n++] = (ipc_contender){ *c, false };
+    return n;
+}
+
+static void print_contenders(const ipc_contender *list, size_t n)
+{
+    printf("contenders:\n");
+    for (size_t i = 0; i < n; i++)
+        printf("  %-26s %-7s %-9s %s\n", list[i].ops->name, list[i].ops->peer,
+               list[i].forked ? "processes" : "threads", list[i].ops->note);
+    printf("shared-memory channel: not in this build (no sluice/shm.h): its rows are "
+           "left out\n\n");
+}
+
+/* ---- workloads and rounds ------------------------------------------------ */
+
+/* Every contender runs every workload, so entry i is contender i. */
+static void add_workload(slb_workload *w, slb_test t, size_t elem, const ipc_opts *o,
+                         const ipc_contender *list, size_t n)
+{
+    memset(w, 0, sizeof(*w));
+    w->test = t;
+    w->producers = w->consumers = 1;
+    w->elem = elem;
+    w->pinned = pinning;
+    snprintf(w->label, sizeof(w->label), "ipc %s %zuB", slb_test_name(t), elem);
+    w->entries = calloc(n, sizeof(slb_entry));
+    if (!w->entries)
+        slb_die("sl-bench", "out of memory");
+    for (size_t i = 0; i < n; i++)
+        slb_entry_init(&w->entries[w->n++], list[i].ops, o->rounds);
+}
+
+static void run_workload(const ipc_opts *o, slb_workload *w, const ipc_contender *list,
+                         ipc_shared *sh, uint64_t *rng)
+{
+    unsigned order[MAX_CONTENDERS];
+    for (unsigned r = 0; r < o->rounds; r++) {
+        for (size_t i = 0; i < w->n; i++)
+            order[i] = (unsigned)i;
+        slb_shuffle(order, w->n, rng);
+        for (size_t k = 0; k < w->n; k++) {
+            slb_entry *e = &w->entries[order[k]];
+            if (e->skip)
+                continue;
+            slb_run run = {
+                .ops = e->ops, .test = w->test, .producers = 1, .consumers = 1,
+                .elem = w->elem, .capacity = o->capacity, .trips = o->trips,
+                .trip_cap_ns = o->trip_cap_ns, .pin = w->pinned,
+                .timeout_s = o->timeout_s, .label = w->label,
+            };
+            slb_result res;
+            if (ipc_run(&list[order[k]], &run, o->run_ns, sh, &res))
+                slb_entry_record(e, &res, (unsigned)k);
+            else
+                e->skip = "could not be created (this size, or a system limit)";
+        }
+    }
+    slb_summarize(w);
+}
+
+/* ---- the targets ---------------------------------------------------------- */
+
+/* The same channel between two threads: the in-process contender of e's
+ * flavour, or NULL. */
+static const slb_entry *thread_twin(const slb_workload *w, const ipc_contender *list,
+                                    const slb_entry *e)
+{
+    for (size_t i = 0; i < w->n; i++)
+        if (!list[i].forked && (w->entries[i].ops->flags & SLB_OURS) &&
+            w->entries[i].ops->flavor == e->ops->flavor && w->entries[i].done)
+            return &w->entries[i];
+    return NULL;
+}
+
+static const char *met(bool yes)
+{
+    return yes ? "met" : "MISSED";
+}
+
+/* Round trip: at most 1.2x the same channel between threads. Throughput: at
+ * least 10x the best kernel-mediated peer. */
+static void print_target(const slb_workload *w, const ipc_contender *list, size_t i)
+{
+    const slb_entry *e = &w->entries[i];
+    bool judged = list[i].forked; /* a thread contender is shown for orientation */
+    const slb_entry *t = judged ? thread_twin(w, list, e) : NULL;
+    if (w->test == SLB_PINGPONG && t && t->med > 0)
+        printf("  %-16s %-24s %6.0f ns, between threads %6.0f ns: x%.2f "
+               "(target <= 1.20: %s)\n", w->label, e->ops->name, e->med, t->med,
+               e->med / t->med, met(e->med <= 1.2 * t->med));
+    if (!e->best || e->ratio <= 0)
+        return;
+    printf("  %-16s %-24s x%.2f the best kernel peer (%s)", w->label, e->ops->name,
+           e->ratio, e->best->ops->name);
+    if (judged && w->test == SLB_TPUT)
+        printf(" (target >= 10: %s)", met(e->ratio >= 10));
+    printf("\n");
+}
+
+static void print_targets(const slb_workload *ws, size_t nw, const ipc_contender *list,
+                          size_t n)
+{
+    bool shm = false;
+    for (size_t i = 0; i < n; i++)
+        shm |= list[i].forked && (list[i].ops->flags & SLB_OURS);
+    printf("### targets: sluice between processes: round trip within x1.2 of the same "
+           "channel between threads; throughput at least x10 the best kernel peer\n");
+    if (!shm)
+        printf("  no shared-memory channel in this build; the in-process channel against "
+               "the kernel peers, for orientation:\n");
+    for (size_t k = 0; k < nw; k++)
+        for (size_t i = 0; i < n; i++)
+            if ((list[i].ops->flags & SLB_OURS) && list[i].forked == shm &&
+                ws[k].entries[i].done)
+                print_target(&ws[k], list, i);
+    printf("\n");
+}
+
+/* ---- options -------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: sl-bench ipc [options]\n"
+        "  Messages between two processes: sluice's shared-memory channel (when built)\n"
+        "  against a pipe, a Unix datagram socketpair and a POSIX message queue, and\n"
+        "  against the same sluice channel between two threads of one process.\n"
+        "  --size B,...      message sizes in bytes, multiples of 8 up to %u (default 8,64)\n"
+        "  --tests T,...     pingpong, tput (default: both)\n"
+        "  --rounds R        rounds; figures are medians (default 5)\n"
+        "  --trips N         ping-pong round trips per run, at most (default 20k)\n"
+        "  --trip-ms MS      ...or until this many milliseconds have passed (default 100)\n"
+        "  --run-ms MS       how long the producer of a throughput run sends (default 150)\n"
+        "  --capacity N      capacity of every queue that has one (default 1024)\n"
+        "  --seed S          shuffle seed (default: from the clock; always printed)\n"
+        "  --timeout S       a run longer than this is reported as a hang (default 60)\n"
+        "  --csv FILE        one row per workload, contender and round\n"
+        "  --quick           short runs, one round: a smoke test of every contender\n"
+        "  --list            list the contenders, run nothing\n", SLB_MAX_ELEM);
+}
+
+static bool parse_sizes(const char *s, ipc_opts *o)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", s);
+    o->n_sizes = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        uint64_t v;
+        if (!slb_parse_u64(t, &v) || v == 0 || v % 8 || v > SLB_MAX_ELEM ||
+            o->n_sizes == SLB_MAX_SIZES)
+            return false;
+        o->sizes[o->n_sizes++] = (size_t)v;
+    }
+    return o->n_sizes > 0;
+}
+
+enum { I_SIZE = 256, I_TESTS, I_ROUNDS, I_TRIPS, I_TRIPMS, I_RUNMS, I_CAP, I_SEED,
+       I_TIMEOUT, I_CSV, I_QUICK, I_LIST, I_HELP };
+
+static const struct option ipc_long[] = {
+    { "size", 1, 0, I_SIZE }, { "tests", 1, 0, I_TESTS }, { "rounds", 1, 0, I_ROUNDS },
+    { "trips", 1, 0, I_TRIPS }, { "trip-ms", 1, 0, I_TRIPMS }, { "run-ms", 1, 0, I_RUNMS },
+    { "capacity", 1, 0, I_CAP }, { "seed", 1, 0, I_SEED }, { "timeout", 1, 0, I_TIMEOUT },
+    { "csv", 1, 0, I_CSV }, { "quick", 0, 0, I_QUICK }, { "list", 0, 0, I_LIST },
+    { "help", 0, 0, I_HELP }, { 0, 0, 0, 0 },
+};
+
+static bool parse_value(int c, const char *arg, ipc_opts *o)
+{
+    static const char *const tests[] = { "pingpong", "tput" };
+    uint64_t v = 0;
+    if (c == I_SIZE)
+        return parse_sizes(arg, o);
+    if (c == I_TESTS)
+        return slb_parse_names(arg, tests, IPC_TESTS, &o->tests);
+    if (c == I_CSV) {
+        o->csv = arg;
+        return true;
+    }
+    if (!slb_parse_u64(arg, &v) || v == 0)
+        return false;
+    switch (c) {
+    case I_ROUNDS: o->rounds = (unsigned)(v < 1000 ? v : 1000); break;
+    case I_TRIPS: o->trips = v; break;
+    case I_TRIPMS: o->trip_cap_ns = v * 1000000; break;
+    case I_RUNMS: o->run_ns = v * 1000000; break;
+    case I_CAP: o->capacity = (size_t)v; break;
+    case I_SEED: o->seed = v; break;
+    case I_TIMEOUT: o->timeout_s = (unsigned)v; break;
+    default: return false;
+    }
+    return true;
+}
+
+/* --quick shortens what was not given explicitly (bit per option). */
+static void apply_quick(ipc_opts *o, unsigned given)
+{
+    if (!(given & (1u << (I_ROUNDS - 256))))
+        o->rounds = 1;
+    if (!(given & (1u << (I_TRIPS - 256))))
+        o->trips = 2000;
+    if (!(given & (1u << (I_TRIPMS - 256))))
+        o->trip_cap_ns = 20000000;
+    if (!(given & (1u << (I_RUNMS - 256))))
+        o->run_ns = 20000000;
+}
+
+static int parse(int argc, char **argv, ipc_opts *o)
+{
+    *o = (ipc_opts){ .n_sizes = 2, .sizes = { 8, 64 }, .tests = 3, .rounds = 5,
+                     .trips = 20000, .trip_cap_ns = 100000000, .run_ns = 150000000,
+                     .capacity = 1024, .timeout_s = 60,
+                     .seed = slb_now_ns() ^ ((uint64_t)getpid() << 32) };
+    unsigned given = 0;
+    bool quick = false;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", ipc_long, NULL)) != -1) {
+        if (c == 'h' || c == I_HELP) {
+            usage(stdout);
+            exit(0);
+        }
+        if (c == I_QUICK || c == I_LIST) {
+            quick |= c == I_QUICK;
+            o->list_only |= c == I_LIST;
+            continue;
+        }
+        if (c == '?' || !parse_value(c, optarg, o)) {
+            if (c != '?')
+                fprintf(stderr, "sl-bench ipc: bad value '%s'\n", optarg);
+            usage(stderr);
+            return 2;
+        }
+        given |= 1u << (c - 256);
+    }
+    if (optind < argc) {
+        fprintf(stderr, "sl-bench ipc: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (quick)
+        apply_quick(o, given);
+    return 0;
+}
+
+/* ---- the command ---------------------------------------------------------- */
+
+static long sysctl_long(const char *path)
+{
+    long v = -1;
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (fscanf(f, "%ld", &v) != 1)
+            v = -1;
+        fclose(f);
+    }
+    return v;
+}
+
+static void print_preamble(const ipc_opts *o)
+{
+    printf("sl-bench ipc — sluice %s\n", SLB_VERSION);
+    slb_print_machine(stdout);
+    printf("method: each figure is the median of %u rounds; every round runs each "
+           "contender once in shuffled order (seed %llu); blocking calls on both sides; "
+           "timing side pinned to CPU 0, peer (process or thread) to CPU 1\n",
+           o->rounds, (unsigned long long)o->seed);
+    printf("pingpong: up to %llu round trips or %.0f ms per run; tput: the peer sends for "
+           "%.0f ms, the timing side receives; capacity %zu (net.unix.max_dgram_qlen %ld, "
+           "fs.mqueue.msg_max %ld)\n", (unsigned long long)o->trips,
+           (double)o->trip_cap_ns / 1e6, (double)o->run_ns / 1e6, o->capacity,
+           sysctl_long("/proc/sys/net/unix/max_dgram_qlen"),
+           sysctl_long("/proc/sys/fs/mqueue/msg_max"));
+    printf("every message is verified (sequence in exact order, payload, count, checksum; "
+           "echoes bit for bit)\n\n");
+}
+
+int slb_ipc_main(int argc, char **argv)
+{
+    ipc_opts o;
+    int rc = parse(argc, argv, &o);
+    if (rc)
+        return rc;
+    uint64_t t0 = slb_now_ns();
+    ipc_contender list[MAX_CONTENDERS];
+    size_t n = collect(list);
+    if (!o.list_only)
+        print_preamble(&o);
+    print_contenders(list, n);
+    if (o.list_only)
+        return 0;
+    ipc_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+                          MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (sh == MAP_FAILED)
+        slb_die("sl-bench", "cannot map a shared page");
+    pinning = slb_ncpu() >= 2;
+    if (pinning)
+        slb_pin_self(0);
+    slb_watchdog_install();
+    slb_workload ws[IPC_TESTS * SLB_MAX_SIZES];
+    size_t nw = 0;
+    uint64_t rng = o.seed;
+    static const slb_test tests[IPC_TESTS] = { SLB_PINGPONG, SLB_TPUT };
+    for (unsigned t = 0; t < IPC_TESTS; t++)
+        for (size_t s = 0; s < o.n_sizes && (o.tests & (1u << t)); s++) {
+            add_workload(&ws[nw], tests[t], o.sizes[s], &o, list, n);
+            run_workload(&o, &ws[nw], list, sh, &rng);
+            slb_print_workload(stdout, &ws[nw++], o.rounds);
+        }
+    print_targets(ws, nw, list, n);
+    bool ok = !o.csv || slb_write_csv(o.csv, ws, nw);
+    if (o.csv && ok)
+        printf("csv: %s (one row per workload, contender and round)\n", o.csv);
+    printf("total time: %.1f s\n", (double)(slb_now_ns() - t0) / 1e9);
+    for (size_t i = 0; i < nw; i++)
+        slb_workload_free(&ws[i]);
+    munmap(sh, sizeof(*sh));
+    return ok ? 0 : 1;
+}

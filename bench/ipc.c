@@ -317,13 +317,18 @@ static bool ipc_run(const ipc_contender *c, const slb_run *r, uint64_t run_ns,
 
 /* ---- the contenders ------------------------------------------------------ */
 
-/* The kernel peers and any shared-memory channel run across fork(); sluice's
- * in-process channel (SPSC and MPMC, blocking calls) between two threads. */
+/* The kernel peers and sluice's shared-memory channel (when built) run across
+ * fork(); sluice's in-process channel (SPSC and MPMC, blocking calls) between
+ * two threads. */
 static size_t collect(ipc_contender *out)
 {
     size_t n = 0;
     for (const slb_ops *const *c = slb_peers_kernel_ipc(); *c; c++)
         out[n++] = (ipc_contender){ *c, true };
+#if SLB_HAVE_SHM
+    for (const slb_ops *const *c = slb_peers_sluice_shm(); *c; c++)
+        out[n++] = (ipc_contender){ *c, true };
+#endif
     for (const slb_ops *const *c = slb_peers_sluice(); *c; c++)
         if ((*c)->kind == SLB_BLOCKING && ((*c)->flavor == 1 || (*c)->flavor == 2))
             out[n++] = (ipc_contender){ *c, false };
@@ -336,8 +341,11 @@ static void print_contenders(const ipc_contender *list, size_t n)
     for (size_t i = 0; i < n; i++)
         printf("  %-26s %-7s %-9s %s\n", list[i].ops->name, list[i].ops->peer,
                list[i].forked ? "processes" : "threads", list[i].ops->note);
+#if !SLB_HAVE_SHM
     printf("shared-memory channel: not in this build (no sluice/shm.h): its rows are "
-           "left out\n\n");
+           "left out\n");
+#endif
+    printf("\n");
 }
 
 /* ---- workloads and rounds ------------------------------------------------ */

@@ -37,6 +37,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -80,6 +81,7 @@ static bool pinning;
 typedef struct ipc_shared {
     slb_gate gate;
     _Atomic uint64_t peer_count; /* pong: trips echoed; producer: messages sent */
+    _Atomic uint64_t peer_sleeps; /* the peer's voluntary context switches in the run */
 } ipc_shared;
 
 typedef struct ipc_job {
@@ -87,7 +89,22 @@ typedef struct ipc_job {
     void *ab, *ba;         /* timing side to peer, and back (ping-pong only) */
     ipc_shared *sh;
     uint64_t run_ns;       /* tput: how long the producer sends */
+    uint64_t sleeps;       /* the timing side's voluntary context switches */
 } ipc_job;
+
+/* Per contender and workload, over its rounds: how often the two sides went
+ * to sleep (gave up their CPU waiting), which is what separates a channel
+ * that hands over in memory from one that goes through the scheduler. */
+typedef struct ipc_tally {
+    uint64_t sleeps, moved;
+} ipc_tally;
+
+/* The calling thread's voluntary context switches so far (0 if unknown). */
+static uint64_t sleeps_now(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_THREAD, &ru) == 0 ? (uint64_t)ru.ru_nvcsw : 0;
+}
 
 /* ---- the peer: a child process or a thread ------------------------------ */
 
@@ -160,6 +177,7 @@ static void *pong(void *arg)
     slb_check_init(&chk, r, 1, r->trips, true);
     uint64_t m[SLB_WORDS_MAX];
     slb_gate_wait(&j->sh->gate);
+    uint64_t s0 = sleeps_now();
     for (;;) {
         slb_recv(o, j->ab, hr, m, true);
         if (m[0] == SLB_SENTINEL)
@@ -167,6 +185,7 @@ static void *pong(void *arg)
         slb_check_msg(&chk, m);
         slb_send(o, j->ba, hs, m, true);
     }
+    atomic_store_explicit(&j->sh->peer_sleeps, sleeps_now() - s0, memory_order_relaxed);
     atomic_store_explicit(&j->sh->peer_count, chk.count, memory_order_relaxed);
     slb_check_free(&chk);
     detach(o, j->ab, hr);
@@ -175,14 +194,14 @@ static void *pong(void *arg)
 }
 
 /* The timing side: returns the trips made, their times in samples. */
-static uint64_t ping(const ipc_job *j, uint64_t *samples)
+static uint64_t ping(ipc_job *j, uint64_t *samples)
 {
     const slb_run *r = j->run;
     const slb_ops *o = r->ops;
     size_t words = r->elem / 8;
     void *hs = attach(o, j->ab, true), *hr = attach(o, j->ba, false);
     uint64_t m[SLB_WORDS_MAX], back[SLB_WORDS_MAX], i = 0;
-    uint64_t start = slb_gate_open(&j->sh->gate, 1);
+    uint64_t start = slb_gate_open(&j->sh->gate, 1), s0 = sleeps_now();
     while (i < r->trips) {
         slb_fill(m, words, 0, i);
         uint64_t t = slb_now_ns();
@@ -196,6 +215,7 @@ static uint64_t ping(const ipc_job *j, uint64_t *samples)
         if (now - start > r->trip_cap_ns)
             break;
     }
+    j->sleeps = sleeps_now() - s0;
     slb_fill_sentinel(m, words);
     slb_send(o, j->ab, hs, m, true);
     detach(o, j->ab, hs);
@@ -239,11 +259,12 @@ static void *produce(void *arg)
     void *h = attach(o, j->ab, true);
     uint64_t m[SLB_WORDS_MAX], i = 0;
     slb_gate_wait(&j->sh->gate);
-    uint64_t end = slb_now_ns() + j->run_ns;
+    uint64_t end = slb_now_ns() + j->run_ns, s0 = sleeps_now();
     for (; i < SLB_SEQ_MASK && !slb_time_up(i, end); i++) {
         slb_fill(m, words, 0, i);
         slb_send(o, j->ab, h, m, true);
     }
+    atomic_store_explicit(&j->sh->peer_sleeps, sleeps_now() - s0, memory_order_relaxed);
     atomic_store_explicit(&j->sh->peer_count, i, memory_order_relaxed);
     slb_fill_sentinel(m, words);
     slb_send(o, j->ab, h, m, true);
@@ -261,7 +282,7 @@ static void run_tput(const ipc_contender *c, ipc_job *j, slb_result *out)
     slb_check_init(&chk, r, 1, SLB_SEQ_MASK, true);
     void *h = attach(o, j->ab, false);
     uint64_t m[SLB_WORDS_MAX];
-    uint64_t t0 = slb_gate_open(&j->sh->gate, 1);
+    uint64_t t0 = slb_gate_open(&j->sh->gate, 1), s0 = sleeps_now();
     for (;;) {
         slb_recv(o, j->ab, h, m, true);
         if (m[0] == SLB_SENTINEL)
@@ -269,6 +290,7 @@ static void run_tput(const ipc_contender *c, ipc_job *j, slb_result *out)
         slb_check_msg(&chk, m);
     }
     uint64_t ns = slb_now_ns() - t0;
+    j->sleeps = sleeps_now() - s0;
     detach(o, j->ab, h);
     peer_finish(&p, o->name);
     /* The count was stored before the sentinel was sent, and the peer has
@@ -286,7 +308,7 @@ static void run_tput(const ipc_contender *c, ipc_job *j, slb_result *out)
 /* ---- one run ------------------------------------------------------------- */
 
 static bool ipc_run(const ipc_contender *c, const slb_run *r, uint64_t run_ns,
-                    ipc_shared *sh, slb_result *out)
+                    ipc_shared *sh, slb_result *out, ipc_tally *tally)
 {
     const slb_ops *o = c->ops;
     bool two = r->test == SLB_PINGPONG;
@@ -294,6 +316,7 @@ static bool ipc_run(const ipc_contender *c, const slb_run *r, uint64_t run_ns,
     atomic_store(&sh->gate.ready, 0);
     atomic_store(&sh->gate.go, false);
     atomic_store(&sh->peer_count, 0);
+    atomic_store(&sh->peer_sleeps, 0);
     ipc_job j = { .run = r, .sh = sh, .run_ns = run_ns };
     j.ab = o->create(r->capacity, r->elem);
     j.ba = two ? o->create(r->capacity, r->elem) : NULL;
@@ -307,6 +330,9 @@ static bool ipc_run(const ipc_contender *c, const slb_run *r, uint64_t run_ns,
         else
             run_tput(c, &j, out);
         slb_watchdog_disarm();
+        tally->sleeps += j.sleeps + atomic_load_explicit(&sh->peer_sleeps,
+                                                         memory_order_relaxed);
+        tally->moved += out->msgs;
     }
     if (j.ab)
         o->destroy(j.ab);
@@ -368,7 +394,7 @@ static void add_workload(slb_workload *w, slb_test t, size_t elem, const ipc_opt
 }
 
 static void run_workload(const ipc_opts *o, slb_workload *w, const ipc_contender *list,
-                         ipc_shared *sh, uint64_t *rng)
+                         ipc_shared *sh, uint64_t *rng, ipc_tally *tally)
 {
     unsigned order[MAX_CONTENDERS];
     for (unsigned r = 0; r < o->rounds; r++) {
@@ -386,13 +412,26 @@ static void run_workload(const ipc_opts *o, slb_workload *w, const ipc_contender
                 .timeout_s = o->timeout_s, .label = w->label,
             };
             slb_result res;
-            if (ipc_run(&list[order[k]], &run, o->run_ns, sh, &res))
+            if (ipc_run(&list[order[k]], &run, o->run_ns, sh, &res, &tally[order[k]]))
                 slb_entry_record(e, &res, (unsigned)k);
             else
                 e->skip = "could not be created (this size, or a system limit)";
         }
     }
     slb_summarize(w);
+}
+
+/* Under the workload's table: the sleeps behind its figures. */
+static void print_sleeps(const slb_workload *w, const ipc_tally *tally)
+{
+    bool trips = w->test == SLB_PINGPONG;
+    printf("sleeps (voluntary context switches, both sides) per %s:",
+           trips ? "round trip" : "message");
+    for (size_t i = 0; i < w->n; i++)
+        if (tally[i].moved)
+            printf("%s %s %.3f", i ? ";" : "", w->entries[i].ops->name,
+                   (double)tally[i].sleeps / (double)tally[i].moved);
+    printf("\n\n");
 }
 
 /* ---- the targets ---------------------------------------------------------- */
@@ -633,14 +672,17 @@ int slb_ipc_main(int argc, char **argv)
         slb_pin_self(0);
     slb_watchdog_install();
     slb_workload ws[IPC_TESTS * SLB_MAX_SIZES];
+    static ipc_tally tally[IPC_TESTS * SLB_MAX_SIZES][MAX_CONTENDERS];
     size_t nw = 0;
     uint64_t rng = o.seed;
     static const slb_test tests[IPC_TESTS] = { SLB_PINGPONG, SLB_TPUT };
     for (unsigned t = 0; t < IPC_TESTS; t++)
         for (size_t s = 0; s < o.n_sizes && (o.tests & (1u << t)); s++) {
             add_workload(&ws[nw], tests[t], o.sizes[s], &o, list, n);
-            run_workload(&o, &ws[nw], list, sh, &rng);
-            slb_print_workload(stdout, &ws[nw++], o.rounds);
+            run_workload(&o, &ws[nw], list, sh, &rng, tally[nw]);
+            slb_print_workload(stdout, &ws[nw], o.rounds);
+            print_sleeps(&ws[nw], tally[nw]);
+            nw++;
         }
     print_targets(ws, nw, list, n);
     bool ok = !o.csv || slb_write_csv(o.csv, ws, nw);

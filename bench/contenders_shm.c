@@ -101,25 +101,31 @@ static bool shm_pop(void *q, void *h, void *m)
 }
 
 #define SHM_NOTE "exactly the capacity; a memfd, opened by each side after fork"
+#define SHM_THREADS_NOTE "the same, both sides threads of one process (own handles)"
 
-static const slb_ops shm_spsc = {
-    .name = "sl_chan SPSC shm", .peer = "sluice", .kind = SLB_BLOCKING,
-    .flags = SLB_FIFO | SLB_OURS | SLB_SINGLE, .note = SHM_NOTE, .flavor = 1,
-    .create = shm_spsc_create, .destroy = shm_destroy, .attach = shm_attach,
-    .detach = shm_detach, .try_push = shm_try_push, .try_pop = shm_try_pop,
-    .push = shm_push, .pop = shm_pop,
-};
+#define SHM_OPS(id, nm, fl, nt, flags_) \
+    static const slb_ops id = { \
+        .name = nm, .peer = "sluice", .kind = SLB_BLOCKING, .flags = SLB_FIFO | SLB_OURS | (flags_), \
+        .note = nt, .flavor = fl, .create = fl == 1 ? shm_spsc_create : shm_mpmc_create, \
+        .destroy = shm_destroy, .attach = shm_attach, .detach = shm_detach, \
+        .try_push = shm_try_push, .try_pop = shm_try_pop, .push = shm_push, .pop = shm_pop }
 
-static const slb_ops shm_mpmc = {
-    .name = "sl_chan MPMC shm", .peer = "sluice", .kind = SLB_BLOCKING,
-    .flags = SLB_FIFO | SLB_OURS, .note = SHM_NOTE, .flavor = 2,
-    .create = shm_mpmc_create, .destroy = shm_destroy, .attach = shm_attach,
-    .detach = shm_detach, .try_push = shm_try_push, .try_pop = shm_try_pop,
-    .push = shm_push, .pop = shm_pop,
-};
+SHM_OPS(shm_spsc, "sl_chan SPSC shm", 1, SHM_NOTE, SLB_SINGLE);
+SHM_OPS(shm_mpmc, "sl_chan MPMC shm", 2, SHM_NOTE, 0);
+SHM_OPS(shm_spsc_threads, "sl_chan SPSC shm threads", 1, SHM_THREADS_NOTE, SLB_SINGLE);
+SHM_OPS(shm_mpmc_threads, "sl_chan MPMC shm threads", 2, SHM_THREADS_NOTE, 0);
 
+/* Between processes: what sl-bench ipc measures. */
 const slb_ops *const *slb_peers_sluice_shm(void)
 {
     static const slb_ops *const list[] = { &shm_spsc, &shm_mpmc, NULL };
+    return list;
+}
+
+/* The same segments between two threads: set beside the in-process channel,
+ * they separate what the segment costs from what the process boundary does. */
+const slb_ops *const *slb_peers_sluice_shm_threads(void)
+{
+    static const slb_ops *const list[] = { &shm_spsc_threads, &shm_mpmc_threads, NULL };
     return list;
 }

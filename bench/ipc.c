@@ -21,7 +21,10 @@
  * channels) or a thread (the in-process channel: its memory is not shared
  * with a child). Everything else — the loops, the checks, the clocks, the
  * pinning (timing side on CPU 0, peer on CPU 1) — is the same code for both,
- * so the ratio of the two is the cost of the process boundary. Both sides
+ * so the ratio of the two is the cost of the process boundary. The shared-
+ * memory channel also runs between two threads (its "threads" rows), which
+ * splits that ratio into what the segment costs and what the processes do.
+ * Both sides
  * meet at a start gate in a MAP_SHARED page, so neither fork nor thread
  * creation is timed.
  *
@@ -68,6 +71,7 @@ typedef struct ipc_opts {
 typedef struct ipc_contender {
     const slb_ops *ops;
     bool forked;           /* peer in a child process; else a thread */
+    bool baseline;         /* sluice's in-process channel: the round trip's yardstick */
 } ipc_contender;
 
 #define MAX_CONTENDERS 16
@@ -350,14 +354,16 @@ static size_t collect(ipc_contender *out)
 {
     size_t n = 0;
     for (const slb_ops *const *c = slb_peers_kernel_ipc(); *c; c++)
-        out[n++] = (ipc_contender){ *c, true };
+        out[n++] = (ipc_contender){ *c, true, false };
 #if SLB_HAVE_SHM
     for (const slb_ops *const *c = slb_peers_sluice_shm(); *c; c++)
-        out[n++] = (ipc_contender){ *c, true };
+        out[n++] = (ipc_contender){ *c, true, false };
+    for (const slb_ops *const *c = slb_peers_sluice_shm_threads(); *c; c++)
+        out[n++] = (ipc_contender){ *c, false, false };
 #endif
     for (const slb_ops *const *c = slb_peers_sluice(); *c; c++)
         if ((*c)->kind == SLB_BLOCKING && ((*c)->flavor == 1 || (*c)->flavor == 2))
-            out[n++] = (ipc_contender){ *c, false };
+            out[n++] = (ipc_contender){ *c, false, true };
     return n;
 }
 
@@ -442,8 +448,8 @@ static const slb_entry *thread_twin(const slb_workload *w, const ipc_contender *
                                     const slb_entry *e)
 {
     for (size_t i = 0; i < w->n; i++)
-        if (!list[i].forked && (w->entries[i].ops->flags & SLB_OURS) &&
-            w->entries[i].ops->flavor == e->ops->flavor && w->entries[i].done)
+        if (list[i].baseline && w->entries[i].ops->flavor == e->ops->flavor &&
+            w->entries[i].done)
             return &w->entries[i];
     return NULL;
 }

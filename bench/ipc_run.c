@@ -35,7 +35,9 @@
 #include "msg.h"
 
 /* What both sides of a run touch outside the queue itself: a MAP_SHARED page,
- * so that a forked peer sees the same gate and its count reaches us. */
+ * so that a forked peer sees the same gate and its counts reach us. The peer
+ * writes its counts last and the timing side reads them only after joining
+ * or reaping it, which orders the two: their accesses are relaxed. */
 struct ipc_shared {
     slb_gate gate;
     _Atomic uint64_t peer_count; /* pong: trips echoed; producer: messages sent */
@@ -87,13 +89,15 @@ static void peer_start(ipc_peer *p, bool forked, void *(*fn)(void *), ipc_job *j
         return;
     }
     fflush(NULL); /* nothing buffered is written twice */
+    pid_t parent = getpid();
     p->pid = fork();
     if (p->pid < 0)
         slb_die(job->run->ops->name, "fork failed");
     if (p->pid == 0) {
-        /* A timing side stopped by the watchdog takes its peer with it. */
+        /* A timing side stopped by the watchdog takes its peer with it; one
+         * gone before the request was made is seen as a new parent. */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() == 1)
+        if (getppid() != parent)
             _exit(3);
         fn(job);
         _exit(0); /* no exit handlers: the parent owns every resource */
@@ -278,10 +282,12 @@ bool slb_ipc_run(const ipc_contender *c, const slb_run *r, uint64_t run_ns, ipc_
     const slb_ops *o = c->ops;
     bool two = r->test == SLB_PINGPONG;
     memset(out, 0, sizeof(*out));
-    atomic_store(&sh->gate.ready, 0);
-    atomic_store(&sh->gate.go, false);
-    atomic_store(&sh->peer_count, 0);
-    atomic_store(&sh->peer_sleeps, 0);
+    /* Relaxed: no peer runs yet; its fork or thread start orders these
+     * before everything it does. */
+    atomic_store_explicit(&sh->gate.ready, 0, memory_order_relaxed);
+    atomic_store_explicit(&sh->gate.go, false, memory_order_relaxed);
+    atomic_store_explicit(&sh->peer_count, 0, memory_order_relaxed);
+    atomic_store_explicit(&sh->peer_sleeps, 0, memory_order_relaxed);
     ipc_job j = { .run = r, .sh = sh, .run_ns = run_ns };
     j.ab = o->create(r->capacity, r->elem);
     j.ba = two ? o->create(r->capacity, r->elem) : NULL;

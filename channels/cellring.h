@@ -63,7 +63,28 @@ typedef struct sl__cellring {
     SL_ATOMIC(uint64_t) *tail;
     uint64_t one_lap;
     uint64_t capacity;
+    /* The ring lives in memory a peer process may corrupt (sluice/shm.h):
+     * a stamp more than SL__CELLRING_FAR positions ahead of a counter that
+     * has not moved, which no ring of this geometry holds, ends the
+     * operation (full, or empty) instead of helping the counter along for
+     * as long as the garbage says. */
+    bool guarded;
 } sl__cellring;
+
+/* How far ahead of the current head (tail) a stamp of its cell can be in a
+ * sound ring: a cell is at most one lap ahead (taken at h, free for
+ * h + one_lap), plus the written mark; a guarded ring treats anything
+ * beyond four laps, with the counter unmoved, as corruption. */
+#define SL__CELLRING_FAR(r) (4 * (r)->one_lap)
+
+/* For a guarded ring: whether stamp s of cell(pos) is beyond what a sound
+ * ring holds while `counter` still reads pos (then the caller gives up). */
+static inline bool sl__cellring_corrupt(const sl__cellring *r, SL_ATOMIC(uint64_t) *counter,
+                                        uint64_t s, uint64_t pos)
+{
+    return r->guarded && s - pos > SL__CELLRING_FAR(r) &&
+           atomic_load_explicit(counter, memory_order_seq_cst) == pos;
+}
 
 /* The lap length for a capacity: the power of two above it (so >= 2). */
 static inline uint64_t sl__cellring_lap(uint64_t capacity)
@@ -171,6 +192,8 @@ static inline int sl__cellring_push(const sl__cellring *r, uint64_t value, bool 
                 sl__cellring_advance(r, r->tail, t);
                 return d < 0 ? 2 : 0;
             }
+        } else if (sl__cellring_corrupt(r, r->tail, s, t)) {
+            return 1; /* a stamp no sound ring holds: say full */
         } else {
             sl__cellring_advance(r, r->tail, t); /* written by another push, or t is stale */
         }
@@ -214,6 +237,8 @@ static inline bool sl__cellring_pop(const sl__cellring *r, uint64_t *value)
 #endif
         } else if (d < 0) {
             return false; /* nothing written at h, so nothing after it */
+        } else if (sl__cellring_corrupt(r, r->head, s, h)) {
+            return false; /* a stamp no sound ring holds: say empty */
         } else {
             sl__cellring_advance(r, r->head, h); /* taken or displaced, or h is stale */
         }

@@ -23,13 +23,14 @@
 static sl__cellring used_ring(const sl_mpmc *q)
 {
     sl_mpmc *m = (sl_mpmc *)(uintptr_t)q;
-    return (sl__cellring){m->used, &m->head, &m->tail, m->one_lap, m->capacity};
+    return (sl__cellring){m->used, &m->head, &m->tail, m->one_lap, m->capacity, false};
 }
 
 static sl__cellring free_ring(const sl_mpmc *q)
 {
     sl_mpmc *m = (sl_mpmc *)(uintptr_t)q;
-    return (sl__cellring){m->free, &m->free_head, &m->free_tail, m->free_one_lap, m->slot_count};
+    return (sl__cellring){m->free, &m->free_head, &m->free_tail, m->free_one_lap, m->slot_count,
+                          false};
 }
 
 
@@ -145,52 +146,93 @@ unsigned char *sl__mpmc_slot(sl_mpmc *q, uint64_t index)
 
 /* ---- the public operations ------------------------------------------------ */
 
+static sl__mpmc_view view_of(const sl_mpmc *q)
+{
+    return (sl__mpmc_view){used_ring(q), free_ring(q), q->slots, q->elem_size, q->slot_count};
+}
+
+/* The push, written once for the raw queue (`bounded` false) and the shared
+ * channel (true: slot indices come from memory a peer may have corrupted). */
+static inline __attribute__((always_inline)) sl_status push_view(const sl__mpmc_view *v,
+                                                                 const void *elem, bool bounded)
+{
+    if (!v->slots) {
+        uint64_t w = 0;
+        memcpy(&w, elem, v->elem_size);
+        return sl__cellring_push(&v->used, w, false, NULL) == 0 ? SL_OK : SL_FULL;
+    }
+    uint64_t index;
+    if (!sl__cellring_pop(&v->free, &index))
+        return SL_FULL;
+    if (bounded && index >= v->slot_count)
+        return SL_FULL; /* a corrupted index: dropped, never used */
+    unsigned char *slot = v->slots + (size_t)index * v->elem_size;
+#ifdef SL_MUTANT_MPMC_PUBLISH_BEFORE_COPY
+    sl__cellring_push(&v->used, index, false, NULL); /* planted bug: published, then written */
+    SL_FI();
+    memcpy(slot, elem, v->elem_size);
+    return SL_OK;
+#endif
+    memcpy(slot, elem, v->elem_size);
+    SL_FI(); /* holding a slot: others must not wait for us */
+    /* Never full: the used ring has a cell for every slot. The cell's CAS
+     * publishes the bytes (release) and is the condition change a parked
+     * receiver pairs with. */
+    sl__cellring_push(&v->used, index, false, NULL);
+    return SL_OK;
+}
+
+static inline __attribute__((always_inline)) sl_status pop_view(const sl__mpmc_view *v,
+                                                                void *out, bool bounded)
+{
+    uint64_t w;
+    if (!sl__cellring_pop(&v->used, &w))
+        return SL_EMPTY;
+    if (!v->slots) {
+        memcpy(out, &w, v->elem_size);
+        return SL_OK;
+    }
+    if (bounded && w >= v->slot_count)
+        return SL_EMPTY; /* a corrupted index: dropped, never used */
+    unsigned char *slot = v->slots + (size_t)w * v->elem_size;
+#ifdef SL_MUTANT_MPMC_RELEASE_BEFORE_COPY
+    sl__cellring_push(&v->free, w, false, NULL); /* planted bug: the slot is free before it is read */
+    SL_FI();
+    memcpy(out, slot, v->elem_size);
+    return SL_OK;
+#endif
+    memcpy(out, slot, v->elem_size);
+    SL_FI();
+    /* Never full: the free ring has a cell for every slot. The CAS orders
+     * our read of the slot before a producer that takes the index writes it. */
+    sl__cellring_push(&v->free, w, false, NULL);
+    return SL_OK;
+}
+
 SL_API sl_status sl_mpmc_try_push(sl_mpmc *q, const void *elem)
 {
     if (!q || !elem)
         return SL_EINVAL;
-    if (sl__mpmc_direct(q)) {
-        uint64_t v = 0;
-        memcpy(&v, elem, q->elem_size);
-        return sl__mpmc_publish(q, v, false, NULL) == 0 ? SL_OK : SL_FULL;
-    }
-    uint64_t index;
-    if (!sl__mpmc_take_free(q, &index))
-        return SL_FULL;
-#ifdef SL_MUTANT_MPMC_PUBLISH_BEFORE_COPY
-    sl__mpmc_publish(q, index, false, NULL); /* planted bug: published, then written */
-    SL_FI();
-    memcpy(sl__mpmc_slot(q, index), elem, q->elem_size);
-    return SL_OK;
-#endif
-    memcpy(sl__mpmc_slot(q, index), elem, q->elem_size);
-    SL_FI(); /* holding a slot: others must not wait for us */
-    /* Never full: the used ring has a cell for every slot. */
-    sl__mpmc_publish(q, index, false, NULL);
-    return SL_OK;
+    sl__mpmc_view v = view_of(q);
+    return push_view(&v, elem, false);
 }
 
 SL_API sl_status sl_mpmc_try_pop(sl_mpmc *q, void *out)
 {
     if (!q || !out)
         return SL_EINVAL;
-    uint64_t v;
-    if (!sl__mpmc_take_used(q, &v))
-        return SL_EMPTY;
-    if (sl__mpmc_direct(q)) {
-        memcpy(out, &v, q->elem_size);
-        return SL_OK;
-    }
-#ifdef SL_MUTANT_MPMC_RELEASE_BEFORE_COPY
-    sl__mpmc_release(q, v); /* planted bug: the slot is free before it is read */
-    SL_FI();
-    memcpy(out, sl__mpmc_slot(q, v), q->elem_size);
-    return SL_OK;
-#endif
-    memcpy(out, sl__mpmc_slot(q, v), q->elem_size);
-    SL_FI();
-    sl__mpmc_release(q, v);
-    return SL_OK;
+    sl__mpmc_view v = view_of(q);
+    return pop_view(&v, out, false);
+}
+
+sl_status sl__mpmc_push_in(const sl__mpmc_view *v, const void *elem)
+{
+    return push_view(v, elem, true);
+}
+
+sl_status sl__mpmc_pop_in(const sl__mpmc_view *v, void *out)
+{
+    return pop_view(v, out, true);
 }
 
 void sl__mpmc_drain(sl_mpmc *q, sl_visit_fn fn, void *ctx)

@@ -98,6 +98,13 @@ SL_API void sl_chan_free(sl_chan *ch)
     if (!ch)
         return;
     sl__chanfd_release(ch); /* before the check: a descriptor counts as a selector */
+    /* A shared channel's counts include other processes' threads, which
+     * this process cannot tell from its own: no check, and nothing to drain
+     * (the segment, with its messages, outlives this process's view). */
+    if (adapter_of(ch->flavor)->shared) {
+        sl__shm_release(ch);
+        return;
+    }
     refuse_free_in_use(ch);
     /* The drop function sees each message in place, oldest first: no copy,
      * so nothing can fail half-way and leave a message undropped. */
@@ -283,8 +290,13 @@ static bool recv_ready(void *ctx)
 
 bool sl__chan_changes_notify(const sl_chan *ch)
 {
-    return adapter_of(ch->flavor)->ready_at == queue_ready_at;
+    /* A shared channel's changes notify in whichever process made them, and
+     * an eventfd is this process's: not followable (phase 1, sluice/shm.h). */
+    const flavor_adapter *a = adapter_of(ch->flavor);
+    return a->ready_at == queue_ready_at && !a->shared;
 }
+
+bool sl__chan_is_shared(const sl_chan *ch) { return adapter_of(ch->flavor)->shared; }
 
 uint64_t sl__chan_ready_at(const sl_chan *ch)
 {
@@ -362,7 +374,8 @@ enum ptr_mode { PTR_WAIT, PTR_TRY, PTR_FOR };
 
 static sl_status send_ptr(sl_chan *ch, void **pp, enum ptr_mode mode, uint64_t timeout_ns)
 {
-    if (!ch || !pp || ch->elem_size != sizeof(void *))
+    /* A pointer means nothing in another process: a shared channel refuses. */
+    if (!ch || !pp || ch->elem_size != sizeof(void *) || sl__chan_is_shared(ch))
         return SL_EINVAL;
     sl_status st = mode == PTR_WAIT  ? sl_chan_send(ch, pp)
                    : mode == PTR_TRY ? sl_chan_try_send(ch, pp)
@@ -563,6 +576,11 @@ SL_API size_t sl_chan_len(const sl_chan *ch)
 
 SL_API size_t sl_chan_cap(const sl_chan *ch) { return ch ? ch->capacity : 0; }
 
-SL_API sl_flavor sl_chan_flavor(const sl_chan *ch) { return ch ? ch->flavor : (sl_flavor)0; }
+/* A shared channel's handle records SL__SPSC_SHARED or SL__MPMC_SHARED: its
+ * flavour is the public one without the mark. */
+SL_API sl_flavor sl_chan_flavor(const sl_chan *ch)
+{
+    return ch ? (sl_flavor)(ch->flavor & ~SL__FLAVOR_SHARED) : (sl_flavor)0;
+}
 
 SL_API size_t sl_chan_elem_size(const sl_chan *ch) { return ch ? ch->elem_size : 0; }

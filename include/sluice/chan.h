@@ -70,7 +70,10 @@ SL_BEGIN_DECLS
 typedef struct sl_chan sl_chan;
 /* SL_TIMER: a timer channel, made by sl_chan_after / sl_chan_tick /
  * sl_chan_never (sluice/timer.h), never by sl_chan_new. */
-typedef enum sl_flavor { SL_SPSC = 1, SL_MPMC, SL_LIST, SL_RING, SL_TIMER } sl_flavor;
+typedef enum sl_flavor { SL_SPSC = 1, SL_MPMC, SL_LIST, SL_RING, SL_TIMER,
+    /* Internal, never valid in sl_chan_opts: how the handle of a channel in
+     * shared memory (sluice/shm.h) records SL_SPSC and SL_MPMC. */
+    SL__SPSC_SHARED = 0x101, SL__MPMC_SHARED = 0x102 } sl_flavor;
 typedef void (*sl_drop_fn)(void *elem, void *ctx);
 
 typedef struct sl_chan_opts {

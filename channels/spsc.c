@@ -47,10 +47,7 @@ static void init_side(sl_spsc_side *side, unsigned char *slots, size_t mask, siz
 {
     atomic_init(&side->index, (size_t)start);
     side->peer_cache = (size_t)start;
-    side->slots = slots;
-    side->mask = mask;
-    side->capacity = capacity;
-    side->elem_size = elem_size;
+    side->geom = (sl__spsc_geom){slots, mask, capacity, elem_size};
     atomic_init(&side->active, 0u);
 }
 
@@ -79,8 +76,8 @@ SL_API void sl_spsc_destroy(sl_spsc *q)
 {
     if (!q)
         return;
-    free(q->prod.slots);
-    q->prod.slots = q->cons.slots = NULL;
+    free(q->prod.geom.slots);
+    q->prod.geom.slots = q->cons.geom.slots = NULL;
 }
 
 /* Copies n messages between the ring, starting at position pos, and a flat
@@ -170,28 +167,26 @@ SL_API size_t sl_spsc_push_n(sl_spsc *q, const void *elems, size_t n)
 {
     if (!q || !elems || n == 0)
         return 0;
-    sl__spsc_geom g = sl__spsc_geom_of(&q->prod);
-    return sl__spsc_push_n_in(q, &g, elems, n);
+    return sl__spsc_push_n_in(q, &q->prod.geom, elems, n);
 }
 
 SL_API size_t sl_spsc_pop_n(sl_spsc *q, void *out, size_t n)
 {
     if (!q || !out || n == 0)
         return 0;
-    sl__spsc_geom g = sl__spsc_geom_of(&q->cons);
-    return sl__spsc_pop_n_in(q, &g, out, n);
+    return sl__spsc_pop_n_in(q, &q->cons.geom, out, n);
 }
 
-SL_API size_t sl_spsc_len(const sl_spsc *q) { return q ? sl__spsc_len_in(q, q->prod.capacity) : 0; }
+SL_API size_t sl_spsc_len(const sl_spsc *q) { return q ? sl__spsc_len_in(q, q->prod.geom.capacity) : 0; }
 
-SL_API size_t sl_spsc_cap(const sl_spsc *q) { return q ? q->prod.capacity : 0; }
+SL_API size_t sl_spsc_cap(const sl_spsc *q) { return q ? q->prod.geom.capacity : 0; }
 
 void sl__spsc_drain(sl_spsc *q, sl_visit_fn fn, void *ctx)
 {
     size_t head = atomic_load_explicit(&q->cons.index, memory_order_relaxed);
     size_t tail = atomic_load_explicit(&q->prod.index, memory_order_acquire);
     for (; head != tail; head++)
-        fn(q->cons.slots + (head & q->cons.mask) * q->cons.elem_size, ctx);
+        fn(q->cons.geom.slots + (head & q->cons.geom.mask) * q->cons.geom.elem_size, ctx);
     atomic_store_explicit(&q->cons.index, head, memory_order_release);
     q->cons.peer_cache = tail;
 }

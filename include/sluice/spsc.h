@@ -42,24 +42,8 @@
 
 SL_BEGIN_DECLS
 
-/* What one side of the ring keeps on its own cache line. */
-typedef struct sl_spsc_side {
-    SL_ATOMIC(size_t) index;   /* this side's position; written by this side only */
-    size_t peer_cache;         /* the other side's index as last read by this side */
-    unsigned char *slots;      /* geometry, copied per side: read-only after init */
-    size_t mask;
-    size_t capacity;
-    size_t elem_size;
-    SL_ATOMIC(unsigned) active; /* debug builds: 1 while an operation runs */
-} sl_spsc_side;
-
-typedef struct sl_spsc {
-    SL_ALIGNAS(SL_CACHELINE) sl_spsc_side prod; /* tail: next position to write */
-    SL_ALIGNAS(SL_CACHELINE) sl_spsc_side cons; /* head: next position to read */
-} sl_spsc;
-
 /* The ring's geometry, apart from its counters (internal): the ring's own
- * operations read it from the side that runs them; a channel in shared
+ * operations read the copy in the side that runs them; a channel in shared
  * memory keeps it in its process-local handle, so that nothing a peer
  * process writes into the segment is ever used as a pointer or a size
  * (sluice/shm.h). The algorithm is written once, against (counters, geometry). */
@@ -69,6 +53,20 @@ typedef struct sl__spsc_geom {
     size_t capacity;
     size_t elem_size;
 } sl__spsc_geom;
+
+/* What one side of the ring keeps on its own cache line. */
+typedef struct sl_spsc_side {
+    SL_ATOMIC(size_t) index;   /* this side's position; written by this side only */
+    size_t peer_cache;         /* the other side's index as last read by this side */
+    sl__spsc_geom geom;        /* geometry, copied per side: read-only after init */
+    SL_ATOMIC(unsigned) active; /* debug builds: 1 while an operation runs */
+} sl_spsc_side;
+
+typedef struct sl_spsc {
+    SL_ALIGNAS(SL_CACHELINE) sl_spsc_side prod; /* tail: next position to write */
+    SL_ALIGNAS(SL_CACHELINE) sl_spsc_side cons; /* head: next position to read */
+} sl_spsc;
+
 
 /* Initialises q for capacity messages of elem_size bytes each.
  * Returns SL_OK; SL_EINVAL for NULL q, elem_size 0 or above SL_ELEM_MAX,
@@ -138,12 +136,6 @@ static inline void sl__spsc_leave(sl_spsc_side *side)
 #endif
 }
 
-/* A side's own geometry, for the ring's own operations. */
-static inline sl__spsc_geom sl__spsc_geom_of(const sl_spsc_side *side)
-{
-    return (sl__spsc_geom){side->slots, side->mask, side->capacity, side->elem_size};
-}
-
 /* One push with the counters of q and the geometry g (the one algorithm;
  * every index into the slots is masked with g's mask, so counters that a
  * peer corrupted still address a slot of g). */
@@ -203,16 +195,14 @@ static inline sl_status sl__spsc_try_push_fast(sl_spsc *q, const void *elem)
 {
     if (!q || !elem)
         return SL_EINVAL;
-    sl__spsc_geom g = sl__spsc_geom_of(&q->prod);
-    return sl__spsc_push_in(q, &g, elem);
+    return sl__spsc_push_in(q, &q->prod.geom, elem);
 }
 
 static inline sl_status sl__spsc_try_pop_fast(sl_spsc *q, void *out)
 {
     if (!q || !out)
         return SL_EINVAL;
-    sl__spsc_geom g = sl__spsc_geom_of(&q->cons);
-    return sl__spsc_pop_in(q, &g, out);
+    return sl__spsc_pop_in(q, &q->cons.geom, out);
 }
 #endif /* !__cplusplus */
 

@@ -163,6 +163,10 @@ PER_FLAVOR sl_status send_with(const flavor_adapter *a, sl_chan *ch, const void 
     return st;
 }
 
+SHARED_DISPATCHER(sl_status, send_with,
+                  (sl_chan *ch, const void *elem, sl_visit_fn displaced, void *ctx), ch, elem,
+                  displaced, ctx)
+
 /* One non-blocking send: SL_OK, SL_EVICTED (the displaced message went to
  * `displaced`), SL_FULL, SL_ENOMEM or SL_CLOSED. Notifies one receiver and any
  * selector. Every send form goes through here. */
@@ -246,6 +250,8 @@ PER_FLAVOR sl_status recv_with(const flavor_adapter *a, sl_chan *ch, void *out)
 #endif
     return pop_with(a, ch, out) == SL_OK ? SL_OK : set_drained(ch);
 }
+
+SHARED_DISPATCHER(sl_status, recv_with, (sl_chan *ch, void *out), ch, out)
 
 /* One non-blocking receive: SL_OK, SL_EMPTY, or SL_CLOSED once drained. */
 static sl_status try_recv_once(sl_chan *ch, void *out)
@@ -457,6 +463,9 @@ PER_FLAVOR size_t send_n_with(const flavor_adapter *a, sl_chan *ch, const void *
     return sent;
 }
 
+SHARED_DISPATCHER(size_t, send_n_with, (sl_chan *ch, const void *elems, size_t n), ch, elems,
+                  n)
+
 SL_API size_t sl_chan_try_send_n(sl_chan *ch, const void *elems, size_t n)
 {
     if (!ch || !elems || n == 0)
@@ -494,6 +503,9 @@ PER_FLAVOR sl_status recv_n_with(const flavor_adapter *a, sl_chan *ch, void *out
         return SL_OK;
     return v == SL_OK ? set_drained(ch) : v;
 }
+
+SHARED_DISPATCHER(sl_status, recv_n_with, (sl_chan *ch, void *out, size_t n, size_t *got), ch,
+                  out, n, got)
 
 static sl_status try_recv_n_once(sl_chan *ch, void *out, size_t n, size_t *got)
 {
@@ -577,10 +589,13 @@ SL_API size_t sl_chan_len(const sl_chan *ch)
 SL_API size_t sl_chan_cap(const sl_chan *ch) { return ch ? ch->capacity : 0; }
 
 /* A shared channel's handle records SL__SPSC_SHARED or SL__MPMC_SHARED: its
- * flavour is the public one without the mark. */
+ * flavour is the public one its row shows. */
 SL_API sl_flavor sl_chan_flavor(const sl_chan *ch)
 {
-    return ch ? (sl_flavor)(ch->flavor & ~SL__FLAVOR_SHARED) : (sl_flavor)0;
+    if (!ch)
+        return (sl_flavor)0;
+    sl_flavor shown = adapter_of(ch->flavor)->shown;
+    return shown ? shown : ch->flavor;
 }
 
 SL_API size_t sl_chan_elem_size(const sl_chan *ch) { return ch ? ch->elem_size : 0; }

@@ -111,10 +111,6 @@ struct sl_chan {
  * at (char *)ch + SL__CHAN_SHARED_AT. */
 #define SL__CHAN_SHARED_AT offsetof(struct sl_chan, hdr)
 
-/* The bit that marks the internal flavour of a shared channel's handle
- * (SL__SPSC_SHARED = SL_SPSC | this); sl_chan_flavor reports it without. */
-#define SL__FLAVOR_SHARED 0x100
-
 /* sl_chan_free's end for a shared channel (channels/shm.c): unmaps this
  * process's view and closes its descriptor; the segment itself stays. */
 void sl__shm_release(sl_chan *ch);

@@ -101,7 +101,7 @@ static bool geometry_of(geometry *g, uint64_t flavor, uint64_t elem_size, uint64
 static void fill_local(sl_chan *ch, const geometry *g)
 {
     unsigned char *seg = (unsigned char *)ch + SL__CHAN_SHARED_AT;
-    ch->flavor = (sl_flavor)(g->flavor | SL__FLAVOR_SHARED);
+    ch->flavor = g->flavor == SL_SPSC ? SL__SPSC_SHARED : SL__MPMC_SHARED;
     ch->elem_size = g->elem_size;
     ch->capacity = g->capacity;
     ch->drop = NULL;
@@ -115,11 +115,11 @@ static void fill_local(sl_chan *ch, const geometry *g)
     sl__mpmc_view *v = &ch->geom.mpmc;
     memset(v, 0, sizeof *v);
     v->used = (sl__cellring){(sl_mpmc_cell *)(seg + SHM_DATA_AT), &m->head, &m->tail,
-                             g->storage, g->capacity, true};
+                             g->storage, g->capacity};
     v->elem_size = g->elem_size;
     if (g->slots_at) {
         v->free = (sl__cellring){(sl_mpmc_cell *)(seg + g->free_at), &m->free_head,
-                                 &m->free_tail, g->storage, g->capacity, true};
+                                 &m->free_tail, g->storage, g->capacity};
         v->slots = seg + g->slots_at;
         v->slot_count = g->capacity;
     }

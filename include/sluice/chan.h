@@ -73,7 +73,7 @@ typedef struct sl_chan sl_chan;
 typedef enum sl_flavor { SL_SPSC = 1, SL_MPMC, SL_LIST, SL_RING, SL_TIMER,
     /* Internal, never valid in sl_chan_opts: how the handle of a channel in
      * shared memory (sluice/shm.h) records SL_SPSC and SL_MPMC. */
-    SL__SPSC_SHARED = 0x101, SL__MPMC_SHARED = 0x102 } sl_flavor;
+    SL__SPSC_SHARED = 16, SL__MPMC_SHARED } sl_flavor;
 typedef void (*sl_drop_fn)(void *elem, void *ctx);
 
 typedef struct sl_chan_opts {

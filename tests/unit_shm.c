@@ -40,7 +40,9 @@
 #include <sluice/select.h>
 #include <sluice/shm.h>
 
-#define CHILD_ALARM_S 20 /* a child still running then is hung */
+/* Seconds after which a child still running is hung (SL_SHM_CHILD_ALARM:
+ * the planted-bug run shortens it). */
+static unsigned child_alarm(void) { return sl_test_env_uint("SL_SHM_CHILD_ALARM", 20); }
 
 static const struct {
     sl_flavor flavor;
@@ -58,7 +60,7 @@ static pid_t spawn(int (*fn)(void *), void *arg)
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
-        alarm(CHILD_ALARM_S);
+        alarm(child_alarm());
         _exit(fn(arg));
     }
     return pid;
@@ -567,16 +569,58 @@ START_TEST(test_garbage)
 }
 END_TEST
 
+/* ---- the typed form -------------------------------------------------------- */
+typedef struct pair {
+    uint64_t a, b;
+} pair;
+SL_CHAN_TYPED(pair_chan, pair);
+SL_CHAN_SHM_TYPED(pair_chan, pair);
+
+static int typed_child(void *p)
+{
+    pair_chan *c;
+    sl_chan_opts o = {.flavor = SL_MPMC}; /* elem_size comes from the type */
+    if (pair_chan_shm_open_fd(&c, *(int *)p, &o) != SL_OK)
+        return 1;
+    pair v = {3, 4};
+    if (pair_chan_send(c, &v) != SL_OK)
+        return 2;
+    pair_chan_free(c);
+    return 0;
+}
+
+START_TEST(test_typed)
+{
+    pair_chan *c;
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 1, .capacity = 2};
+    ck_assert_int_eq(pair_chan_shm_create(&c, NULL, NULL, 0), SL_EINVAL);
+    ck_assert_int_eq(pair_chan_shm_create(&c, NULL, &o, 0), SL_OK);
+    ck_assert_uint_eq(sl_chan_elem_size((sl_chan *)(void *)c), sizeof(pair));
+    int fd = pair_chan_shm_fd(c);
+    pid_t pid = spawn(typed_child, &fd);
+    pair v;
+    ck_assert_int_eq(pair_chan_recv_for(c, &v, 10 * SEC), SL_OK);
+    ck_assert(v.a == 3 && v.b == 4);
+    join_ok(pid);
+    ck_assert_int_eq(pair_chan_shm_open(&c, NULL, &o), SL_EINVAL);
+    pair_chan_free(c);
+}
+END_TEST
+
 static Suite *shm_suite(void)
 {
     Suite *s = suite_create("shm");
     TCase *tc = tcase_create("across");
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, test_exchange, 0, N_OF(k_cfg));
-    tcase_add_loop_test(tc, test_park_and_close_across, 0, N_OF(k_cfg));
     tcase_add_loop_test(tc, test_full_empty_timed, 0, N_OF(k_cfg));
     tcase_add_loop_test(tc, test_scm_rights, 0, N_OF(k_cfg));
     tcase_add_loop_test(tc, test_named, 0, N_OF(k_cfg));
+    tcase_add_test(tc, test_typed);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("park");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_park_and_close_across, 0, N_OF(k_cfg));
     suite_add_tcase(s, tc);
     tc = tcase_create("refusals");
     tcase_set_timeout(tc, 30);

@@ -126,6 +126,46 @@ SL_API sl_status sl_chan_shm_unlink(const char *name);
  * NULL or an in-process channel. Wait-free. */
 SL_API int sl_chan_shm_fd(const sl_chan *ch);
 
+/* The typed form: after SL_CHAN_TYPED(name, T) (sluice/chan.h),
+ * SL_CHAN_SHM_TYPED(name, T) adds name_shm_create, name_shm_open and
+ * name_shm_open_fd, the calls above with elem_size sizeof(T) (the opts'
+ * elem_size is ignored, as in name_new); every other name_* call works on
+ * the result, and name_shm_fd gives the descriptor. */
+#define SL_CHAN_SHM_TYPED(name, T)                                                   \
+    SL_TYPED_FN sl_chan_opts name##_shm_opts_(const sl_chan_opts *o)                 \
+    {                                                                                \
+        sl_chan_opts o_ = *o;                                                        \
+        o_.elem_size = sizeof(T);                                                    \
+        return o_;                                                                   \
+    }                                                                                \
+    SL_TYPED_FN sl_status name##_shm_create(name **out, const char *shm_name,        \
+                                            const sl_chan_opts *opts, unsigned mode) \
+    {                                                                                \
+        sl_chan_opts o_;                                                             \
+        if (!opts) return SL_EINVAL;                                                 \
+        o_ = name##_shm_opts_(opts);                                                 \
+        return sl_chan_shm_create((sl_chan **)(void *)out, shm_name, &o_, mode);     \
+    }                                                                                \
+    SL_TYPED_FN sl_status name##_shm_open(name **out, const char *shm_name,          \
+                                          const sl_chan_opts *expect)                \
+    {                                                                                \
+        sl_chan_opts o_;                                                             \
+        if (!expect) return SL_EINVAL;                                               \
+        o_ = name##_shm_opts_(expect);                                               \
+        return sl_chan_shm_open((sl_chan **)(void *)out, shm_name, &o_);             \
+    }                                                                                \
+    SL_TYPED_FN sl_status name##_shm_open_fd(name **out, int fd,                     \
+                                             const sl_chan_opts *expect)             \
+    {                                                                                \
+        sl_chan_opts o_;                                                             \
+        if (!expect) return SL_EINVAL;                                               \
+        o_ = name##_shm_opts_(expect);                                               \
+        return sl_chan_shm_open_fd((sl_chan **)(void *)out, fd, &o_);                \
+    }                                                                                \
+    SL_TYPED_FN int name##_shm_fd(const name *c)                                     \
+    { return sl_chan_shm_fd((const sl_chan *)(const void *)c); }                     \
+    typedef int name##_shm_typed_ /* so that the use takes a semicolon */
+
 SL_END_DECLS
 
 #endif /* SLUICE_SHM_H */

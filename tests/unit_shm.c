@@ -21,7 +21,10 @@
  * with sane answers (under ASan in that preset).
  *
  * Under TSan: the handles, mappings and each process's own paths are
- * checked; TSan does not see the other process's accesses.
+ * checked; TSan does not see the other process's accesses. Every exchange
+ * here has one sending and one receiving process at a time, so SL_MPMC's
+ * 16-byte CAS, which TSan emulates under a lock of its own process, is
+ * still atomic where it races (stress_shm.c says more).
  */
 #include "harness.h"
 

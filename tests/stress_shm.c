@@ -20,6 +20,7 @@
 #include "harness.h"
 #include "stress_common.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -169,7 +170,10 @@ static pid_t spawn(const run *r, bool producer, unsigned who)
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
-        alarm(120); /* a hung process fails the run rather than the CI job */
+        /* A hung process fails the run rather than the CI job; Check's
+         * SIGALRM handler, inherited, would kill the whole process group. */
+        signal(SIGALRM, SIG_DFL);
+        alarm(120);
         producer ? produce(r, who) : consume(r);
         _exit(0);
     }

@@ -297,7 +297,7 @@ static bool recv_ready(void *ctx)
 bool sl__chan_changes_notify(const sl_chan *ch)
 {
     /* A shared channel's changes notify in whichever process made them, and
-     * an eventfd is this process's: not followable (phase 1, sluice/shm.h). */
+     * an eventfd is this process's: not followable in this version (sluice/shm.h). */
     const flavor_adapter *a = adapter_of(ch->flavor);
     return a->ready_at == queue_ready_at && !a->shared;
 }

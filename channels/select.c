@@ -47,7 +47,7 @@ static bool cases_valid(const sl_select_case *cases, size_t n, const size_t *ind
         if (!cases[i].ch)
             continue;
         /* A shared channel's changes ring this process's bell only: waiting
-         * on one across processes is not in phase 1 (sluice/shm.h). */
+         * on one across processes is not in this version (sluice/shm.h). */
         if (!cases[i].buf || sl__chan_is_shared(cases[i].ch))
             return false;
         any = true;

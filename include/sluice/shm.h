@@ -24,7 +24,7 @@
  * nothing in another process), not SL_TIMER (a clock read in the receiving
  * process: make one there), and not yet SL_RING (its displaced messages go
  * to a drop function, and a sender that dies holding one of its spare slots
- * needs the peer-death analysis of a later phase).
+ * needs the peer-death analysis still to come).
  *
  * Messages are byte copies. Pointers mean nothing in another process, so
  * sl_chan_send_ptr and its forms refuse a shared channel with SL_EINVAL, and

@@ -145,6 +145,16 @@ unsigned char *sl__mpmc_slot(sl_mpmc *q, uint64_t index)
 
 /* ---- the public operations ------------------------------------------------ */
 
+/* Whether a slot index read from a shared ring is out of range. */
+static inline __attribute__((always_inline)) bool bad_index(uint64_t index, size_t slot_count)
+{
+#ifdef SL_MUTANT_SHM_UNBOUNDED_INDEX
+    (void)index, (void)slot_count;
+    return false; /* planted bug: an index from the segment is used unchecked */
+#endif
+    return index >= slot_count;
+}
+
 /* The push and the pop, written once for the raw queue (`shared` false:
  * its rings and geometry from q) and the shared channel (true: from the
  * view v, with the guarded rings, and every slot index read from a ring
@@ -180,7 +190,7 @@ push_one(const sl_mpmc *q, const sl__mpmc_view *v, const void *elem, bool shared
     uint64_t index;
     if (!ring_pop(FREE(), &index, shared))
         return SL_FULL;
-    if (shared && index >= v->slot_count)
+    if (shared && bad_index(index, v->slot_count))
         return SL_FULL; /* a corrupted index: dropped, never used */
     unsigned char *slot = GEOM(slots) + (size_t)index * GEOM(elem_size);
 #ifdef SL_MUTANT_MPMC_PUBLISH_BEFORE_COPY
@@ -208,7 +218,7 @@ pop_one(const sl_mpmc *q, const sl__mpmc_view *v, void *out, bool shared)
         memcpy(out, &w, GEOM(elem_size));
         return SL_OK;
     }
-    if (shared && w >= v->slot_count)
+    if (shared && bad_index(w, v->slot_count))
         return SL_EMPTY; /* a corrupted index: dropped, never used */
     unsigned char *slot = GEOM(slots) + (size_t)w * GEOM(elem_size);
 #ifdef SL_MUTANT_MPMC_RELEASE_BEFORE_COPY

@@ -114,7 +114,11 @@ SL_API size_t sl__spsc_push_n_in(sl_spsc *q, const sl__spsc_geom *g, const void 
     }
     /* room > capacity: the counters say more than the capacity is free,
      * which only a corrupted counter in shared memory can (sluice/shm.h). */
+#ifdef SL_MUTANT_SHM_SPSC_BATCH_UNBOUNDED
+    if (n > room) /* planted bug: a batch believes a corrupted counter */
+#else
     if (n > room || room > g->capacity)
+#endif
         n = room > g->capacity ? 0 : room;
     if (n) {
         copy_run(g, tail, (unsigned char *)(uintptr_t)elems, n, true);

@@ -86,6 +86,8 @@ mutants=(
 "TIMER_TAKE_BY_STORE|default|unit_timer|CK_TIMEOUT_MULTIPLIER=0.1||1|1|timer: a receive takes a due fire with a plain store instead of the CAS"
 "TIMER_BLIND_WAIT|default|unit_timer|CK_TIMEOUT_MULTIPLIER=0.1||1|0|timer: waits ignore the timers' next fire (\`sl__chan_ready_at\` says SL_FOREVER)"
 "SHM_PRIVATE_FUTEX|default|unit_shm|CK_RUN_CASE=park SL_SHM_CHILD_ALARM=1||1|1|shared eventcounts wait and wake with FUTEX_PRIVATE_FLAG: a receiver parked in one process is never woken by a send or close in another"
+"SHM_UNBOUNDED_INDEX|asan|unit_shm|CK_RUN_CASE=refusals||1|1|a shared SL_MPMC channel uses a slot index read from the segment without checking it against the slot count (a peer's garbage becomes an access outside the segment)"
+"SHM_SPSC_BATCH_UNBOUNDED|asan|unit_shm|CK_RUN_CASE=refusals||1|1|a shared SL_SPSC channel's batch send believes counters that claim more room than the capacity (a batch then copies past the ring's storage)"
 "SHM_COMPILER_FENCE|faults|stress_shm|||0|0|a shared SL_SPSC channel orders its in-flight flag and its pop with a compiler barrier, relying on a membarrier that does not reach the other process (a store-buffer window of nanoseconds: the argument in docs/guarantees.md, \`Across processes\`, not a test, rules it out)"
 "SELECT_BIASED_SHUFFLES|default|unit_select|CK_RUN_CASE=biased||1|1|biased select shuffles its cases like the fair one"
 "RECV_N_EMPTY_AT_ZERO|fuzz|fuzz_mpmc||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/mpmc|1|1|\`recv_n_for\` with a zero timeout on an empty channel answers SL_EMPTY instead of SL_TIMEDOUT"

@@ -27,11 +27,13 @@
  * still atomic where it races (stress_shm.c says more).
  */
 #include "harness.h"
+#include "stress_common.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -531,7 +533,7 @@ END_TEST
  * misuse check abort, as documented. */
 static void scribble(unsigned char *raw, size_t len, sl_test_rng *r, bool spsc)
 {
-    for (int k = 0; k < 8; k++) {
+    for (uint64_t k = 1 + sl_test_rng_next(r) % 4; k > 0; k--) {
         size_t off = 40 + (sl_test_rng_next(r) % ((len - 48) / 8)) * 8;
         if (spsc && (off % 64) == 48 && off >= 1152 && off < 1280)
             continue; /* sl_spsc_side.active, debug builds */
@@ -544,6 +546,16 @@ static void scribble(unsigned char *raw, size_t len, sl_test_rng *r, bool spsc)
     }
 }
 
+/* A few valid operations, so that the scribble meets a live state: a
+ * partly full ring, counters mid-lap, written and taken cells. */
+static void some_traffic(sl_chan *ch, sl_test_rng *r, unsigned char *buf)
+{
+    for (uint64_t k = sl_test_rng_next(r) % 8; k > 0; k--)
+        (void)sl_chan_try_send(ch, buf);
+    for (uint64_t k = sl_test_rng_next(r) % 8; k > 0; k--)
+        (void)sl_chan_try_recv(ch, buf);
+}
+
 START_TEST(test_garbage)
 {
     sl_chan_opts o = opts_of(_i, 5);
@@ -551,25 +563,36 @@ START_TEST(test_garbage)
     ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
     size_t len = 2048 + 256; /* the control part, counters, and the first cells */
     unsigned char *raw = map_raw(sl_chan_shm_fd(ch), len);
+    /* Each round starts from the fresh segment (a scribbled counter can
+     * leave a ring that refuses everything for good, and then later
+     * scribbles would meet nothing alive). */
+    unsigned char *fresh = xmalloc(len);
+    memcpy(fresh, raw, len);
     sl_test_rng r;
     sl_test_rng_seed(&r, sl_test_seed("shm", "garbage"));
-    unsigned char buf[64 * 8];
+    /* Batches longer than any ring's storage (SL_SPSC stores 8 or 32 slots
+     * here): a batch that believed a corrupted counter would run past it. */
+    unsigned char buf[64 * 40];
     memset(buf, 0, sizeof buf);
-    for (int round = 0; round < 300; round++) {
+    uint64_t rounds = sl_test_scaled(2000, 400);
+    for (uint64_t round = 0; round < rounds; round++) {
+        memcpy(raw, fresh, len);
+        some_traffic(ch, &r, buf);
         scribble(raw, len, &r, o.flavor == SL_SPSC);
-        for (int k = 0; k < 6; k++) {
+        for (int k = 0; k < 3; k++) {
             sl_status s1 = sl_chan_try_send(ch, buf);
             sl_status s2 = sl_chan_try_recv(ch, buf);
-            size_t sent = sl_chan_try_send_n(ch, buf, 8);
-            size_t got = sl_chan_try_recv_n(ch, buf, 8);
+            size_t sent = sl_chan_try_send_n(ch, buf, 40);
+            size_t got = sl_chan_try_recv_n(ch, buf, 40);
             ck_assert(s1 == SL_OK || s1 == SL_FULL || s1 == SL_CLOSED);
             ck_assert(s2 == SL_OK || s2 == SL_EMPTY || s2 == SL_CLOSED);
-            ck_assert_uint_le(sent, 8);
-            ck_assert_uint_le(got, 8);
+            ck_assert_uint_le(sent, 40);
+            ck_assert_uint_le(got, 40);
             ck_assert_uint_le(sl_chan_len(ch), 5);
             ck_assert_int_ne(sl_chan_recv_for(ch, buf, 0), SL_EINVAL);
         }
     }
+    free(fresh);
     munmap(raw, len);
     sl_chan_free(ch);
 }

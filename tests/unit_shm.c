@@ -138,7 +138,7 @@ START_TEST(test_exchange)
     ck_assert_int_eq(sl_chan_flavor(ch), o.flavor);
     ck_assert_uint_eq(sl_chan_cap(ch), 4);
     ck_assert_uint_eq(sl_chan_elem_size(ch), o.elem_size);
-    uint64_t n = sl_test_scaled(20000, 2000);
+    uint64_t n = sl_test_scaled(10000, 2000);
     consumer_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o, .n = n};
     pid_t pid = spawn(consume, &a);
     produce(ch, o.elem_size, n);
@@ -181,10 +181,11 @@ START_TEST(test_park_and_close_across)
     pid_t pid = spawn(park_recv, &a);
     unsigned char buf[64];
     sl_test_seq_fill(buf, o.elem_size, 7);
-    /* Long enough that the child's spin is over and it sleeps in the futex. */
-    sl_test_sleep_ns(100 * MS);
+    /* Long enough that the child's spin is over and it sleeps in the futex
+     * (if it were not, the test would pass without parking: never falsely fail). */
+    sl_test_sleep_ns(50 * MS);
     ck_assert_int_eq(sl_chan_send(ch, buf), SL_OK);
-    sl_test_sleep_ns(100 * MS);
+    sl_test_sleep_ns(50 * MS);
     sl_chan_close(ch);
     join_ok(pid);
     sl_chan_free(ch);
@@ -224,7 +225,7 @@ START_TEST(test_full_empty_timed)
     ck_assert_int_eq(sl_chan_send_for(ch, buf, 5 * MS), SL_TIMEDOUT);
     park_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o};
     pid_t pid = spawn(park_send, &a);
-    sl_test_sleep_ns(100 * MS);
+    sl_test_sleep_ns(50 * MS);
     ck_assert_int_eq(sl_chan_recv(ch, buf), SL_OK);
     ck_assert(sl_test_seq_is(buf, o.elem_size, 0));
     join_ok(pid);

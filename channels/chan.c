@@ -98,6 +98,13 @@ SL_API void sl_chan_free(sl_chan *ch)
     if (!ch)
         return;
     sl__chanfd_release(ch); /* before the check: a descriptor counts as a selector */
+    /* A shared channel's counts include other processes' threads, which
+     * this process cannot tell from its own: no check, and nothing to drain
+     * (the segment, with its messages, outlives this process's view). */
+    if (adapter_of(ch->flavor)->shared) {
+        sl__shm_release(ch);
+        return;
+    }
     refuse_free_in_use(ch);
     /* The drop function sees each message in place, oldest first: no copy,
      * so nothing can fail half-way and leave a message undropped. */
@@ -155,6 +162,10 @@ PER_FLAVOR sl_status send_with(const flavor_adapter *a, sl_chan *ch, const void 
     }
     return st;
 }
+
+SHARED_DISPATCHER(sl_status, send_with,
+                  (sl_chan *ch, const void *elem, sl_visit_fn displaced, void *ctx), ch, elem,
+                  displaced, ctx)
 
 /* One non-blocking send: SL_OK, SL_EVICTED (the displaced message went to
  * `displaced`), SL_FULL, SL_ENOMEM or SL_CLOSED. Notifies one receiver and any
@@ -246,6 +257,8 @@ PER_FLAVOR sl_status recv_with(const flavor_adapter *a, sl_chan *ch, void *out)
     return a->lags && st != SL_EMPTY ? st : set_drained(ch);
 }
 
+SHARED_DISPATCHER(sl_status, recv_with, (sl_chan *ch, void *out), ch, out)
+
 /* One non-blocking receive: SL_OK, SL_EMPTY, SL_CLOSED once drained, or
  * SL_LAGGED (a broadcast subscriber that fell behind), or SL_EINVAL (a
  * broadcast send handle). */
@@ -291,8 +304,13 @@ static bool recv_ready(void *ctx)
 
 bool sl__chan_changes_notify(const sl_chan *ch)
 {
-    return adapter_of(ch->flavor)->ready_at == queue_ready_at;
+    /* A shared channel's changes notify in whichever process made them, and
+     * an eventfd is this process's: not followable in this version (sluice/shm.h). */
+    const flavor_adapter *a = adapter_of(ch->flavor);
+    return a->ready_at == queue_ready_at && !a->shared;
 }
+
+bool sl__chan_is_shared(const sl_chan *ch) { return adapter_of(ch->flavor)->shared; }
 
 uint64_t sl__chan_ready_at(const sl_chan *ch)
 {
@@ -379,7 +397,8 @@ enum ptr_mode { PTR_WAIT, PTR_TRY, PTR_FOR };
 
 static sl_status send_ptr(sl_chan *ch, void **pp, enum ptr_mode mode, uint64_t timeout_ns)
 {
-    if (!ch || !pp || ch->elem_size != sizeof(void *))
+    /* A pointer means nothing in another process: a shared channel refuses. */
+    if (!ch || !pp || ch->elem_size != sizeof(void *) || sl__chan_is_shared(ch))
         return SL_EINVAL;
     sl_status st = mode == PTR_WAIT  ? sl_chan_send(ch, pp)
                    : mode == PTR_TRY ? sl_chan_try_send(ch, pp)
@@ -461,6 +480,9 @@ PER_FLAVOR size_t send_n_with(const flavor_adapter *a, sl_chan *ch, const void *
     return sent;
 }
 
+SHARED_DISPATCHER(size_t, send_n_with, (sl_chan *ch, const void *elems, size_t n), ch, elems,
+                  n)
+
 SL_API size_t sl_chan_try_send_n(sl_chan *ch, const void *elems, size_t n)
 {
     if (!ch || !elems || n == 0)
@@ -506,6 +528,9 @@ PER_FLAVOR sl_status recv_n_with(const flavor_adapter *a, sl_chan *ch, void *out
         return SL_OK;
     return v == SL_OK ? set_drained(ch) : v;
 }
+
+SHARED_DISPATCHER(sl_status, recv_n_with, (sl_chan *ch, void *out, size_t n, size_t *got), ch,
+                  out, n, got)
 
 static sl_status try_recv_n_once(sl_chan *ch, void *out, size_t n, size_t *got)
 {
@@ -591,6 +616,14 @@ SL_API size_t sl_chan_len(const sl_chan *ch)
 
 SL_API size_t sl_chan_cap(const sl_chan *ch) { return ch ? ch->capacity : 0; }
 
-SL_API sl_flavor sl_chan_flavor(const sl_chan *ch) { return ch ? ch->flavor : (sl_flavor)0; }
+/* A shared channel's handle records SL__SPSC_SHARED or SL__MPMC_SHARED: its
+ * flavour is the public one its row shows. */
+SL_API sl_flavor sl_chan_flavor(const sl_chan *ch)
+{
+    if (!ch)
+        return (sl_flavor)0;
+    sl_flavor shown = adapter_of(ch->flavor)->shown;
+    return shown ? shown : ch->flavor;
+}
 
 SL_API size_t sl_chan_elem_size(const sl_chan *ch) { return ch ? ch->elem_size : 0; }

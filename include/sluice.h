@@ -21,6 +21,7 @@
 #include "sluice/chanfd.h"
 #include "sluice/timer.h"
 #include "sluice/broadcast.h"
+#include "sluice/shm.h"
 #include "sluice/pool.h"
 #include "sluice/exec.h"
 

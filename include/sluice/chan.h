@@ -84,6 +84,9 @@ typedef struct sl_chan sl_chan;
 typedef enum sl_flavor {
     SL_SPSC = 1, SL_MPMC, SL_LIST, SL_RING, SL_TIMER,
     SL_BROADCAST,
+    /* Internal, never valid in sl_chan_opts: how the handle of a channel in
+     * shared memory (sluice/shm.h) records SL_SPSC and SL_MPMC. */
+    SL__SPSC_SHARED = 16, SL__MPMC_SHARED
 } sl_flavor;
 typedef void (*sl_drop_fn)(void *elem, void *ctx);
 

@@ -65,6 +65,32 @@ typedef struct sl__cellring {
     uint64_t capacity;
 } sl__cellring;
 
+/* Guarded rings. A ring in memory a peer process may corrupt (sluice/shm.h)
+ * is pushed and popped with the _guarded forms: a stamp more than
+ * SL__CELLRING_FAR positions ahead of a counter that has not moved, which
+ * no ring of this geometry holds, ends the operation (full, or empty)
+ * instead of helping the counter along for as long as the garbage says.
+ * The same body, with the guard a constant: the plain forms compile as
+ * they did without it. */
+
+/* How far ahead of the current head (tail) a stamp of its cell can be in a
+ * sound ring: a cell is at most one lap ahead (taken at h, free for
+ * h + one_lap), plus the written mark; a guarded ring treats anything
+ * beyond four laps, with the counter unmoved, as corruption. */
+#define SL__CELLRING_FAR(r) (4 * (r)->one_lap)
+
+/* For a guarded ring: whether stamp s of cell(pos) is beyond what a sound
+ * ring holds while `counter` still reads pos (then the caller gives up).
+ * Out of line and cold: the unguarded rings' loops keep their size (and
+ * stay inlined where they were). */
+static __attribute__((noinline, cold, unused)) bool
+sl__cellring_corrupt(const sl__cellring *r, SL_ATOMIC(uint64_t) *counter, uint64_t s,
+                     uint64_t pos)
+{
+    return s - pos > SL__CELLRING_FAR(r) &&
+           atomic_load_explicit(counter, memory_order_seq_cst) == pos;
+}
+
 /* The lap length for a capacity: the power of two above it (so >= 2). */
 static inline uint64_t sl__cellring_lap(uint64_t capacity)
 {
@@ -130,8 +156,9 @@ static inline void sl__cellring_raise(const sl__cellring *r, SL_ATOMIC(uint64_t)
  * value was displaced into *evicted. Lock-free; the publishing step is a
  * double-width CAS (a full barrier: releases the value's bytes, and is the
  * condition change a parked receiver pairs with). */
-static inline int sl__cellring_push(const sl__cellring *r, uint64_t value, bool displace,
-                                    uint64_t *evicted)
+static inline __attribute__((always_inline)) int
+sl__cellring_push_as(const sl__cellring *r, uint64_t value, bool displace, uint64_t *evicted,
+                     bool guarded)
 {
     uint64_t t = atomic_load_explicit(r->tail, memory_order_seq_cst);
     for (;;) {
@@ -171,6 +198,8 @@ static inline int sl__cellring_push(const sl__cellring *r, uint64_t value, bool 
                 sl__cellring_advance(r, r->tail, t);
                 return d < 0 ? 2 : 0;
             }
+        } else if (guarded && sl__cellring_corrupt(r, r->tail, s, t)) {
+            return 1; /* a stamp no sound ring holds: say full */
         } else {
             sl__cellring_advance(r, r->tail, t); /* written by another push, or t is stale */
         }
@@ -181,7 +210,8 @@ static inline int sl__cellring_push(const sl__cellring *r, uint64_t value, bool 
 /* Removes the oldest value into *value; false when the ring is empty.
  * Lock-free; acts as acquire, and the taking CAS is seq_cst (what a parked
  * sender's re-check pairs with). */
-static inline bool sl__cellring_pop(const sl__cellring *r, uint64_t *value)
+static inline __attribute__((always_inline)) bool
+sl__cellring_pop_as(const sl__cellring *r, uint64_t *value, bool guarded)
 {
     uint64_t h = atomic_load_explicit(r->head, memory_order_seq_cst);
     for (;;) {
@@ -214,11 +244,34 @@ static inline bool sl__cellring_pop(const sl__cellring *r, uint64_t *value)
 #endif
         } else if (d < 0) {
             return false; /* nothing written at h, so nothing after it */
+        } else if (guarded && sl__cellring_corrupt(r, r->head, s, h)) {
+            return false; /* a stamp no sound ring holds: say empty */
         } else {
             sl__cellring_advance(r, r->head, h); /* taken or displaced, or h is stale */
         }
         h = atomic_load_explicit(r->head, memory_order_seq_cst);
     }
+}
+
+static inline int sl__cellring_push(const sl__cellring *r, uint64_t value, bool displace,
+                                    uint64_t *evicted)
+{
+    return sl__cellring_push_as(r, value, displace, evicted, false);
+}
+
+static inline bool sl__cellring_pop(const sl__cellring *r, uint64_t *value)
+{
+    return sl__cellring_pop_as(r, value, false);
+}
+
+static inline int sl__cellring_push_guarded(const sl__cellring *r, uint64_t value)
+{
+    return sl__cellring_push_as(r, value, false, NULL, true);
+}
+
+static inline bool sl__cellring_pop_guarded(const sl__cellring *r, uint64_t *value)
+{
+    return sl__cellring_pop_as(r, value, true);
 }
 
 /* Values between head and tail: a snapshot in [0, capacity], exact when no

@@ -98,6 +98,13 @@ SL_API void sl_chan_free(sl_chan *ch)
     if (!ch)
         return;
     sl__chanfd_release(ch); /* before the check: a descriptor counts as a selector */
+    /* A shared channel's counts include other processes' threads, which
+     * this process cannot tell from its own: no check, and nothing to drain
+     * (the segment, with its messages, outlives this process's view). */
+    if (adapter_of(ch->flavor)->shared) {
+        sl__shm_release(ch);
+        return;
+    }
     refuse_free_in_use(ch);
     /* The drop function sees each message in place, oldest first: no copy,
      * so nothing can fail half-way and leave a message undropped. */
@@ -155,6 +162,10 @@ PER_FLAVOR sl_status send_with(const flavor_adapter *a, sl_chan *ch, const void 
     }
     return st;
 }
+
+SHARED_DISPATCHER(sl_status, send_with,
+                  (sl_chan *ch, const void *elem, sl_visit_fn displaced, void *ctx), ch, elem,
+                  displaced, ctx)
 
 /* One non-blocking send: SL_OK, SL_EVICTED (the displaced message went to
  * `displaced`), SL_FULL, SL_ENOMEM or SL_CLOSED. Notifies one receiver and any
@@ -227,8 +238,11 @@ static sl_status set_drained(sl_chan *ch)
 /* try_recv_once for one flavour's adapter. */
 PER_FLAVOR sl_status recv_with(const flavor_adapter *a, sl_chan *ch, void *out)
 {
-    if (pop_with(a, ch, out) == SL_OK)
+    sl_status st = pop_with(a, ch, out);
+    if (st == SL_OK)
         return SL_OK;
+    if (a->lags && st != SL_EMPTY) /* SL_LAGGED: as it is */
+        return st;
     sl_status v = empty_verdict(a, ch);
     if (v != SL_OK) /* empty: re-arm an event-loop descriptor, look again (chanfd.c) */
         return v == SL_EMPTY && sl__chanfd_has(ch, SL_END_RECV) ? sl__chanfd_rearm_recv(ch, out)
@@ -237,10 +251,17 @@ PER_FLAVOR sl_status recv_with(const flavor_adapter *a, sl_chan *ch, void *out)
 #ifdef SL_MUTANT_CHAN_NO_LAST_LOOK
     return set_drained(ch); /* planted bug: a message that landed meanwhile is left behind */
 #endif
-    return pop_with(a, ch, out) == SL_OK ? SL_OK : set_drained(ch);
+    st = pop_with(a, ch, out);
+    if (st == SL_OK)
+        return SL_OK;
+    return a->lags && st != SL_EMPTY ? st : set_drained(ch);
 }
 
-/* One non-blocking receive: SL_OK, SL_EMPTY, or SL_CLOSED once drained. */
+SHARED_DISPATCHER(sl_status, recv_with, (sl_chan *ch, void *out), ch, out)
+
+/* One non-blocking receive: SL_OK, SL_EMPTY, SL_CLOSED once drained, or
+ * SL_LAGGED (a broadcast subscriber that fell behind), or SL_EINVAL (a
+ * broadcast send handle). */
 static sl_status try_recv_once(sl_chan *ch, void *out)
 {
     DISPATCH(ch->flavor, recv_with, ch, out);
@@ -283,8 +304,13 @@ static bool recv_ready(void *ctx)
 
 bool sl__chan_changes_notify(const sl_chan *ch)
 {
-    return adapter_of(ch->flavor)->ready_at == queue_ready_at;
+    /* A shared channel's changes notify in whichever process made them, and
+     * an eventfd is this process's: not followable in this version (sluice/shm.h). */
+    const flavor_adapter *a = adapter_of(ch->flavor);
+    return a->ready_at == queue_ready_at && !a->shared;
 }
+
+bool sl__chan_is_shared(const sl_chan *ch) { return adapter_of(ch->flavor)->shared; }
 
 uint64_t sl__chan_ready_at(const sl_chan *ch)
 {
@@ -305,6 +331,15 @@ sl_status sl__chan_await(sl_event *ev, sl__ready_fn ready, void *ctx, uint64_t d
         if (st == SL_OK || until == deadline)
             return st;
     }
+}
+
+/* Where ch's receivers park: on its not_empty, unless its adapter says
+ * otherwise (a broadcast subscriber parks on its ring's event). Read on the
+ * way into a wait only. */
+static sl_event *recv_event(sl_chan *ch)
+{
+    const flavor_adapter *a = adapter_of(ch->flavor);
+    return a->recv_event ? a->recv_event(ch) : &ch->not_empty;
 }
 
 static uint64_t chan_next(void *ctx) { return sl__chan_ready_at(((chan_wait *)ctx)->ch); }
@@ -362,7 +397,8 @@ enum ptr_mode { PTR_WAIT, PTR_TRY, PTR_FOR };
 
 static sl_status send_ptr(sl_chan *ch, void **pp, enum ptr_mode mode, uint64_t timeout_ns)
 {
-    if (!ch || !pp || ch->elem_size != sizeof(void *))
+    /* A pointer means nothing in another process: a shared channel refuses. */
+    if (!ch || !pp || ch->elem_size != sizeof(void *) || sl__chan_is_shared(ch))
         return SL_EINVAL;
     sl_status st = mode == PTR_WAIT  ? sl_chan_send(ch, pp)
                    : mode == PTR_TRY ? sl_chan_try_send(ch, pp)
@@ -415,7 +451,7 @@ SL_API sl_status sl_chan_recv_for(sl_chan *ch, void *out, uint64_t timeout_ns)
     sl_status st = try_recv_once(ch, out);
     if (is_final(st))
         return st;
-    return await_op(&ch->not_empty, recv_ready, ch, NULL, out, timeout_ns);
+    return await_op(recv_event(ch), recv_ready, ch, NULL, out, timeout_ns);
 }
 
 SL_API sl_status sl_chan_recv(sl_chan *ch, void *out)
@@ -444,6 +480,9 @@ PER_FLAVOR size_t send_n_with(const flavor_adapter *a, sl_chan *ch, const void *
     return sent;
 }
 
+SHARED_DISPATCHER(size_t, send_n_with, (sl_chan *ch, const void *elems, size_t n), ch, elems,
+                  n)
+
 SL_API size_t sl_chan_try_send_n(sl_chan *ch, const void *elems, size_t n)
 {
     if (!ch || !elems || n == 0)
@@ -464,11 +503,19 @@ PER_FLAVOR size_t pop_n_with(const flavor_adapter *a, sl_chan *ch, void *out, si
 
 /* One non-blocking batch receive for one flavour's adapter: up to n messages
  * into out, how many in *got; SL_OK (*got >= 1), SL_EMPTY, or SL_CLOSED once
- * drained — recv_with's verdict, for a batch. */
+ * drained — recv_with's verdict, for a batch (and, where the adapter lags,
+ * SL_LAGGED or SL_EINVAL with *got 0). */
 PER_FLAVOR sl_status recv_n_with(const flavor_adapter *a, sl_chan *ch, void *out, size_t n,
                                  size_t *got)
 {
     size_t k = pop_n_with(a, ch, out, n);
+    if (a->lags && k == 0) { /* a batch stops before a lag: one pop reports it */
+        sl_status st = pop_with(a, ch, out);
+        if (st != SL_EMPTY) {
+            *got = st == SL_OK;
+            return st;
+        }
+    }
     sl_status v = k < n ? empty_verdict(a, ch) : SL_EMPTY;
     /* As recv_with: once closed and no sender in flight, every send has
      * landed; look again. */
@@ -481,6 +528,9 @@ PER_FLAVOR sl_status recv_n_with(const flavor_adapter *a, sl_chan *ch, void *out
         return SL_OK;
     return v == SL_OK ? set_drained(ch) : v;
 }
+
+SHARED_DISPATCHER(sl_status, recv_n_with, (sl_chan *ch, void *out, size_t n, size_t *got), ch,
+                  out, n, got)
 
 static sl_status try_recv_n_once(sl_chan *ch, void *out, size_t n, size_t *got)
 {
@@ -508,7 +558,7 @@ static __attribute__((noinline)) sl_status await_recv_n(sl_chan *ch, void *out, 
                                                         uint64_t timeout_ns, size_t *got)
 {
     chan_wait w = {.ch = ch, .out = out, .n = n};
-    sl_status st = await_wait(&ch->not_empty, recv_n_ready, &w, timeout_ns);
+    sl_status st = await_wait(recv_event(ch), recv_n_ready, &w, timeout_ns);
     *got = st == SL_OK ? w.got : 0;
     return st;
 }
@@ -549,6 +599,9 @@ SL_API void sl_chan_close(sl_chan *ch)
         sl_event_notify_all(&ch->not_empty);
         sl_event_notify_all(&ch->not_full);
         ring_selectors(ch);
+        const flavor_adapter *a = adapter_of(ch->flavor);
+        if (a->on_close) /* waiters elsewhere (a broadcast's subscribers) */
+            a->on_close(ch);
     }
 }
 
@@ -563,6 +616,14 @@ SL_API size_t sl_chan_len(const sl_chan *ch)
 
 SL_API size_t sl_chan_cap(const sl_chan *ch) { return ch ? ch->capacity : 0; }
 
-SL_API sl_flavor sl_chan_flavor(const sl_chan *ch) { return ch ? ch->flavor : (sl_flavor)0; }
+/* A shared channel's handle records SL__SPSC_SHARED or SL__MPMC_SHARED: its
+ * flavour is the public one its row shows. */
+SL_API sl_flavor sl_chan_flavor(const sl_chan *ch)
+{
+    if (!ch)
+        return (sl_flavor)0;
+    sl_flavor shown = adapter_of(ch->flavor)->shown;
+    return shown ? shown : ch->flavor;
+}
 
 SL_API size_t sl_chan_elem_size(const sl_chan *ch) { return ch ? ch->elem_size : 0; }

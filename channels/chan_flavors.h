@@ -40,25 +40,49 @@
  * How a sender marks itself is its flavour's choice (the adapter's mark and
  * unmark): one of the two schemes below. */
 
+/* The fence between a plain store and the load that must not pass it (a
+ * notify's waiter count, a sender's closed-check). Within one process,
+ * sl_event_fence: a compiler barrier where the other side's heavy barrier is
+ * membarrier(2). `across`: the other side may be in another process, which
+ * that membarrier does not reach, so a real seq_cst fence (docs/guarantees.md,
+ * "Across processes"). A constant per adapter. */
+static inline __attribute__((always_inline)) void store_load_fence(bool across)
+{
+#ifdef SL_MUTANT_SHM_COMPILER_FENCE
+    across = false; /* planted bug: a shared channel relies on this process's membarrier */
+#endif
+    if (across)
+        atomic_thread_fence(memory_order_seq_cst);
+    else
+        sl_event_fence();
+}
+
 /* One sender at a time (SL_SPSC): slot 0 as a plain flag, each store
- * followed by the eventcount's fence — no read-modify-write on the path. */
-static inline SL_ATOMIC(uint32_t) *flag_mark(sl_chan *ch)
+ * followed by the fence above — no read-modify-write on the path. */
+static inline __attribute__((always_inline)) SL_ATOMIC(uint32_t) *
+flag_mark_as(sl_chan *ch, bool across)
 {
     SL_ATOMIC(uint32_t) *flag = &ch->in_flight[0].n;
     /* Relaxed: only this sender writes the flag; the fence orders it. */
     atomic_store_explicit(flag, 1u, memory_order_relaxed);
-    sl_event_fence(); /* the mark before the closed-check */
+    store_load_fence(across); /* the mark before the closed-check */
     return flag;
 }
 
-static inline void flag_unmark(SL_ATOMIC(uint32_t) *flag)
+static inline __attribute__((always_inline)) void flag_unmark_as(SL_ATOMIC(uint32_t) *flag,
+                                                                 bool across)
 {
     /* Release: the push is visible to whoever sees the flag down. */
     atomic_store_explicit(flag, 0u, memory_order_release);
     /* The unmark before the closed load that follows, and with it the push's
      * release store before the notify's waiter load. */
-    sl_event_fence();
+    store_load_fence(across);
 }
+
+static inline SL_ATOMIC(uint32_t) *flag_mark(sl_chan *ch) { return flag_mark_as(ch, false); }
+static inline void flag_unmark(SL_ATOMIC(uint32_t) *flag) { flag_unmark_as(flag, false); }
+static inline SL_ATOMIC(uint32_t) *flag_mark_across(sl_chan *ch) { return flag_mark_as(ch, true); }
+static inline void flag_unmark_across(SL_ATOMIC(uint32_t) *flag) { flag_unmark_as(flag, true); }
 
 /* Any number of senders: a count in a slot picked once per thread, a line
  * per slot so that senders on different threads do not share one. */
@@ -119,7 +143,8 @@ typedef struct flavor_adapter {
     /* One push: SL_OK, SL_EVICTED (the displaced message went to
      * `displaced`), SL_FULL or SL_ENOMEM. */
     sl_status (*push)(sl_chan *ch, const void *elem, sl_visit_fn displaced, void *ctx);
-    /* One pop: SL_OK or SL_EMPTY. */
+    /* One pop: SL_OK or SL_EMPTY; where `lags`, also SL_LAGGED (or another
+     * final status), which the receive forms return as it is. */
     sl_status (*pop)(sl_chan *ch, void *out);
     /* Up to n messages in order; how many went. A ring evicts instead of
      * refusing, through the channel's drop function. */
@@ -137,6 +162,15 @@ typedef struct flavor_adapter {
     bool evicts;    /* a push into a full queue displaces the oldest (sl_chan_send_evict) */
     bool recv_only; /* every send form refuses with SL_EINVAL, before any mark */
     bool own_ctor;  /* made by its own constructors: sl_chan_new refuses the flavour */
+    bool lags;      /* a pop may answer SL_LAGGED: a batch that took nothing asks pop */
+    /* Where ch's receivers park, when not on ch->not_empty (NULL: there). */
+    sl_event *(*recv_event)(sl_chan *ch);
+    /* After sl_chan_close has closed ch and woken its own waiters (NULL: none). */
+    void (*on_close)(sl_chan *ch);
+    sl_flavor shown; /* what sl_chan_flavor reports, where not the row's own value */
+    bool shared;    /* lives in a shared-memory segment (sluice/shm.h, channels/shm.c):
+                       its queue geometry is the handle's `geom`, sl_chan_free
+                       unmaps, pointers and drop functions are refused */
 } flavor_adapter;
 
 /* A queue's messages come only from sends, each of which notifies. */
@@ -395,6 +429,170 @@ static const flavor_adapter timer_adapter = {
     .recv_only = true, .own_ctor = true,
 };
 
+/* SL_BROADCAST: one ring shared by the send handle and its subscriber
+ * handles (channels/broadcast.h). Subscribers park on the ring's event, not
+ * on their handle's: the push wakes them all itself, after its stamp's
+ * release store and sl_event_fence(), and the façade's notify of the send
+ * handle finds nobody there. The in-flight mark is a count in the shared
+ * ring, so that it outlives the send handle for the subscribers that read
+ * it. A subscriber's pop may answer SL_LAGGED. */
+static inline sl_status bcast_init(sl_chan *ch, const sl_chan_opts *o, uint64_t start)
+{
+    return sl__bcast_init(&ch->q.bcast, o);
+}
+
+static inline void bcast_drain_destroy(sl_chan *ch, sl_visit_fn fn, void *ctx)
+{
+    sl__bcast_release(&ch->q.bcast); /* the ring drops with its own drop function */
+}
+
+static inline SL_ATOMIC(uint32_t) *bcast_mark(sl_chan *ch)
+{
+    return sl__bcast_mark(ch);
+}
+
+static inline sl_status bcast_push(sl_chan *ch, const void *elem, sl_visit_fn displaced, void *ctx)
+{
+    return sl__bcast_push(ch, elem);
+}
+
+static inline sl_status bcast_pop(sl_chan *ch, void *out) { return sl__bcast_pop(ch, out); }
+
+/* Every send into the send handle succeeds (the oldest is overwritten). */
+static inline size_t bcast_push_n(sl_chan *ch, const void *elems, size_t n)
+{
+    const unsigned char *p = elems;
+    size_t k = 0;
+    while (k < n && sl__bcast_push(ch, p + k * ch->elem_size) == SL_OK)
+        k++;
+    return k;
+}
+
+static inline size_t bcast_pop_n(sl_chan *ch, void *out, size_t n)
+{
+    return sl__bcast_pop_n(ch, out, n);
+}
+
+static inline size_t bcast_len(const sl_chan *ch) { return sl__bcast_len(&ch->q.bcast); }
+
+/* SL_FOREVER, as queue_ready_at, but a function of its own: a send notifies
+ * the ring's event, not the subscriber handle, so an event-loop descriptor
+ * cannot follow a subscriber (sl__chan_changes_notify says no). */
+static uint64_t bcast_ready_at(const sl_chan *ch)
+{
+    (void)ch;
+    return SL_FOREVER;
+}
+
+static const flavor_adapter bcast_adapter = {
+    .init = bcast_init, .drain_destroy = bcast_drain_destroy,
+    .mark = bcast_mark, .unmark = sl__bcast_unmark,
+    .push = bcast_push, .pop = bcast_pop,
+    .push_n = bcast_push_n, .pop_n = bcast_pop_n, .len = bcast_len,
+    .ready_at = bcast_ready_at,
+    .lags = true, .recv_event = sl__bcast_recv_event, .on_close = sl__bcast_closed,
+};
+
+/* ---- shared channels (sluice/shm.h) ---------------------------------------
+ * SL_SPSC and SL_MPMC in a shared-memory segment: the same raw algorithms,
+ * with the counters in the segment (ch->q) and the geometry from the
+ * process-local handle (ch->geom), so that a peer's writes into the segment
+ * never become a pointer, a size or an unbounded index. channels/shm.c makes
+ * them (own_ctor); nothing is drained at sl_chan_free, which only unmaps. */
+static inline sl_status shared_init(sl_chan *ch, const sl_chan_opts *o, uint64_t start)
+{
+    return SL_EINVAL; /* made by channels/shm.c only */
+}
+
+static inline void shared_drain_destroy(sl_chan *ch, sl_visit_fn fn, void *ctx) {}
+
+/* SL_SPSC across processes: the flag mark and the pop's fence are real
+ * fences, since the waiter's membarrier does not reach another process. */
+static inline sl_status spsc_shared_push(sl_chan *ch, const void *elem, sl_visit_fn displaced,
+                                         void *ctx)
+{
+    return sl__spsc_push_in(&ch->q.spsc, &ch->geom.spsc, elem);
+}
+
+static inline sl_status spsc_shared_pop(sl_chan *ch, void *out)
+{
+    if (sl__spsc_pop_in(&ch->q.spsc, &ch->geom.spsc, out) != SL_OK)
+        return SL_EMPTY;
+    store_load_fence(true); /* head store before the notify's waiter load */
+    return SL_OK;
+}
+
+static inline size_t spsc_shared_push_n(sl_chan *ch, const void *elems, size_t n)
+{
+    return sl__spsc_push_n_in(&ch->q.spsc, &ch->geom.spsc, elems, n); /* fenced by the unmark */
+}
+
+static inline size_t spsc_shared_pop_n(sl_chan *ch, void *out, size_t n)
+{
+    size_t k = sl__spsc_pop_n_in(&ch->q.spsc, &ch->geom.spsc, out, n);
+    store_load_fence(true); /* head store before the notify's waiter load */
+    return k;
+}
+
+static inline size_t spsc_shared_len(const sl_chan *ch)
+{
+    return sl__spsc_len_in(&ch->q.spsc, ch->capacity);
+}
+
+static const flavor_adapter spsc_shared_adapter = {
+    .init = shared_init, .drain_destroy = shared_drain_destroy,
+    .mark = flag_mark_across, .unmark = flag_unmark_across,
+    .push = spsc_shared_push, .pop = spsc_shared_pop,
+    .push_n = spsc_shared_push_n, .pop_n = spsc_shared_pop_n, .len = spsc_shared_len,
+    .ready_at = queue_ready_at,
+    .light_mark = true, .own_ctor = true, .shared = true, .shown = SL_SPSC,
+};
+
+/* SL_MPMC across processes: its steps are seq_cst read-modify-writes (full
+ * barriers in every process), so it needs no fence of its own. */
+static inline sl_status mpmc_shared_push(sl_chan *ch, const void *elem, sl_visit_fn displaced,
+                                         void *ctx)
+{
+    return sl__mpmc_push_in(&ch->geom.mpmc, elem);
+}
+
+static inline sl_status mpmc_shared_pop(sl_chan *ch, void *out)
+{
+    return sl__mpmc_pop_in(&ch->geom.mpmc, out);
+}
+
+static inline size_t mpmc_shared_push_n(sl_chan *ch, const void *elems, size_t n)
+{
+    const unsigned char *p = elems;
+    size_t done = 0;
+    while (done < n && sl__mpmc_push_in(&ch->geom.mpmc, p + done * ch->elem_size) == SL_OK)
+        done++;
+    return done;
+}
+
+static inline size_t mpmc_shared_pop_n(sl_chan *ch, void *out, size_t n)
+{
+    unsigned char *p = out;
+    size_t done = 0;
+    while (done < n && sl__mpmc_pop_in(&ch->geom.mpmc, p + done * ch->elem_size) == SL_OK)
+        done++;
+    return done;
+}
+
+static inline size_t mpmc_shared_len(const sl_chan *ch)
+{
+    return (size_t)sl__cellring_len(&ch->geom.mpmc.used);
+}
+
+static const flavor_adapter mpmc_shared_adapter = {
+    .init = shared_init, .drain_destroy = shared_drain_destroy,
+    .mark = count_mark, .unmark = count_unmark,
+    .push = mpmc_shared_push, .pop = mpmc_shared_pop,
+    .push_n = mpmc_shared_push_n, .pop_n = mpmc_shared_pop_n, .len = mpmc_shared_len,
+    .ready_at = queue_ready_at,
+    .own_ctor = true, .shared = true, .shown = SL_MPMC,
+};
+
 /* ---- the flavour table ----------------------------------------------------
  * One row per flavour: X(its sl_flavor value, its adapter, ...), the rest of
  * the arguments passed through for the dispatch below. Outside the adapters
@@ -404,7 +602,15 @@ static const flavor_adapter timer_adapter = {
     X(SL_MPMC, mpmc_adapter, __VA_ARGS__) \
     X(SL_LIST, list_adapter, __VA_ARGS__) \
     X(SL_RING, ring_adapter, __VA_ARGS__) \
-    X(SL_TIMER, timer_adapter, __VA_ARGS__)
+    X(SL_TIMER, timer_adapter, __VA_ARGS__) \
+    X(SL_BROADCAST, bcast_adapter, __VA_ARGS__)
+
+/* The rows of channels in shared memory (sluice/shm.h): adapter_of knows
+ * them like every row; DISPATCH reaches them one level down
+ * (SHARED_DISPATCHER below). */
+#define SHARED_FLAVORS(X, ...)                            \
+    X(SL__SPSC_SHARED, spsc_shared_adapter, __VA_ARGS__) \
+    X(SL__MPMC_SHARED, mpmc_shared_adapter, __VA_ARGS__)
 
 /* The adapter of flavour f, or NULL when f has no row (a bad sl_chan_opts).
  * For what runs once per channel; the per-message paths use DISPATCH. */
@@ -412,7 +618,7 @@ static const flavor_adapter timer_adapter = {
     case flavor: return &adapter;
 static const flavor_adapter *adapter_of(sl_flavor f)
 {
-    switch (f) { CHAN_FLAVORS(ADAPTER_ROW, 0) }
+    switch (f) { CHAN_FLAVORS(ADAPTER_ROW, 0) SHARED_FLAVORS(ADAPTER_ROW, 0) }
     return NULL;
 }
 
@@ -433,8 +639,36 @@ static bool flavor_supported(sl_flavor f) { return adapter_of(f) != NULL; }
     case flavor: return fn(&adapter, __VA_ARGS__);
 #define DISPATCH(f, fn, ...)                                           \
     do {                                                               \
-        switch (f) { CHAN_FLAVORS(DISPATCH_ROW, fn, __VA_ARGS__) }     \
+        switch (f) {                                                   \
+            CHAN_FLAVORS(DISPATCH_ROW, fn, __VA_ARGS__)                \
+            SHARED_FLAVORS(DISPATCH_SHARED_ROW, fn, __VA_ARGS__)       \
+        }                                                              \
         __builtin_unreachable();                                       \
     } while (0)
+
+/* A shared row goes to fn's out-of-line instance for the shared rows
+ * (SHARED_DISPATCHER): inlined into the one switch, its cases made gcc keep
+ * one more register, and a stack frame, for every flavour's path (measured:
+ * 3 to 8 instructions per in-process send + receive pair). Behind a cold
+ * trampoline, the switch's register allocation is the in-process rows' as
+ * before; a shared channel pays one more direct jump. */
+#define DISPATCH_SHARED_ROW(flavor, adapter, fn, ...) \
+    case flavor: return fn##_shared(__VA_ARGS__);
+
+/* Defines fn_shared(params), the cold trampoline, and fn_shared_rows, fn
+ * for the shared rows, compiled as hot as the rest. args are params' names,
+ * the channel among them as `ch`. */
+#define SHARED_DISPATCHER(ret, fn, params, ...)                    \
+    static __attribute__((noinline)) ret fn##_shared_rows params   \
+    {                                                              \
+        switch (ch->flavor) {                                      \
+            SHARED_FLAVORS(DISPATCH_ROW, fn, __VA_ARGS__)          \
+        default: __builtin_unreachable();                          \
+        }                                                          \
+    }                                                              \
+    static __attribute__((noinline, cold)) ret fn##_shared params  \
+    {                                                              \
+        return fn##_shared_rows(__VA_ARGS__);                      \
+    }
 
 #endif /* SLUICE_CHANNELS_CHAN_FLAVORS_H */

@@ -15,7 +15,11 @@
 #include "sluice/ring.h"
 #include "sluice/spsc.h"
 #include "internal/await.h"
+#include "rings.h"
 #include "timer.h"
+#include "broadcast.h"
+
+#include <stddef.h>
 
 /* An event-loop descriptor of one channel end (sluice/chanfd.h, chanfd.c). */
 typedef struct sl__chan_fd {
@@ -26,16 +30,58 @@ typedef struct sl__chan_fd {
 /* Slots for counting senders in flight (a power of two). */
 #define SL_SEND_SLOTS 16
 
+/* The first words of a channel's shared part: in a shared-memory segment
+ * they identify it (docs/shm-layout.md); an in-process channel leaves them
+ * zero. Written once by the creator, magic last (release), before any
+ * other process opens the segment; read once by an opener, to validate. */
+typedef struct sl__shm_header {
+    SL_ATOMIC(uint64_t) magic; /* SL__SHM_MAGIC once the segment is ready */
+    uint32_t version;          /* SL__SHM_VERSION */
+    uint32_t flavor;           /* the public sl_flavor: SL_SPSC or SL_MPMC */
+    uint64_t elem_size;
+    uint64_t capacity;
+    uint64_t size;             /* bytes the creator made the segment */
+} sl__shm_header;
+
+/* A shared channel's mapping, process-local (channels/shm.c). */
+typedef struct sl__shm_map {
+    void *base;  /* the local page(s) and the segment after them */
+    size_t len;
+    int fd;      /* the segment's descriptor, owned by the handle; -1 none */
+} sl__shm_map;
+
 struct sl_chan {
-    /* Read by every operation, written only by close: one line. The two
-     * eventcounts share it on purpose: in the steady state both are only read
-     * (the notify fast path), so the line stays shared in every cache. */
+    /* ---- process-local: trusted, never in a shared segment --------------
+     * What every operation reads and nobody writes after the constructor;
+     * for a channel in shared memory (sluice/shm.h) this part lives in this
+     * process's private page just below the segment, so that no word a peer
+     * process can write is ever used as a size, an index bound or a
+     * pointer. */
     SL_ALIGNAS(SL_CACHELINE) sl_flavor flavor;
-    SL_ATOMIC(uint32_t) closed;
     size_t elem_size;
     size_t capacity;
     sl_drop_fn drop;
     void *drop_ctx;
+    /* Event-loop descriptors, by sl_chan_end; read only where `selectors`
+     * is not zero, or where a try failed (chanfd.c). */
+    sl__chan_fd fds[2];
+    /* A shared channel's queue geometry, validated at open (the in-process
+     * flavours keep theirs in their raw queue below), and its mapping. */
+    union {
+        sl__spsc_geom spsc;
+        sl__mpmc_view mpmc;
+    } geom;
+    sl__shm_map shm;
+
+    /* ---- shared: the control words and the raw queue --------------------
+     * From `hdr` on, everything may be shared with other processes: only
+     * atomics and counters, every index masked or bounded before use. For a
+     * shared channel the segment is mapped exactly here (channels/shm.c).
+     * Read by every operation, written only by close: one line. The two
+     * eventcounts share it on purpose: in the steady state both are only read
+     * (the notify fast path), so the line stays shared in every cache. */
+    SL_ALIGNAS(SL_CACHELINE) sl__shm_header hdr;
+    SL_ATOMIC(uint32_t) closed;
     sl_event not_empty; /* receivers park here */
     sl_event not_full;  /* senders park here */
     SL_ATOMIC(uint32_t) selectors; /* threads in sl_select on this channel, and
@@ -51,26 +97,34 @@ struct sl_chan {
     struct {
         SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint32_t) n;
     } in_flight[SL_SEND_SLOTS];
-    /* The raw queue: one member per flavour, used only by its adapter. */
+    /* The raw queue: one member per flavour, used only by its adapter. A
+     * shared channel uses only the counters of its spsc or mpmc member. */
     union {
         sl_spsc spsc;
         sl_mpmc mpmc;
         sl_list list;
         sl_ring ring;
         sl_timer_state timer;
+        sl__bcast_end bcast;
     } q;
-    /* Event-loop descriptors, by sl_chan_end; read only where `selectors`
-     * is not zero, or where a try failed (chanfd.c). Last: the hot fields
-     * keep their offsets. */
-    sl__chan_fd fds[2];
 };
+
+/* Where a channel's shared part begins: a shared channel's segment is mapped
+ * at (char *)ch + SL__CHAN_SHARED_AT. */
+#define SL__CHAN_SHARED_AT offsetof(struct sl_chan, hdr)
+
+/* sl_chan_free's end for a shared channel (channels/shm.c): unmaps this
+ * process's view and closes its descriptor; the segment itself stays. */
+void sl__shm_release(sl_chan *ch);
 
 /* One non-blocking send: SL_OK, SL_EVICTED (SL_RING, displaced message to the
  * drop function), SL_FULL, SL_ENOMEM or SL_CLOSED. Wakes one receiver and any
  * selecting thread. */
 sl_status sl__chan_try_send(sl_chan *ch, const void *elem);
 
-/* One non-blocking receive: SL_OK, SL_EMPTY, or SL_CLOSED once drained. */
+/* One non-blocking receive: SL_OK, SL_EMPTY, SL_CLOSED once drained, or
+ * SL_LAGGED (a broadcast subscriber that fell behind), or SL_EINVAL (a
+ * broadcast send handle). */
 sl_status sl__chan_try_recv(sl_chan *ch, void *out);
 
 /* The earliest instant at which ch may become ready to receive without a
@@ -82,6 +136,9 @@ uint64_t sl__chan_ready_at(const sl_chan *ch);
  * notify (the queue flavours), so that an event-loop descriptor can follow
  * it; not a timer channel, which becomes ready by the clock (chanfd.c). */
 bool sl__chan_changes_notify(const sl_chan *ch);
+
+/* Whether ch lives in a shared-memory segment (sluice/shm.h). */
+bool sl__chan_is_shared(const sl_chan *ch);
 
 /* sl__event_await (internal/await.h) for a wait whose condition may also
  * come true at an instant rather than by a notify: it sleeps no later than

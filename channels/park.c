@@ -33,8 +33,16 @@
  * blocking call with a re-checkable condition goes through it, so the steps
  * W1–W4 above are the ones it takes, in that order, for all of them.
  *
- * The epoch is 32 bits: a waiter descheduled between W2 and W4 while exactly
- * 2^32 notifies happen would sleep on a stale key. We accept that window.
+ * The epoch's bit 0 says whether the eventcount lives in memory shared
+ * between processes (sl__event_init_shared): its futex calls then go without
+ * FUTEX_PRIVATE_FLAG, which keys the wait by the mapped object rather than by
+ * this process's address space, so a waiter in one process is woken by a
+ * notifier in another (docs/guarantees.md, "Across processes"). Every notify
+ * adds 2, leaving the bit as it was.
+ *
+ * The epoch moves in steps of 2: a waiter descheduled between W2 and W4
+ * while exactly 2^31 notifies happen would sleep on a stale key. We accept
+ * that window.
  */
 #define SL_NO_INLINE 1
 #include "sluice/park.h"
@@ -66,13 +74,55 @@ static void choose_barrier(void)
 
 static pthread_once_t barrier_once = PTHREAD_ONCE_INIT;
 
+/* One step of the epoch: bit 0 is the shared mark, never changed. */
+#define EPOCH_STEP 2u
+
+static void event_init(sl_event *ev, uint32_t mark)
+{
+    pthread_once(&barrier_once, choose_barrier);
+    atomic_init(&ev->epoch, mark);
+    atomic_init(&ev->waiters, 0u);
+}
+
 SL_API void sl_event_init(sl_event *ev)
 {
-    if (!ev)
-        return;
-    pthread_once(&barrier_once, choose_barrier);
-    atomic_init(&ev->epoch, 0u);
-    atomic_init(&ev->waiters, 0u);
+    if (ev)
+        event_init(ev, 0u);
+}
+
+SL_API void sl__event_init_shared(sl_event *ev)
+{
+    if (ev)
+        event_init(ev, 1u);
+}
+
+/* Whether an epoch value (a key, or what a bump returned) belongs to an
+ * eventcount shared between processes. */
+static inline bool epoch_shared(uint32_t epoch)
+{
+#ifdef SL_MUTANT_SHM_PRIVATE_FUTEX
+    (void)epoch;
+    return false; /* planted bug: shared eventcounts use process-private futexes */
+#endif
+    return (epoch & 1u) != 0;
+}
+
+static int futex_wait_epoch(sl_event *ev, uint32_t key, uint64_t deadline_ns)
+{
+    return epoch_shared(key) ? sl__futex_wait_shared(&ev->epoch, key, deadline_ns)
+                             : sl__futex_wait(&ev->epoch, key, deadline_ns);
+}
+
+/* Bumps the epoch (release: what the notifier did before is visible to the
+ * waiter that acquires the new epoch) and wakes up to count waiters. */
+static void bump_and_wake(sl_event *ev, int count)
+{
+    uint32_t was = atomic_fetch_add_explicit(&ev->epoch, EPOCH_STEP, memory_order_release);
+    SL_FI(); /* epoch moved, not yet woken */
+    if (epoch_shared(was))
+        sl__futex_wake_shared(&ev->epoch, count);
+    else
+        sl__futex_wake(&ev->epoch, count);
 }
 
 /* Tries of a barrier that fails with an error the kernel may not repeat (its
@@ -164,7 +214,7 @@ static sl_status futex_sleep(sl_event *ev, uint32_t key, uint64_t deadline_ns)
         if (epoch_moved(ev, key))
             return SL_OK;
         SL_FI(); /* between the epoch check and the futex's own compare */
-        int r = sl__futex_wait(&ev->epoch, key, deadline_ns);
+        int r = futex_wait_epoch(ev, key, deadline_ns);
         if (r != 0 && r != -EINTR && r != -EAGAIN && r != -ETIMEDOUT)
             futex_failed();
         if (deadline_ns == SL_FOREVER)
@@ -201,34 +251,28 @@ SL_API void sl_event_notify_one_slow(sl_event *ev)
     SL_FI();
 #ifdef SL_MUTANT_PARK_WAKE_BEFORE_BUMP
     sl__futex_wake(&ev->epoch, 1); /* planted bug: wakes, then moves the epoch */
+    atomic_fetch_add_explicit(&ev->epoch, EPOCH_STEP, memory_order_release);
+    return;
 #endif
-    /* Release: what the notifier did before is visible to the waiter that
-     * acquires the new epoch. */
-    atomic_fetch_add_explicit(&ev->epoch, 1u, memory_order_release);
-    SL_FI(); /* epoch moved, not yet woken */
-#ifndef SL_MUTANT_PARK_WAKE_BEFORE_BUMP
-    sl__futex_wake(&ev->epoch, 1);
-#endif
+    bump_and_wake(ev, 1);
 }
 
 SL_API void sl_event_notify_all_slow(sl_event *ev)
 {
     if (!ev || atomic_load_explicit(&ev->waiters, memory_order_seq_cst) == 0)
         return;
-    atomic_fetch_add_explicit(&ev->epoch, 1u, memory_order_release);
 #ifdef SL_MUTANT_PARK_CLOSE_NOTIFY_ONE
-    sl__futex_wake(&ev->epoch, 1); /* planted bug: close wakes one waiter */
+    bump_and_wake(ev, 1); /* planted bug: close wakes one waiter */
     return;
 #endif
-    sl__futex_wake(&ev->epoch, INT32_MAX);
+    bump_and_wake(ev, INT32_MAX);
 }
 
 SL_API void sl_event_notify_n_slow(sl_event *ev, size_t n)
 {
     if (!ev || n == 0 || atomic_load_explicit(&ev->waiters, memory_order_seq_cst) == 0)
         return;
-    atomic_fetch_add_explicit(&ev->epoch, 1u, memory_order_release);
-    sl__futex_wake(&ev->epoch, n > (size_t)INT32_MAX ? INT32_MAX : (int)n);
+    bump_and_wake(ev, n > (size_t)INT32_MAX ? INT32_MAX : (int)n);
 }
 
 SL_API void sl_event_notify_one(sl_event *ev) { sl__event_notify_one_fast(ev); }

@@ -12,6 +12,8 @@
 #include "sluice/ring.h"
 #include "sluice/spsc.h"
 
+#include "cellring.h"
+
 /* bytes rounded up to whole cache lines: aligned_alloc(SL_CACHELINE, ...)
  * wants a multiple of the alignment (the sanitizers' allocators enforce it),
  * and the storage then shares no line with a neighbouring allocation. */
@@ -26,6 +28,11 @@ static inline size_t sl__round_to_line(size_t bytes)
  * capacity (the overwrite ring's pushers hold one while displacing). */
 sl_status sl__mpmc_init_mode(sl_mpmc *q, size_t elem_size, size_t capacity, uint64_t start,
                              size_t spare);
+
+/* Slots an SL_SPSC ring of this geometry stores (a power of two: the
+ * capacity and its slack); the caller has checked the sizes as
+ * sl_spsc_init does. */
+size_t sl__spsc_storage(size_t elem_size, size_t capacity);
 
 /* Messages of at most 8 bytes live in the used ring's cells ("direct");
  * larger ones in slots whose indices travel through the free and used rings. */
@@ -44,6 +51,27 @@ unsigned char *sl__mpmc_slot(sl_mpmc *q, uint64_t index);
  * `displace`, swaps out the oldest value into *evicted in the same step and
  * returns 2. Returns 0 when published without displacing. */
 int sl__mpmc_publish(sl_mpmc *q, uint64_t value, bool displace, uint64_t *evicted);
+
+/* An SL_MPMC queue seen as its two rings and its slots (cellring.h), apart
+ * from where its counters and geometry are kept: the raw queue builds one
+ * from its own fields; a channel in shared memory keeps one, validated once
+ * at open, in its process-local handle (sluice/shm.h), with the counters and
+ * cells in the segment. The push and pop are written once, against a view. */
+typedef struct sl__mpmc_view {
+    sl__cellring used;
+    sl__cellring free;     /* indexed form only */
+    unsigned char *slots;  /* NULL: the direct form */
+    size_t elem_size;
+    size_t slot_count;
+} sl__mpmc_view;
+
+/* One push and one pop through a view, with every slot index read from the
+ * rings checked against slot_count before use: an index out of range (a
+ * corrupted segment) makes the push say SL_FULL and the pop SL_EMPTY, and the
+ * index is dropped. For shared channels; the raw queue's own forms skip the
+ * check (their rings are private memory). */
+sl_status sl__mpmc_push_in(const sl__mpmc_view *v, const void *elem);
+sl_status sl__mpmc_pop_in(const sl__mpmc_view *v, void *out);
 
 /* Called with a pointer to each message's bytes inside the ring. */
 typedef void (*sl_visit_fn)(void *elem, void *ctx);

@@ -83,7 +83,9 @@ static bool cases_valid(const sl_select_case *cases, size_t n, const size_t *ind
             return false;
         if (!cases[i].ch)
             continue;
-        if (!cases[i].buf)
+        /* A shared channel's changes ring this process's bell only: waiting
+         * on one across processes is not in this version (sluice/shm.h). */
+        if (!cases[i].buf || sl__chan_is_shared(cases[i].ch))
             return false;
         any = true;
     }

@@ -37,15 +37,17 @@ static size_t slack_slots(size_t elem_size)
     return elem_size >= 2 * SL_CACHELINE ? 0 : (2 * SL_CACHELINE + elem_size - 1) / elem_size;
 }
 
+size_t sl__spsc_storage(size_t elem_size, size_t capacity)
+{
+    return round_up_pow2(capacity + slack_slots(elem_size));
+}
+
 static void init_side(sl_spsc_side *side, unsigned char *slots, size_t mask, size_t capacity,
                       size_t elem_size, uint64_t start)
 {
     atomic_init(&side->index, (size_t)start);
     side->peer_cache = (size_t)start;
-    side->slots = slots;
-    side->mask = mask;
-    side->capacity = capacity;
-    side->elem_size = elem_size;
+    side->geom = (sl__spsc_geom){slots, mask, capacity, elem_size};
     atomic_init(&side->active, 0u);
 }
 
@@ -56,7 +58,7 @@ sl_status sl__spsc_init_at(sl_spsc *q, size_t elem_size, size_t capacity, uint64
     /* The pow2 storage must fit a size_t, and so must storage * elem_size. */
     if (capacity > (SIZE_MAX >> 2) / elem_size)
         return SL_EINVAL;
-    size_t slots_n = round_up_pow2(capacity + slack_slots(elem_size));
+    size_t slots_n = sl__spsc_storage(elem_size, capacity);
     unsigned char *slots = sl__alloc(SL_CACHELINE, slots_n * elem_size);
     if (!slots)
         return SL_ENOMEM;
@@ -74,13 +76,13 @@ SL_API void sl_spsc_destroy(sl_spsc *q)
 {
     if (!q)
         return;
-    free(q->prod.slots);
-    q->prod.slots = q->cons.slots = NULL;
+    free(q->prod.geom.slots);
+    q->prod.geom.slots = q->cons.geom.slots = NULL;
 }
 
 /* Copies n messages between the ring, starting at position pos, and a flat
  * array; at most two memcpy calls (before and after the wrap). */
-static void copy_run(const sl_spsc_side *s, size_t pos, unsigned char *flat, size_t n,
+static void copy_run(const sl__spsc_geom *s, size_t pos, unsigned char *flat, size_t n,
                      bool into_ring)
 {
     size_t first = (pos & s->mask);
@@ -99,23 +101,27 @@ static void copy_run(const sl_spsc_side *s, size_t pos, unsigned char *flat, siz
     }
 }
 
-SL_API size_t sl_spsc_push_n(sl_spsc *q, const void *elems, size_t n)
+SL_API size_t sl__spsc_push_n_in(sl_spsc *q, const sl__spsc_geom *g, const void *elems, size_t n)
 {
-    if (!q || !elems || n == 0)
-        return 0;
     sl_spsc_side *p = &q->prod;
     sl__spsc_enter(q, p, "producer");
     size_t tail = atomic_load_explicit(&p->index, memory_order_relaxed);
-    size_t room = p->capacity - (tail - p->peer_cache);
+    size_t room = g->capacity - (tail - p->peer_cache);
     if (room < n) {
         /* Acquire: the consumer finished reading the slots it released. */
         p->peer_cache = atomic_load_explicit(&q->cons.index, memory_order_acquire);
-        room = p->capacity - (tail - p->peer_cache);
+        room = g->capacity - (tail - p->peer_cache);
     }
-    if (n > room)
-        n = room;
+    /* room > capacity: the counters say more than the capacity is free,
+     * which only a corrupted counter in shared memory can (sluice/shm.h). */
+#ifdef SL_MUTANT_SHM_SPSC_BATCH_UNBOUNDED
+    if (n > room) /* planted bug: a batch believes a corrupted counter */
+#else
+    if (n > room || room > g->capacity)
+#endif
+        n = room > g->capacity ? 0 : room;
     if (n) {
-        copy_run(p, tail, (unsigned char *)(uintptr_t)elems, n, true);
+        copy_run(g, tail, (unsigned char *)(uintptr_t)elems, n, true);
         SL_FI();
         /* Release: all n messages are visible before the new tail. */
         atomic_store_explicit(&p->index, tail + n, memory_order_release);
@@ -127,10 +133,8 @@ SL_API size_t sl_spsc_push_n(sl_spsc *q, const void *elems, size_t n)
     return n;
 }
 
-SL_API size_t sl_spsc_pop_n(sl_spsc *q, void *out, size_t n)
+SL_API size_t sl__spsc_pop_n_in(sl_spsc *q, const sl__spsc_geom *g, void *out, size_t n)
 {
-    if (!q || !out || n == 0)
-        return 0;
     sl_spsc_side *c = &q->cons;
     sl__spsc_enter(q, c, "consumer");
     size_t head = atomic_load_explicit(&c->index, memory_order_relaxed);
@@ -140,10 +144,11 @@ SL_API size_t sl_spsc_pop_n(sl_spsc *q, void *out, size_t n)
         c->peer_cache = atomic_load_explicit(&q->prod.index, memory_order_acquire);
         avail = c->peer_cache - head;
     }
-    if (n > avail)
-        n = avail;
+    /* avail > capacity: a corrupted counter (as in push_n). */
+    if (n > avail || avail > g->capacity)
+        n = avail > g->capacity ? 0 : avail;
     if (n) {
-        copy_run(c, head, out, n, false);
+        copy_run(g, head, out, n, false);
         SL_FI();
         /* Release: our reads of the n slots complete before the producer reuses them. */
         atomic_store_explicit(&c->index, head + n, memory_order_release);
@@ -152,26 +157,40 @@ SL_API size_t sl_spsc_pop_n(sl_spsc *q, void *out, size_t n)
     return n;
 }
 
-SL_API size_t sl_spsc_len(const sl_spsc *q)
+SL_API size_t sl__spsc_len_in(const sl_spsc *q, size_t capacity)
 {
-    if (!q)
-        return 0;
     /* Head first: the tail read after it is at least as new, so the
      * difference is never negative; clamp the other way. */
     size_t head = atomic_load_explicit(&q->cons.index, memory_order_acquire);
     size_t tail = atomic_load_explicit(&q->prod.index, memory_order_acquire);
     size_t len = tail - head;
-    return len > q->prod.capacity ? q->prod.capacity : len;
+    return len > capacity ? capacity : len;
 }
 
-SL_API size_t sl_spsc_cap(const sl_spsc *q) { return q ? q->prod.capacity : 0; }
+SL_API size_t sl_spsc_push_n(sl_spsc *q, const void *elems, size_t n)
+{
+    if (!q || !elems || n == 0)
+        return 0;
+    return sl__spsc_push_n_in(q, &q->prod.geom, elems, n);
+}
+
+SL_API size_t sl_spsc_pop_n(sl_spsc *q, void *out, size_t n)
+{
+    if (!q || !out || n == 0)
+        return 0;
+    return sl__spsc_pop_n_in(q, &q->cons.geom, out, n);
+}
+
+SL_API size_t sl_spsc_len(const sl_spsc *q) { return q ? sl__spsc_len_in(q, q->prod.geom.capacity) : 0; }
+
+SL_API size_t sl_spsc_cap(const sl_spsc *q) { return q ? q->prod.geom.capacity : 0; }
 
 void sl__spsc_drain(sl_spsc *q, sl_visit_fn fn, void *ctx)
 {
     size_t head = atomic_load_explicit(&q->cons.index, memory_order_relaxed);
     size_t tail = atomic_load_explicit(&q->prod.index, memory_order_acquire);
     for (; head != tail; head++)
-        fn(q->cons.slots + (head & q->cons.mask) * q->cons.elem_size, ctx);
+        fn(q->cons.geom.slots + (head & q->cons.geom.mask) * q->cons.geom.elem_size, ctx);
     atomic_store_explicit(&q->cons.index, head, memory_order_release);
     q->cons.peer_cache = tail;
 }

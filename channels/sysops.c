@@ -4,8 +4,9 @@
  *
  * FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline, so a wait
  * interrupted by a signal retries with the same deadline instead of
- * recomputing a relative one. Futexes are process-private: sluice objects are
- * never shared between processes. Allocation and thread creation sit in the
+ * recomputing a relative one. Futexes are process-private, except the
+ * shared variants, for eventcounts in memory shared between processes
+ * (sluice/shm.h). Allocation and thread creation sit in the
  * same table so that tests can make them fail.
  */
 #include "internal/sysops.h"
@@ -20,7 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static int sys_futex_wait(SL_ATOMIC(uint32_t) *word, uint32_t expected, uint64_t deadline_ns)
+static int futex_wait_op(SL_ATOMIC(uint32_t) *word, uint32_t expected, uint64_t deadline_ns,
+                         int private_flag)
 {
     struct timespec ts, *tsp = NULL;
     if (deadline_ns != SL_FOREVER) {
@@ -28,17 +30,37 @@ static int sys_futex_wait(SL_ATOMIC(uint32_t) *word, uint32_t expected, uint64_t
         ts.tv_nsec = (long)(deadline_ns % 1000000000u);
         tsp = &ts;
     }
-    long r = syscall(SYS_futex, (void *)word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
+    long r = syscall(SYS_futex, (void *)word, FUTEX_WAIT_BITSET | private_flag,
                      expected, tsp, NULL, FUTEX_BITSET_MATCH_ANY);
     return r == 0 ? 0 : -errno;
 }
 
-static int sys_futex_wake(SL_ATOMIC(uint32_t) *word, int count)
+static int futex_wake_op(SL_ATOMIC(uint32_t) *word, int count, int private_flag)
 {
     SL_FI(); /* a wake delayed behind the waiter's compare */
-    long r = syscall(SYS_futex, (void *)word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, count,
-                     NULL, NULL, 0);
+    long r = syscall(SYS_futex, (void *)word, FUTEX_WAKE | private_flag, count, NULL, NULL, 0);
     return r < 0 ? 0 : (int)r;
+}
+
+static int sys_futex_wait(SL_ATOMIC(uint32_t) *word, uint32_t expected, uint64_t deadline_ns)
+{
+    return futex_wait_op(word, expected, deadline_ns, FUTEX_PRIVATE_FLAG);
+}
+
+static int sys_futex_wake(SL_ATOMIC(uint32_t) *word, int count)
+{
+    return futex_wake_op(word, count, FUTEX_PRIVATE_FLAG);
+}
+
+static int sys_futex_wait_shared(SL_ATOMIC(uint32_t) *word, uint32_t expected,
+                                 uint64_t deadline_ns)
+{
+    return futex_wait_op(word, expected, deadline_ns, 0);
+}
+
+static int sys_futex_wake_shared(SL_ATOMIC(uint32_t) *word, int count)
+{
+    return futex_wake_op(word, count, 0);
 }
 
 static uint64_t sys_now_ns(void)
@@ -85,6 +107,8 @@ static int sys_thread_getattr(pthread_attr_t *attr)
 const sl_sys_ops sl__sys_default_ops = {
     .futex_wait = sys_futex_wait,
     .futex_wake = sys_futex_wake,
+    .futex_wait_shared = sys_futex_wait_shared,
+    .futex_wake_shared = sys_futex_wake_shared,
     .now_ns = sys_now_ns,
     .membarrier = sys_membarrier,
     .eventfd = sys_eventfd,
@@ -121,6 +145,18 @@ int sl__futex_wake(SL_ATOMIC(uint32_t) *word, int count)
 {
     const sl_sys_ops *t = sl__sys();
     return ENTRY(t, futex_wake)(word, count);
+}
+
+int sl__futex_wait_shared(SL_ATOMIC(uint32_t) *word, uint32_t expected, uint64_t deadline_ns)
+{
+    const sl_sys_ops *t = sl__sys();
+    return ENTRY(t, futex_wait_shared)(word, expected, deadline_ns);
+}
+
+int sl__futex_wake_shared(SL_ATOMIC(uint32_t) *word, int count)
+{
+    const sl_sys_ops *t = sl__sys();
+    return ENTRY(t, futex_wake_shared)(word, count);
 }
 
 uint64_t sl__now_ns(void)

@@ -85,11 +85,19 @@ mutants=(
 "TIMER_BACKLOG|default|unit_timer|CK_TIMEOUT_MULTIPLIER=0.1||1|1|timer: a ticker's next fire is the missed one plus one period (missed ticks queue up)"
 "TIMER_TAKE_BY_STORE|default|unit_timer|CK_TIMEOUT_MULTIPLIER=0.1||1|1|timer: a receive takes a due fire with a plain store instead of the CAS"
 "TIMER_BLIND_WAIT|default|unit_timer|CK_TIMEOUT_MULTIPLIER=0.1||1|0|timer: waits ignore the timers' next fire (\`sl__chan_ready_at\` says SL_FOREVER)"
+"SHM_PRIVATE_FUTEX|default|unit_shm|CK_RUN_CASE=park SL_SHM_CHILD_ALARM=1||1|1|shared eventcounts wait and wake with FUTEX_PRIVATE_FLAG: a receiver parked in one process is never woken by a send or close in another"
+"SHM_UNBOUNDED_INDEX|asan|unit_shm|CK_RUN_CASE=refusals||1|0|a shared SL_MPMC channel uses a slot index read from the segment without checking it against the slot count (a peer's garbage becomes an access outside the segment)"
+"SHM_SPSC_BATCH_UNBOUNDED|asan|unit_shm|CK_RUN_CASE=refusals||1|0|a shared SL_SPSC channel's batch send believes counters that claim more room than the capacity (a batch then copies past the ring's storage)"
+"SHM_COMPILER_FENCE|faults|stress_shm|||0|0|a shared SL_SPSC channel orders its in-flight flag and its pop with a compiler barrier, relying on a membarrier that does not reach the other process (a store-buffer window of nanoseconds: the argument in docs/guarantees.md, \`Across processes\`, not a test, rules it out)"
 "SELECT_BIASED_SHUFFLES|default|unit_select|CK_RUN_CASE=biased||1|1|biased select shuffles its cases like the fair one"
 "SELECT_ARM_ONCE|default|unit_select|CK_RUN_CASE=blocking||1|0|select arms the bell at its first re-check only, not after a wake that found nothing"
 "RECV_N_EMPTY_AT_ZERO|fuzz|fuzz_mpmc||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/mpmc|1|1|\`recv_n_for\` with a zero timeout on an empty channel answers SL_EMPTY instead of SL_TIMEDOUT"
 "RECV_N_NO_LAST_LOOK|faults|stress_chan|CK_RUN_CASE=close_drains||1|0|batch receive skips the last look after close (\`recv_n\` answers SL_CLOSED with messages inside)"
 "CHANFD_NO_RECHECK|default|unit_chanfd|CK_RUN_CASE=contract||1|1|event-loop descriptor: a receive's re-arm resets and arms without its re-check"
+"BCAST_NO_RECHECK|faults|unit_broadcast|CK_RUN_CASE=threads||1|1|broadcast: a receive does not re-check the slot's stamp after its copy (an overwrite tears the message it returns)"
+"BCAST_SENDERS_SHARE_SLOT|faults|unit_broadcast|CK_RUN_CASE=threads||1|0|broadcast: a sender does not wait for the sender a lap earlier in its slot (two senders write one slot at once)"
+"BCAST_NO_OVERWRITE_DROP|default|unit_broadcast|CK_RUN_CASE=contract||1|1|broadcast: an overwritten original is never dropped"
+"BCAST_LAG_MISCOUNT|default|unit_broadcast|CK_RUN_CASE=contract||1|1|broadcast: a lag skips one message more than SL_LAGGED reports"
 )
 
 mode="" only="" out=lines model=0 baseline=0

@@ -109,6 +109,7 @@ const char *sl_test_flavor_name(sl_flavor f)
     case SL_LIST: return "LIST";
     case SL_RING: return "RING";
     case SL_TIMER: return "TIMER";
+    case SL_BROADCAST: return "BROADCAST";
     default: return "?";
     }
 }
@@ -255,9 +256,11 @@ static void fault_nap(void)
     nanosleep(&ts, NULL);
 }
 
-/* futex_wait: 1/8 a spurious return, 1/16 -EINTR, 1/16 -ETIMEDOUT before a
- * finite deadline, 1/8 a nap of 1–5 µs before the real call. */
-static int spurious_futex_wait(SL_ATOMIC(uint32_t) *word, uint32_t expected, uint64_t deadline_ns)
+/* futex_wait (private or shared: `real`): 1/8 a spurious return, 1/16
+ * -EINTR, 1/16 -ETIMEDOUT before a finite deadline, 1/8 a nap of 1–5 µs
+ * before the real call. */
+static int spurious_wait_with(int (*real)(SL_ATOMIC(uint32_t) *, uint32_t, uint64_t),
+                              SL_ATOMIC(uint32_t) *word, uint32_t expected, uint64_t deadline_ns)
 {
     count_fault(F_WAIT);
     switch (fault_rand() % 16) {
@@ -274,18 +277,40 @@ static int spurious_futex_wait(SL_ATOMIC(uint32_t) *word, uint32_t expected, uin
     case 5: count_fault(F_WAIT_DELAY); fault_nap(); break;
     default: break;
     }
-    return sl__sys_default_ops.futex_wait(word, expected, deadline_ns);
+    return real(word, expected, deadline_ns);
+}
+
+static int spurious_futex_wait(SL_ATOMIC(uint32_t) *word, uint32_t expected, uint64_t deadline_ns)
+{
+    return spurious_wait_with(sl__sys_default_ops.futex_wait, word, expected, deadline_ns);
+}
+
+static int spurious_futex_wait_shared(SL_ATOMIC(uint32_t) *word, uint32_t expected,
+                                      uint64_t deadline_ns)
+{
+    return spurious_wait_with(sl__sys_default_ops.futex_wait_shared, word, expected, deadline_ns);
 }
 
 /* futex_wake: 1/8 a nap first (a wake late behind the waiter's compare). */
-static int spurious_futex_wake(SL_ATOMIC(uint32_t) *word, int count)
+static void spurious_wake_delay(void)
 {
     count_fault(F_WAKE);
     if (fault_rand() % 8 == 0) {
         count_fault(F_WAKE_DELAY);
         fault_nap();
     }
+}
+
+static int spurious_futex_wake(SL_ATOMIC(uint32_t) *word, int count)
+{
+    spurious_wake_delay();
     return sl__sys_default_ops.futex_wake(word, count);
+}
+
+static int spurious_futex_wake_shared(SL_ATOMIC(uint32_t) *word, int count)
+{
+    spurious_wake_delay();
+    return sl__sys_default_ops.futex_wake_shared(word, count);
 }
 
 static int refused_membarrier(int cmd)
@@ -296,7 +321,9 @@ static int refused_membarrier(int cmd)
 }
 
 static const sl_sys_ops k_spurious_ops = {.futex_wait = spurious_futex_wait,
-                                          .futex_wake = spurious_futex_wake};
+                                          .futex_wake = spurious_futex_wake,
+                                          .futex_wait_shared = spurious_futex_wait_shared,
+                                          .futex_wake_shared = spurious_futex_wake_shared};
 
 static sl_sys_ops g_base = {.alloc = fault_alloc};
 static bool g_env_spurious, g_env_nomembarrier;
@@ -306,7 +333,8 @@ static bool g_env_spurious, g_env_nomembarrier;
 static void overlay(sl_sys_ops *out, const sl_sys_ops *o)
 {
 #define PICK(f) out->f = o && o->f ? o->f : g_base.f ? g_base.f : sl__sys_default_ops.f
-    PICK(futex_wait); PICK(futex_wake); PICK(now_ns); PICK(membarrier); PICK(eventfd); PICK(eventfd_reset);
+    PICK(futex_wait); PICK(futex_wake); PICK(futex_wait_shared); PICK(futex_wake_shared);
+    PICK(now_ns); PICK(membarrier); PICK(eventfd); PICK(eventfd_reset);
     PICK(alloc);
     PICK(thread_create); PICK(thread_getattr);
 #undef PICK
@@ -391,6 +419,8 @@ __attribute__((constructor)) static void sys_base_install(void)
     if (g_env_spurious) {
         g_base.futex_wait = spurious_futex_wait;
         g_base.futex_wake = spurious_futex_wake;
+        g_base.futex_wait_shared = spurious_futex_wait_shared;
+        g_base.futex_wake_shared = spurious_futex_wake_shared;
     }
     sl_test_sys_faults_seed(sl_test_env_seed("SL_STRESS_SEED") ^ 0xFA17ull);
     sl_test_sys_restore(); /* g_composed[0]: the base alone */

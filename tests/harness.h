@@ -111,8 +111,9 @@ TCase *sl_test_loop_case(Suite *s, const char *name, int timeout, const TTest *t
  *   - with SL_TEST_SYSFAULTS=nomembarrier, membarrier, which fails with
  *     ENOSYS (so the registration fails and sluice uses fences on both
  *     sides, from the first eventcount on);
- *   - with SL_TEST_SYSFAULTS=spurious, futex_wait and futex_wake, which
- *     inject spurious wake-ups, EINTR, early ETIMEDOUT and delays
+ *   - with SL_TEST_SYSFAULTS=spurious, futex_wait and futex_wake (and
+ *     their shared variants), which inject spurious wake-ups, EINTR, early
+ *     ETIMEDOUT and delays
  *     (sl_test_sys_spurious).
  * The two combine: SL_TEST_SYSFAULTS=nomembarrier,spurious. What was
  * injected is printed at exit ("[SL_TEST_SYSFAULTS] injected: ...").

@@ -23,6 +23,11 @@ typedef struct sl_sys_ops {
     int (*futex_wait)(SL_ATOMIC(uint32_t) *word, uint32_t expected, uint64_t deadline_ns);
     /* FUTEX_WAKE up to count waiters on word; returns how many woke (>= 0). */
     int (*futex_wake)(SL_ATOMIC(uint32_t) *word, int count);
+    /* The same two on a word in memory shared between processes: without
+     * FUTEX_PRIVATE_FLAG, so the kernel keys them by the mapped object and a
+     * wake reaches waiters in other processes (sluice/shm.h). */
+    int (*futex_wait_shared)(SL_ATOMIC(uint32_t) *word, uint32_t expected, uint64_t deadline_ns);
+    int (*futex_wake_shared)(SL_ATOMIC(uint32_t) *word, int count);
     /* CLOCK_MONOTONIC in nanoseconds. */
     uint64_t (*now_ns)(void);
     /* membarrier(2) with `cmd` and no flags; 0 on success, -errno otherwise. */
@@ -59,6 +64,8 @@ void sl__sys_set_ops(const sl_sys_ops *ops);
  * entries is safe to install. */
 int sl__futex_wait(SL_ATOMIC(uint32_t) *word, uint32_t expected, uint64_t deadline_ns);
 int sl__futex_wake(SL_ATOMIC(uint32_t) *word, int count);
+int sl__futex_wait_shared(SL_ATOMIC(uint32_t) *word, uint32_t expected, uint64_t deadline_ns);
+int sl__futex_wake_shared(SL_ATOMIC(uint32_t) *word, int count);
 uint64_t sl__now_ns(void);
 int sl__membarrier(int cmd);
 int sl__eventfd(unsigned initval);

@@ -62,6 +62,11 @@ typedef struct sl_event {
 /* Initialises ev with no waiters. Not concurrent with any other use of ev. */
 SL_API void sl_event_init(sl_event *ev);
 
+/* Initialises ev, in memory shared between processes (internal: the shared
+ * channels of sluice/shm.h), with no waiters: its futex calls then reach
+ * waiters in every process that maps it. Not concurrent with any other use. */
+SL_API void sl__event_init_shared(sl_event *ev);
+
 /* Registers the caller as a waiter and returns the key to pass to
  * sl_event_wait. Acts as a full (seq_cst) fence after the registration, so the
  * caller's re-check of its condition cannot be reordered before it.

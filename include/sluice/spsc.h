@@ -42,14 +42,23 @@
 
 SL_BEGIN_DECLS
 
+/* The ring's geometry, apart from its counters (internal): the ring's own
+ * operations read the copy in the side that runs them; a channel in shared
+ * memory keeps it in its process-local handle, so that nothing a peer
+ * process writes into the segment is ever used as a pointer or a size
+ * (sluice/shm.h). The algorithm is written once, against (counters, geometry). */
+typedef struct sl__spsc_geom {
+    unsigned char *slots;
+    size_t mask;      /* storage - 1; storage is a power of two */
+    size_t capacity;
+    size_t elem_size;
+} sl__spsc_geom;
+
 /* What one side of the ring keeps on its own cache line. */
 typedef struct sl_spsc_side {
     SL_ATOMIC(size_t) index;   /* this side's position; written by this side only */
     size_t peer_cache;         /* the other side's index as last read by this side */
-    unsigned char *slots;      /* geometry, copied per side: read-only after init */
-    size_t mask;
-    size_t capacity;
-    size_t elem_size;
+    sl__spsc_geom geom;        /* geometry, copied per side: read-only after init */
     SL_ATOMIC(unsigned) active; /* debug builds: 1 while an operation runs */
 } sl_spsc_side;
 
@@ -57,6 +66,7 @@ typedef struct sl_spsc {
     SL_ALIGNAS(SL_CACHELINE) sl_spsc_side prod; /* tail: next position to write */
     SL_ALIGNAS(SL_CACHELINE) sl_spsc_side cons; /* head: next position to read */
 } sl_spsc;
+
 
 /* Initialises q for capacity messages of elem_size bytes each.
  * Returns SL_OK; SL_EINVAL for NULL q, elem_size 0 or above SL_ELEM_MAX,
@@ -81,6 +91,12 @@ SL_API size_t sl_spsc_pop_n(sl_spsc *q, void *out, size_t n);
 SL_API size_t sl_spsc_len(const sl_spsc *q);
 /* The capacity given to init. */
 SL_API size_t sl_spsc_cap(const sl_spsc *q);
+
+/* The batch forms and the length against a given geometry (q supplies the
+ * counters only); the sl_spsc_* forms above pass q's own. */
+SL_API size_t sl__spsc_push_n_in(sl_spsc *q, const sl__spsc_geom *g, const void *elems, size_t n);
+SL_API size_t sl__spsc_pop_n_in(sl_spsc *q, const sl__spsc_geom *g, void *out, size_t n);
+SL_API size_t sl__spsc_len_in(const sl_spsc *q, size_t capacity);
 
 /* Reports a second concurrent producer or consumer and aborts. */
 SL_API void sl__spsc_misuse(const sl_spsc *q, const char *side);
@@ -120,29 +136,30 @@ static inline void sl__spsc_leave(sl_spsc_side *side)
 #endif
 }
 
-static inline sl_status sl__spsc_try_push_fast(sl_spsc *q, const void *elem)
+/* One push with the counters of q and the geometry g (the one algorithm;
+ * every index into the slots is masked with g's mask, so counters that a
+ * peer corrupted still address a slot of g). */
+static inline sl_status sl__spsc_push_in(sl_spsc *q, const sl__spsc_geom *g, const void *elem)
 {
-    if (!q || !elem)
-        return SL_EINVAL;
     sl_spsc_side *p = &q->prod;
     sl__spsc_enter(q, p, "producer");
     /* Relaxed: only this thread writes the tail. */
     size_t tail = atomic_load_explicit(&p->index, memory_order_relaxed);
-    if (tail - p->peer_cache >= p->capacity) {
+    if (tail - p->peer_cache >= g->capacity) {
         SL_FI();
         /* Acquire: the consumer's reads of the slots it freed happen before
          * our overwrite of them. */
         p->peer_cache = atomic_load_explicit(&q->cons.index, memory_order_acquire);
 #ifdef SL_MUTANT_SPSC_INLINE_CAP_PLUS_ONE
-        if (tail - p->peer_cache > p->capacity) { /* planted bug: lets capacity + 1 in */
+        if (tail - p->peer_cache > g->capacity) { /* planted bug: lets capacity + 1 in */
 #else
-        if (tail - p->peer_cache >= p->capacity) {
+        if (tail - p->peer_cache >= g->capacity) {
 #endif
             sl__spsc_leave(p);
             return SL_FULL;
         }
     }
-    sl__spsc_copy(p->slots + (tail & p->mask) * p->elem_size, elem, p->elem_size);
+    sl__spsc_copy(g->slots + (tail & g->mask) * g->elem_size, elem, g->elem_size);
     SL_FI();
     /* Release: the message bytes are visible before the consumer sees the new tail. */
     atomic_store_explicit(&p->index, tail + 1, memory_order_release);
@@ -150,10 +167,9 @@ static inline sl_status sl__spsc_try_push_fast(sl_spsc *q, const void *elem)
     return SL_OK;
 }
 
-static inline sl_status sl__spsc_try_pop_fast(sl_spsc *q, void *out)
+/* One pop with the counters of q and the geometry g. */
+static inline sl_status sl__spsc_pop_in(sl_spsc *q, const sl__spsc_geom *g, void *out)
 {
-    if (!q || !out)
-        return SL_EINVAL;
     sl_spsc_side *c = &q->cons;
     sl__spsc_enter(q, c, "consumer");
     size_t head = atomic_load_explicit(&c->index, memory_order_relaxed);
@@ -167,12 +183,26 @@ static inline sl_status sl__spsc_try_pop_fast(sl_spsc *q, void *out)
             return SL_EMPTY;
         }
     }
-    sl__spsc_copy(out, c->slots + (head & c->mask) * c->elem_size, c->elem_size);
+    sl__spsc_copy(out, g->slots + (head & g->mask) * g->elem_size, g->elem_size);
     SL_FI();
     /* Release: our read of the slot completes before the producer may reuse it. */
     atomic_store_explicit(&c->index, head + 1, memory_order_release);
     sl__spsc_leave(c);
     return SL_OK;
+}
+
+static inline sl_status sl__spsc_try_push_fast(sl_spsc *q, const void *elem)
+{
+    if (!q || !elem)
+        return SL_EINVAL;
+    return sl__spsc_push_in(q, &q->prod.geom, elem);
+}
+
+static inline sl_status sl__spsc_try_pop_fast(sl_spsc *q, void *out)
+{
+    if (!q || !out)
+        return SL_EINVAL;
+    return sl__spsc_pop_in(q, &q->cons.geom, out);
 }
 #endif /* !__cplusplus */
 

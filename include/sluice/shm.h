@@ -1,0 +1,171 @@
+/*
+ * sluice/shm.h — channels between processes: a channel in a shared-memory
+ * segment, with the same sl_chan handle and the same sl_chan_* calls.
+ *
+ * One process creates the channel in a new segment — an anonymous memfd,
+ * whose descriptor it passes to others (over a Unix socket with SCM_RIGHTS,
+ * or by fork), or a named POSIX shared-memory object — and the others open
+ * it by descriptor or by name. Each gets its own sl_chan handle; every
+ * sl_chan_* call works on it as on an in-process channel of the same flavour
+ * (send, receive, the try and timed forms, the batches, close, len, cap),
+ * between any threads of any processes that have it open:
+ *
+ *   // producer                                   // consumer (after fork)
+ *   sl_chan_opts o = {.flavor = SL_SPSC,          sl_chan *ch;
+ *                     .elem_size = 64,            sl_chan_shm_open_fd(&ch, fd, &o);
+ *                     .capacity = 1024};          while (sl_chan_recv(ch, buf) == SL_OK)
+ *   sl_chan *ch;                                      use(buf);
+ *   sl_chan_shm_create(&ch, NULL, &o, 0);
+ *   int fd = sl_chan_shm_fd(ch);  // pass it on
+ *
+ * Flavours: SL_SPSC (one sending thread and one receiving thread, in any
+ * processes) and SL_MPMC (any number), any message size 1 .. SL_ELEM_MAX.
+ * Not SL_LIST (its nodes are allocated and linked by pointers, which mean
+ * nothing in another process), not SL_TIMER (a clock read in the receiving
+ * process: make one there), and not yet SL_RING (its displaced messages go
+ * to a drop function, and a sender that dies holding one of its spare slots
+ * needs the peer-death analysis still to come).
+ *
+ * Messages are byte copies. Pointers mean nothing in another process, so
+ * sl_chan_send_ptr and its forms refuse a shared channel with SL_EINVAL, and
+ * so do the constructors given a drop function. sl_chan_fd (event-loop
+ * descriptors) and sl_select refuse a shared channel with SL_EINVAL in this
+ * version: an eventfd and the select bell belong to one process, and a
+ * change made in another process would not reach them.
+ *
+ * Lifetime. sl_chan_free unmaps this process's view and closes its
+ * descriptor; it never destroys the segment, and it does not check for
+ * threads still using the channel (other processes' threads are counted in
+ * the same words): the caller must know its own threads are done. The
+ * segment, with any messages still in it, lives while any process maps it
+ * or holds a descriptor of it: a memfd goes away with its last descriptor
+ * and mapping; a named object stays until sl_chan_shm_unlink (and then until
+ * its last mapping goes). Close is the channel's: sl_chan_close from any
+ * process closes it for all.
+ *
+ * Security. A segment is created with mode 0600 (only the creating user)
+ * unless the caller passes another mode. Opening checks the segment's magic
+ * number, its layout version, the flavour and the message size (and the
+ * capacity, if the caller gives one) against the caller's expectation, and
+ * that the segment is large enough for that geometry; any mismatch is
+ * refused with SL_EINVAL. After open, nothing read from the segment is
+ * trusted: the geometry (message size, capacity, masks, where the slots are)
+ * and every pointer live in the process-local handle, and every index read
+ * from the segment is masked or bounded before use. A peer process that
+ * writes garbage into the segment can make that channel misbehave (lose,
+ * duplicate or invent messages, report full or empty or closed wrongly,
+ * wake threads for nothing, keep a call on that channel spinning for up
+ * to a few laps of the ring, or make a debug build's misuse check abort) but
+ * never makes this process read or write outside the segment or call
+ * through a pointer read from it. A memfd is sealed against shrinking and
+ * growing; a named object cannot be sealed, so a peer with write access
+ * that truncates it makes this process's next access fault (SIGBUS):
+ * prefer the memfd where peers are not trusted. The layout is
+ * docs/shm-layout.md; the ordering argument, docs/guarantees.md ("Across
+ * processes").
+ *
+ * Progress and ordering are the flavour's (sluice/chan.h) between threads
+ * of different processes too: the blocking forms park on futexes shared
+ * between processes; the timeouts read CLOCK_MONOTONIC, which all processes
+ * share.
+ *
+ * What is not yet said: what a process that dies in the middle of an
+ * operation leaves behind. Until that analysis (a later version), a process
+ * killed inside a send or a receive may leave the channel unusable for the
+ * others (an SL_SPSC flag left set, for one, keeps receivers from seeing
+ * SL_CLOSED).
+ */
+#ifndef SLUICE_SHM_H
+#define SLUICE_SHM_H
+
+#include "sluice/chan.h"
+
+SL_BEGIN_DECLS
+
+/* Creates a channel in a new shared-memory segment and returns this
+ * process's handle in *out. name NULL: an anonymous memfd (sealed against
+ * resizing), whose descriptor sl_chan_shm_fd gives. Otherwise a named POSIX
+ * shared-memory object (shm_open(3): "/" and up to 254 characters with no
+ * other "/"), created exclusively: an existing name is refused. mode: the
+ * segment's permission bits; 0 means 0600. opts as for sl_chan_new, with
+ * flavor SL_SPSC or SL_MPMC and no drop function.
+ * Returns SL_OK; SL_EINVAL for NULL out or opts, a flavour other than
+ * SL_SPSC or SL_MPMC, a drop function, elem_size 0 or above SL_ELEM_MAX,
+ * capacity 0 or above 2^40 or a segment size that overflows, mode with bits
+ * beyond 0777, a bad name or one that exists or may not be created (errno
+ * says which); SL_ENOMEM when the system is out of memory or descriptors.
+ * Nothing is left behind on failure (a named object made is unlinked).
+ * Not concurrent with an open of the same name (open after this returns). */
+SL_API sl_status sl_chan_shm_create(sl_chan **out, const char *name, const sl_chan_opts *opts,
+                                    unsigned mode);
+
+/* Opens the channel in the segment of descriptor fd (a memfd received over
+ * a Unix socket, or inherited) and returns this process's handle in *out;
+ * the handle keeps its own duplicate of fd, so the caller may close fd.
+ * expect: the flavour and message size the caller requires, and capacity
+ * (0: any); its drop must be NULL.
+ * Returns SL_OK; SL_EINVAL for NULL out or expect, a bad descriptor, a
+ * segment that is not a sluice channel (magic), of another layout version,
+ * flavour or message size than expected, of another capacity where one is
+ * expected, or smaller than its geometry needs, or a drop function;
+ * SL_ENOMEM when out of memory or descriptors. */
+SL_API sl_status sl_chan_shm_open_fd(sl_chan **out, int fd, const sl_chan_opts *expect);
+
+/* sl_chan_shm_open_fd for the named object `name` (made by
+ * sl_chan_shm_create), opened read-write: SL_EINVAL also when it does not
+ * exist or the caller may not open it (errno says which). */
+SL_API sl_status sl_chan_shm_open(sl_chan **out, const char *name, const sl_chan_opts *expect);
+
+/* Removes the name of a named segment: later opens by name fail; processes
+ * that have it open keep using it, and the segment goes with its last
+ * handle. Returns SL_OK, or SL_EINVAL (NULL, or no such name: errno). */
+SL_API sl_status sl_chan_shm_unlink(const char *name);
+
+/* The descriptor of ch's segment, owned by ch (closed by sl_chan_free):
+ * send it over a Unix socket (SCM_RIGHTS duplicates it) or dup it. -1 for
+ * NULL or an in-process channel. Wait-free. */
+SL_API int sl_chan_shm_fd(const sl_chan *ch);
+
+/* The typed form: after SL_CHAN_TYPED(name, T) (sluice/chan.h),
+ * SL_CHAN_SHM_TYPED(name, T) adds name_shm_create, name_shm_open and
+ * name_shm_open_fd, the calls above with elem_size sizeof(T) (the opts'
+ * elem_size is ignored, as in name_new); every other name_* call works on
+ * the result, and name_shm_fd gives the descriptor. */
+#define SL_CHAN_SHM_TYPED(name, T)                                                   \
+    SL_TYPED_FN sl_chan_opts name##_shm_opts_(const sl_chan_opts *o)                 \
+    {                                                                                \
+        sl_chan_opts o_ = *o;                                                        \
+        o_.elem_size = sizeof(T);                                                    \
+        return o_;                                                                   \
+    }                                                                                \
+    SL_TYPED_FN sl_status name##_shm_create(name **out, const char *shm_name,        \
+                                            const sl_chan_opts *opts, unsigned mode) \
+    {                                                                                \
+        sl_chan_opts o_;                                                             \
+        if (!opts) return SL_EINVAL;                                                 \
+        o_ = name##_shm_opts_(opts);                                                 \
+        return sl_chan_shm_create((sl_chan **)(void *)out, shm_name, &o_, mode);     \
+    }                                                                                \
+    SL_TYPED_FN sl_status name##_shm_open(name **out, const char *shm_name,          \
+                                          const sl_chan_opts *expect)                \
+    {                                                                                \
+        sl_chan_opts o_;                                                             \
+        if (!expect) return SL_EINVAL;                                               \
+        o_ = name##_shm_opts_(expect);                                               \
+        return sl_chan_shm_open((sl_chan **)(void *)out, shm_name, &o_);             \
+    }                                                                                \
+    SL_TYPED_FN sl_status name##_shm_open_fd(name **out, int fd,                     \
+                                             const sl_chan_opts *expect)             \
+    {                                                                                \
+        sl_chan_opts o_;                                                             \
+        if (!expect) return SL_EINVAL;                                               \
+        o_ = name##_shm_opts_(expect);                                               \
+        return sl_chan_shm_open_fd((sl_chan **)(void *)out, fd, &o_);                \
+    }                                                                                \
+    SL_TYPED_FN int name##_shm_fd(const name *c)                                     \
+    { return sl_chan_shm_fd((const sl_chan *)(const void *)c); }                     \
+    typedef int name##_shm_typed_ /* so that the use takes a semicolon */
+
+SL_END_DECLS
+
+#endif /* SLUICE_SHM_H */

@@ -1,0 +1,669 @@
+/*
+ * tests/unit_shm.c — channels between processes (sluice/shm.h).
+ *
+ * Every exchange runs between fork()ed processes, each with its own handle
+ * (opened by descriptor, by name, or from a descriptor passed over a Unix
+ * socket with SCM_RIGHTS). A child checks what it sees itself and reports
+ * by its exit status (it never calls into Check); alarm() ends a child that
+ * hangs, so a wake-up that never crosses the process boundary fails the
+ * test instead of hanging it.
+ *
+ * Checked: SL_SPSC and SL_MPMC with 8- and 64-byte messages, each message
+ * exactly once and in order, with the blocking forms parked across
+ * processes (a sender blocked on a full channel, a receiver on an empty
+ * one); the try and timed forms on full and empty; a close made in one
+ * process seen in another, by a blocked receiver too; the descriptor passed
+ * with SCM_RIGHTS; named segments (create, open, exclusive create, unlink,
+ * modes); every refusal (flavour, drop function, sizes, mode, magic,
+ * version, flavour/size/capacity mismatch, a short segment, send_ptr,
+ * event-loop descriptors, select, the internal flavours); and a segment
+ * scribbled with garbage between operations, which the process survives
+ * with sane answers (under ASan in that preset).
+ *
+ * Under TSan: the handles, mappings and each process's own paths are
+ * checked; TSan does not see the other process's accesses. Every exchange
+ * here has one sending and one receiving process at a time, so SL_MPMC's
+ * 16-byte CAS, which TSan emulates under a lock of its own process, is
+ * still atomic where it races (stress_shm.c says more).
+ */
+#include "harness.h"
+#include "stress_common.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <sluice/chanfd.h>
+#include <sluice/select.h>
+#include <sluice/shm.h>
+
+/* Seconds after which a child still running is hung (SL_SHM_CHILD_ALARM:
+ * the planted-bug run shortens it). */
+static unsigned child_alarm(void) { return sl_test_env_uint("SL_SHM_CHILD_ALARM", 20); }
+
+static const struct {
+    sl_flavor flavor;
+    size_t esz;
+} k_cfg[] = {{SL_SPSC, 8}, {SL_SPSC, 64}, {SL_MPMC, 8}, {SL_MPMC, 64}};
+
+static sl_chan_opts opts_of(int i, size_t cap)
+{
+    return (sl_chan_opts){.flavor = k_cfg[i].flavor, .elem_size = k_cfg[i].esz, .capacity = cap};
+}
+
+/* Runs fn(arg) in a child process; its return value is the exit status. */
+static pid_t spawn(int (*fn)(void *), void *arg)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        /* Check's SIGALRM handler, inherited, would kill the whole process
+         * group, the test with it: the child's hang must end the child. */
+        signal(SIGALRM, SIG_DFL);
+        alarm(child_alarm());
+        _exit(fn(arg));
+    }
+    return pid;
+}
+
+static void join_ok(pid_t pid)
+{
+    int ws = 0;
+    ck_assert_int_eq(waitpid(pid, &ws, 0), pid);
+    ck_assert_msg(WIFEXITED(ws), "child killed by signal %d (a hang ends in SIGALRM)",
+                  WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
+    ck_assert_msg(WEXITSTATUS(ws) == 0, "child failed at step %d", WEXITSTATUS(ws));
+}
+
+/* ---- a consumer process ---------------------------------------------------- */
+typedef struct consumer_arg {
+    int fd;
+    sl_chan_opts opts;
+    uint64_t n;         /* messages to expect, in order, then SL_CLOSED */
+    const char *name;   /* open by name instead of fd */
+} consumer_arg;
+
+static int consume(void *p)
+{
+    consumer_arg *a = p;
+    sl_chan *ch;
+    sl_status st = a->name ? sl_chan_shm_open(&ch, a->name, &a->opts)
+                           : sl_chan_shm_open_fd(&ch, a->fd, &a->opts);
+    if (st != SL_OK)
+        return 1;
+    unsigned char buf[64];
+    for (uint64_t i = 0; i < a->n; i++) {
+        /* Alternate the forms: blocking, timed, batch of one. */
+        size_t got = 1;
+        st = i % 3 == 0   ? sl_chan_recv(ch, buf)
+             : i % 3 == 1 ? sl_chan_recv_for(ch, buf, 10 * SEC)
+                          : sl_chan_recv_n(ch, buf, 1, &got);
+        if (st != SL_OK || got != 1)
+            return 2;
+        if (!sl_test_seq_is(buf, a->opts.elem_size, i))
+            return 3;
+    }
+    if (sl_chan_recv(ch, buf) != SL_CLOSED)
+        return 4;
+    sl_chan_free(ch);
+    return 0;
+}
+
+/* Sends 0 .. n-1 with the blocking send (the channel is small, so the
+ * sender parks on full), then closes. */
+static void produce(sl_chan *ch, size_t esz, uint64_t n)
+{
+    unsigned char buf[64];
+    for (uint64_t i = 0; i < n; i++) {
+        sl_test_seq_fill(buf, esz, i);
+        ck_assert_int_eq(i % 2 ? sl_chan_send(ch, buf) : sl_chan_send_for(ch, buf, 10 * SEC),
+                         SL_OK);
+    }
+    sl_chan_close(ch);
+}
+
+START_TEST(test_exchange)
+{
+    sl_chan_opts o = opts_of(_i, 4);
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    ck_assert_int_eq(sl_chan_flavor(ch), o.flavor);
+    ck_assert_uint_eq(sl_chan_cap(ch), 4);
+    ck_assert_uint_eq(sl_chan_elem_size(ch), o.elem_size);
+    uint64_t n = sl_test_scaled(10000, 2000);
+    consumer_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o, .n = n};
+    pid_t pid = spawn(consume, &a);
+    produce(ch, o.elem_size, n);
+    join_ok(pid);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* ---- parking across processes -------------------------------------------- */
+typedef struct park_arg {
+    int fd;
+    sl_chan_opts opts;
+} park_arg;
+
+/* Blocks in a receive with no deadline twice: woken by a send, then by the
+ * close, both made by the parent after this child has had time to park. */
+static int park_recv(void *p)
+{
+    park_arg *a = p;
+    sl_chan *ch;
+    if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK)
+        return 1;
+    unsigned char buf[64];
+    if (sl_chan_recv(ch, buf) != SL_OK || !sl_test_seq_is(buf, a->opts.elem_size, 7))
+        return 2;
+    if (sl_chan_recv(ch, buf) != SL_CLOSED)
+        return 3;
+    if (sl_chan_try_send(ch, buf) != SL_CLOSED || !sl_chan_is_closed(ch))
+        return 4;
+    sl_chan_free(ch);
+    return 0;
+}
+
+START_TEST(test_park_and_close_across)
+{
+    sl_chan_opts o = opts_of(_i, 2);
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    park_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o};
+    pid_t pid = spawn(park_recv, &a);
+    unsigned char buf[64];
+    sl_test_seq_fill(buf, o.elem_size, 7);
+    /* Long enough that the child's spin is over and it sleeps in the futex
+     * (if it were not, the test would pass without parking: never falsely fail). */
+    sl_test_sleep_ns(50 * MS);
+    ck_assert_int_eq(sl_chan_send(ch, buf), SL_OK);
+    sl_test_sleep_ns(50 * MS);
+    sl_chan_close(ch);
+    join_ok(pid);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* Finds the channel full, then blocks in a send until the parent receives. */
+static int park_send(void *p)
+{
+    park_arg *a = p;
+    sl_chan *ch;
+    if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK)
+        return 1;
+    unsigned char buf[64];
+    sl_test_seq_fill(buf, a->opts.elem_size, 99);
+    if (sl_chan_len(ch) != sl_chan_cap(ch) || sl_chan_try_send(ch, buf) != SL_FULL ||
+        sl_chan_send_for(ch, buf, 0) != SL_TIMEDOUT)
+        return 2;
+    if (sl_chan_send(ch, buf) != SL_OK)
+        return 3;
+    sl_chan_free(ch);
+    return 0;
+}
+
+START_TEST(test_full_empty_timed)
+{
+    sl_chan_opts o = opts_of(_i, 3);
+    sl_chan *ch;
+    unsigned char buf[64];
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_EMPTY);
+    ck_assert_int_eq(sl_chan_recv_for(ch, buf, 5 * MS), SL_TIMEDOUT);
+    for (uint64_t i = 0; i < 3; i++) {
+        sl_test_seq_fill(buf, o.elem_size, i);
+        ck_assert_int_eq(sl_chan_try_send(ch, buf), SL_OK);
+    }
+    ck_assert_int_eq(sl_chan_send_for(ch, buf, 5 * MS), SL_TIMEDOUT);
+    park_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o};
+    pid_t pid = spawn(park_send, &a);
+    sl_test_sleep_ns(50 * MS);
+    ck_assert_int_eq(sl_chan_recv(ch, buf), SL_OK);
+    ck_assert(sl_test_seq_is(buf, o.elem_size, 0));
+    join_ok(pid);
+    unsigned char four[4 * 64];
+    size_t got = 0;
+    ck_assert_int_eq(sl_chan_recv_n_for(ch, four, 4, 0, &got), SL_OK);
+    ck_assert_uint_eq(got, 3);
+    ck_assert(sl_test_seq_is(four, o.elem_size, 1));
+    ck_assert(sl_test_seq_is(four + o.elem_size, o.elem_size, 2));
+    ck_assert(sl_test_seq_is(four + 2 * o.elem_size, o.elem_size, 99));
+    ck_assert_uint_eq(sl_chan_len(ch), 0);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* ---- the descriptor over a Unix socket ----------------------------------- */
+static void send_fd(int sock, int fd)
+{
+    char byte = 'c';
+    struct iovec iov = {&byte, 1};
+    union {
+        struct cmsghdr h;
+        char b[CMSG_SPACE(sizeof(int))];
+    } u;
+    memset(&u, 0, sizeof u);
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
+                       .msg_controllen = sizeof u.b};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    ck_assert_int_eq(sendmsg(sock, &m, 0), 1);
+}
+
+static int recv_fd(int sock)
+{
+    char byte;
+    struct iovec iov = {&byte, 1};
+    union {
+        struct cmsghdr h;
+        char b[CMSG_SPACE(sizeof(int))];
+    } u;
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
+                       .msg_controllen = sizeof u.b};
+    if (recvmsg(sock, &m, 0) != 1)
+        return -1;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    if (!c || c->cmsg_type != SCM_RIGHTS)
+        return -1;
+    int fd;
+    memcpy(&fd, CMSG_DATA(c), sizeof fd);
+    return fd;
+}
+
+static int socket_consumer(void *p)
+{
+    consumer_arg *a = p;
+    a->fd = recv_fd(a->fd); /* the socket, then the segment */
+    if (a->fd < 0)
+        return 10;
+    int r = consume(a);
+    close(a->fd);
+    return r;
+}
+
+START_TEST(test_scm_rights)
+{
+    int sv[2];
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    sl_chan_opts o = opts_of(_i, 8);
+    /* The child exists before the segment: the descriptor reaches it only
+     * through the socket. */
+    consumer_arg a = {.fd = sv[1], .opts = o, .n = 1000};
+    pid_t pid = spawn(socket_consumer, &a);
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    send_fd(sv[0], sl_chan_shm_fd(ch));
+    produce(ch, o.elem_size, 1000);
+    join_ok(pid);
+    sl_chan_free(ch);
+    close(sv[0]);
+    close(sv[1]);
+}
+END_TEST
+
+/* ---- named segments -------------------------------------------------------- */
+static const char *test_name(void)
+{
+    static char name[64];
+    snprintf(name, sizeof name, "/sluice-unit-shm-%d", (int)getpid());
+    return name;
+}
+
+static unsigned mode_of(const sl_chan *ch)
+{
+    struct stat sb;
+    ck_assert_int_eq(fstat(sl_chan_shm_fd(ch), &sb), 0);
+    return (unsigned)sb.st_mode & 0777u;
+}
+
+START_TEST(test_named)
+{
+    const char *name = test_name();
+    sl_chan_opts o = opts_of(_i, 16);
+    sl_chan *ch, *again;
+    sl_chan_shm_unlink(name); /* a leftover of a killed run */
+    ck_assert_int_eq(sl_chan_shm_create(&ch, name, &o, 0), SL_OK);
+    ck_assert_uint_eq(mode_of(ch), 0600);
+    ck_assert_int_eq(sl_chan_shm_create(&again, name, &o, 0), SL_EINVAL);
+    ck_assert_int_eq(errno, EEXIST);
+    consumer_arg a = {.opts = o, .n = 500, .name = name};
+    pid_t pid = spawn(consume, &a);
+    produce(ch, o.elem_size, 500);
+    join_ok(pid);
+    ck_assert_int_eq(sl_chan_shm_unlink(name), SL_OK);
+    ck_assert_int_eq(sl_chan_shm_open(&again, name, &o), SL_EINVAL);
+    ck_assert_int_eq(errno, ENOENT);
+    ck_assert_int_eq(sl_chan_shm_unlink(name), SL_EINVAL);
+    sl_chan_free(ch);
+    /* Another mode, exactly (no umask), on both kinds. */
+    ck_assert_int_eq(sl_chan_shm_create(&ch, name, &o, 0640), SL_OK);
+    ck_assert_uint_eq(mode_of(ch), 0640);
+    ck_assert_int_eq(sl_chan_shm_unlink(name), SL_OK);
+    sl_chan_free(ch);
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    ck_assert_uint_eq(mode_of(ch), 0600);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* ---- refusals --------------------------------------------------------------- */
+static void drop_nothing(void *elem, void *ctx) { (void)elem, (void)ctx; }
+
+START_TEST(test_create_refusals)
+{
+    sl_chan *ch = NULL;
+    sl_chan_opts o = {.flavor = SL_SPSC, .elem_size = 8, .capacity = 4};
+    ck_assert_int_eq(sl_chan_shm_create(NULL, NULL, &o, 0), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, NULL, 0), SL_EINVAL);
+    sl_flavor bad[] = {SL_LIST, SL_RING, SL_TIMER, SL__SPSC_SHARED, SL__MPMC_SHARED, 0, 77};
+    for (int i = 0; i < N_OF(bad); i++) {
+        sl_chan_opts b = o;
+        b.flavor = bad[i];
+        ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &b, 0), SL_EINVAL);
+        /* The internal flavours are not sl_chan_new's either. */
+        ck_assert_int_eq(sl_chan_new(&ch, &b) == SL_OK, bad[i] == SL_LIST || bad[i] == SL_RING);
+        if (bad[i] == SL_LIST || bad[i] == SL_RING)
+            sl_chan_free(ch);
+        ch = NULL;
+    }
+    sl_chan_opts b = o;
+    b.drop = drop_nothing;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &b, 0), SL_EINVAL);
+    b = o, b.elem_size = 0;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &b, 0), SL_EINVAL);
+    b = o, b.elem_size = SL_ELEM_MAX + 1;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &b, 0), SL_EINVAL);
+    b = o, b.capacity = 0;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &b, 0), SL_EINVAL);
+    b = o, b.capacity = ((size_t)1 << 40) + 1;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &b, 0), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 01600), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_shm_create(&ch, "no-slash/in/middle", &o, 0), SL_EINVAL);
+    ck_assert_ptr_null(ch);
+    ck_assert_int_eq(sl_chan_shm_unlink(NULL), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_shm_fd(NULL), -1);
+    /* An in-process channel has no segment. */
+    ck_assert_int_eq(sl_chan_new(&ch, &o), SL_OK);
+    ck_assert_int_eq(sl_chan_shm_fd(ch), -1);
+    sl_chan_free(ch);
+}
+END_TEST
+
+START_TEST(test_use_refusals)
+{
+    sl_chan_opts o = {.flavor = k_cfg[_i].flavor, .elem_size = sizeof(void *), .capacity = 4};
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    void *p = &o;
+    ck_assert_int_eq(sl_chan_send_ptr(ch, &p), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_try_send_ptr(ch, &p), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_send_ptr_for(ch, &p, MS), SL_EINVAL);
+    ck_assert_ptr_eq(p, &o); /* nothing consumed */
+    ck_assert_uint_eq(sl_chan_len(ch), 0);
+    int fd = -1;
+    ck_assert_int_eq(sl_chan_fd(ch, SL_END_RECV, &fd), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_fd(ch, SL_END_SEND, &fd), SL_EINVAL);
+    uint64_t v;
+    sl_select_case c[] = {{ch, SL_SEL_RECV, &v}};
+    size_t idx;
+    ck_assert_int_eq(sl_select(c, 1, 0, &idx), SL_EINVAL);
+    ck_assert_int_eq(sl_select_biased(c, 1, 0, &idx), SL_EINVAL);
+    uint64_t evicted;
+    ck_assert_int_eq(sl_chan_send_evict(ch, &v, &evicted), SL_EINVAL);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* The first bytes of fd's segment, mapped read-write, to corrupt. */
+static unsigned char *map_raw(int fd, size_t len)
+{
+    unsigned char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ck_assert_ptr_ne(p, MAP_FAILED);
+    return p;
+}
+
+static sl_status open_with(int fd, sl_flavor f, size_t esz, size_t cap)
+{
+    sl_chan_opts e = {.flavor = f, .elem_size = esz, .capacity = cap};
+    sl_chan *ch = NULL;
+    sl_status st = sl_chan_shm_open_fd(&ch, fd, &e);
+    if (st == SL_OK)
+        sl_chan_free(ch);
+    else
+        ck_assert_ptr_null(ch);
+    return st;
+}
+
+/* One header word at `off` changed to `bad`: refused; put back: opens. */
+static void check_word(int fd, unsigned char *raw, size_t off, size_t width, uint64_t bad)
+{
+    uint64_t keep = 0;
+    memcpy(&keep, raw + off, width);
+    memcpy(raw + off, &bad, width);
+    ck_assert_int_eq(open_with(fd, SL_MPMC, 64, 0), SL_EINVAL);
+    memcpy(raw + off, &keep, width);
+    ck_assert_int_eq(open_with(fd, SL_MPMC, 64, 0), SL_OK);
+}
+
+START_TEST(test_open_refusals)
+{
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 64, .capacity = 10};
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    int fd = sl_chan_shm_fd(ch);
+    ck_assert_int_eq(open_with(fd, SL_MPMC, 64, 10), SL_OK);
+    ck_assert_int_eq(open_with(fd, SL_MPMC, 64, 0), SL_OK);
+    ck_assert_int_eq(open_with(fd, SL_SPSC, 64, 10), SL_EINVAL);
+    ck_assert_int_eq(open_with(fd, SL_MPMC, 8, 10), SL_EINVAL);
+    ck_assert_int_eq(open_with(fd, SL_MPMC, 64, 11), SL_EINVAL);
+    sl_chan_opts e = o;
+    e.drop = drop_nothing;
+    sl_chan *other;
+    ck_assert_int_eq(sl_chan_shm_open_fd(&other, fd, &e), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_shm_open_fd(&other, -1, &o), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_shm_open_fd(NULL, fd, &o), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_shm_open_fd(&other, fd, NULL), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_shm_open(&other, NULL, &o), SL_EINVAL);
+    unsigned char *raw = map_raw(fd, 64);
+    check_word(fd, raw, 0, 8, 0x1234);            /* magic */
+    check_word(fd, raw, 8, 4, 2);                 /* version */
+    check_word(fd, raw, 12, 4, SL_LIST);          /* flavour: not shareable */
+    check_word(fd, raw, 16, 8, 0);                /* message size 0 */
+    check_word(fd, raw, 24, 8, 0);                /* capacity 0 */
+    check_word(fd, raw, 24, 8, (uint64_t)1 << 50); /* a geometry far beyond the segment */
+    check_word(fd, raw, 24, 8, 11);               /* one message more than fits */
+    munmap(raw, 64);
+    /* A file that is not a channel at all, and one too short for a header. */
+    int junk = memfd_create("junk", MFD_CLOEXEC);
+    ck_assert_int_ge(junk, 0);
+    ck_assert_int_eq(open_with(junk, SL_MPMC, 64, 0), SL_EINVAL);
+    ck_assert_int_eq(ftruncate(junk, 1 << 20), 0);
+    ck_assert_int_eq(open_with(junk, SL_MPMC, 64, 0), SL_EINVAL);
+    close(junk);
+    ck_assert_int_eq(open_with(STDIN_FILENO, SL_MPMC, 64, 0), SL_EINVAL);
+    /* The memfd is sealed: no peer can shrink it under a mapping. */
+    ck_assert_int_ne(ftruncate(fd, 100), 0);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* A named segment can be truncated (no seals): the next open refuses it. */
+START_TEST(test_short_segment)
+{
+    const char *name = test_name();
+    sl_chan_opts o = {.flavor = SL_SPSC, .elem_size = 64, .capacity = 100};
+    sl_chan *ch;
+    sl_chan_shm_unlink(name);
+    ck_assert_int_eq(sl_chan_shm_create(&ch, name, &o, 0), SL_OK);
+    int fd = sl_chan_shm_fd(ch);
+    struct stat sb;
+    ck_assert_int_eq(fstat(fd, &sb), 0);
+    sl_chan_free(ch); /* no mapping of ours is left to fault */
+    sl_chan *again;
+    ck_assert_int_eq(sl_chan_shm_open(&again, name, &o), SL_OK);
+    fd = sl_chan_shm_fd(again);
+    sl_chan_free(again);
+    int raw = shm_open(name, O_RDWR, 0);
+    ck_assert_int_ge(raw, 0);
+    ck_assert_int_eq(ftruncate(raw, sb.st_size - 1), 0);
+    ck_assert_int_eq(sl_chan_shm_open(&again, name, &o), SL_EINVAL);
+    ck_assert_int_eq(ftruncate(raw, 1000), 0);
+    ck_assert_int_eq(sl_chan_shm_open(&again, name, &o), SL_EINVAL);
+    close(raw);
+    ck_assert_int_eq(sl_chan_shm_unlink(name), SL_OK);
+}
+END_TEST
+
+/* ---- a peer that writes garbage -------------------------------------------- */
+/* Random words over the control words, the counters and (SL_MPMC) the
+ * cells, then operations with every non-blocking form: the process must
+ * not fault, and the answers stay in range (a process that fails to bound
+ * an index faults here, or, under ASan, reports the access). The SPSC debug build's
+ * `active` words are left alone: a peer setting them makes that build's
+ * misuse check abort, as documented. */
+static void scribble(unsigned char *raw, size_t len, sl_test_rng *r, bool spsc)
+{
+    for (uint64_t k = 1 + sl_test_rng_next(r) % 4; k > 0; k--) {
+        size_t off = 40 + (sl_test_rng_next(r) % ((len - 48) / 8)) * 8;
+        if (spsc && (off % 64) == 48 && off >= 1152 && off < 1280)
+            continue; /* sl_spsc_side.active, debug builds */
+        uint64_t v = sl_test_rng_next(r);
+        /* Small values reach more branches; large ones, a stamp or a
+         * counter far from the others (a guarded ring gives up there). */
+        if (sl_test_rng_next(r) % 2)
+            v %= 64;
+        memcpy(raw + off, &v, 8);
+    }
+}
+
+/* A few valid operations, so that the scribble meets a live state: a
+ * partly full ring, counters mid-lap, written and taken cells. */
+static void some_traffic(sl_chan *ch, sl_test_rng *r, unsigned char *buf)
+{
+    for (uint64_t k = sl_test_rng_next(r) % 8; k > 0; k--)
+        (void)sl_chan_try_send(ch, buf);
+    for (uint64_t k = sl_test_rng_next(r) % 8; k > 0; k--)
+        (void)sl_chan_try_recv(ch, buf);
+}
+
+START_TEST(test_garbage)
+{
+    sl_chan_opts o = opts_of(_i, 5);
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    size_t len = 2048 + 256; /* the control part, counters, and the first cells */
+    unsigned char *raw = map_raw(sl_chan_shm_fd(ch), len);
+    /* Each round starts from the fresh segment (a scribbled counter can
+     * leave a ring that refuses everything for good, and then later
+     * scribbles would meet nothing alive). */
+    unsigned char *fresh = xmalloc(len);
+    memcpy(fresh, raw, len);
+    sl_test_rng r;
+    sl_test_rng_seed(&r, sl_test_seed("shm", "garbage"));
+    /* Batches longer than any ring's storage (SL_SPSC stores 8 or 32 slots
+     * here): a batch that believed a corrupted counter would run past it. */
+    unsigned char buf[64 * 40];
+    memset(buf, 0, sizeof buf);
+    uint64_t rounds = sl_test_scaled(2000, 400);
+    for (uint64_t round = 0; round < rounds; round++) {
+        memcpy(raw, fresh, len);
+        some_traffic(ch, &r, buf);
+        scribble(raw, len, &r, o.flavor == SL_SPSC);
+        for (int k = 0; k < 3; k++) {
+            sl_status s1 = sl_chan_try_send(ch, buf);
+            sl_status s2 = sl_chan_try_recv(ch, buf);
+            size_t sent = sl_chan_try_send_n(ch, buf, 40);
+            size_t got = sl_chan_try_recv_n(ch, buf, 40);
+            ck_assert(s1 == SL_OK || s1 == SL_FULL || s1 == SL_CLOSED);
+            ck_assert(s2 == SL_OK || s2 == SL_EMPTY || s2 == SL_CLOSED);
+            ck_assert_uint_le(sent, 40);
+            ck_assert_uint_le(got, 40);
+            ck_assert_uint_le(sl_chan_len(ch), 5);
+            ck_assert_int_ne(sl_chan_recv_for(ch, buf, 0), SL_EINVAL);
+        }
+    }
+    free(fresh);
+    munmap(raw, len);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* ---- the typed form -------------------------------------------------------- */
+typedef struct pair {
+    uint64_t a, b;
+} pair;
+SL_CHAN_TYPED(pair_chan, pair);
+SL_CHAN_SHM_TYPED(pair_chan, pair);
+
+static int typed_child(void *p)
+{
+    pair_chan *c;
+    sl_chan_opts o = {.flavor = SL_MPMC}; /* elem_size comes from the type */
+    if (pair_chan_shm_open_fd(&c, *(int *)p, &o) != SL_OK)
+        return 1;
+    pair v = {3, 4};
+    if (pair_chan_send(c, &v) != SL_OK)
+        return 2;
+    pair_chan_free(c);
+    return 0;
+}
+
+START_TEST(test_typed)
+{
+    pair_chan *c;
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 1, .capacity = 2};
+    ck_assert_int_eq(pair_chan_shm_create(&c, NULL, NULL, 0), SL_EINVAL);
+    ck_assert_int_eq(pair_chan_shm_create(&c, NULL, &o, 0), SL_OK);
+    ck_assert_uint_eq(sl_chan_elem_size((sl_chan *)(void *)c), sizeof(pair));
+    int fd = pair_chan_shm_fd(c);
+    pid_t pid = spawn(typed_child, &fd);
+    pair v;
+    ck_assert_int_eq(pair_chan_recv_for(c, &v, 10 * SEC), SL_OK);
+    ck_assert(v.a == 3 && v.b == 4);
+    join_ok(pid);
+    ck_assert_int_eq(pair_chan_shm_open(&c, NULL, &o), SL_EINVAL);
+    pair_chan_free(c);
+}
+END_TEST
+
+static Suite *shm_suite(void)
+{
+    Suite *s = suite_create("shm");
+    TCase *tc = tcase_create("across");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_exchange, 0, N_OF(k_cfg));
+    tcase_add_loop_test(tc, test_full_empty_timed, 0, N_OF(k_cfg));
+    tcase_add_loop_test(tc, test_scm_rights, 0, N_OF(k_cfg));
+    tcase_add_loop_test(tc, test_named, 0, N_OF(k_cfg));
+    tcase_add_test(tc, test_typed);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("park");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_park_and_close_across, 0, N_OF(k_cfg));
+    suite_add_tcase(s, tc);
+    tc = tcase_create("refusals");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_create_refusals);
+    tcase_add_loop_test(tc, test_use_refusals, 0, N_OF(k_cfg));
+    tcase_add_test(tc, test_open_refusals);
+    tcase_add_test(tc, test_short_segment);
+    tcase_add_loop_test(tc, test_garbage, 0, N_OF(k_cfg));
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return sl_test_run(shm_suite());
+}

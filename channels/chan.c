@@ -37,19 +37,19 @@
 
 sl_status sl__chan_new_at(sl_chan **out, const sl_chan_opts *opts, uint64_t start)
 {
-    if (!out || !opts || !flavor_supported(opts->flavor))
+    if (!out || !opts || !flavor_supported(row_of(opts)))
         return SL_EINVAL;
     sl_chan *ch = sl__alloc(SL_CACHELINE, sizeof *ch);
     if (!ch)
         return SL_ENOMEM;
     memset(ch, 0, sizeof *ch);
-    const flavor_adapter *a = adapter_of(opts->flavor);
+    const flavor_adapter *a = adapter_of(row_of(opts));
     sl_status st = a->init(ch, opts, start);
     if (st != SL_OK) {
         free(ch);
         return st;
     }
-    ch->flavor = opts->flavor;
+    ch->flavor = row_of(opts);
     atomic_init(&ch->closed, 0u);
     atomic_init(&ch->selectors, 0u);
     atomic_init(&ch->drained, 0u);
@@ -68,7 +68,7 @@ sl_status sl__chan_new_at(sl_chan **out, const sl_chan_opts *opts, uint64_t star
 SL_API sl_status sl_chan_new(sl_chan **out, const sl_chan_opts *opts)
 {
     /* A flavour with its own constructors (SL_TIMER) is not made from opts. */
-    if (opts && flavor_supported(opts->flavor) && adapter_of(opts->flavor)->own_ctor)
+    if (opts && flavor_supported(row_of(opts)) && adapter_of(row_of(opts))->own_ctor)
         return SL_EINVAL;
     return sl__chan_new_at(out, opts, 0);
 }
@@ -283,7 +283,11 @@ static bool recv_ready(void *ctx)
 
 bool sl__chan_changes_notify(const sl_chan *ch)
 {
-    return adapter_of(ch->flavor)->ready_at == queue_ready_at;
+    /* Not a rendezvous channel either (its own wait): an end of one is ready
+     * only while a partner is blocked in it, and an event loop never blocks
+     * in a channel, so two loops at its two ends would never meet. */
+    const flavor_adapter *a = adapter_of(ch->flavor);
+    return a->ready_at == queue_ready_at && !a->await;
 }
 
 uint64_t sl__chan_ready_at(const sl_chan *ch)
@@ -330,6 +334,9 @@ static __attribute__((noinline)) sl_status await_op(sl_event *ev, sl__ready_fn r
                                                     sl_chan *ch, const void *elem, void *out,
                                                     uint64_t timeout_ns)
 {
+    const flavor_adapter *a = adapter_of(ch->flavor);
+    if (a->await) /* its waiters post offers (rendezvous) */
+        return a->await(ch, elem != NULL, elem ? (void *)elem : out, timeout_ns);
     chan_wait w = {.ch = ch, .elem = elem, .out = out};
     return await_wait(ev, ready, &w, timeout_ns);
 }
@@ -507,6 +514,13 @@ static bool recv_n_ready(void *ctx)
 static __attribute__((noinline)) sl_status await_recv_n(sl_chan *ch, void *out, size_t n,
                                                         uint64_t timeout_ns, size_t *got)
 {
+    const flavor_adapter *a = adapter_of(ch->flavor);
+    if (a->await) { /* one message through the flavour's wait, then whatever else is there */
+        sl_status st = a->await(ch, false, out, timeout_ns);
+        *got = st != SL_OK ? 0 : 1 + sl_chan_try_recv_n(ch, (unsigned char *)out + ch->elem_size,
+                                                         n - 1);
+        return st;
+    }
     chan_wait w = {.ch = ch, .out = out, .n = n};
     sl_status st = await_wait(&ch->not_empty, recv_n_ready, &w, timeout_ns);
     *got = st == SL_OK ? w.got : 0;
@@ -546,6 +560,9 @@ SL_API void sl_chan_close(sl_chan *ch)
      * in-flight flag needs, chan_flavors.h). */
     if (atomic_exchange_explicit(&ch->closed, 1u, memory_order_seq_cst) == 0) {
         SL_FI(); /* closed, nobody woken yet */
+        const flavor_adapter *a = adapter_of(ch->flavor);
+        if (a->close)
+            a->close(ch);
         sl_event_notify_all(&ch->not_empty);
         sl_event_notify_all(&ch->not_full);
         ring_selectors(ch);
@@ -563,6 +580,12 @@ SL_API size_t sl_chan_len(const sl_chan *ch)
 
 SL_API size_t sl_chan_cap(const sl_chan *ch) { return ch ? ch->capacity : 0; }
 
-SL_API sl_flavor sl_chan_flavor(const sl_chan *ch) { return ch ? ch->flavor : (sl_flavor)0; }
+SL_API sl_flavor sl_chan_flavor(const sl_chan *ch)
+{
+    if (!ch)
+        return (sl_flavor)0;
+    const flavor_adapter *a = adapter_of(ch->flavor);
+    return a->reports ? a->reports : ch->flavor;
+}
 
 SL_API size_t sl_chan_elem_size(const sl_chan *ch) { return ch ? ch->elem_size : 0; }

@@ -20,6 +20,8 @@
 #include "internal/testing.h"
 #include "internal/sysops.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- senders in flight ---------------------------------------------------
@@ -137,6 +139,14 @@ typedef struct flavor_adapter {
     bool evicts;    /* a push into a full queue displaces the oldest (sl_chan_send_evict) */
     bool recv_only; /* every send form refuses with SL_EINVAL, before any mark */
     bool own_ctor;  /* made by its own constructors: sl_chan_new refuses the flavour */
+    /* The blocking and timed forms' wait after a failed try, for a flavour
+     * whose waiters must be seen by their partners (rendezvous); NULL: the
+     * façade's own (await_op). Returns SL_OK, SL_CLOSED or SL_TIMEDOUT. */
+    sl_status (*await)(sl_chan *ch, bool send, void *buf, uint64_t timeout_ns);
+    /* Called by sl_chan_close after `closed` is set; NULL: nothing more. */
+    void (*close)(sl_chan *ch);
+    /* What sl_chan_flavor reports, where not the row's own value. */
+    sl_flavor reports;
 } flavor_adapter;
 
 /* A queue's messages come only from sends, each of which notifies. */
@@ -395,6 +405,67 @@ static const flavor_adapter timer_adapter = {
     .recv_only = true, .own_ctor = true,
 };
 
+/* SL__RENDEZVOUS: SL_MPMC of capacity 0 (channels/rendezvous.c). Nothing is
+ * stored: a push hands the message to a waiting receiver's offer, a pop takes
+ * it from a waiting sender's, both under the channel's short lock, whose
+ * release and acquire order them before the notifies that follow (and the
+ * claim is a seq_cst compare-and-swap). Waiters post offers (rdv_await). */
+static inline sl_status rdv_init(sl_chan *ch, const sl_chan_opts *o, uint64_t start)
+{
+    if (o->elem_size == 0 || o->elem_size > SL_ELEM_MAX)
+        return SL_EINVAL;
+    sl__rdv_init(&ch->q.rdv);
+    return SL_OK;
+}
+
+/* Nothing is ever inside: the drop function never runs. A thread still
+ * waiting is refused as refuse_free_in_use does (chan.c). */
+static inline void rdv_drain_destroy(sl_chan *ch, sl_visit_fn fn, void *ctx)
+{
+    if (ch->q.rdv.waiting[0].first || ch->q.rdv.waiting[1].first) {
+        fprintf(stderr, "sluice: sl_chan_free(%p) while a thread still waits in it; close it, "
+                        "let every thread return, then free it.\n", (const void *)ch);
+        abort();
+    }
+}
+
+static inline sl_status rdv_push(sl_chan *ch, const void *elem, sl_visit_fn displaced, void *ctx)
+{
+    return sl__rdv_give(ch, elem);
+}
+
+static inline sl_status rdv_pop(sl_chan *ch, void *out) { return sl__rdv_take(ch, out); }
+
+/* Batches go one message at a time, each to its own waiting partner. */
+static inline size_t rdv_push_n(sl_chan *ch, const void *elems, size_t n)
+{
+    const unsigned char *p = elems;
+    size_t k = 0;
+    while (k < n && sl__rdv_give(ch, p + k * ch->elem_size) == SL_OK)
+        k++;
+    return k;
+}
+
+static inline size_t rdv_pop_n(sl_chan *ch, void *out, size_t n)
+{
+    unsigned char *p = out;
+    size_t k = 0;
+    while (k < n && sl__rdv_take(ch, p + k * ch->elem_size) == SL_OK)
+        k++;
+    return k;
+}
+
+static inline size_t rdv_len(const sl_chan *ch) { return 0; }
+
+static const flavor_adapter rdv_adapter = {
+    .init = rdv_init, .drain_destroy = rdv_drain_destroy,
+    .mark = count_mark, .unmark = count_unmark,
+    .push = rdv_push, .pop = rdv_pop,
+    .push_n = rdv_push_n, .pop_n = rdv_pop_n, .len = rdv_len,
+    .ready_at = queue_ready_at,
+    .await = sl__rdv_await, .close = sl__rdv_close, .reports = SL_MPMC,
+};
+
 /* ---- the flavour table ----------------------------------------------------
  * One row per flavour: X(its sl_flavor value, its adapter, ...), the rest of
  * the arguments passed through for the dispatch below. Outside the adapters
@@ -404,7 +475,8 @@ static const flavor_adapter timer_adapter = {
     X(SL_MPMC, mpmc_adapter, __VA_ARGS__) \
     X(SL_LIST, list_adapter, __VA_ARGS__) \
     X(SL_RING, ring_adapter, __VA_ARGS__) \
-    X(SL_TIMER, timer_adapter, __VA_ARGS__)
+    X(SL_TIMER, timer_adapter, __VA_ARGS__) \
+    X(SL__RENDEZVOUS, rdv_adapter, __VA_ARGS__)
 
 /* The adapter of flavour f, or NULL when f has no row (a bad sl_chan_opts).
  * For what runs once per channel; the per-message paths use DISPATCH. */
@@ -417,6 +489,15 @@ static const flavor_adapter *adapter_of(sl_flavor f)
 }
 
 static bool flavor_supported(sl_flavor f) { return adapter_of(f) != NULL; }
+
+/* The row sl_chan_new's options ask for: SL_MPMC of capacity 0 is a
+ * rendezvous channel; SL__RENDEZVOUS itself is not for callers (0: no row). */
+static sl_flavor row_of(const sl_chan_opts *o)
+{
+    if (o->flavor == SL__RENDEZVOUS)
+        return (sl_flavor)0;
+    return o->flavor == SL_MPMC && o->capacity == 0 ? SL__RENDEZVOUS : o->flavor;
+}
 
 /* The per-message paths are written once, as PER_FLAVOR functions of an
  * adapter, and DISPATCH calls one with the constant adapter of the flavour:

@@ -15,6 +15,7 @@
 #include "sluice/ring.h"
 #include "sluice/spsc.h"
 #include "internal/await.h"
+#include "rendezvous.h"
 #include "timer.h"
 
 /* An event-loop descriptor of one channel end (sluice/chanfd.h, chanfd.c). */
@@ -58,6 +59,7 @@ struct sl_chan {
         sl_list list;
         sl_ring ring;
         sl_timer_state timer;
+        sl_rdv rdv;
     } q;
     /* Event-loop descriptors, by sl_chan_end; read only where `selectors`
      * is not zero, or where a try failed (chanfd.c). Last: the hot fields

@@ -69,8 +69,13 @@ SL_BEGIN_DECLS
 
 typedef struct sl_chan sl_chan;
 /* SL_TIMER: a timer channel, made by sl_chan_after / sl_chan_tick /
- * sl_chan_never (sluice/timer.h), never by sl_chan_new. */
-typedef enum sl_flavor { SL_SPSC = 1, SL_MPMC, SL_LIST, SL_RING, SL_TIMER } sl_flavor;
+ * sl_chan_never (sluice/timer.h), never by sl_chan_new. SL__RENDEZVOUS is
+ * reserved: the library's own name for a rendezvous channel (SL_MPMC with
+ * capacity 0), never accepted by sl_chan_new nor returned by
+ * sl_chan_flavor. */
+typedef enum sl_flavor {
+    SL_SPSC = 1, SL_MPMC, SL_LIST, SL_RING, SL_TIMER, SL__RENDEZVOUS = 64
+} sl_flavor;
 typedef void (*sl_drop_fn)(void *elem, void *ctx);
 
 typedef struct sl_chan_opts {

@@ -354,6 +354,9 @@ bool sl__rdv_select_ready(sl__rdv_select *s, bool (*poll)(void *), void *ctx)
         /* seq_cst: re-opened before the look at the partners' lists (each
          * under its lock), in the total order with their claims. */
         atomic_store_explicit(&s->claim, SL__RDV_OPEN, memory_order_seq_cst);
+#ifdef SL_MUTANT_RDV_NO_RECHECK
+        return false; /* planted bug: a partner that posted while the word was held sleeps too */
+#endif
         if (!partner_waiting(s))
             return false;
         back_off(tries);

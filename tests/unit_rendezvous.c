@@ -19,6 +19,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <sluice/chan.h>
@@ -422,6 +423,58 @@ START_TEST(test_select_meets_select)
 }
 END_TEST
 
+/* Two selects that start together, round after round, so that each often
+ * posts its offer while the other holds its own word: the one that re-opens
+ * last must find the other's offer and meet it (a pair that both sleep hangs
+ * the test). */
+enum { RACE_ROUNDS = 300 };
+typedef struct race_side {
+    sl_chan *ch;
+    bool send;
+    sl_test_barrier *go;
+    uint64_t got[RACE_ROUNDS];
+    sl_status st[RACE_ROUNDS];
+} race_side;
+
+static void *race_main(void *arg)
+{
+    race_side *r = arg;
+    for (unsigned round = 0; round < RACE_ROUNDS; round++) {
+        uint64_t v = round;
+        sl_select_case c = {r->ch, r->send ? SL_SEL_SEND : SL_SEL_RECV, &v};
+        size_t idx;
+        sl_test_barrier_wait(r->go);
+        r->st[round] = sl_select(&c, 1, SL_FOREVER, &idx);
+        r->got[round] = v;
+    }
+    return NULL;
+}
+
+START_TEST(test_select_race)
+{
+    sl_chan *ch = mk_rdv(8, NULL, NULL);
+    sl_test_barrier go;
+    sl_test_barrier_init(&go, 2);
+    race_side *side = calloc(2, sizeof *side);
+    ck_assert_ptr_nonnull(side);
+    pthread_t t[2];
+    for (int k = 0; k < 2; k++) {
+        side[k] = (race_side){.ch = ch, .send = k == 0, .go = &go};
+        ck_assert_int_eq(pthread_create(&t[k], NULL, race_main, &side[k]), 0);
+    }
+    pthread_join(t[0], NULL);
+    pthread_join(t[1], NULL);
+    for (unsigned round = 0; round < RACE_ROUNDS; round++) {
+        ck_assert_int_eq(side[0].st[round], SL_OK);
+        ck_assert_int_eq(side[1].st[round], SL_OK);
+        ck_assert_uint_eq(side[1].got[round], round);
+    }
+    free(side);
+    sl_test_barrier_destroy(&go);
+    sl_chan_free(ch);
+}
+END_TEST
+
 /* A select with a rendezvous case and a queue case performs exactly one:
  * with a message queued and nobody at the rendezvous, the queue case; a
  * select whose send and receive cases are on one rendezvous channel never
@@ -528,6 +581,7 @@ static Suite *rendezvous_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, test_select_meets_plain, 0, 2);
     tcase_add_test(tc, test_select_meets_select);
+    tcase_add_test(tc, test_select_race);
     tcase_add_test(tc, test_select_exactly_one);
     tcase_add_loop_test(tc, test_select_close, 0, 2);
     tcase_add_test(tc, test_select_many_offers);

@@ -698,6 +698,15 @@ static void fz_chan_bad_new(fz_chan_run *r, uint8_t v)
             sl_chan_free(out);
             return;
         }
+        if (r->flavor == SL_MPMC) { /* a rendezvous channel: nothing is ever inside */
+            static unsigned char x[SL_ELEM_MAX];
+            FZ_CHECK(st == SL_OK, "SL_MPMC with capacity 0: %s, want SL_OK", fz_st(st));
+            FZ_CHECK(sl_chan_cap(out) == 0 && sl_chan_len(out) == 0, "rendezvous cap %zu len %zu",
+                     sl_chan_cap(out), sl_chan_len(out));
+            FZ_CHECK(sl_chan_try_send(out, x) == SL_FULL, "rendezvous try_send without a receiver");
+            sl_chan_free(out);
+            return;
+        }
         break;
     default:
         o.capacity = v & 8 ? SIZE_MAX : SIZE_MAX / 2 + 1;

@@ -13,6 +13,10 @@
  * condition one round over the cases.
  * A channel whose count is non-zero rings the bell after every send, receive
  * and close (chan.c).
+ *
+ * Rendezvous cases: a select that has to wait posts an offer on each, from
+ * its first spin round on, and runs its rounds inside their protocol
+ * (select_ready, rendezvous.c), so that a partner can find it.
  */
 #include "sluice/select.h"
 
@@ -166,24 +170,29 @@ static sl_status select_wait(sl_select_case *cases, size_t n, size_t *order, uin
                              size_t *index)
 {
     select_ctx w = {cases, n, order, index, SL_TIMEDOUT, NULL};
-    /* Spin before registering: a select answered within the spin pays no
-     * heavy fence. */
-    if (sl__await_spin(select_ready, &w, deadline))
-        return w.st;
+    /* Offers on rendezvous cases go up with the first round of the spin, so
+     * a partner can meet this select while it spins (rendezvous.c). */
     sl__rdv_select rdv;
     sl_status rs = sl__rdv_select_begin(&rdv, cases, n);
     if (rs == SL_ENOMEM)
         return rs;
     w.rdv = rs == SL_OK ? &rdv : NULL;
+    /* Spin before registering: a select answered within the spin pays no
+     * heavy fence. */
+    sl_status st = SL_OK;
+    bool registered = !sl__await_spin(select_ready, &w, deadline);
     /* Registered before the first prepare, and still race-free: a notifier
      * changes state before it loads `selectors`, our prepare and re-check
      * follow the registration; the rest is the await protocol
      * (internal/await.h). */
-    set_registered(cases, n, true);
-    sl_status st = sl__chan_await(&sl__select_bell, select_ready, &w, deadline, 0, select_next);
+    if (registered) {
+        set_registered(cases, n, true);
+        st = sl__chan_await(&sl__select_bell, select_ready, &w, deadline, 0, select_next);
+    }
     if (w.rdv && sl__rdv_select_end(w.rdv, index))
         st = w.st = SL_OK; /* a partner took one of the offers */
-    set_registered(cases, n, false);
+    if (registered)
+        set_registered(cases, n, false);
     return st == SL_OK ? w.st : SL_TIMEDOUT;
 }
 

@@ -90,7 +90,7 @@ mutants=(
 "RECV_N_NO_LAST_LOOK|faults|stress_chan|CK_RUN_CASE=close_drains||1|0|batch receive skips the last look after close (\`recv_n\` answers SL_CLOSED with messages inside)"
 "CHANFD_NO_RECHECK|default|unit_chanfd|CK_RUN_CASE=contract||1|1|event-loop descriptor: a receive's re-arm resets and arms without its re-check"
 "RDV_SELECT_NO_HOLD|default|stress_flavors|CK_RUN_CASE=rendezvous SL_STRESS_SCALE=4||1|1|rendezvous: a select rounds over its cases with its offers open (a partner takes one while the round performs another case)"
-"RDV_NO_RECHECK|faults|unit_rendezvous|CK_RUN_CASE=select CK_TIMEOUT_MULTIPLIER=0.1||1|0|rendezvous: a select re-opens its offers without looking for a partner that posted while they were held"
+"RDV_NO_RECHECK|faults|unit_rendezvous|CK_RUN_CASE=held CK_TIMEOUT_MULTIPLIER=0.1||1|1|rendezvous: a select re-opens its offers without looking for a partner that posted while they were held"
 "RDV_LEAVE_UNLOCKED|tsan|unit_rendezvous|CK_RUN_CASE=plain||1|0|rendezvous: an owner whose offer was taken returns without taking the channel's lock (before the partner's copy is known done)"
 )
 

@@ -26,6 +26,11 @@
 #include <sluice/chanfd.h>
 #include <sluice/select.h>
 
+#if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+#include "internal/testing.h"
+#include "../channels/chan_impl.h" /* the offers and the bell, to check where a stop is */
+#endif
+
 
 static sl_chan *mk_rdv(size_t esz, sl_drop_fn drop, void *ctx)
 {
@@ -475,6 +480,101 @@ START_TEST(test_select_race)
 }
 END_TEST
 
+#if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+/* The one interleaving the re-check after re-opening exists for, made
+ * deterministic with a stop at a chosen SL_FI() mark (internal/testing.h):
+ * select A (a send case) is stopped in its last round before it sleeps,
+ * its word held and its offer posted; select B (a receive case) comes,
+ * finds A's offer held, posts its own and sleeps. Released, A must find
+ * B's offer after re-opening; without the re-check both sleep for ever. */
+/* A's marks up to that point: its first round (2: the send's), the spin's
+ * 12 rounds (3 each: the send's 2 and "held and posted"), the
+ * registration (1), the await's first look (3), the prepare and "registered,
+ * not yet re-checked" (2), then the round's send (2) and "held and posted". */
+enum { HELD_MARK = 2 + 12 * 3 + 1 + 3 + 2 + 2 + 1 };
+
+typedef struct held_stop {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stopped, go, state_ok;
+    sl_chan *ch;
+} held_stop;
+
+static void held_stop_fn(void *ctx, unsigned step)
+{
+    held_stop *h = ctx;
+    (void)step;
+    /* Check where we are (no sluice call): A's offer posted, its word held,
+     * and A prepared on the bell. */
+    sl__rdv_offer *o = h->ch->q.rdv.waiting[1].first;
+    h->state_ok = o && atomic_load(o->claim) == SL__RDV_SELF &&
+                  sl_event_waiters(&sl__select_bell) >= 1;
+    pthread_mutex_lock(&h->mu);
+    h->stopped = true;
+    pthread_cond_broadcast(&h->cv);
+    while (!h->go)
+        pthread_cond_wait(&h->cv, &h->mu);
+    pthread_mutex_unlock(&h->mu);
+}
+
+typedef struct held_sel {
+    pthread_t thr;
+    sl_chan *ch;
+    held_stop *stop; /* A arms it; B does not */
+    uint64_t v;
+    unsigned marks;
+    sl_status st;
+    atomic_int done;
+} held_sel;
+
+static void *held_main(void *arg)
+{
+    held_sel *x = arg;
+    sl_select_case c = {x->ch, x->stop ? SL_SEL_SEND : SL_SEL_RECV, &x->v};
+    size_t idx;
+    if (x->stop)
+        sl__fi_arm(HELD_MARK, held_stop_fn, x->stop);
+    x->st = sl_select(&c, 1, SL_FOREVER, &idx);
+    if (x->stop)
+        x->marks = sl__fi_disarm();
+    atomic_store(&x->done, 1);
+    return NULL;
+}
+
+START_TEST(test_select_recheck_after_reopen)
+{
+    held_stop h = {.ch = mk_rdv(8, NULL, NULL)};
+    pthread_mutex_init(&h.mu, NULL);
+    pthread_cond_init(&h.cv, NULL);
+    held_sel a = {.ch = h.ch, .stop = &h, .v = 71}, b = {.ch = h.ch};
+    ck_assert_int_eq(pthread_create(&a.thr, NULL, held_main, &a), 0);
+    pthread_mutex_lock(&h.mu);
+    while (!h.stopped)
+        pthread_cond_wait(&h.cv, &h.mu);
+    pthread_mutex_unlock(&h.mu);
+    bool state_ok = h.state_ok;
+    ck_assert_int_eq(pthread_create(&b.thr, NULL, held_main, &b), 0);
+    sl_test_sleep_ns(30 * MS); /* B rounds, skips A's held offer, posts, sleeps */
+    bool b_waited = !atomic_load(&b.done);
+    pthread_mutex_lock(&h.mu);
+    h.go = true;
+    pthread_cond_broadcast(&h.cv);
+    pthread_mutex_unlock(&h.mu);
+    pthread_join(a.thr, NULL); /* a hang here: A slept without finding B */
+    pthread_join(b.thr, NULL);
+    ck_assert_msg(state_ok, "mark %d is not A's held last round any more: recount HELD_MARK",
+                  HELD_MARK);
+    ck_assert(b_waited);
+    ck_assert_int_eq(a.st, SL_OK);
+    ck_assert_int_eq(b.st, SL_OK);
+    ck_assert_uint_eq(b.v, 71);
+    sl_chan_free(h.ch);
+    pthread_cond_destroy(&h.cv);
+    pthread_mutex_destroy(&h.mu);
+}
+END_TEST
+#endif
+
 /* A select with a rendezvous case and a queue case performs exactly one:
  * with a message queued and nobody at the rendezvous, the queue case; a
  * select whose send and receive cases are on one rendezvous channel never
@@ -586,6 +686,12 @@ static Suite *rendezvous_suite(void)
     tcase_add_loop_test(tc, test_select_close, 0, 2);
     tcase_add_test(tc, test_select_many_offers);
     suite_add_tcase(s, tc);
+#if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+    tc = tcase_create("held"); /* a hang is the failure: a short time-out */
+    tcase_set_timeout(tc, 20);
+    tcase_add_test(tc, test_select_recheck_after_reopen);
+    suite_add_tcase(s, tc);
+#endif
     return s;
 }
 

@@ -142,6 +142,8 @@ PER_FLAVOR sl_status send_with(const flavor_adapter *a, sl_chan *ch, const void 
 {
     if (a->recv_only) /* a constant per flavour: folded away for the others */
         return SL_EINVAL;
+    if (a->send) /* likewise */
+        return a->send(ch, elem);
     SL_ATOMIC(uint32_t) *mark = a->mark(ch);
     sl_status st = SL_CLOSED;
     SL_FI(); /* marked in flight, closed not yet checked */

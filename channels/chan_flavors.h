@@ -143,6 +143,11 @@ typedef struct flavor_adapter {
      * whose waiters must be seen by their partners (rendezvous); NULL: the
      * façade's own (await_op). Returns SL_OK, SL_CLOSED or SL_TIMEDOUT. */
     sl_status (*await)(sl_chan *ch, bool send, void *buf, uint64_t timeout_ns);
+    /* A whole non-blocking send, for a flavour that needs no in-flight mark
+     * (rendezvous: it decides close under its own lock) and does its own
+     * notifies: one out-of-line call, so the other flavours' send path
+     * keeps its registers. NULL: mark, push, unmark and notify here. */
+    sl_status (*send)(sl_chan *ch, const void *elem);
     /* Called by sl_chan_close after `closed` is set; NULL: nothing more. */
     void (*close)(sl_chan *ch);
     /* What sl_chan_flavor reports, where not the row's own value. */
@@ -463,7 +468,7 @@ static const flavor_adapter rdv_adapter = {
     .push = rdv_push, .pop = rdv_pop,
     .push_n = rdv_push_n, .pop_n = rdv_pop_n, .len = rdv_len,
     .ready_at = queue_ready_at,
-    .await = sl__rdv_await, .close = sl__rdv_close, .reports = SL_MPMC,
+    .send = sl__rdv_send, .await = sl__rdv_await, .close = sl__rdv_close, .reports = SL_MPMC,
 };
 
 /* ---- the flavour table ----------------------------------------------------

@@ -143,6 +143,7 @@ static bool complete_one(sl_chan *ch, bool send, void *buf, const SL_ATOMIC(uint
 static sl_status rdv_try(sl_chan *ch, bool send, void *buf)
 {
     sl_rdv *r = &ch->q.rdv;
+    SL_FI(); /* a try, before the lock */
     rdv_lock(r);
     /* A close ends all matching: after it no offer is completed, so a sender
      * still waiting returns SL_CLOSED with its message. */
@@ -168,6 +169,14 @@ static void rdv_ring(sl_chan *ch)
     sl_event_fence();
     if (atomic_load_explicit(&ch->selectors, memory_order_seq_cst) != 0)
         sl__chan_ring_watchers(ch);
+}
+
+sl_status sl__rdv_send(sl_chan *ch, const void *elem)
+{
+    sl_status st = sl__rdv_give(ch, elem);
+    if (st == SL_OK)
+        rdv_ring(ch); /* a select whose offer we completed sleeps on the bell */
+    return st;
 }
 
 /* A waiting thread's offer onto ch, unless a partner's can be completed

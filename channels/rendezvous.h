@@ -60,6 +60,14 @@ void sl__rdv_init(sl_rdv *r);
 sl_status sl__rdv_give(struct sl_chan *ch, const void *elem);
 sl_status sl__rdv_take(struct sl_chan *ch, void *out);
 
+/* sl__rdv_give, then the select bell (if anyone selects on ch) after a
+ * success: the façade's whole non-blocking send (flavor_adapter.send).
+ * Cold for the compiler's layout of the façade's send switch: without it
+ * the extra case cost every queue flavour's try_send a stack frame (+2
+ * instructions, callgrind on sl-opcount chan-*); a hand-off takes a lock
+ * and usually a wake-up anyway. */
+sl_status sl__rdv_send(struct sl_chan *ch, const void *elem) __attribute__((cold));
+
 /* The blocking and timed forms after a try failed: post an offer and wait
  * (through sl__event_await) until a partner takes it (SL_OK), the channel
  * closes (SL_CLOSED) or timeout_ns passes (SL_TIMEDOUT); on SL_CLOSED and

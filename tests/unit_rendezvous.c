@@ -488,12 +488,12 @@ END_TEST
  * its word held and its offer posted; select B (a receive case) comes,
  * finds A's offer held, posts its own and sleeps. Released, A must find
  * B's offer after re-opening; without the re-check both sleep for ever. */
-/* A's marks up to that point: its first round (2: the send's), the spin's
- * rounds (3 each: the send's 2 and "held and posted"), the registration (1),
- * the await's first look (3), the prepare and "registered, not yet
- * re-checked" (2), then the round's send (2) and "held and posted". The
+/* A's marks up to that point: its first round (1: the send's try), the
+ * spin's rounds (2 each: the try and "held and posted"), the registration
+ * (1), the await's first look (2), the prepare and "registered, not yet
+ * re-checked" (2), then the round's try (1) and "held and posted" (1). The
  * test checks the state it stops in, so a drift shows as such. */
-enum { HELD_MARK = 2 + (SL_SPIN_TRIES + SL_SPIN_YIELDS) * 3 + 1 + 3 + 2 + 2 + 1 };
+enum { HELD_MARK = 1 + (SL_SPIN_TRIES + SL_SPIN_YIELDS) * 2 + 1 + 2 + 2 + 1 + 1 };
 
 typedef struct held_stop {
     pthread_mutex_t mu;
@@ -550,10 +550,18 @@ START_TEST(test_select_recheck_after_reopen)
     pthread_cond_init(&h.cv, NULL);
     held_sel a = {.ch = h.ch, .stop = &h, .v = 71}, b = {.ch = h.ch};
     ck_assert_int_eq(pthread_create(&a.thr, NULL, held_main, &a), 0);
+    /* A stops within its own few rounds; a select asleep unstopped means
+     * the count drifted (A sleeps, then B's arrival would wake it). */
+    uint64_t until = sl_test_now_ns() + 5000 * MS;
     pthread_mutex_lock(&h.mu);
-    while (!h.stopped)
-        pthread_cond_wait(&h.cv, &h.mu);
+    while (!h.stopped && sl_test_now_ns() < until) {
+        pthread_mutex_unlock(&h.mu);
+        sl_test_sleep_ns(1 * MS);
+        pthread_mutex_lock(&h.mu);
+    }
+    bool stopped = h.stopped;
     pthread_mutex_unlock(&h.mu);
+    ck_assert_msg(stopped, "A never reached mark %d: recount HELD_MARK", HELD_MARK);
     bool state_ok = h.state_ok;
     ck_assert_int_eq(pthread_create(&b.thr, NULL, held_main, &b), 0);
     sl_test_sleep_ns(30 * MS); /* B rounds, skips A's held offer, posts, sleeps */

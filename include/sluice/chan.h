@@ -111,7 +111,7 @@ typedef struct sl_chan sl_chan;
  * capacity 0), never accepted by sl_chan_new nor returned by
  * sl_chan_flavor. */
 typedef enum sl_flavor {
-    SL_SPSC = 1, SL_MPMC, SL_LIST, SL_RING, SL_TIMER, SL__RENDEZVOUS = 64
+    SL_SPSC = 1, SL_MPMC, SL_LIST, SL_RING, SL_TIMER, SL__RENDEZVOUS
 } sl_flavor;
 typedef void (*sl_drop_fn)(void *elem, void *ctx);
 

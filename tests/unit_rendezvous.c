@@ -103,6 +103,12 @@ START_TEST(test_new_and_queries)
     o.flavor = SL_TIMER;
     ck_assert_int_eq(sl_chan_new(&bad, &o), SL_EINVAL);
     ck_assert_ptr_null(bad);
+    o.flavor = SL_MPMC; /* the channel is the one allocation a rendezvous makes */
+    sl_test_fail_allocs(1);
+    ck_assert_int_eq(sl_chan_new(&bad, &o), SL_ENOMEM);
+    ck_assert_uint_eq(sl_test_allocs(), 1);
+    sl_test_alloc_faults_off();
+    ck_assert_ptr_null(bad);
     o.flavor = SL_LIST; /* unbounded: capacity is not looked at, as before */
     ck_assert_int_eq(sl_chan_new(&bad, &o), SL_OK);
     ck_assert_uint_eq(sl_chan_cap(bad), SIZE_MAX);

@@ -7,6 +7,7 @@
 #                which must be caught
 #   make bench   build and run the flavour comparison; results in build/bench/
 #   make bench-pool, make bench-exec   the pool's and the executor's comparisons
+#   make bench-ipc   channels between processes against pipes, sockets, mqueues
 #   make build   the default build only (library, tests, benchmarks, examples);
 #                needs only BUILD_DEPS
 
@@ -20,7 +21,7 @@ BENCH_DEPS = libck-dev libboost-dev libtbb-dev libglib2.0-dev liburcu-dev \
              golang-go gnuplot-nox libomp-dev
 BENCH_ARGS ?=
 
-.PHONY: all build test bench bench-pool bench-exec deps build-deps bench-deps clean
+.PHONY: all build test bench bench-pool bench-exec bench-ipc deps build-deps bench-deps clean
 # test-default, test-asan, test-tsan: one build each. Not .PHONY on purpose:
 # make skips pattern rules for phony targets.
 
@@ -68,7 +69,7 @@ bench: bench-deps
 	./build/default/bench/sl-bench chan --csv build/bench/chan.csv \
 	    --plot build/bench/chan.png $(BENCH_ARGS) | tee build/bench/chan.txt
 
-bench-pool bench-exec: bench-%: bench-deps
+bench-pool bench-exec bench-ipc: bench-%: bench-deps
 	cmake --preset default >/dev/null
 	cmake --build --preset default -j $(JOBS) --target sl-bench
 	@mkdir -p build/bench

@@ -140,6 +140,12 @@ void slb_print_contenders(FILE *f, const slb_ops *const *list, size_t n);
 void slb_print_workload(FILE *f, const slb_workload *w, unsigned rounds);
 void slb_print_verdicts(FILE *f, const slb_workload *w, size_t n);
 bool slb_write_csv(const char *path, const slb_workload *w, size_t n);
+/* An entry's per-round arrays for `rounds` rounds (exits when out of memory);
+ * one round's figures stored at e->done, at position `position` of its
+ * shuffled order; everything a workload's entries hold freed. */
+void slb_entry_init(slb_entry *e, const slb_ops *ops, unsigned rounds);
+void slb_entry_record(slb_entry *e, const slb_result *res, unsigned position);
+void slb_workload_free(slb_workload *w);
 
 /* plot.c — prints a line and returns false when it cannot plot. */
 bool slb_plot(const char *png, const slb_workload *w, size_t n);
@@ -164,5 +170,7 @@ bool slb_sibling_path(const char *name, char *buf, size_t len);
 /* `sl-bench pool` and `sl-bench exec`: argv[0] is the subcommand's name. */
 int slb_pool_main(int argc, char **argv);
 int slb_exec_main(int argc, char **argv);
+/* `sl-bench ipc` (ipc.c): channels between two processes. */
+int slb_ipc_main(int argc, char **argv);
 
 #endif /* SLB_BENCH_H */

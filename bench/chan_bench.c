@@ -202,16 +202,7 @@ static bool add_workload(slb_workload *w, slb_test t, slb_config cfg, size_t ele
     for (size_t i = 0; w->entries && i < n; i++) {
         if (!eligible(list[i], t, cfg.producers, cfg.consumers))
             continue;
-        slb_entry *e = &w->entries[w->n++];
-        e->ops = list[i];
-        e->value = calloc(o->rounds, sizeof(double));
-        e->p99 = calloc(o->rounds, sizeof(double));
-        e->p999 = calloc(o->rounds, sizeof(double));
-        e->delivered = calloc(o->rounds, sizeof(double));
-        e->order = calloc(o->rounds, sizeof(unsigned));
-        e->moved = calloc(o->rounds, sizeof(uint64_t));
-        if (!e->value || !e->p99 || !e->p999 || !e->delivered || !e->order || !e->moved)
-            slb_die("sl-bench", "out of memory");
+        slb_entry_init(&w->entries[w->n++], list[i], o->rounds);
     }
     return w->n > 0;
 }
@@ -365,13 +356,7 @@ static void run_workload(const slb_opts *o, slb_workload *w, uint64_t *rng, prog
                 e->skip = "this message size is not supported (or no memory)";
                 continue;
             }
-            e->value[e->done] = res.value;
-            e->p99[e->done] = res.p99;
-            e->p999[e->done] = res.p999;
-            e->delivered[e->done] = res.delivered;
-            e->order[e->done] = (unsigned)k;
-            e->moved[e->done] = res.msgs;
-            e->done++;
+            slb_entry_record(e, &res, (unsigned)k);
         }
     }
     free(order);
@@ -448,16 +433,7 @@ int slb_chan_main(const slb_opts *o)
     if (o->plot)
         slb_plot(o->plot, ws, nw);
     printf("total time: %.1f s\n", (double)(slb_now_ns() - t0) / 1e9);
-    for (size_t i = 0; i < nw; i++) {
-        for (size_t j = 0; j < ws[i].n; j++) {
-            free(ws[i].entries[j].value);
-            free(ws[i].entries[j].p99);
-            free(ws[i].entries[j].p999);
-            free(ws[i].entries[j].delivered);
-            free(ws[i].entries[j].order);
-            free(ws[i].entries[j].moved);
-        }
-        free(ws[i].entries);
-    }
+    for (size_t i = 0; i < nw; i++)
+        slb_workload_free(&ws[i]);
     return ok ? 0 : 1;
 }

@@ -239,6 +239,49 @@ void slb_print_verdicts(FILE *f, const slb_workload *w, size_t n)
     fputc('\n', f);
 }
 
+/* ---- a workload's storage ------------------------------------------------ */
+
+void slb_entry_init(slb_entry *e, const slb_ops *ops, unsigned rounds)
+{
+    memset(e, 0, sizeof(*e));
+    e->ops = ops;
+    e->value = calloc(rounds, sizeof(double));
+    e->p99 = calloc(rounds, sizeof(double));
+    e->p999 = calloc(rounds, sizeof(double));
+    e->delivered = calloc(rounds, sizeof(double));
+    e->order = calloc(rounds, sizeof(unsigned));
+    e->moved = calloc(rounds, sizeof(uint64_t));
+    if (!e->value || !e->p99 || !e->p999 || !e->delivered || !e->order || !e->moved)
+        slb_die("sl-bench", "out of memory");
+}
+
+void slb_entry_record(slb_entry *e, const slb_result *res, unsigned position)
+{
+    e->value[e->done] = res->value;
+    e->p99[e->done] = res->p99;
+    e->p999[e->done] = res->p999;
+    e->delivered[e->done] = res->delivered;
+    e->order[e->done] = position;
+    e->moved[e->done] = res->msgs;
+    e->done++;
+}
+
+void slb_workload_free(slb_workload *w)
+{
+    for (size_t j = 0; j < w->n; j++) {
+        slb_entry *e = &w->entries[j];
+        free(e->value);
+        free(e->p99);
+        free(e->p999);
+        free(e->delivered);
+        free(e->order);
+        free(e->moved);
+    }
+    free(w->entries);
+    w->entries = NULL;
+    w->n = 0;
+}
+
 /* ---- CSV ----------------------------------------------------------------- */
 
 bool slb_write_csv(const char *path, const slb_workload *w, size_t n)

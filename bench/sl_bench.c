@@ -246,9 +246,11 @@ int main(int argc, char **argv)
         return slb_pool_main(argc - 1, argv + 1);
     if (strcmp(argv[1], "exec") == 0)
         return slb_exec_main(argc - 1, argv + 1);
+    if (strcmp(argv[1], "ipc") == 0)
+        return slb_ipc_main(argc - 1, argv + 1);
     if (strcmp(argv[1], "chan") != 0) {
         fprintf(stderr, "sl-bench: '%s' is not a benchmark this version has "
-                        "(available: chan, pool, exec)\n", argv[1]);
+                        "(available: chan, pool, exec, ipc)\n", argv[1]);
         return 2;
     }
     slb_opts o;

@@ -229,8 +229,11 @@ static sl_status set_drained(sl_chan *ch)
 /* try_recv_once for one flavour's adapter. */
 PER_FLAVOR sl_status recv_with(const flavor_adapter *a, sl_chan *ch, void *out)
 {
-    if (pop_with(a, ch, out) == SL_OK)
+    sl_status st = pop_with(a, ch, out);
+    if (st == SL_OK)
         return SL_OK;
+    if (a->lags && st != SL_EMPTY) /* SL_LAGGED: as it is */
+        return st;
     sl_status v = empty_verdict(a, ch);
     if (v != SL_OK) /* empty: re-arm an event-loop descriptor, look again (chanfd.c) */
         return v == SL_EMPTY && sl__chanfd_has(ch, SL_END_RECV) ? sl__chanfd_rearm_recv(ch, out)
@@ -239,10 +242,15 @@ PER_FLAVOR sl_status recv_with(const flavor_adapter *a, sl_chan *ch, void *out)
 #ifdef SL_MUTANT_CHAN_NO_LAST_LOOK
     return set_drained(ch); /* planted bug: a message that landed meanwhile is left behind */
 #endif
-    return pop_with(a, ch, out) == SL_OK ? SL_OK : set_drained(ch);
+    st = pop_with(a, ch, out);
+    if (st == SL_OK)
+        return SL_OK;
+    return a->lags && st != SL_EMPTY ? st : set_drained(ch);
 }
 
-/* One non-blocking receive: SL_OK, SL_EMPTY, or SL_CLOSED once drained. */
+/* One non-blocking receive: SL_OK, SL_EMPTY, SL_CLOSED once drained, or
+ * SL_LAGGED (a broadcast subscriber that fell behind), or SL_EINVAL (a
+ * broadcast send handle). */
 static sl_status try_recv_once(sl_chan *ch, void *out)
 {
     DISPATCH(ch->flavor, recv_with, ch, out);
@@ -311,6 +319,15 @@ sl_status sl__chan_await(sl_event *ev, sl__ready_fn ready, void *ctx, uint64_t d
         if (st == SL_OK || until == deadline)
             return st;
     }
+}
+
+/* Where ch's receivers park: on its not_empty, unless its adapter says
+ * otherwise (a broadcast subscriber parks on its ring's event). Read on the
+ * way into a wait only. */
+static sl_event *recv_event(sl_chan *ch)
+{
+    const flavor_adapter *a = adapter_of(ch->flavor);
+    return a->recv_event ? a->recv_event(ch) : &ch->not_empty;
 }
 
 static uint64_t chan_next(void *ctx) { return sl__chan_ready_at(((chan_wait *)ctx)->ch); }
@@ -424,7 +441,7 @@ SL_API sl_status sl_chan_recv_for(sl_chan *ch, void *out, uint64_t timeout_ns)
     sl_status st = try_recv_once(ch, out);
     if (is_final(st))
         return st;
-    return await_op(&ch->not_empty, recv_ready, ch, NULL, out, timeout_ns);
+    return await_op(recv_event(ch), recv_ready, ch, NULL, out, timeout_ns);
 }
 
 SL_API sl_status sl_chan_recv(sl_chan *ch, void *out)
@@ -473,11 +490,19 @@ PER_FLAVOR size_t pop_n_with(const flavor_adapter *a, sl_chan *ch, void *out, si
 
 /* One non-blocking batch receive for one flavour's adapter: up to n messages
  * into out, how many in *got; SL_OK (*got >= 1), SL_EMPTY, or SL_CLOSED once
- * drained — recv_with's verdict, for a batch. */
+ * drained — recv_with's verdict, for a batch (and, where the adapter lags,
+ * SL_LAGGED or SL_EINVAL with *got 0). */
 PER_FLAVOR sl_status recv_n_with(const flavor_adapter *a, sl_chan *ch, void *out, size_t n,
                                  size_t *got)
 {
     size_t k = pop_n_with(a, ch, out, n);
+    if (a->lags && k == 0) { /* a batch stops before a lag: one pop reports it */
+        sl_status st = pop_with(a, ch, out);
+        if (st != SL_EMPTY) {
+            *got = st == SL_OK;
+            return st;
+        }
+    }
     sl_status v = k < n ? empty_verdict(a, ch) : SL_EMPTY;
     /* As recv_with: once closed and no sender in flight, every send has
      * landed; look again. */
@@ -524,7 +549,7 @@ static __attribute__((noinline)) sl_status await_recv_n(sl_chan *ch, void *out, 
         return st;
     }
     chan_wait w = {.ch = ch, .out = out, .n = n};
-    sl_status st = await_wait(&ch->not_empty, recv_n_ready, &w, timeout_ns);
+    sl_status st = await_wait(recv_event(ch), recv_n_ready, &w, timeout_ns);
     *got = st == SL_OK ? w.got : 0;
     return st;
 }
@@ -562,12 +587,12 @@ SL_API void sl_chan_close(sl_chan *ch)
      * in-flight flag needs, chan_flavors.h). */
     if (atomic_exchange_explicit(&ch->closed, 1u, memory_order_seq_cst) == 0) {
         SL_FI(); /* closed, nobody woken yet */
-        const flavor_adapter *a = adapter_of(ch->flavor);
-        if (a->close)
-            a->close(ch);
         sl_event_notify_all(&ch->not_empty);
         sl_event_notify_all(&ch->not_full);
         ring_selectors(ch);
+        const flavor_adapter *a = adapter_of(ch->flavor);
+        if (a->on_close) /* waiters elsewhere (a broadcast's subscribers, rendezvous offers) */
+            a->on_close(ch);
     }
 }
 

@@ -121,7 +121,8 @@ typedef struct flavor_adapter {
     /* One push: SL_OK, SL_EVICTED (the displaced message went to
      * `displaced`), SL_FULL or SL_ENOMEM. */
     sl_status (*push)(sl_chan *ch, const void *elem, sl_visit_fn displaced, void *ctx);
-    /* One pop: SL_OK or SL_EMPTY. */
+    /* One pop: SL_OK or SL_EMPTY; where `lags`, also SL_LAGGED (or another
+     * final status), which the receive forms return as it is. */
     sl_status (*pop)(sl_chan *ch, void *out);
     /* Up to n messages in order; how many went. A ring evicts instead of
      * refusing, through the channel's drop function. */
@@ -139,17 +140,20 @@ typedef struct flavor_adapter {
     bool evicts;    /* a push into a full queue displaces the oldest (sl_chan_send_evict) */
     bool recv_only; /* every send form refuses with SL_EINVAL, before any mark */
     bool own_ctor;  /* made by its own constructors: sl_chan_new refuses the flavour */
-    /* The blocking and timed forms' wait after a failed try, for a flavour
-     * whose waiters must be seen by their partners (rendezvous); NULL: the
-     * façade's own (await_op). Returns SL_OK, SL_CLOSED or SL_TIMEDOUT. */
-    sl_status (*await)(sl_chan *ch, bool send, void *buf, uint64_t timeout_ns);
+    bool lags;      /* a pop may answer SL_LAGGED: a batch that took nothing asks pop */
+    /* Where ch's receivers park, when not on ch->not_empty (NULL: there). */
+    sl_event *(*recv_event)(sl_chan *ch);
+    /* After sl_chan_close has closed ch and woken its own waiters (NULL: none). */
+    void (*on_close)(sl_chan *ch);
     /* A whole non-blocking send, for a flavour that needs no in-flight mark
      * (rendezvous: it decides close under its own lock) and does its own
      * notifies: one out-of-line call, so the other flavours' send path
      * keeps its registers. NULL: mark, push, unmark and notify here. */
     sl_status (*send)(sl_chan *ch, const void *elem);
-    /* Called by sl_chan_close after `closed` is set; NULL: nothing more. */
-    void (*close)(sl_chan *ch);
+    /* The blocking and timed forms' wait after a failed try, for a flavour
+     * whose waiters must be seen by their partners (rendezvous); NULL: the
+     * façade's own (await_op). Returns SL_OK, SL_CLOSED or SL_TIMEDOUT. */
+    sl_status (*await)(sl_chan *ch, bool send, void *buf, uint64_t timeout_ns);
     /* What sl_chan_flavor reports, where not the row's own value. */
     sl_flavor reports;
 } flavor_adapter;
@@ -410,6 +414,70 @@ static const flavor_adapter timer_adapter = {
     .recv_only = true, .own_ctor = true,
 };
 
+/* SL_BROADCAST: one ring shared by the send handle and its subscriber
+ * handles (channels/broadcast.h). Subscribers park on the ring's event, not
+ * on their handle's: the push wakes them all itself, after its stamp's
+ * release store and sl_event_fence(), and the façade's notify of the send
+ * handle finds nobody there. The in-flight mark is a count in the shared
+ * ring, so that it outlives the send handle for the subscribers that read
+ * it. A subscriber's pop may answer SL_LAGGED. */
+static inline sl_status bcast_init(sl_chan *ch, const sl_chan_opts *o, uint64_t start)
+{
+    return sl__bcast_init(&ch->q.bcast, o);
+}
+
+static inline void bcast_drain_destroy(sl_chan *ch, sl_visit_fn fn, void *ctx)
+{
+    sl__bcast_release(&ch->q.bcast); /* the ring drops with its own drop function */
+}
+
+static inline SL_ATOMIC(uint32_t) *bcast_mark(sl_chan *ch)
+{
+    return sl__bcast_mark(ch);
+}
+
+static inline sl_status bcast_push(sl_chan *ch, const void *elem, sl_visit_fn displaced, void *ctx)
+{
+    return sl__bcast_push(ch, elem);
+}
+
+static inline sl_status bcast_pop(sl_chan *ch, void *out) { return sl__bcast_pop(ch, out); }
+
+/* Every send into the send handle succeeds (the oldest is overwritten). */
+static inline size_t bcast_push_n(sl_chan *ch, const void *elems, size_t n)
+{
+    const unsigned char *p = elems;
+    size_t k = 0;
+    while (k < n && sl__bcast_push(ch, p + k * ch->elem_size) == SL_OK)
+        k++;
+    return k;
+}
+
+static inline size_t bcast_pop_n(sl_chan *ch, void *out, size_t n)
+{
+    return sl__bcast_pop_n(ch, out, n);
+}
+
+static inline size_t bcast_len(const sl_chan *ch) { return sl__bcast_len(&ch->q.bcast); }
+
+/* SL_FOREVER, as queue_ready_at, but a function of its own: a send notifies
+ * the ring's event, not the subscriber handle, so an event-loop descriptor
+ * cannot follow a subscriber (sl__chan_changes_notify says no). */
+static uint64_t bcast_ready_at(const sl_chan *ch)
+{
+    (void)ch;
+    return SL_FOREVER;
+}
+
+static const flavor_adapter bcast_adapter = {
+    .init = bcast_init, .drain_destroy = bcast_drain_destroy,
+    .mark = bcast_mark, .unmark = sl__bcast_unmark,
+    .push = bcast_push, .pop = bcast_pop,
+    .push_n = bcast_push_n, .pop_n = bcast_pop_n, .len = bcast_len,
+    .ready_at = bcast_ready_at,
+    .lags = true, .recv_event = sl__bcast_recv_event, .on_close = sl__bcast_closed,
+};
+
 /* SL__RENDEZVOUS: SL_MPMC of capacity 0 (channels/rendezvous.c). Nothing is
  * stored: a push hands the message to a waiting receiver's offer, a pop takes
  * it from a waiting sender's, both under the channel's short lock, whose
@@ -468,7 +536,7 @@ static const flavor_adapter rdv_adapter = {
     .push = rdv_push, .pop = rdv_pop,
     .push_n = rdv_push_n, .pop_n = rdv_pop_n, .len = rdv_len,
     .ready_at = queue_ready_at,
-    .send = sl__rdv_send, .await = sl__rdv_await, .close = sl__rdv_close, .reports = SL_MPMC,
+    .send = sl__rdv_send, .await = sl__rdv_await, .on_close = sl__rdv_close, .reports = SL_MPMC,
 };
 
 /* ---- the flavour table ----------------------------------------------------
@@ -481,6 +549,7 @@ static const flavor_adapter rdv_adapter = {
     X(SL_LIST, list_adapter, __VA_ARGS__) \
     X(SL_RING, ring_adapter, __VA_ARGS__) \
     X(SL_TIMER, timer_adapter, __VA_ARGS__) \
+    X(SL_BROADCAST, bcast_adapter, __VA_ARGS__) \
     X(SL__RENDEZVOUS, rdv_adapter, __VA_ARGS__)
 
 /* The adapter of flavour f, or NULL when f has no row (a bad sl_chan_opts).

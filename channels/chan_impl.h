@@ -17,6 +17,7 @@
 #include "internal/await.h"
 #include "rendezvous.h"
 #include "timer.h"
+#include "broadcast.h"
 
 /* An event-loop descriptor of one channel end (sluice/chanfd.h, chanfd.c). */
 typedef struct sl__chan_fd {
@@ -60,6 +61,7 @@ struct sl_chan {
         sl_ring ring;
         sl_timer_state timer;
         sl_rdv rdv;
+        sl__bcast_end bcast;
     } q;
     /* Event-loop descriptors, by sl_chan_end; read only where `selectors`
      * is not zero, or where a try failed (chanfd.c). Last: the hot fields
@@ -72,7 +74,9 @@ struct sl_chan {
  * selecting thread. */
 sl_status sl__chan_try_send(sl_chan *ch, const void *elem);
 
-/* One non-blocking receive: SL_OK, SL_EMPTY, or SL_CLOSED once drained. */
+/* One non-blocking receive: SL_OK, SL_EMPTY, SL_CLOSED once drained, or
+ * SL_LAGGED (a broadcast subscriber that fell behind), or SL_EINVAL (a
+ * broadcast send handle). */
 sl_status sl__chan_try_recv(sl_chan *ch, void *out);
 
 /* The earliest instant at which ch may become ready to receive without a

@@ -16,6 +16,7 @@ SL_API const char *sl_status_str(sl_status s)
     case SL_EXISTS: return "SL_EXISTS: a job with this key is queued or running";
     case SL_EINVAL: return "SL_EINVAL: bad argument or misuse";
     case SL_ENOMEM: return "SL_ENOMEM: out of memory; nothing was consumed";
+    case SL_LAGGED: return "SL_LAGGED: messages were overwritten before this subscriber read them";
     }
     return "SL_?: unknown status";
 }

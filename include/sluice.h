@@ -20,6 +20,7 @@
 #include "sluice/select.h"
 #include "sluice/chanfd.h"
 #include "sluice/timer.h"
+#include "sluice/broadcast.h"
 #include "sluice/pool.h"
 #include "sluice/exec.h"
 

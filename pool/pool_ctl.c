@@ -140,7 +140,7 @@ static bool ensure_workers(sl_pool *p)
     int run = atomic_load_explicit(&p->run_state, memory_order_seq_cst);
     uint64_t pending = SL__PENDING_COUNT(atomic_load_explicit(&p->pending, memory_order_seq_cst));
     bool asked = atomic_exchange_explicit(&p->spawn_req, 0, memory_order_seq_cst);
-    if (run == SL__RUN_CANCELLING || (run == SL__RUN_DRAINING && sl__pool_drained(p)))
+    if (sl__pool_all_leaving(p))
         return true;
     unsigned want = wanted(p, run, pending, asked);
     sl_status st;

@@ -361,6 +361,15 @@ static inline bool sl__pool_drained(const sl_pool *p)
     return atomic_load_explicit(&p->rings_busy, memory_order_seq_cst) == 0;
 }
 
+/* Every worker is to leave: a cancel, or a drain with nothing left to
+ * start. The one statement of it: a worker exits on it, and none is placed
+ * or spawned while it holds. */
+static inline bool sl__pool_all_leaving(const sl_pool *p)
+{
+    int run = atomic_load_explicit(&p->run_state, memory_order_seq_cst);
+    return run == SL__RUN_CANCELLING || (run == SL__RUN_DRAINING && sl__pool_drained(p));
+}
+
 /* A worker may take a job now, and one is waiting. */
 static inline bool sl__pool_takeable(const sl_pool *p)
 {

@@ -77,9 +77,7 @@ static bool leave_above(sl_pool *p, unsigned limit)
 static enum sl__pool_end exit_due(sl__pool_worker *w)
 {
     sl_pool *p = w->pool;
-    int run = atomic_load_explicit(&p->run_state, memory_order_seq_cst);
-    bool done = run == SL__RUN_CANCELLING || (run == SL__RUN_DRAINING && sl__pool_drained(p));
-    if (done) {
+    if (sl__pool_all_leaving(p)) {
         atomic_fetch_sub_explicit(&p->live, 1, memory_order_acq_rel);
         w->counted = false;
         return SL__END_SHUTDOWN;
@@ -319,15 +317,9 @@ static uint64_t idle_deadline(const sl_pool *p)
 /* What exit_due would act on, read without acting (no lock, no count
  * changes): park's re-check runs between the registration and the sleep. */
 /* Every worker is to leave: a cancel, or a drain with nothing left. */
-static bool all_leaving(const sl_pool *p)
-{
-    int run = atomic_load_explicit(&p->run_state, memory_order_seq_cst);
-    return run == SL__RUN_CANCELLING || (run == SL__RUN_DRAINING && sl__pool_drained(p));
-}
-
 static bool exit_wanted(const sl_pool *p)
 {
-    if (all_leaving(p))
+    if (sl__pool_all_leaving(p))
         return true;
     return atomic_load_explicit(&p->live, memory_order_seq_cst) >
            atomic_load_explicit(&p->target, memory_order_seq_cst);
@@ -517,7 +509,7 @@ static bool place_worker(sl_pool *p, sl__pool_worker *w, unsigned limit, bool *r
      * limit was computed before the shutdown began would start and join
      * threads for as long as each left before its next spawn (thousands, a
      * failed sl_pool_new's cancel under TSan's timing). */
-    if (all_leaving(p))
+    if (sl__pool_all_leaving(p))
         return false;
     if (!enter_below(p, limit < target ? limit : target))
         return false;

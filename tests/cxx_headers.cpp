@@ -15,6 +15,8 @@ struct msg {
 
 // A typed channel declared at file scope.
 SL_CHAN_TYPED(msg_chan, msg);
+// And a typed broadcast channel.
+SL_BROADCAST_TYPED(msg_bc, msg);
 
 static int failures = 0;
 
@@ -165,6 +167,25 @@ static void check_typed()
     msg_chan_free(mc);
 }
 
+static void check_broadcast()
+{
+    sl_chan_opts o{};
+    o.flavor = SL_BROADCAST;
+    o.capacity = 1;
+    msg_bc *bc = nullptr, *rx = nullptr;
+    CHECK(msg_bc_new(&bc, &o) == SL_OK);
+    if (!bc) return;
+    CHECK(msg_bc_subscribe(bc, &rx) == SL_OK);
+    msg m1{ 1, 1.5, "one" }, m2{ 2, 2.5, "two" }, got{};
+    CHECK(msg_bc_send(bc, &m1) == SL_OK);
+    CHECK(msg_bc_send(bc, &m2) == SL_OK); // overwrites m1: never full
+    CHECK(msg_bc_recv(rx, &got) == SL_LAGGED && msg_bc_missed(rx) == 1);
+    CHECK(msg_bc_recv(rx, &got) == SL_OK && got.a == 2 && std::strcmp(got.tag, "two") == 0);
+    msg_bc_free(bc);
+    CHECK(msg_bc_recv(rx, &got) == SL_CLOSED);
+    msg_bc_free(rx);
+}
+
 int main()
 {
     const int statuses[] = { (int)SL_OK, (int)SL_EMPTY, (int)SL_FULL, (int)SL_CLOSED, (int)SL_ENOMEM, 999 };
@@ -175,6 +196,7 @@ int main()
     check_raw_mpmc();
     check_event();
     check_typed();
+    check_broadcast();
     if (failures) std::fprintf(stderr, "cxx_headers: %d check(s) failed\n", failures);
     return failures ? 1 : 0;
 }

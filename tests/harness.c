@@ -109,6 +109,7 @@ const char *sl_test_flavor_name(sl_flavor f)
     case SL_LIST: return "LIST";
     case SL_RING: return "RING";
     case SL_TIMER: return "TIMER";
+    case SL_BROADCAST: return "BROADCAST";
     default: return "?";
     }
 }

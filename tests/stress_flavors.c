@@ -1,6 +1,6 @@
 /*
- * tests/stress_flavors.c — stress accounting for SL_LIST, SL_RING and
- * sl_select.
+ * tests/stress_flavors.c — stress accounting for SL_LIST, SL_RING, rendezvous,
+ * SL_BROADCAST and sl_select.
  *
  * Every message carries (producer, seq, check) and, above 16 bytes, a pad
  * derived from them, so that torn copies show. What is checked:
@@ -49,6 +49,27 @@
  *                      instant, each instant received once in all, and no
  *                      more ticks than grid points passed (no backlog); the
  *                      deadline received exactly once, never early.
+ *
+ *   broadcast_churn    senders send seq 0..N-1 each, with random send forms
+ *                      (send, try_send, send_for, try_send_n batches, select
+ *                      send cases), into a broadcast channel of capacity 1, 4
+ *                      or 64; the last to finish closes it. One steady
+ *                      subscriber, subscribed before the first send, receives
+ *                      with random forms (recv, try_recv, recv_for,
+ *                      recv_n_for, select with a never-ready second case)
+ *                      until SL_CLOSED. Churners subscribe, receive a random
+ *                      number of messages, sometimes close their own handle,
+ *                      leave (free), and subscribe again, until the channel is
+ *                      closed. Checked: every message received is intact
+ *                      (never torn); each subscription sees each sender's seqs
+ *                      increasing, and a sender's seqs jump only across an
+ *                      SL_LAGGED; the jumps a subscription sees never add up
+ *                      to more than sl_chan_missed says; the steady
+ *                      subscriber's received + missed is exactly every message
+ *                      sent (so what it was told it missed is exactly what it
+ *                      did not get); no send fails; the drop function sees
+ *                      every message exactly once, intact (at overwrite or
+ *                      when the last handle is freed).
  *   rendezvous_close   producers hand messages to consumers over a rendezvous
  *                      channel R (SL_MPMC, capacity 0) and a small queue Q,
  *                      with every send form on R (blocking, timed, try,
@@ -75,6 +96,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sluice/broadcast.h"
 #include "sluice/chan.h"
 #include "sluice/select.h"
 #include "sluice/timer.h"
@@ -1511,6 +1533,277 @@ START_TEST(timer_select)
 }
 END_TEST
 
+/* ---- broadcast_churn ------------------------------------------------------ */
+
+#define BC_SENDERS 2
+#define BC_CHURNERS 2
+#define BC_BATCH 8
+
+typedef struct bc_cfg {
+    size_t cap, esz;
+} bc_cfg;
+
+static const bc_cfg bc_cfgs[] = {{1, 24}, {4, 64}, {64, 16}};
+
+typedef struct bc_run {
+    sl_chan *bc;
+    sl_chan *steady; /* subscribed before the first send */
+    sl_chan *never;  /* the steady subscriber's select's second case */
+    size_t esz;
+    uint64_t n; /* per sender */
+    uint64_t seed;
+    atomic_uint senders_left;
+    bitmap dropped;
+    atomic_uint_fast64_t drops;
+    uint64_t steady_got;
+    pad_counter progress[BC_SENDERS + 1 + BC_CHURNERS];
+} bc_run;
+
+static void bc_drop(void *elem, void *ctx)
+{
+    bc_run *r = ctx;
+    uint32_t p;
+    uint64_t s;
+    if (!msg_read(elem, r->esz, BC_SENDERS, r->n, &p, &s, "drop"))
+        return;
+    if (bm_set(&r->dropped, p * r->n + s))
+        rec_fail("sender %u seq %llu dropped twice", p, ULL(s));
+    atomic_fetch_add(&r->drops, 1);
+}
+
+static sl_status bc_send_one(bc_run *r, sl_test_rng *rng, unsigned char *m)
+{
+    size_t i;
+    sl_select_case c = {r->bc, SL_SEL_SEND, m};
+    switch (sl_test_rng_next(rng) % 4) {
+    case 0: return sl_chan_send(r->bc, m);
+    case 1: return sl_chan_try_send(r->bc, m);
+    case 2: return sl_chan_send_for(r->bc, m, k_timeouts[sl_test_rng_next(rng) % N_TIMEOUTS]);
+    default: return sl_select(&c, 1, 0, &i);
+    }
+}
+
+static void *bc_sender(void *arg)
+{
+    worker *w = arg;
+    bc_run *r = w->run;
+    uint32_t p = w->idx;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, r->seed ^ (p + 1) * GOLDEN);
+    unsigned char batch[BC_BATCH * ESZ_MAX];
+    for (uint64_t s = 0; s < r->n && !failed();) {
+        if (sl_test_rng_next(&rng) % 8 == 0) { /* a batch: all of it goes */
+            size_t k = msg_batch(batch, r->esz, p, s, r->n - s, BC_BATCH, &rng);
+            size_t sent = sl_chan_try_send_n(r->bc, batch, k);
+            if (sent != k)
+                rec_fail("sender %u: try_send_n sent %zu of %zu", p, sent, k);
+            s += k;
+        } else {
+            msg_make(batch, r->esz, p, s);
+            sl_status st = bc_send_one(r, &rng, batch);
+            if (st != SL_OK)
+                rec_fail("sender %u seq %llu: %s", p, ULL(s), sl_status_str(st));
+            s++;
+        }
+        atomic_store(&r->progress[p].v, s);
+        sl_test_maybe_stall(&rng, 256);
+    }
+    if (atomic_fetch_sub(&r->senders_left, 1) == 1)
+        sl_chan_close(r->bc);
+    return NULL;
+}
+
+/* One subscription's bc_view: each sender's newest seq, and the jumps. */
+typedef struct bc_view {
+    uint64_t last[BC_SENDERS]; /* NONE before the first */
+    uint64_t jumps;    /* seqs skipped between two received from one sender */
+    uint64_t got;
+    bool lag_since[BC_SENDERS]; /* an SL_LAGGED came since this sender's last message */
+} bc_view;
+
+static void bc_view_init(bc_view *v)
+{
+    memset(v, 0, sizeof *v);
+    for (unsigned p = 0; p < BC_SENDERS; p++)
+        v->last[p] = NONE;
+}
+
+static void bc_view_lagged(bc_view *v)
+{
+    for (unsigned p = 0; p < BC_SENDERS; p++)
+        v->lag_since[p] = true;
+}
+
+static void bc_view_see(bc_run *r, bc_view *v, const unsigned char *m, const char *who)
+{
+    uint32_t p;
+    uint64_t s;
+    if (!msg_read(m, r->esz, BC_SENDERS, r->n, &p, &s, who))
+        return;
+    uint64_t want = v->last[p] == NONE ? NONE : v->last[p] + 1;
+    if (want != NONE && s < want)
+        rec_fail("%s: sender %u seq %llu after %llu", who, p, ULL(s), ULL(v->last[p]));
+    else if (want != NONE && s > want) {
+        if (!v->lag_since[p])
+            rec_fail("%s: sender %u jumped %llu -> %llu with no SL_LAGGED", who, p,
+                     ULL(v->last[p]), ULL(s));
+        v->jumps += s - want;
+    }
+    v->last[p] = s;
+    v->lag_since[p] = false;
+    v->got++;
+}
+
+/* One receive by a random form into m (room for BC_BATCH messages): the status,
+ * and how many messages arrived in *k. */
+static sl_status bc_recv_some(bc_run *r, sl_chan *rx, sl_test_rng *rng, unsigned char *m,
+                           size_t *k)
+{
+    size_t i;
+    uint64_t t = k_timeouts[sl_test_rng_next(rng) % N_TIMEOUTS];
+    sl_select_case c[2] = {{rx, SL_SEL_RECV, m}, {r->never, SL_SEL_RECV, m}};
+    sl_status st;
+    *k = 0;
+    switch (sl_test_rng_next(rng) % 5) {
+    case 0: st = sl_chan_recv(rx, m); break;
+    case 1: st = sl_chan_try_recv(rx, m); break;
+    case 2: st = sl_chan_recv_for(rx, m, t); break;
+    case 3: return sl_chan_recv_n_for(rx, m, 1 + sl_test_rng_next(rng) % BC_BATCH, t, k);
+    default:
+        st = sl_select(c, 2, t, &i);
+        if (st == SL_OK && i != 0)
+            rec_fail("the never channel's case won");
+        break;
+    }
+    *k = st == SL_OK;
+    return st;
+}
+
+/* Receives on rx until SL_CLOSED or `budget` receives; returns the last status. */
+static sl_status bc_drain(bc_run *r, sl_chan *rx, bc_view *v, sl_test_rng *rng, uint64_t budget,
+                       pad_counter *progress, const char *who)
+{
+    unsigned char m[BC_BATCH * ESZ_MAX];
+    sl_status st = SL_OK;
+    for (uint64_t n = 0; n < budget && !failed(); n++) {
+        size_t k;
+        st = bc_recv_some(r, rx, rng, m, &k);
+        if (st == SL_CLOSED)
+            break;
+        if (st == SL_LAGGED)
+            bc_view_lagged(v);
+        else if (st != SL_OK && st != SL_EMPTY && st != SL_TIMEDOUT)
+            rec_fail("%s: %s", who, sl_status_str(st));
+        for (size_t j = 0; j < k; j++)
+            bc_view_see(r, v, m + j * r->esz, who);
+        atomic_fetch_add(&progress->v, 1);
+    }
+    if (v->jumps > sl_chan_missed(rx))
+        rec_fail("%s: skipped %llu seqs, told of %llu", who, ULL(v->jumps),
+                 ULL(sl_chan_missed(rx)));
+    return st;
+}
+
+static void *bc_steady(void *arg)
+{
+    worker *w = arg;
+    bc_run *r = w->run;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, r->seed ^ (w->idx + 1) * GOLDEN);
+    bc_view v;
+    bc_view_init(&v);
+    if (bc_drain(r, r->steady, &v, &rng, UINT64_MAX, &r->progress[w->idx], "steady") !=
+            SL_CLOSED && !failed())
+        rec_fail("steady: did not end with SL_CLOSED");
+    r->steady_got = v.got;
+    return NULL;
+}
+
+static void *bc_churner(void *arg)
+{
+    worker *w = arg;
+    bc_run *r = w->run;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, r->seed ^ (w->idx + 1) * GOLDEN);
+    char who[32];
+    snprintf(who, sizeof who, "churner %u", w->idx);
+    for (bool ended = false; !ended && !failed();) {
+        sl_chan *rx = NULL;
+        sl_status st = sl_chan_subscribe(r->bc, &rx);
+        if (st != SL_OK) {
+            rec_fail("%s: subscribe: %s", who, sl_status_str(st));
+            break;
+        }
+        bc_view v;
+        bc_view_init(&v);
+        ended = bc_drain(r, rx, &v, &rng, 1 + sl_test_rng_next(&rng) % 64, &r->progress[w->idx],
+                      who) == SL_CLOSED;
+        if (!ended && sl_test_rng_next(&rng) % 4 == 0) {
+            sl_chan_close(rx); /* ends this subscription alone */
+            unsigned char m[ESZ_MAX];
+            if ((st = sl_chan_try_recv(rx, m)) != SL_CLOSED)
+                rec_fail("%s: %s from a closed subscription", who, sl_status_str(st));
+        }
+        /* The channel stays open while a sender is left: leave, join again. */
+        ended = ended || atomic_load(&r->senders_left) == 0;
+        sl_chan_free(rx);
+    }
+    return NULL;
+}
+
+static uint64_t bc_progress(void *arg)
+{
+    bc_run *r = arg;
+    return sum_counters(r->progress, BC_SENDERS + 1 + BC_CHURNERS);
+}
+
+static void bc_diag(void *arg)
+{
+    bc_run *r = arg;
+    fprintf(stderr, "  BROADCAST: len %zu, steady len %zu missed %llu, senders left %u\n",
+            sl_chan_len(r->bc), sl_chan_len(r->steady), ULL(sl_chan_missed(r->steady)),
+            atomic_load(&r->senders_left));
+    print_progress(r->progress, BC_SENDERS, 1 + BC_CHURNERS, "sender", "subscriber");
+}
+
+START_TEST(broadcast_churn)
+{
+    const bc_cfg *cfg = &bc_cfgs[_i];
+    bc_run *r = xaligned(sizeof *r);
+    r->seed = begin_test(SUITE, "broadcast_churn[cap %zu, %zu bytes]", cfg->cap, cfg->esz);
+    r->esz = cfg->esz;
+    r->n = sl_test_scaled(16000, 500);
+    atomic_store(&r->senders_left, BC_SENDERS);
+    bm_init(&r->dropped, BC_SENDERS * r->n);
+    ck_assert_int_eq(new_chan(&r->bc, SL_BROADCAST, r->esz, cfg->cap, bc_drop, r, false, 0),
+                     SL_OK);
+    ck_assert_int_eq(sl_chan_subscribe(r->bc, &r->steady), SL_OK);
+    ck_assert_int_eq(sl_chan_never(&r->never), SL_OK);
+
+    const team_role roles[] = {{BC_SENDERS, bc_sender, true}, {1, bc_steady, true}, {BC_CHURNERS, bc_churner, true}};
+    team t;
+    team_start(&t, r, roles, N_OF(roles), &k_preempt_brief, bc_progress, bc_diag);
+    team_end(&t);
+    ASSERT_CLEAN();
+
+    uint64_t total = BC_SENDERS * r->n, missed = sl_chan_missed(r->steady);
+    CHECK_MSG(r->steady_got + missed == total, "steady: received %llu + missed %llu != %llu",
+              ULL(r->steady_got), ULL(missed), ULL(total));
+    fprintf(stderr, "[%s] steady subscriber: %llu received, %llu missed\n", g_test,
+            ULL(r->steady_got), ULL(missed));
+    sl_chan_free(r->steady);
+    sl_chan_free(r->bc); /* the last handle: drops what is held */
+    ASSERT_CLEAN();
+    uint64_t drops = atomic_load(&r->drops);
+    check_none_lost(&r->dropped, r->n, drops, total);
+    CHECK_MSG(drops == total, "dropped %llu of %llu", ULL(drops), ULL(total));
+    sl_test_account("broadcast messages received or missed, and dropped once", 2 * total);
+    sl_chan_free(r->never);
+    bm_free(&r->dropped);
+    free(r);
+}
+END_TEST
+
 /* ---- rendezvous_close ------------------------------------------------------ */
 typedef struct rv_cfg {
     unsigned np, nc;
@@ -1710,6 +2003,7 @@ static Suite *flavors_suite(void)
     tcase_add_test(tc, timer_select);
     suite_add_tcase(s, tc);
     sl_test_loop_case(s, "rendezvous", TC_TIMEOUT, rendezvous_close, N_OF(rv_cfgs));
+    sl_test_loop_case(s, "broadcast", TC_TIMEOUT, broadcast_churn, N_OF(bc_cfgs));
     return s;
 }
 

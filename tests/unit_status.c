@@ -11,7 +11,7 @@
 
 static const sl_status all_statuses[] = {
     SL_OK, SL_EMPTY, SL_FULL, SL_CLOSED, SL_TIMEDOUT,
-    SL_EVICTED, SL_BUSY, SL_EXISTS, SL_EINVAL, SL_ENOMEM,
+    SL_EVICTED, SL_BUSY, SL_EXISTS, SL_EINVAL, SL_ENOMEM, SL_LAGGED,
 };
 #define N_STATUSES (sizeof all_statuses / sizeof all_statuses[0])
 

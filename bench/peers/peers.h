@@ -31,6 +31,12 @@ const slb_ops *const *slb_peers_xenium(void);     /* xenium nikolaev_bounded_que
 const slb_ops *const *slb_peers_crossbeam(void);  /* Rust crossbeam-channel */
 const slb_ops *const *slb_peers_flume(void);      /* Rust flume */
 const slb_ops *const *slb_peers_go(void);         /* Go channels */
+/* Between processes, for `sl-bench ipc` only (bench/ipc.c): */
+const slb_ops *const *slb_peers_kernel_ipc(void); /* pipe, Unix dgram, POSIX mq */
+/* Ours, SLB_HAVE_SHM (contenders_shm.c): the shared-memory channel between
+ * processes, and the same between threads. */
+const slb_ops *const *slb_peers_sluice_shm(void);
+const slb_ops *const *slb_peers_sluice_shm_threads(void);
 
 /* Smallest power of two >= n (n >= 1); ring-based peers need one. */
 static inline size_t slb_pow2(size_t n)

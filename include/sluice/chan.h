@@ -12,8 +12,9 @@
  *   | SL_LIST | many / many       | unbounded | lock-free  | lock-free | linearizable FIFO|
  *   | SL_RING | many / many       | overwrites| lock-free* | lock-free | linearizable FIFO|
  *   | SL_TIMER| none / many       | 1 (clock) | SL_EINVAL  | lock-free | fires in time    |
+ *   | SL_BROADCAST | many / each subscriber | overwrites | wait-free** | lock-free** | all, in order |
  *   | SL_MPMC | many / many       | 0: rendez-| short      | short     | hand-off, no     |
- *   |         |                   | vous      | lock**     | lock**    | queue            |
+ *   |         |                   | vous      | lock***    | lock***   | queue            |
  *
  * SL_LIST's sends never wait: only SL_ENOMEM or SL_CLOSED refuse them, and its
  * capacity is SIZE_MAX. SL_RING's sends never wait (*) and never fail while
@@ -23,7 +24,12 @@
  * SL_RING_SPARE operations hold a slot at once, beyond which a send yields
  * until one of them is done (sluice/ring.h). SL_TIMER channels (after, tick,
  * never) carry uint64_t fire instants from the clock and refuse sends
- * (sluice/timer.h).
+ * (sluice/timer.h). SL_BROADCAST hands every message to every subscriber
+ * (sl_chan_subscribe, sluice/broadcast.h); a subscriber that falls more than
+ * the capacity behind receives SL_LAGGED and the count it lost. (**) With
+ * one sender thread; with several, a send may wait for the sender a lap
+ * earlier to finish its copy, and a subscriber's next message is not there
+ * while its sender is mid-copy (sluice/broadcast.h, "Progress").
  *
  * Rendezvous channels (SL_MPMC with capacity 0; Go's unbuffered channel,
  * crossbeam's bounded(0)) store nothing: a message goes straight from a
@@ -47,13 +53,14 @@
  *     receiver SL_CLOSED, and no operation meets a partner after it. A send
  *     racing a close either met its receiver (SL_OK on both sides) or gets
  *     SL_CLOSED — never both, never lost.
- *   - Not available: SL_SPSC or SL_RING with capacity 0 (SL_EINVAL; a
- *     rendezvous has no single-thread fast path and nothing to overwrite),
+ *   - Not available: SL_SPSC, SL_RING or SL_BROADCAST with capacity 0
+ *     (SL_EINVAL; a rendezvous has no single-thread fast path and nothing
+ *     to overwrite or to keep for subscribers),
  *     sl_chan_send_evict (SL_EINVAL, as for every flavour but SL_RING),
  *     sl_chan_fd (SL_EINVAL: an end is ready only while a partner is blocked
  *     in it, and an event loop never blocks in a channel, so two loops at the
  *     two ends would never meet). SL_LIST ignores capacity, 0 included.
- *   (**) Progress: a hand-off takes the channel's short lock (a scan of the
+ *   (***) Progress: a hand-off takes the channel's short lock (a scan of the
  *   waiting offers, one copy, one wake; never held across a wait), so a try
  *   is blocking in the strict sense while another thread holds it, and
  *   the blocking forms depend on a partner by definition (docs/guarantees.md,
@@ -69,12 +76,16 @@
  *   | close, is_closed, len, cap    | any thread, any time           | same           |
  *   | free                          | no other call, ever after      | same           |
  *
+ * SL_BROADCAST: sends on the send handle from any threads; receives on one
+ * subscriber handle from one thread at a time (sluice/broadcast.h).
+ *
  * Ownership (move-only, docs/ownership.md): a send that returns SL_OK (or
  * SL_EVICTED) moved the message's bytes — and whatever they refer to — into
  * the channel; any other status consumed nothing and the caller still owns the
  * message. Every message sent is, exactly once, received, or evicted
  * (SL_RING: handed to the displacing sender or the drop function), or dropped
- * by sl_chan_free.
+ * by sl_chan_free. (SL_BROADCAST keeps each original and hands subscribers
+ * copies: its drop rule is in sluice/broadcast.h.)
  *
  * Close (as in Go): after sl_chan_close, sends return SL_CLOSED (nothing
  * consumed); receivers get what is still inside, then SL_CLOSED; every blocked
@@ -106,12 +117,14 @@ SL_BEGIN_DECLS
 
 typedef struct sl_chan sl_chan;
 /* SL_TIMER: a timer channel, made by sl_chan_after / sl_chan_tick /
- * sl_chan_never (sluice/timer.h), never by sl_chan_new. SL__RENDEZVOUS is
- * reserved: the library's own name for a rendezvous channel (SL_MPMC with
- * capacity 0), never accepted by sl_chan_new nor returned by
+ * sl_chan_never (sluice/timer.h), never by sl_chan_new. */
+/* SL_BROADCAST: every subscriber (sluice/broadcast.h) sees every message. */
+/* SL__RENDEZVOUS is reserved: the library's own name for a rendezvous channel
+ * (SL_MPMC with capacity 0), never accepted by sl_chan_new nor returned by
  * sl_chan_flavor. */
 typedef enum sl_flavor {
-    SL_SPSC = 1, SL_MPMC, SL_LIST, SL_RING, SL_TIMER, SL__RENDEZVOUS
+    SL_SPSC = 1, SL_MPMC, SL_LIST, SL_RING, SL_TIMER,
+    SL_BROADCAST, SL__RENDEZVOUS,
 } sl_flavor;
 typedef void (*sl_drop_fn)(void *elem, void *ctx);
 
@@ -127,9 +140,9 @@ typedef struct sl_chan_opts {
 
 /* Creates a channel. Returns SL_OK and sets *out; SL_EINVAL for NULL out or
  * opts, an unknown flavour or SL_TIMER (sluice/timer.h makes those),
- * elem_size 0 or above SL_ELEM_MAX, capacity 0 for SL_SPSC and SL_RING, a
- * capacity so large the storage overflows (bounded flavours); SL_ENOMEM. On
- * failure *out is untouched. SL_MPMC with capacity 0 makes a rendezvous
+ * elem_size 0 or above SL_ELEM_MAX, capacity 0 for SL_SPSC, SL_RING and
+ * SL_BROADCAST, a capacity so large the storage overflows (bounded
+ * flavours); SL_ENOMEM. On failure *out is untouched. SL_MPMC with capacity 0 makes a rendezvous
  * channel (above); it allocates nothing more than the channel. */
 SL_API sl_status sl_chan_new(sl_chan **out, const sl_chan_opts *opts);
 
@@ -187,16 +200,19 @@ SL_API sl_status sl_chan_send_evict(sl_chan *ch, const void *elem, void *evicted
 
 /* Receives the oldest message into out, waiting while the channel is empty.
  * Returns SL_OK; SL_CLOSED once the channel is closed and drained; SL_EINVAL
- * for NULL ch or out. Blocking. */
+ * for NULL ch or out; SL_LAGGED (a broadcast subscriber that fell behind:
+ * nothing received, sluice/broadcast.h). Blocking. */
 SL_API sl_status sl_chan_recv(sl_chan *ch, void *out);
 
 /* Receives a message if one is there now. Returns SL_OK, SL_EMPTY (open and
- * empty), SL_CLOSED (closed and drained) or SL_EINVAL. Never blocks. */
+ * empty), SL_CLOSED (closed and drained), SL_LAGGED (broadcast) or
+ * SL_EINVAL. Never blocks. */
 SL_API sl_status sl_chan_try_recv(sl_chan *ch, void *out);
 
 /* Receives, waiting at most timeout_ns (0: one attempt; SL_FOREVER: no
  * limit). Returns SL_OK, SL_TIMEDOUT (nothing came in time, also for 0 on an
- * empty channel; no earlier than asked), SL_CLOSED or SL_EINVAL. */
+ * empty channel; no earlier than asked), SL_CLOSED, SL_LAGGED (broadcast) or
+ * SL_EINVAL. */
 SL_API sl_status sl_chan_recv_for(sl_chan *ch, void *out, uint64_t timeout_ns);
 
 /* Sends up to n messages from the array elems, in order, without waiting;
@@ -216,6 +232,8 @@ SL_API size_t sl_chan_try_recv_n(sl_chan *ch, void *out, size_t n);
  * order, in one batch, and sets *got to how many. Returns
  *   SL_OK        *got messages (1 .. n) were received;
  *   SL_CLOSED    the channel is closed and drained (*got 0);
+ *   SL_LAGGED    a broadcast subscriber fell behind (*got 0; a batch stops
+ *                before a lag, so the lag comes first in the next call);
  *   SL_EINVAL    NULL ch, out or got, n == 0, or n * elem_size beyond
  *                SIZE_MAX (*got 0 when got is not NULL); nothing received.
  * It never waits for more than one message: it takes what is there (up to n)

@@ -23,6 +23,8 @@ typedef enum sl_status {
     SL_EXISTS,    /* pool: a job with this unique key is queued or running */
     SL_EINVAL,    /* bad argument or misuse (NULL, zero size, double sync, wrong state) */
     SL_ENOMEM,    /* allocation failed; nothing was consumed */
+    SL_LAGGED,    /* broadcast subscriber: messages were overwritten before it read them
+                     (how many: sl_chan_missed); nothing received */
 } sl_status;
 
 /* Returns a short, static, human-readable name for s ("SL_OK: success", ...).

@@ -1,0 +1,131 @@
+/*
+ * contenders_shm.c — sluice's channel in shared memory behind the contender
+ * table, for `sl-bench ipc` (built only when sluice/shm.h is there).
+ *
+ * create() makes the channel in an anonymous memfd before sl-bench forks its
+ * peer. Each side then opens the channel itself from the segment's
+ * descriptor (attach, in its own process after the fork), as two programs
+ * would: its own mapping and its own handle, so the runs go through the
+ * open path's checks and no handle crosses the fork. The creator's handle
+ * only checks that the channel is empty after a run and destroys it.
+ *
+ * A status other than the documented one for the situation is a library
+ * bug: the adapter stops the benchmark naming it.
+ */
+#include "contender.h"
+#include "peers/peers.h"
+
+#include "sluice/chan.h"
+#include "sluice/shm.h"
+
+#define SHM_WHO "sl_chan shm"
+
+static void *shm_create(sl_flavor flavor, size_t capacity, size_t elem_size)
+{
+    sl_chan_opts o = { .flavor = flavor, .elem_size = elem_size, .capacity = capacity };
+    sl_chan *ch = NULL;
+    return sl_chan_shm_create(&ch, NULL, &o, 0) == SL_OK ? ch : NULL;
+}
+
+static void *shm_spsc_create(size_t capacity, size_t elem_size)
+{
+    return shm_create(SL_SPSC, capacity, elem_size);
+}
+
+static void *shm_mpmc_create(size_t capacity, size_t elem_size)
+{
+    return shm_create(SL_MPMC, capacity, elem_size);
+}
+
+static void shm_destroy(void *q)
+{
+    sl_chan_free(q);
+}
+
+/* This side's own handle, opened from the creator's descriptor, which the
+ * peer process inherited. The expectation is the creator's geometry. */
+static void *shm_attach(void *q, bool producer)
+{
+    (void)producer;
+    sl_chan_opts expect = { .flavor = sl_chan_flavor(q), .elem_size = sl_chan_elem_size(q),
+                            .capacity = sl_chan_cap(q) };
+    sl_chan *h = NULL;
+    sl_status s = sl_chan_shm_open_fd(&h, sl_chan_shm_fd(q), &expect);
+    if (s != SL_OK)
+        slb_die(SHM_WHO, "sl_chan_shm_open_fd returned %s", sl_status_str(s));
+    return h;
+}
+
+static void shm_detach(void *q, void *h)
+{
+    (void)q;
+    sl_chan_free(h);
+}
+
+/* h is NULL only for the driver's end-of-run look with the creator's handle. */
+static sl_chan *handle(void *q, void *h)
+{
+    return h ? h : q;
+}
+
+static bool shm_try_push(void *q, void *h, const void *m)
+{
+    sl_status s = sl_chan_try_send(handle(q, h), m);
+    if (s != SL_OK && s != SL_FULL)
+        slb_die(SHM_WHO, "sl_chan_try_send returned %s", sl_status_str(s));
+    return s == SL_OK;
+}
+
+static bool shm_try_pop(void *q, void *h, void *m)
+{
+    sl_status s = sl_chan_try_recv(handle(q, h), m);
+    if (s != SL_OK && s != SL_EMPTY)
+        slb_die(SHM_WHO, "sl_chan_try_recv returned %s", sl_status_str(s));
+    return s == SL_OK;
+}
+
+static bool shm_push(void *q, void *h, const void *m)
+{
+    sl_status s = sl_chan_send(handle(q, h), m);
+    if (s != SL_OK)
+        slb_die(SHM_WHO, "sl_chan_send returned %s", sl_status_str(s));
+    return true;
+}
+
+static bool shm_pop(void *q, void *h, void *m)
+{
+    sl_status s = sl_chan_recv(handle(q, h), m);
+    if (s != SL_OK)
+        slb_die(SHM_WHO, "sl_chan_recv returned %s", sl_status_str(s));
+    return true;
+}
+
+#define SHM_NOTE "exactly the capacity; a memfd, opened by each side after fork"
+#define SHM_THREADS_NOTE "the same, both sides threads of one process (own handles)"
+
+#define SHM_OPS(id, nm, fl, nt, flags_) \
+    static const slb_ops id = { \
+        .name = nm, .peer = "sluice", .kind = SLB_BLOCKING, .flags = SLB_FIFO | SLB_OURS | (flags_), \
+        .note = nt, .flavor = fl, .create = fl == 1 ? shm_spsc_create : shm_mpmc_create, \
+        .destroy = shm_destroy, .attach = shm_attach, .detach = shm_detach, \
+        .try_push = shm_try_push, .try_pop = shm_try_pop, .push = shm_push, .pop = shm_pop }
+
+SHM_OPS(shm_spsc, "sl_chan SPSC shm", 1, SHM_NOTE, SLB_SINGLE);
+SHM_OPS(shm_mpmc, "sl_chan MPMC shm", 2, SHM_NOTE, 0);
+SHM_OPS(shm_spsc_threads, "sl_chan SPSC shm threads", 1, SHM_THREADS_NOTE, SLB_SINGLE);
+SHM_OPS(shm_mpmc_threads, "sl_chan MPMC shm threads", 2, SHM_THREADS_NOTE, 0);
+
+/* Between processes: what sl-bench ipc measures. */
+const slb_ops *const *slb_peers_sluice_shm(void)
+{
+    static const slb_ops *const list[] = { &shm_spsc, &shm_mpmc, NULL };
+    return list;
+}
+
+/* The same segments between two threads: set beside the in-process channel,
+ * they separate what the segment costs from what the process boundary does. */
+const slb_ops *const *slb_peers_sluice_shm_threads(void)
+{
+    static const slb_ops *const list[] = { &shm_spsc_threads, &shm_mpmc_threads, NULL };
+    return list;
+}

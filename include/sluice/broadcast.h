@@ -1,0 +1,131 @@
+/*
+ * sluice/broadcast.h — broadcast channels: every subscriber sees every
+ * message.
+ *
+ * A broadcast channel is made by sl_chan_new with flavor SL_BROADCAST and a
+ * capacity >= 1; that handle is the send side (any number of sender
+ * threads). sl_chan_subscribe gives a receive-only handle that sees, in
+ * order, every message sent after it subscribed. Receive with the ordinary
+ * calls (sl_chan_recv, try_recv, recv_for, recv_n, recv_n_for, try_recv_n,
+ * sl_select receive cases) and the typed wrapper, so a subscriber is an
+ * sl_chan like any other:
+ *
+ *   sl_chan_opts o = {.flavor = SL_BROADCAST, .elem_size = sizeof(struct quote),
+ *                     .capacity = 64};
+ *   sl_chan *bc, *rx;
+ *   sl_chan_new(&bc, &o);
+ *   sl_chan_subscribe(bc, &rx);            // in each listening thread
+ *   sl_chan_send(bc, &q);                  // every subscriber gets a copy
+ *   switch (sl_chan_recv(rx, &q)) {
+ *   case SL_OK: ...;                       // the next message
+ *   case SL_LAGGED: ...;                   // sl_chan_missed(rx) grew by the count lost
+ *   case SL_CLOSED: ...;                   // closed, and everything seen
+ *   }
+ *
+ * The sender never waits for a receiver: the channel holds the last
+ * `capacity` messages and a send into a full ring overwrites the oldest.
+ * A subscriber that falls more than `capacity` messages behind loses the
+ * oldest: its next receive returns SL_LAGGED (nothing received; the bytes at
+ * out are unspecified), having moved it to the oldest message still held and
+ * added the number skipped to sl_chan_missed(rx); the receive after that
+ * returns that message. A receive never skips a message silently and never
+ * returns a copy torn by an overwrite: the bytes of an SL_OK are exactly one
+ * message as sent. (sl_chan_try_recv_n, which returns only a count, returns
+ * 0 at a lag; sl_chan_missed tells.)
+ *
+ * The façade's rules, for this flavour:
+ *   send forms     on the send handle: SL_OK (never SL_FULL, never waits;
+ *                  also with no subscriber: the message is held and nobody
+ *                  reads it), SL_CLOSED once closed; SL_EINVAL on a
+ *                  subscriber handle (SL_CLOSED once that is closed).
+ *                  sl_chan_send_evict: SL_EINVAL. In sl_select, a send case
+ *                  on the send handle is always ready.
+ *   receive forms  on a subscriber: as above; on the send handle: SL_EINVAL
+ *                  (sl_chan_try_recv_n: 0).
+ *   close          on the send handle: sends refuse; every subscriber
+ *                  receives what it can still see, then SL_CLOSED; every
+ *                  waiting subscriber wakes. On a subscriber handle: ends
+ *                  that subscription at once (its receives return
+ *                  SL_CLOSED); the others go on. sl_chan_is_closed(rx)
+ *                  becomes true once rx has seen the end (after the last
+ *                  message) or was closed itself.
+ *   free           frees one handle, in any order: freeing a subscriber
+ *                  leaves; freeing the send handle closes the channel for
+ *                  the subscribers (which may still drain it). The messages
+ *                  go when the last handle is freed. As for every channel,
+ *                  no thread may still use the handle being freed; a thread
+ *                  waiting in a subscriber parks on the shared ring, so
+ *                  sl_chan_free of that subscriber does not see it (close the
+ *                  subscriber, let the thread return, then free).
+ *   len, cap       len: messages held (send handle) or not yet read
+ *                  (subscriber), at most cap; cap: the capacity.
+ *   sl_chan_fd     SL_EINVAL (a subscriber is woken through its ring, which
+ *                  a descriptor of one handle cannot follow).
+ *
+ * Which calls may overlap: sends on the send handle from any threads;
+ * receives on one subscriber handle from one thread at a time (each thread
+ * that listens subscribes on its own); subscribe, close, free of other
+ * handles, len and cap from any thread at any time.
+ *
+ * Ownership (docs/ownership.md): a send moves the message into the channel,
+ * which keeps the original; subscribers receive byte copies. With a drop
+ * function, the channel drops each original exactly once: when a later send
+ * overwrites it, or when the last handle is freed — never when subscribers
+ * have read it (so a drop function must not free what the copies still
+ * refer to while subscribers use them: drop is for payloads the copies do
+ * not own, e.g. by value, or shared with reference counts).
+ *
+ * Progress (docs/guarantees.md, "Broadcast channels"):
+ *   send     never waits for a receiver. With one sender thread wait-free
+ *            (a fetch-and-add, the copy, the drop and the notifies). With
+ *            several, a send whose slot is still being written by the
+ *            sender a lap (capacity messages) earlier waits for that copy
+ *            to finish: blocking only on a sender stalled mid-copy.
+ *   receive  try_recv is lock-free and never waits for anyone, but a
+ *            subscriber's next message is not there while its sender is
+ *            mid-copy: a sender stalled there leaves the subscriber empty
+ *            (later messages wait behind it, in order) until it resumes.
+ * Ordering: what a sender wrote before a send is visible to a subscriber
+ * that received the message; a subscriber that sees SL_CLOSED has seen every
+ * message it could (every send that returned SL_OK before the close, not yet
+ * overwritten).
+ */
+#ifndef SLUICE_BROADCAST_H
+#define SLUICE_BROADCAST_H
+
+#include "sluice/base.h"
+#include "sluice/chan.h"
+#include "sluice/status.h"
+
+SL_BEGIN_DECLS
+
+/* Subscribes to the broadcast channel bc (its send handle): *rx becomes a
+ * receive-only handle that sees every message sent after this call returns
+ * (none sent before), until it is freed, closed, or bc is closed and it has
+ * seen the rest. Returns SL_OK; SL_EINVAL for NULL bc or rx, a channel of
+ * another flavour, or a subscriber handle; SL_ENOMEM (*rx untouched). Also on
+ * a closed bc (the subscriber then receives SL_CLOSED). Lock-free: one
+ * allocation, one reference count increment. Free rx with sl_chan_free. */
+SL_API sl_status sl_chan_subscribe(sl_chan *bc, sl_chan **rx);
+
+/* How many messages subscriber rx has skipped since it subscribed, in all:
+ * each SL_LAGGED adds exactly the number that receive skipped. 0 for NULL or
+ * a handle that is not a subscriber. Exact on rx's receiving thread; from
+ * other threads a snapshot. Wait-free. */
+SL_API uint64_t sl_chan_missed(const sl_chan *rx);
+
+SL_END_DECLS
+
+/*
+ * SL_BROADCAST_TYPED(name, T): SL_CHAN_TYPED(name, T) (sluice/chan.h) and
+ * name_subscribe(name *bc, name **rx) and name_missed(const name *rx).
+ */
+#define SL_BROADCAST_TYPED(name, T)                                                \
+    SL_CHAN_TYPED(name, T);                                                        \
+    SL_TYPED_FN sl_status name##_subscribe(name *bc, name **rx)                    \
+    { return sl_chan_subscribe((sl_chan *)(void *)bc, (sl_chan **)(void *)rx); }   \
+    SL_TYPED_FN uint64_t name##_missed(const name *rx)                             \
+    { return sl_chan_missed((const sl_chan *)(const void *)rx); }                 \
+    typedef int name##_sl_bcast_end_ /* swallows the caller's semicolon */
+
+#endif /* SLUICE_BROADCAST_H */

@@ -1,0 +1,583 @@
+/*
+ * tests/unit_broadcast.c — broadcast channels (sluice/broadcast.h).
+ *
+ * Checked: bad input refused with nothing consumed (each handle refuses the
+ * other side's calls); every subscriber sees every message sent after it
+ * subscribed, in order, and none sent before; a subscriber that falls behind
+ * gets SL_LAGGED with exactly the count skipped (sl_chan_missed), from every
+ * receive form, then the oldest message still held; messages of sizes that
+ * are not a multiple of 8 come back exact; close on the send handle lets
+ * each subscriber drain what it can see, then SL_CLOSED; close on a
+ * subscriber ends that subscription alone; the drop function runs once per
+ * message, at overwrite or when the last handle goes, in either free order;
+ * one send wakes every blocked subscriber, a close and freeing the send
+ * handle wake them too; select receive cases on subscribers (woken by a send,
+ * reporting a lag) and the always-ready send case; the typed wrapper; and,
+ * with threads, senders racing subscribers on a tiny ring: every message
+ * received is exactly one message as sent (never torn, never a mix of two
+ * senders), per-sender order, and received + missed accounts for every
+ * message.
+ */
+#include "harness.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sluice/broadcast.h>
+#include <sluice/chan.h>
+#include <sluice/chanfd.h>
+#include <sluice/select.h>
+
+static sl_chan *mk(size_t esz, size_t cap, sl_drop_fn drop, void *ctx)
+{
+    return sl_test_chan(SL_BROADCAST, esz, cap, drop, ctx);
+}
+
+static sl_chan *sub(sl_chan *bc)
+{
+    sl_chan *rx = NULL;
+    ck_assert_int_eq(sl_chan_subscribe(bc, &rx), SL_OK);
+    ck_assert_ptr_nonnull(rx);
+    return rx;
+}
+
+static void send_u64(sl_chan *bc, uint64_t v) { ck_assert_int_eq(sl_chan_send(bc, &v), SL_OK); }
+
+static void expect_u64(sl_chan *rx, uint64_t want)
+{
+    uint64_t v = ~want;
+    sl_status st = sl_chan_try_recv(rx, &v);
+    ck_assert_msg(st == SL_OK, "try_recv = %s, expected message %llu", sl_status_str(st),
+                  ULL(want));
+    ck_assert_uint_eq(v, want);
+}
+
+START_TEST(test_bad_input)
+{
+    sl_chan *bc = NULL, *rx = NULL;
+    sl_chan_opts o = {.flavor = SL_BROADCAST, .elem_size = 8, .capacity = 0};
+    ck_assert_int_eq(sl_chan_new(&bc, &o), SL_EINVAL);
+    o.capacity = 4, o.elem_size = 0;
+    ck_assert_int_eq(sl_chan_new(&bc, &o), SL_EINVAL);
+    o.elem_size = SL_ELEM_MAX + 1;
+    ck_assert_int_eq(sl_chan_new(&bc, &o), SL_EINVAL);
+    o.elem_size = 8, o.capacity = SIZE_MAX / 4;
+    ck_assert_int_eq(sl_chan_new(&bc, &o), SL_EINVAL);
+    ck_assert_ptr_null(bc);
+
+    bc = mk(8, 4, NULL, NULL);
+    sl_chan *mpmc = sl_test_chan(SL_MPMC, 8, 4, NULL, NULL);
+    ck_assert_int_eq(sl_chan_subscribe(NULL, &rx), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_subscribe(bc, NULL), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_subscribe(mpmc, &rx), SL_EINVAL);
+    ck_assert_ptr_null(rx);
+    rx = sub(bc);
+    sl_chan *rx2 = NULL;
+    ck_assert_int_eq(sl_chan_subscribe(rx, &rx2), SL_EINVAL); /* not from a subscriber */
+    ck_assert_ptr_null(rx2);
+    ck_assert_int_eq(sl_chan_flavor(rx), SL_BROADCAST);
+
+    uint64_t v = 7, ev;
+    size_t got = 9;
+    /* Each handle refuses the other side's calls, consuming nothing. */
+    ck_assert_int_eq(sl_chan_try_send(rx, &v), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_send(rx, &v), SL_EINVAL);
+    ck_assert_uint_eq(sl_chan_try_send_n(rx, &v, 1), 0);
+    ck_assert_int_eq(sl_chan_try_recv(bc, &v), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_recv(bc, &v), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_recv_n(bc, &v, 1, &got), SL_EINVAL);
+    ck_assert_uint_eq(got, 0);
+    ck_assert_uint_eq(sl_chan_try_recv_n(bc, &v, 1), 0);
+    ck_assert_int_eq(sl_chan_send_evict(bc, &v, &ev), SL_EINVAL);
+    int fd = -1;
+    ck_assert_int_eq(sl_chan_fd(rx, SL_END_RECV, &fd), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_fd(bc, SL_END_SEND, &fd), SL_EINVAL);
+    ck_assert_uint_eq(sl_chan_len(rx), 0);
+    ck_assert_int_eq(sl_chan_try_recv(rx, &v), SL_EMPTY);
+    ck_assert_uint_eq(sl_chan_missed(NULL), 0);
+    ck_assert_uint_eq(sl_chan_missed(bc), 0);
+    ck_assert_uint_eq(sl_chan_missed(mpmc), 0);
+    ck_assert_str_eq(sl_status_str(SL_LAGGED),
+                     "SL_LAGGED: messages were overwritten before this subscriber read them");
+    sl_chan_free(rx);
+    sl_chan_free(mpmc);
+    sl_chan_free(bc);
+}
+END_TEST
+
+/* Every allocation of a broadcast can fail: SL_ENOMEM, nothing made, no
+ * leak (AddressSanitizer), and the channel works on the next try. */
+START_TEST(test_out_of_memory)
+{
+    sl_chan_opts o = {.flavor = SL_BROADCAST, .elem_size = 8, .capacity = 4};
+    sl_chan *bc = NULL, *rx = NULL;
+    for (uint64_t k = 1; k <= 3; k++) { /* the handle, the ring, its slots */
+        sl_test_fail_alloc_at(k);
+        ck_assert_int_eq(sl_chan_new(&bc, &o), SL_ENOMEM);
+        ck_assert_ptr_null(bc);
+        ck_assert_uint_eq(sl_test_allocs(), k);
+    }
+    sl_test_alloc_faults_off();
+    bc = mk(8, 4, NULL, NULL);
+    sl_test_fail_allocs(1);
+    ck_assert_int_eq(sl_chan_subscribe(bc, &rx), SL_ENOMEM);
+    ck_assert_ptr_null(rx);
+    sl_test_alloc_faults_off();
+    rx = sub(bc);
+    send_u64(bc, 3);
+    expect_u64(rx, 3);
+    sl_chan_free(bc);
+    sl_chan_free(rx);
+}
+END_TEST
+
+START_TEST(test_every_subscriber_sees_every_message)
+{
+    sl_chan *bc = mk(8, 8, NULL, NULL);
+    send_u64(bc, 100); /* nobody subscribed: held, read by nobody */
+    ck_assert_uint_eq(sl_chan_len(bc), 1);
+    sl_chan *rx[3] = {sub(bc), sub(bc), NULL};
+    for (uint64_t i = 0; i < 5; i++)
+        send_u64(bc, i);
+    rx[2] = sub(bc); /* sees only what is sent from now on */
+    send_u64(bc, 5);
+    ck_assert_uint_eq(sl_chan_len(rx[0]), 6);
+    ck_assert_uint_eq(sl_chan_len(rx[2]), 1);
+    ck_assert_uint_eq(sl_chan_cap(rx[0]), 8);
+    for (int r = 0; r < 2; r++)
+        for (uint64_t i = 0; i <= 5; i++)
+            expect_u64(rx[r], i);
+    expect_u64(rx[2], 5);
+    uint64_t v;
+    for (int r = 0; r < 3; r++) {
+        ck_assert_int_eq(sl_chan_try_recv(rx[r], &v), SL_EMPTY);
+        ck_assert_int_eq(sl_chan_recv_for(rx[r], &v, 0), SL_TIMEDOUT);
+        ck_assert_int_eq(sl_chan_recv_for(rx[r], &v, 1000), SL_TIMEDOUT);
+        ck_assert_uint_eq(sl_chan_len(rx[r]), 0);
+        ck_assert_uint_eq(sl_chan_missed(rx[r]), 0);
+    }
+    /* Leaving does not disturb the others. */
+    sl_chan_free(rx[1]);
+    send_u64(bc, 6);
+    expect_u64(rx[0], 6);
+    expect_u64(rx[2], 6);
+    /* A batch, both ways. */
+    uint64_t batch[4] = {7, 8, 9, 10}, out[4] = {0};
+    ck_assert_uint_eq(sl_chan_try_send_n(bc, batch, 4), 4);
+    size_t got = 0;
+    ck_assert_int_eq(sl_chan_recv_n(rx[0], out, 4, &got), SL_OK);
+    ck_assert_uint_eq(got, 4);
+    ck_assert_mem_eq(out, batch, sizeof batch);
+    ck_assert_uint_eq(sl_chan_try_recv_n(rx[2], out, 3), 3);
+    ck_assert_mem_eq(out, batch, 3 * sizeof batch[0]);
+    expect_u64(rx[2], 10);
+    sl_chan_free(rx[0]);
+    sl_chan_free(rx[2]);
+    sl_chan_free(bc);
+}
+END_TEST
+
+/* Falls cap + k behind: SL_LAGGED skipping exactly to the oldest held. */
+START_TEST(test_lag_exact)
+{
+    size_t esz = 13; /* not a multiple of the 8-byte words */
+    sl_chan *bc = mk(esz, 4, NULL, NULL);
+    sl_chan *rx = sub(bc), *rn = sub(bc), *rb = sub(bc);
+    unsigned char m[13], out[4 * 13];
+    for (uint64_t i = 0; i < 10; i++) {
+        sl_test_seq_fill(m, esz, i);
+        ck_assert_int_eq(sl_chan_send(bc, m), SL_OK); /* never waits, never full */
+    }
+    ck_assert_uint_eq(sl_chan_len(bc), 4);
+    ck_assert_uint_eq(sl_chan_len(rx), 4);
+    /* Positions 0..5 were overwritten: 6 missed, then 6..9. */
+    ck_assert_int_eq(sl_chan_recv(rx, out), SL_LAGGED);
+    ck_assert_uint_eq(sl_chan_missed(rx), 6);
+    for (uint64_t i = 6; i < 10; i++) {
+        ck_assert_int_eq(sl_chan_recv(rx, out), SL_OK);
+        ck_assert_msg(sl_test_seq_is(out, esz, i), "expected message %llu", ULL(i));
+    }
+    ck_assert_int_eq(sl_chan_try_recv(rx, out), SL_EMPTY);
+    ck_assert_uint_eq(sl_chan_missed(rx), 6);
+    /* The batch forms: recv_n reports the lag, try_recv_n returns 0. */
+    size_t got = 9;
+    ck_assert_int_eq(sl_chan_recv_n_for(rn, out, 4, 0, &got), SL_LAGGED);
+    ck_assert_uint_eq(got, 0);
+    ck_assert_uint_eq(sl_chan_missed(rn), 6);
+    ck_assert_int_eq(sl_chan_recv_n(rn, out, 4, &got), SL_OK);
+    ck_assert_uint_eq(got, 4);
+    for (uint64_t i = 0; i < 4; i++)
+        ck_assert(sl_test_seq_is(out + i * esz, esz, 6 + i));
+    ck_assert_uint_eq(sl_chan_try_recv_n(rb, out, 4), 0);
+    ck_assert_uint_eq(sl_chan_missed(rb), 6);
+    ck_assert_uint_eq(sl_chan_try_recv_n(rb, out, 4), 4);
+    ck_assert(sl_test_seq_is(out, esz, 6));
+    /* A batch stops before a lag and leaves it for the next call. */
+    for (uint64_t i = 10; i < 12; i++) {
+        sl_test_seq_fill(m, esz, i);
+        ck_assert_int_eq(sl_chan_send(bc, m), SL_OK);
+    }
+    ck_assert_int_eq(sl_chan_recv(rx, out), SL_OK);
+    ck_assert(sl_test_seq_is(out, esz, 10));
+    for (uint64_t i = 12; i < 17; i++) {
+        sl_test_seq_fill(m, esz, i);
+        ck_assert_int_eq(sl_chan_send(bc, m), SL_OK);
+    }
+    ck_assert_int_eq(sl_chan_recv_for(rx, out, 0), SL_LAGGED); /* 11, 12 gone */
+    ck_assert_uint_eq(sl_chan_missed(rx), 8);
+    ck_assert_int_eq(sl_chan_recv(rx, out), SL_OK);
+    ck_assert(sl_test_seq_is(out, esz, 13));
+    sl_chan_free(rx);
+    sl_chan_free(rn);
+    sl_chan_free(rb);
+    sl_chan_free(bc);
+}
+END_TEST
+
+START_TEST(test_close)
+{
+    sl_chan *bc = mk(8, 4, NULL, NULL);
+    sl_chan *a = sub(bc), *b = sub(bc), *c = sub(bc);
+    send_u64(bc, 1);
+    send_u64(bc, 2);
+    sl_chan_close(c); /* ends c alone, at once */
+    uint64_t v;
+    ck_assert_int_eq(sl_chan_try_recv(c, &v), SL_CLOSED);
+    ck_assert(sl_chan_is_closed(c));
+    expect_u64(a, 1);
+    sl_chan_close(bc);
+    ck_assert_int_eq(sl_chan_send(bc, &v), SL_CLOSED);
+    ck_assert_uint_eq(sl_chan_try_send_n(bc, &v, 1), 0);
+    ck_assert(!sl_chan_is_closed(a)); /* not before it has seen the end */
+    expect_u64(a, 2);
+    ck_assert_int_eq(sl_chan_recv(a, &v), SL_CLOSED);
+    ck_assert(sl_chan_is_closed(a));
+    ck_assert_int_eq(sl_chan_recv(a, &v), SL_CLOSED);
+    size_t got = 5;
+    ck_assert_int_eq(sl_chan_recv_n(b, &v, 1, &got), SL_OK);
+    ck_assert_uint_eq(v, 1);
+    ck_assert_int_eq(sl_chan_recv_n(b, &v, 1, &got), SL_OK);
+    ck_assert_uint_eq(v, 2);
+    ck_assert_int_eq(sl_chan_recv_n(b, &v, 1, &got), SL_CLOSED);
+    ck_assert_uint_eq(got, 0);
+    /* Subscribing to a closed channel gives an ended subscription. */
+    sl_chan *d = sub(bc);
+    ck_assert_int_eq(sl_chan_recv_for(d, &v, SL_FOREVER), SL_CLOSED);
+    sl_chan_free(a);
+    sl_chan_free(b);
+    sl_chan_free(c);
+    sl_chan_free(bc); /* before d: any order */
+    ck_assert_int_eq(sl_chan_recv(d, &v), SL_CLOSED);
+    sl_chan_free(d);
+}
+END_TEST
+
+/* Drops: each original once, at overwrite or when the last handle goes. */
+typedef struct drops {
+    atomic_uint n;
+    uint64_t seen[64];
+} drops;
+
+static void count_drop(void *elem, void *ctx)
+{
+    drops *d = ctx;
+    uint64_t v;
+    memcpy(&v, elem, sizeof v);
+    unsigned k = atomic_fetch_add(&d->n, 1);
+    if (k < 64)
+        d->seen[k] = v;
+}
+
+static void expect_drops_in_order(drops *d, unsigned n)
+{
+    ck_assert_uint_eq(atomic_load(&d->n), n);
+    for (unsigned i = 0; i < n; i++)
+        ck_assert_msg(d->seen[i] == i, "drop %u was message %llu", i, ULL(d->seen[i]));
+}
+
+START_TEST(test_drops_once)
+{
+    for (int order = 0; order < 2; order++) {
+        drops d = {0};
+        sl_chan *bc = mk(8, 3, count_drop, &d);
+        sl_chan *rx = sub(bc);
+        for (uint64_t i = 0; i < 10; i++)
+            send_u64(bc, i);
+        expect_drops_in_order(&d, 7); /* 0..6, as 3..9 overwrote them */
+        uint64_t v;
+        ck_assert_int_eq(sl_chan_recv(rx, &v), SL_LAGGED);
+        expect_u64(rx, 7); /* a copy: reading drops nothing */
+        ck_assert_uint_eq(atomic_load(&d.n), 7);
+        sl_chan_free(order ? bc : rx);
+        ck_assert_uint_eq(atomic_load(&d.n), 7); /* a handle is still alive */
+        sl_chan_free(order ? rx : bc);
+        expect_drops_in_order(&d, 10);
+    }
+}
+END_TEST
+
+/* ---- waking -------------------------------------------------------------- */
+START_TEST(test_one_send_wakes_every_subscriber)
+{
+    sl_chan *bc = mk(8, 4, NULL, NULL);
+    enum { N = 3 };
+    sl_chan *rx[N];
+    sl_test_recv_thread t[N];
+    for (int i = 0; i < N; i++)
+        rx[i] = sub(bc);
+    for (int i = 0; i < N; i++)
+        sl_test_recv_start(&t[i], rx[i]);
+    send_u64(bc, 42);
+    for (int i = 0; i < N; i++) {
+        pthread_join(t[i].thr, NULL);
+        ck_assert_int_eq(t[i].st, SL_OK);
+        ck_assert_uint_eq(t[i].out, 42);
+    }
+    /* A close wakes them; so does freeing the send handle. */
+    sl_test_recv_start(&t[0], rx[0]);
+    sl_test_recv_start(&t[1], rx[1]);
+    sl_chan_close(rx[0]);
+    pthread_join(t[0].thr, NULL);
+    ck_assert_int_eq(t[0].st, SL_CLOSED);
+    ck_assert_int_eq(atomic_load(&t[1].done), 0); /* still waiting: its own subscription */
+    sl_test_recv_start(&t[2], rx[2]);
+    sl_chan_free(bc);
+    pthread_join(t[1].thr, NULL);
+    pthread_join(t[2].thr, NULL);
+    ck_assert_int_eq(t[1].st, SL_CLOSED);
+    ck_assert_int_eq(t[2].st, SL_CLOSED);
+    for (int i = 0; i < N; i++)
+        sl_chan_free(rx[i]);
+}
+END_TEST
+
+typedef struct sel_arg {
+    sl_chan *ch[2];
+    uint64_t v;
+    size_t index;
+    sl_status st;
+} sel_arg;
+
+static void *select_main(void *p)
+{
+    sel_arg *a = p;
+    sl_select_case c[2] = {{a->ch[0], SL_SEL_RECV, &a->v}, {a->ch[1], SL_SEL_RECV, &a->v}};
+    a->st = sl_select(c, 2, SL_FOREVER, &a->index);
+    return NULL;
+}
+
+START_TEST(test_select)
+{
+    sl_chan *bc = mk(8, 2, NULL, NULL), *other = sl_test_chan(SL_MPMC, 8, 4, NULL, NULL);
+    sl_chan *rx = sub(bc);
+    uint64_t v = 5;
+    size_t i = 9;
+    /* The send case is always ready: never full. */
+    sl_select_case s = {bc, SL_SEL_SEND, &v};
+    for (int k = 0; k < 3; k++)
+        ck_assert_int_eq(sl_select(&s, 1, 0, &i), SL_OK);
+    ck_assert_uint_eq(i, 0);
+    /* Three sends into two slots: the receive case reports the lag. */
+    sl_select_case r = {rx, SL_SEL_RECV, &v};
+    ck_assert_int_eq(sl_select(&r, 1, 0, &i), SL_LAGGED);
+    ck_assert_uint_eq(sl_chan_missed(rx), 1);
+    ck_assert_int_eq(sl_select(&r, 1, 0, &i), SL_OK);
+    ck_assert_int_eq(sl_select(&r, 1, 0, &i), SL_OK);
+    ck_assert_int_eq(sl_select(&r, 1, 1000, &i), SL_TIMEDOUT);
+    /* A selector parked on a subscriber wakes at a send. */
+    for (int round = 0; round < 2; round++) {
+        sel_arg a = {{other, rx}, 0, 9, (sl_status)-1};
+        pthread_t th;
+        ck_assert_int_eq(pthread_create(&th, NULL, select_main, &a), 0);
+        sl_test_sleep_ns(30 * MS);
+        if (round == 0)
+            send_u64(bc, 77);
+        else
+            sl_chan_close(bc); /* and at a close */
+        pthread_join(th, NULL);
+        ck_assert_int_eq(a.st, round == 0 ? SL_OK : SL_CLOSED);
+        ck_assert_uint_eq(a.index, 1);
+        if (round == 0)
+            ck_assert_uint_eq(a.v, 77);
+    }
+    sl_chan_free(rx);
+    sl_chan_free(bc);
+    sl_chan_free(other);
+}
+END_TEST
+
+SL_BROADCAST_TYPED(quote_bc, double);
+
+START_TEST(test_typed)
+{
+    quote_bc *bc = NULL, *rx = NULL;
+    sl_chan_opts o = {.flavor = SL_BROADCAST, .capacity = 2};
+    ck_assert_int_eq(quote_bc_new(&bc, &o), SL_OK);
+    ck_assert_int_eq(quote_bc_subscribe(bc, &rx), SL_OK);
+    double q = 1.5, out = 0;
+    ck_assert_int_eq(quote_bc_send(bc, &q), SL_OK);
+    ck_assert_int_eq(quote_bc_recv(rx, &out), SL_OK);
+    ck_assert(out == 1.5);
+    for (int k = 0; k < 3; k++)
+        ck_assert_int_eq(quote_bc_try_send(bc, &q), SL_OK);
+    ck_assert_int_eq(quote_bc_try_recv(rx, &out), SL_LAGGED);
+    ck_assert_uint_eq(quote_bc_missed(rx), 1);
+    quote_bc_close(bc);
+    ck_assert_int_eq(quote_bc_recv(rx, &out), SL_OK);
+    ck_assert_int_eq(quote_bc_recv(rx, &out), SL_OK);
+    ck_assert_int_eq(quote_bc_recv(rx, &out), SL_CLOSED);
+    quote_bc_free(rx);
+    quote_bc_free(bc);
+}
+END_TEST
+
+/* ---- threads: senders racing subscribers on a tiny ring ------------------
+ * Messages are 40 bytes: (sender, seq) and words derived from them, so that a
+ * copy torn by an overwrite, or a slot two senders wrote at once, shows. */
+#define T_SENDERS 2
+#define T_SUBS 2
+#define T_ESZ 40
+
+typedef struct race {
+    sl_chan *bc;
+    uint64_t per_sender;
+    atomic_int senders_left;
+    atomic_uint drops;
+    atomic_uchar *dropped; /* per message id: how many times dropped */
+} race;
+
+/* Each original is dropped intact, once (checked at the end). */
+static void race_drop(void *elem, void *ctx)
+{
+    race *r = ctx;
+    uint64_t id = sl_test_seq_low(elem, T_ESZ);
+    ck_assert_msg(sl_test_seq_is(elem, T_ESZ, id), "dropped a torn message (id %llu)", ULL(id));
+    ck_assert_uint_lt(id, r->per_sender * T_SENDERS);
+    atomic_fetch_add(&r->dropped[id], 1);
+    atomic_fetch_add(&r->drops, 1);
+}
+
+static void fill(unsigned char *m, unsigned s, uint64_t seq)
+{
+    sl_test_seq_fill(m, T_ESZ, seq * T_SENDERS + s);
+}
+
+static void *race_sender(void *p)
+{
+    race *r = p;
+    static atomic_uint ids;
+    unsigned s = atomic_fetch_add(&ids, 1) % T_SENDERS;
+    unsigned char m[T_ESZ];
+    for (uint64_t i = 0; i < r->per_sender; i++) {
+        fill(m, s, i);
+        ck_assert_int_eq(sl_chan_send(r->bc, m), SL_OK);
+        if ((i & 63) == 0)
+            sched_yield();
+    }
+    if (atomic_fetch_sub(&r->senders_left, 1) == 1)
+        sl_chan_close(r->bc);
+    return NULL;
+}
+
+typedef struct race_sub {
+    race *r;
+    sl_chan *rx;
+    uint64_t received;
+} race_sub;
+
+static void *race_receiver(void *p)
+{
+    race_sub *rs = p;
+    unsigned char m[T_ESZ];
+    int64_t last[T_SENDERS];
+    for (unsigned s = 0; s < T_SENDERS; s++)
+        last[s] = -1;
+    uint64_t missed_before = 0;
+    for (;;) {
+        sl_status st = sl_chan_recv(rs->rx, m);
+        if (st == SL_CLOSED)
+            break;
+        if (st == SL_LAGGED) {
+            uint64_t now = sl_chan_missed(rs->rx);
+            ck_assert_uint_gt(now, missed_before);
+            missed_before = now;
+            continue;
+        }
+        ck_assert_int_eq(st, SL_OK);
+        uint64_t id = sl_test_seq_low(m, T_ESZ);
+        ck_assert_msg(sl_test_seq_is(m, T_ESZ, id), "torn message (id %llu)", ULL(id));
+        unsigned s = (unsigned)(id % T_SENDERS);
+        int64_t seq = (int64_t)(id / T_SENDERS);
+        ck_assert_msg(seq > last[s], "sender %u: %lld after %lld", s, (long long)seq,
+                      (long long)last[s]);
+        last[s] = seq;
+        rs->received++;
+    }
+    return NULL;
+}
+
+START_TEST(test_threads_never_torn)
+{
+    race r = {.per_sender = sl_test_scaled(6000, 2000), .senders_left = T_SENDERS};
+    uint64_t total = r.per_sender * T_SENDERS;
+    r.dropped = calloc(total, 1);
+    ck_assert_ptr_nonnull(r.dropped);
+    r.bc = mk(T_ESZ, 2, race_drop, &r);
+    pthread_t snd[T_SENDERS], rcv[T_SUBS];
+    race_sub rs[T_SUBS];
+    for (int i = 0; i < T_SUBS; i++) {
+        rs[i] = (race_sub){&r, sub(r.bc), 0};
+        ck_assert_int_eq(pthread_create(&rcv[i], NULL, race_receiver, &rs[i]), 0);
+    }
+    for (int i = 0; i < T_SENDERS; i++)
+        ck_assert_int_eq(pthread_create(&snd[i], NULL, race_sender, &r), 0);
+    for (int i = 0; i < T_SENDERS; i++)
+        pthread_join(snd[i], NULL);
+    for (int i = 0; i < T_SUBS; i++) {
+        pthread_join(rcv[i], NULL);
+        /* Subscribed before the first send, drained to the close. */
+        ck_assert_uint_eq(rs[i].received + sl_chan_missed(rs[i].rx), total);
+        sl_chan_free(rs[i].rx);
+    }
+    ck_assert_uint_eq(atomic_load(&r.drops), total - 2); /* all but the two held */
+    sl_chan_free(r.bc);
+    ck_assert_uint_eq(atomic_load(&r.drops), total);
+    for (uint64_t id = 0; id < total; id++)
+        ck_assert_msg(atomic_load(&r.dropped[id]) == 1, "message %llu dropped %u times",
+                      ULL(id), (unsigned)atomic_load(&r.dropped[id]));
+    free(r.dropped);
+    sl_test_account("broadcast messages accounted", total * T_SUBS);
+}
+END_TEST
+
+static Suite *broadcast_suite(void)
+{
+    Suite *s = suite_create("broadcast");
+    TCase *tc = tcase_create("contract");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_bad_input);
+    tcase_add_test(tc, test_out_of_memory);
+    tcase_add_test(tc, test_every_subscriber_sees_every_message);
+    tcase_add_test(tc, test_lag_exact);
+    tcase_add_test(tc, test_close);
+    tcase_add_test(tc, test_drops_once);
+    tcase_add_test(tc, test_typed);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("waking");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_one_send_wakes_every_subscriber);
+    tcase_add_test(tc, test_select);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("threads");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_threads_never_torn);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return sl_test_run(broadcast_suite());
+}

@@ -686,7 +686,10 @@ static void fz_chan_bad_new(fz_chan_run *r, uint8_t v)
     case 0: st = sl_chan_new(NULL, &o); break;
     case 1: st = sl_chan_new(&out, NULL); break;
     case 2: o.flavor = (sl_flavor)0; st = sl_chan_new(&out, &o); break;
-    case 3: o.flavor = (sl_flavor)(SL_RING + 1 + v / 8); st = sl_chan_new(&out, &o); break;
+    case 3: /* past the last flavour, or the reserved SL__RENDEZVOUS (SL_MPMC of capacity 0 makes one) */
+        o.flavor = (sl_flavor)(v & 8 ? SL__RENDEZVOUS : SL__RENDEZVOUS + 1 + v / 16);
+        st = sl_chan_new(&out, &o);
+        break;
     case 4: o.elem_size = 0; st = sl_chan_new(&out, &o); break;
     case 5: o.elem_size = SL_ELEM_MAX + 1 + v; st = sl_chan_new(&out, &o); break;
     case 6:

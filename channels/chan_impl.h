@@ -16,6 +16,7 @@
 #include "sluice/spsc.h"
 #include "internal/await.h"
 #include "rings.h"
+#include "rendezvous.h"
 #include "timer.h"
 #include "broadcast.h"
 
@@ -105,6 +106,7 @@ struct sl_chan {
         sl_list list;
         sl_ring ring;
         sl_timer_state timer;
+        sl_rdv rdv;
         sl__bcast_end bcast;
     } q;
 };

@@ -17,6 +17,10 @@
  * the arm, so the changes that follow a ring cost no system call until a
  * woken selector has run and armed it again (docs/guarantees.md, "The select
  * bell's arm").
+ *
+ * Rendezvous cases: a select that has to wait posts an offer on each, from
+ * its first spin round on, and runs its rounds inside their protocol
+ * (select_ready, rendezvous.c), so that a partner can find it.
  */
 #include "sluice/select.h"
 
@@ -165,15 +169,24 @@ typedef struct select_ctx {
     size_t n;
     size_t *order;
     size_t *index;
-    sl_status st; /* the last round's */
-    unsigned looks; /* rounds in the wait (select_recheck) */
+    sl_status st;          /* the last round's */
+    sl__rdv_select *rdv;   /* offers on rendezvous cases, once registered; or NULL */
+    unsigned looks;        /* rounds in the wait (select_recheck) */
 } select_ctx;
 
-static bool select_ready(void *ctx)
+static bool select_round(void *ctx)
 {
     select_ctx *w = ctx;
     w->st = poll_round(w->cases, w->n, w->order, w->index);
     return w->st != SL_TIMEDOUT;
+}
+
+/* With rendezvous cases, the round runs inside their offers' protocol
+ * (rendezvous.c): a partner must be able to find a selector that sleeps. */
+static bool select_ready(void *ctx)
+{
+    select_ctx *w = ctx;
+    return w->rdv ? sl__rdv_select_ready(w->rdv, select_round, w) : select_round(w);
 }
 
 /* The wait's condition: the bell armed, then one round. The wait's first look
@@ -210,18 +223,30 @@ static __attribute__((noinline)) sl_status select_wait(sl_select_case *cases, si
                                                        size_t *order, uint64_t deadline,
                                                        size_t *index)
 {
-    select_ctx w = {cases, n, order, index, SL_TIMEDOUT, 0};
+    select_ctx w = {cases, n, order, index, SL_TIMEDOUT, NULL, 0};
+    /* Offers on rendezvous cases go up with the first round of the spin, so
+     * a partner can meet this select while it spins (rendezvous.c). */
+    sl__rdv_select rdv;
+    sl_status rs = sl__rdv_select_begin(&rdv, cases, n);
+    if (rs == SL_ENOMEM)
+        return rs;
+    w.rdv = rs == SL_OK ? &rdv : NULL;
     /* Spin before registering: a select answered within the spin pays no
      * heavy fence. */
-    if (sl__await_spin(select_ready, &w, deadline))
-        return w.st;
+    sl_status st = SL_OK;
+    bool registered = !sl__await_spin(select_ready, &w, deadline);
     /* Registered before the first prepare, and still race-free: a notifier
      * changes state before it loads `selectors` and the arm, our arm and
      * re-check follow the registration; the rest is the await protocol
      * (internal/await.h). */
-    set_registered(cases, n, true);
-    sl_status st = sl__chan_await(&sl__select_bell, select_recheck, &w, deadline, 0, select_next);
-    set_registered(cases, n, false);
+    if (registered) {
+        set_registered(cases, n, true);
+        st = sl__chan_await(&sl__select_bell, select_recheck, &w, deadline, 0, select_next);
+    }
+    if (w.rdv && sl__rdv_select_end(w.rdv, index))
+        st = w.st = SL_OK; /* a partner took one of the offers */
+    if (registered)
+        set_registered(cases, n, false);
     return st == SL_OK ? w.st : SL_TIMEDOUT;
 }
 

@@ -512,7 +512,8 @@ static void shm_open_again(shm_run *r, fz_in *in)
     sl_chan *c = NULL;
     sl_status st = sl_chan_shm_open_fd(&c, r->fd, &e);
     bool intact = memcmp(r->raw, r->fresh, S_CLOSED) == 0;
-    if (wrong)
+    /* (A garbled header may describe the other channel the caller expects.) */
+    if (intact && wrong)
         FZ_CHECK(st == SL_EINVAL, "an open expecting another channel: %s", fz_st(st));
     else if (intact)
         FZ_CHECK(st == SL_OK, "an open of an intact header: %s", fz_st(st));
@@ -522,7 +523,7 @@ static void shm_open_again(shm_run *r, fz_in *in)
         return;
     /* A garbled capacity that still makes sense opens (the caller asked for
      * any): a channel of that geometry, inside the segment's size. */
-    FZ_CHECK(sl_chan_elem_size(c) == r->es && (!intact || sl_chan_cap(c) == r->cap),
+    FZ_CHECK(sl_chan_elem_size(c) == e.elem_size && (!intact || sl_chan_cap(c) == r->cap),
              "the third handle: elem_size %zu capacity %zu", sl_chan_elem_size(c),
              sl_chan_cap(c));
     FZ_CHECK(sl_chan_len(c) <= sl_chan_cap(c), "the third handle's len");

@@ -30,8 +30,10 @@
  *     only where the model says it cannot block), and the counters in the
  *     segment move by at most what the hostile-peer limit admits: SL_SPSC's
  *     by exactly the messages moved (it has no loop), SL_MPMC's by at most
- *     S_LAPS_PER_TRY laps per element tried (shm_step_bound); libFuzzer's
- *     -timeout catches the rest;
+ *     S_LAPS_PER_TRY laps per element tried (shm_step_bound), checked after
+ *     the call and, by a watchdog every S_DOG_MS, while it runs (a call
+ *     that spins for ever is stopped with the op's name, not a time-out);
+ *     libFuzzer's -timeout catches the rest;
  *   - while nothing has been written since the last reset: the sequential
  *     model of fuzz_common.h, exactly (FIFO, message bytes, full and empty,
  *     close, len).
@@ -39,8 +41,10 @@
  * formulas, as a reader in another language would, and checked against the
  * creator's `size` word once per input.
  */
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sanitizer/asan_interface.h>
@@ -123,6 +127,64 @@ static const sl_sys_ops shm_ops = {.futex_wait = shm_wait, .futex_wake = shm_wak
                                    .futex_wait_shared = shm_wait_shared,
                                    .futex_wake_shared = shm_wake_shared, .now_ns = shm_now};
 
+/* ---- the watchdog --------------------------------------------------------- */
+
+/* A call that spins without end never reaches shm_call_end's check; every
+ * S_DOG_MS the watchdog looks at the counters of the call in progress and
+ * aborts as soon as one has moved past what the whole call may move (the
+ * step bound for every element asked), long before libFuzzer's -timeout. */
+#define S_DOG_MS 10
+
+static struct {
+    const unsigned char *raw;
+    uint64_t before[4];
+    uint64_t bound;
+    volatile sig_atomic_t active;
+} shm_dog;
+
+static const size_t shm_counter_at[4] = {S_TAIL, S_FREE_HEAD, S_HEAD, S_FREE_TAIL};
+
+static void shm_dog_bark(int sig)
+{
+    (void)sig;
+    if (!shm_dog.active)
+        return;
+    for (int i = 0; i < 4; i++) {
+        uint64_t now = __atomic_load_n((const uint64_t *)(const void *)(shm_dog.raw +
+                                                                       shm_counter_at[i]),
+                                       __ATOMIC_RELAXED);
+        if (now - shm_dog.before[i] > shm_dog.bound) {
+            static const char msg[] = "\nsluice fuzz: MISMATCH (watchdog): a call on the "
+                                      "shared channel moved a counter past the step bound "
+                                      "while it ran: ";
+            (void)!write(2, msg, sizeof msg - 1);
+            (void)!write(2, fz_op_name, strlen(fz_op_name));
+            (void)!write(2, "\n", 1);
+            abort();
+        }
+    }
+}
+
+static void shm_dog_start(void)
+{
+    static bool started;
+    if (started)
+        return;
+    started = true;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = shm_dog_bark;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    timer_t t;
+    struct sigevent ev = {.sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGRTMIN + 1};
+    struct itimerspec every = {{0, S_DOG_MS * 1000000L}, {0, S_DOG_MS * 1000000L}};
+    FZ_CHECK(sigaction(SIGRTMIN + 1, &sa, NULL) == 0 &&
+                 timer_create(CLOCK_MONOTONIC, &ev, &t) == 0 &&
+                 timer_settime(t, 0, &every, NULL) == 0,
+             "the watchdog's timer");
+}
+
 /* ---- the run ------------------------------------------------------------- */
 
 typedef struct shm_run {
@@ -138,8 +200,6 @@ typedef struct shm_run {
     bool corrupt;          /* written since the last reset: the model is off */
     uint64_t before[4];    /* the counters before the current call */
 } shm_run;
-
-static const size_t shm_counter_at[4] = {S_TAIL, S_FREE_HEAD, S_HEAD, S_FREE_TAIL};
 
 static uint64_t shm_word(const shm_run *r, size_t off)
 {
@@ -243,16 +303,28 @@ static void shm_teardown(shm_run *r)
 
 /* ---- one call: the step bound and the invariants --------------------------- */
 
-static void shm_call_begin(shm_run *r)
+/* How far a counter may move in a call that moves n messages. */
+static uint64_t shm_step_bound(const shm_run *r, size_t n)
+{
+    return r->mpmc ? (n + 2) * S_LAPS_PER_TRY * r->lap : n;
+}
+
+/* Before a call that may move up to `asked` messages. */
+static void shm_call_begin(shm_run *r, size_t asked)
 {
     memset(&shm_sys, 0, sizeof shm_sys);
     for (int i = 0; i < 4; i++)
-        r->before[i] = shm_word(r, shm_counter_at[i]);
+        shm_dog.before[i] = r->before[i] = shm_word(r, shm_counter_at[i]);
+    shm_dog.raw = r->raw;
+    shm_dog.bound = shm_step_bound(r, asked);
+    atomic_signal_fence(memory_order_seq_cst); /* the watchdog sees the above first */
+    shm_dog.active = 1;
 }
 
 /* After a call that moved `sent` and `got` messages (out of `asked`). */
 static void shm_call_end(shm_run *r, size_t sent, size_t got, size_t asked)
 {
+    shm_dog.active = 0;
     FZ_CHECK(sent <= asked && got <= asked, "moved %zu / %zu of %zu", sent, got, asked);
     FZ_CHECK(shm_sys.waits == 0, "a call that must not wait slept %u times", shm_sys.waits);
     FZ_CHECK(shm_sys.clocks <= S_CLOCK_MAX, "a call read the clock %u times", shm_sys.clocks);
@@ -267,7 +339,7 @@ static void shm_call_end(shm_run *r, size_t sent, size_t got, size_t asked)
                  "%zu received", (unsigned long long)d[0], (unsigned long long)d[2], sent, got);
         return;
     }
-    uint64_t bound = (sent + got + 2) * S_LAPS_PER_TRY * r->lap;
+    uint64_t bound = shm_step_bound(r, sent + got);
     for (int i = 0; i < 4; i++)
         FZ_CHECK(d[i] <= bound, "SL_MPMC counter at %zu moved by %llu (bound %llu): a call "
                  "spun past the hostile-peer limit", shm_counter_at[i],
@@ -297,7 +369,7 @@ static void shm_send(shm_run *r, sl_chan *ch, int op)
     bool can = r->m.closed || !fz_full(&r->m);
     if (op == S_SEND && (r->corrupt || !can))
         op = S_SEND_FOR0; /* blocking only where it cannot block */
-    shm_call_begin(r);
+    shm_call_begin(r, 1);
     sl_status st = op == S_SEND       ? sl_chan_send(ch, b)
                    : op == S_TRY_SEND ? sl_chan_try_send(ch, b)
                                       : sl_chan_send_for(ch, b, 0);
@@ -320,7 +392,7 @@ static void shm_recv(shm_run *r, sl_chan *ch, int op)
     bool can = r->m.closed || fz_len(&r->m) > 0;
     if (op == S_RECV && (r->corrupt || !can))
         op = S_RECV_FOR0;
-    shm_call_begin(r);
+    shm_call_begin(r, 1);
     sl_status st = op == S_RECV       ? sl_chan_recv(ch, out)
                    : op == S_TRY_RECV ? sl_chan_try_recv(ch, out)
                                       : sl_chan_recv_for(ch, out, 0);
@@ -344,7 +416,7 @@ static void shm_send_n(shm_run *r, sl_chan *ch, size_t k)
     uint64_t first = r->m.next_id;
     for (size_t i = 0; i < k; i++)
         fz_new_msg(&r->m, b + i * r->es);
-    shm_call_begin(r);
+    shm_call_begin(r, k);
     size_t n = sl_chan_try_send_n(ch, b, k);
     shm_call_end(r, n, 0, k);
     if (!r->corrupt) {
@@ -366,7 +438,7 @@ static void shm_recv_n(shm_run *r, sl_chan *ch, size_t k, unsigned form)
     bool can = r->m.closed || fz_len(&r->m) > 0;
     if (form == 1 && (r->corrupt || !can))
         form = 2;
-    shm_call_begin(r);
+    shm_call_begin(r, k);
     if (form == 0)
         got = sl_chan_try_recv_n(ch, out, k);
     else
@@ -557,7 +629,7 @@ static void shm_op(shm_run *r, fz_in *in)
         break;
     case S_CLOSE:
         fz_begin("close", 0);
-        shm_call_begin(r);
+        shm_call_begin(r, 0);
         sl_chan_close(ch);
         shm_call_end(r, 0, 0, 0);
         FZ_CHECK(sl_chan_is_closed(ch), "not closed after close"); /* nothing between */
@@ -601,6 +673,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (fz_trace)
         fprintf(stderr, "sluice fuzz: shared %s elem_size %zu capacity %zu segment %zu\n",
                 r.mpmc ? "SL_MPMC" : "SL_SPSC", r.es, r.cap, r.size);
+    shm_dog_start();
     sl__sys_set_ops(&shm_ops);
     while (fz_more(&in))
         shm_op(&r, &in);

@@ -159,10 +159,17 @@ def shm_seeds():
     # SL_MPMC stamps and counters off by steps and laps: the guarded rings.
     b = bytearray(shm_header(True, 9, 3) + bytes([S_SEND, S_SEND, on(1, S_RECV)]))
     for i, kind, v in ((0, V_LAPS, 3), (1, V_LAPS, 0xFE), (2, V_STEP, 1), (0, V_NEG, 1),
-                       (1, V_COUNTER, 2), (3, V_LAPS, 4)):
+                       (1, V_COUNTER, 2), (3, V_LAPS, 4), (0, V_POW2, 40),
+                       (2, V_POW2, 62)):
         b += field(F_USED_STAMP, i, kind, v) + bytes([S_FILL, on(1, S_DRAIN)])
         b += field(F_COUNTER, i, kind, v) + bytes([S_SEND_N, 7, on(1, S_RECV_N), 7 << 2])
         b += field(F_FREE_STAMP, i, kind, v) + bytes([S_FILL, on(1, S_DRAIN), S_RESET])
+    # Counters far behind every stamp: a ring that helped them along would
+    # spin for 2^40 steps; a guarded one gives up at once.
+    far = list(((1 << 64) - (1 << 40)).to_bytes(8, "little"))
+    for i in (2, 0, 1, 3):
+        b += field(F_COUNTER, i, V_WORD, *far) + bytes([S_TRY_SEND, on(1, S_TRY_RECV),
+                                                         S_FILL, on(1, S_DRAIN), S_RESET])
     s["mpmc-stamps"] = bytes(b)
     # Close, the in-flight marks and `drained` set by the peer.
     b = bytearray(shm_header(True, 16, 2) + bytes([S_SEND, S_CLOSE]))

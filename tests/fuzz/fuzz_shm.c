@@ -139,6 +139,7 @@ static struct {
     const unsigned char *raw;
     uint64_t before[4];
     uint64_t bound;
+    int stride; /* 1: all four counters (SL_MPMC); 2: tail and head (SL_SPSC) */
     volatile sig_atomic_t active;
 } shm_dog;
 
@@ -149,7 +150,7 @@ static void shm_dog_bark(int sig)
     (void)sig;
     if (!shm_dog.active)
         return;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 4; i += shm_dog.stride) {
         uint64_t now = __atomic_load_n((const uint64_t *)(const void *)(shm_dog.raw +
                                                                        shm_counter_at[i]),
                                        __ATOMIC_RELAXED);
@@ -317,6 +318,7 @@ static void shm_call_begin(shm_run *r, size_t asked)
         shm_dog.before[i] = r->before[i] = shm_word(r, shm_counter_at[i]);
     shm_dog.raw = r->raw;
     shm_dog.bound = shm_step_bound(r, asked);
+    shm_dog.stride = r->mpmc ? 1 : 2; /* SL_SPSC's caches may jump anywhere */
     atomic_signal_fence(memory_order_seq_cst); /* the watchdog sees the above first */
     shm_dog.active = 1;
 }
@@ -604,6 +606,11 @@ static void shm_open_again(shm_run *r, fz_in *in)
 
 /* ---- the driver ---------------------------------------------------------- */
 
+/* A batch's length: up to twice the ring's storage (SL_SPSC keeps more
+ * slots than its capacity), so that a batch that believed a corrupted
+ * counter would run past the storage. */
+static size_t shm_batch(const shm_run *r, uint8_t a) { return a % (2 * r->lap + 3); }
+
 static void shm_op(shm_run *r, fz_in *in)
 {
     uint8_t b = fz_byte(in);
@@ -619,13 +626,13 @@ static void shm_op(shm_run *r, fz_in *in)
     case S_RECV_FOR0: fz_begin("recv_for(0)", 0); shm_recv(r, ch, op); break;
     case S_SEND_N:
         a = fz_byte(in);
-        fz_begin("try_send_n", a % (2 * r->cap + 3));
-        shm_send_n(r, ch, a % (2 * r->cap + 3));
+        fz_begin("try_send_n", shm_batch(r, a));
+        shm_send_n(r, ch, shm_batch(r, a));
         break;
     case S_RECV_N:
         a = fz_byte(in);
         fz_begin("try_recv_n / recv_n(_for 0)", a);
-        shm_recv_n(r, ch, (a >> 2) % (2 * r->cap + 3), a & 3 ? (a & 3) - 1u : 0);
+        shm_recv_n(r, ch, shm_batch(r, a >> 2), a & 3 ? (a & 3) - 1u : 0);
         break;
     case S_CLOSE:
         fz_begin("close", 0);

@@ -150,12 +150,14 @@ def shm_seeds():
     b += bytes([S_FILL]) + field(F_USED_VALUE, 1, V_SMALL, 5) + bytes([on(1, S_DRAIN)])
     s["mpmc-slot-index"] = bytes(b)
     # SL_SPSC counters that claim more room or more messages than the capacity.
-    b = bytearray(shm_header(False, 16, 4) + bytes([S_SEND_N, 3, on(1, S_RECV)]))
-    for i, kind, v in ((0, V_LAPS, 0x81), (2, V_LAPS, 1), (0, V_STEP, 0xF0), (2, V_NEG, 0),
-                       (1, V_SMALL, 9), (3, V_COUNTER, 1)):
-        b += field(F_COUNTER, i, kind, v) + bytes([S_SEND_N, 40, on(1, S_RECV_N), 40 << 2,
-                                                  S_TRY_SEND, on(1, S_TRY_RECV), S_RESET])
-    s["spsc-counters"] = bytes(b)
+    # (300-byte messages: the storage is the capacity, 4 slots; 16-byte: 16.)
+    for elem in (300, 16):
+        b = bytearray(shm_header(False, elem, 4) + bytes([S_SEND_N, 3, on(1, S_RECV)]))
+        for i, kind, v in ((0, V_LAPS, 0x81), (2, V_LAPS, 1), (0, V_STEP, 0xF0), (2, V_NEG, 0),
+                           (1, V_SMALL, 9), (3, V_COUNTER, 1), (2, V_STEP, 2), (0, V_STEP, 0xFE)):
+            b += field(F_COUNTER, i, kind, v) + bytes([S_SEND_N, 30, on(1, S_RECV_N), 30 << 2,
+                                                      S_TRY_SEND, on(1, S_TRY_RECV), S_RESET])
+        s["spsc-counters-%d" % elem] = bytes(b)
     # SL_MPMC stamps and counters off by steps and laps: the guarded rings.
     b = bytearray(shm_header(True, 9, 3) + bytes([S_SEND, S_SEND, on(1, S_RECV)]))
     for i, kind, v in ((0, V_LAPS, 3), (1, V_LAPS, 0xFE), (2, V_STEP, 1), (0, V_NEG, 1),

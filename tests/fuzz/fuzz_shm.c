@@ -19,8 +19,9 @@
  *
  * What it checks, for every call:
  *   - no ASan or UBSan report: the bytes past the segment's end in the last
- *     page of each handle's mapping are poisoned, so an access just past the
- *     segment is reported, not only one that faults;
+ *     page of each handle's mapping, and the unused bytes of the private page
+ *     below it, are poisoned, so an access just outside the segment is
+ *     reported, not only one that faults;
  *   - the status is one that call documents, counts are <= what was asked,
  *     sl_chan_len <= capacity, cap/flavour/elem_size never change, and a
  *     receive that fails (or the part of a batch past its count) leaves the
@@ -246,15 +247,24 @@ static void shm_layout(shm_run *r)
     }
 }
 
-/* Poisons (or unpoisons) each handle's bytes past the segment's end. */
+/* Poisons (or unpoisons) each handle's bytes past the segment's end, and
+ * the unused start of the private page below it (before the handle's local
+ * part): an index that ran off either end of the segment lands there
+ * before it lands on another mapping. */
 static void shm_poison(shm_run *r, bool on)
 {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
     for (int i = 0; i < 2; i++) {
         unsigned char *end = shm_seg_of(r->h[i]) + r->size;
-        if (on)
+        unsigned char *ch = (unsigned char *)r->h[i];
+        unsigned char *below = (unsigned char *)((uintptr_t)ch & ~(uintptr_t)(page - 1));
+        if (on) {
             ASAN_POISON_MEMORY_REGION(end, r->mapped - r->size);
-        else
+            ASAN_POISON_MEMORY_REGION(below, (size_t)(ch - below));
+        } else {
             ASAN_UNPOISON_MEMORY_REGION(end, r->mapped - r->size);
+            ASAN_UNPOISON_MEMORY_REGION(below, (size_t)(ch - below));
+        }
     }
 }
 

@@ -268,7 +268,7 @@ static void shm_poison(shm_run *r, bool on)
     }
 }
 
-static bool shm_setup(shm_run *r, fz_in *in)
+static void shm_setup(shm_run *r, fz_in *in)
 {
     uint8_t c = fz_byte(in), k = fz_byte(in);
     memset(r, 0, sizeof *r);
@@ -299,7 +299,6 @@ static bool shm_setup(shm_run *r, fz_in *in)
     memcpy(r->fresh, r->raw, r->size);
     shm_poison(r, true);
     fz_model_init(&r->m, FZ_BOUNDED, r->es, r->cap);
-    return true;
 }
 
 static void shm_teardown(shm_run *r)

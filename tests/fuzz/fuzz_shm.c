@@ -522,7 +522,7 @@ static size_t shm_field(shm_run *r, fz_in *in, size_t *width)
     case 10: /* a free-ring cell's stamp or slot index */
         if (r->free_at)
             return r->free_at + 16 * (i % r->lap) + 8 * (f & 1);
-        return S_DATA_AT + 16 * (i % r->lap);
+        return r->mpmc ? S_DATA_AT + 16 * (i % r->lap) : shm_counter_at[i % 4];
     default: /* a slot's payload */
         if (r->slots) {
             *width = 1;
@@ -556,6 +556,8 @@ static void shm_poke_field(shm_run *r, fz_in *in)
 {
     size_t width, off = shm_field(r, in, &width);
     uint64_t old = 0;
+    if (off + width > r->size) /* a last small slot: a word would reach past the end */
+        width = r->size - off;
     memcpy(&old, r->raw + off, width);
     shm_put(r, off, shm_value(r, in, old, fz_byte(in)), width);
 }

@@ -12,7 +12,7 @@
  *
  * Input (bytes past the end read as 0):
  *   [0] bit 0: SL_MPMC (1) or SL_SPSC (0); the rest picks the message size
- *       from shm_sizes[] (8 bytes and larger, and SL_MPMC's direct form)
+ *       from shm_sizes[] (8 bytes and larger; 1 and 3 for SL_MPMC's direct form)
  *   [1] the capacity, from shm_caps[] (small: wrap-around comes fast)
  *   [2 ...] operations: an opcode byte (op = byte % S_NOPS, handle =
  *       (byte / S_NOPS) & 1), then the op's argument bytes.

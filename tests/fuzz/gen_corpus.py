@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the seed corpus of the sluice fuzz targets: corpus/<flavour>/seed-*.
+"""Writes the seed corpus of the sluice fuzz targets: corpus/<flavour>/seed-*
+(and corpus/shm/ for fuzz_shm, whose input format is described in fuzz_shm.c).
 
 The input format is described in fuzz_common.h. The same op sequences serve
 every flavour (the target fixes the flavour and its rules). Run from anywhere:
@@ -93,8 +94,128 @@ def seeds():
     return s
 
 
+# fuzz_shm: opcodes (shm_op in fuzz_shm.c; + S_NOPS for the second handle),
+# and indices into shm_sizes[] and shm_caps[].
+(S_SEND, S_TRY_SEND, S_SEND_FOR0, S_SEND_N, S_RECV, S_TRY_RECV, S_RECV_FOR0, S_RECV_N,
+ S_CLOSE, S_QUERY, S_POKE, S_FIELD, S_GARBAGE, S_RESET, S_OPEN, S_FILL, S_DRAIN,
+ S_NOPS) = range(18)
+SHM_SIZE = {8: 0, 16: 1, 9: 2, 24: 3, 64: 4, 65: 5, 300: 6, 1: 7, 3: 8}
+SHM_CAP = {1: 0, 2: 1, 3: 2, 4: 3, 5: 4, 7: 5, 8: 6, 9: 7, 15: 8, 16: 9, 17: 10}
+# shm_field's choices: (field, index) -> a word of docs/shm-layout.md
+F_HEADER, F_CONTROL, F_IN_FLIGHT, F_COUNTER = 1, 2, 3, 4
+F_USED_STAMP, F_USED_VALUE, F_FREE_STAMP, F_FREE_VALUE, F_PAYLOAD = 8, 7, 10, 9, 11
+# shm_value's kinds: small, 8 bytes, a step off, laps off, ~small, a power of two, a counter
+V_SMALL, V_WORD, V_STEP, V_LAPS, V_NEG, V_POW2, V_COUNTER = range(7)
+
+
+def shm_header(mpmc, elem, cap):
+    return bytes([(1 if mpmc else 0) | (SHM_SIZE[elem] << 1), SHM_CAP[cap]])
+
+
+def on(h, op):
+    """op through handle h (0: the creator's, 1: the opener's)."""
+    return op + S_NOPS * h
+
+
+def field(f, i, kind, *value):
+    return bytes([S_FIELD, f, i, kind] + list(value))
+
+
+def traffic(cap):
+    """Sends through one handle and receives through the other, every form,
+    a few laps of the ring, then close and drain: the model holds."""
+    b = bytearray()
+    for lap in range(3):
+        b += bytes([on(0, S_SEND), on(0, S_TRY_SEND), on(0, S_SEND_FOR0), on(0, S_FILL),
+                    on(1, S_RECV), on(1, S_TRY_RECV), on(1, S_RECV_FOR0),
+                    on(0, S_SEND_N), 2 * cap + 2, on(1, S_RECV_N), (cap << 2) | 1,
+                    on(1, S_RECV_N), (cap << 2) | 2, on(1, S_RECV_N), (cap << 2) | 3,
+                    on(1, S_DRAIN), on(lap & 1, S_QUERY)])
+    b += bytes([on(1, S_SEND_N), cap, on(0, S_CLOSE), on(1, S_SEND), on(0, S_SEND_N), 3,
+                on(0, S_RECV_N), 2, on(1, S_RECV), on(0, S_RECV_N), 1, on(1, S_DRAIN)])
+    return bytes(b)
+
+
+def shm_seeds():
+    s = {}
+    s["spsc-traffic"] = shm_header(False, 8, 3) + traffic(3)
+    s["mpmc-direct-traffic"] = shm_header(True, 8, 4) + traffic(4)
+    s["mpmc-indexed-traffic"] = shm_header(True, 64, 5) + traffic(5)
+    # Slot indices out of range in the free ring and the used ring (an
+    # implementation that uses them unchecked reads or writes past the slots).
+    b = bytearray(shm_header(True, 24, 4) + bytes([S_SEND, S_SEND, on(1, S_RECV)]))
+    for i in range(4):
+        b += field(F_FREE_VALUE, i, V_SMALL, 4 + i) + bytes([S_TRY_SEND, on(1, S_TRY_RECV)])
+        b += field(F_USED_VALUE, i, V_POW2, 40 + i) + bytes([on(1, S_TRY_RECV), S_RESET])
+    b += bytes([S_FILL]) + field(F_USED_VALUE, 1, V_SMALL, 5) + bytes([on(1, S_DRAIN)])
+    s["mpmc-slot-index"] = bytes(b)
+    # SL_SPSC counters that claim more room or more messages than the capacity.
+    # (300-byte messages: the storage is the capacity, 4 slots; 16-byte: 16.)
+    for elem in (300, 16):
+        b = bytearray(shm_header(False, elem, 4) + bytes([S_SEND_N, 3, on(1, S_RECV)]))
+        for i, kind, v in ((0, V_LAPS, 0x81), (2, V_LAPS, 1), (0, V_STEP, 0xF0), (2, V_NEG, 0),
+                           (1, V_SMALL, 9), (3, V_COUNTER, 1), (2, V_STEP, 2), (0, V_STEP, 0xFE)):
+            b += field(F_COUNTER, i, kind, v) + bytes([S_SEND_N, 30, on(1, S_RECV_N), 30 << 2,
+                                                      S_TRY_SEND, on(1, S_TRY_RECV), S_RESET])
+        s["spsc-counters-%d" % elem] = bytes(b)
+    # SL_MPMC stamps and counters off by steps and laps: the guarded rings.
+    b = bytearray(shm_header(True, 9, 3) + bytes([S_SEND, S_SEND, on(1, S_RECV)]))
+    for i, kind, v in ((0, V_LAPS, 3), (1, V_LAPS, 0xFE), (2, V_STEP, 1), (0, V_NEG, 1),
+                       (1, V_COUNTER, 2), (3, V_LAPS, 4), (0, V_POW2, 40),
+                       (2, V_POW2, 62)):
+        b += field(F_USED_STAMP, i, kind, v) + bytes([S_FILL, on(1, S_DRAIN)])
+        b += field(F_COUNTER, i, kind, v) + bytes([S_SEND_N, 7, on(1, S_RECV_N), 7 << 2])
+        b += field(F_FREE_STAMP, i, kind, v) + bytes([S_FILL, on(1, S_DRAIN), S_RESET])
+    # Counters far behind every stamp: a ring that helped them along would
+    # spin for 2^40 steps; a guarded one gives up at once.
+    far = list(((1 << 64) - (1 << 40)).to_bytes(8, "little"))
+    for i in (2, 0, 1, 3):
+        b += field(F_COUNTER, i, V_WORD, *far) + bytes([S_TRY_SEND, on(1, S_TRY_RECV),
+                                                         S_FILL, on(1, S_DRAIN), S_RESET])
+    s["mpmc-stamps"] = bytes(b)
+    # Close, the in-flight marks and `drained` set by the peer.
+    b = bytearray(shm_header(True, 16, 2) + bytes([S_SEND, S_CLOSE]))
+    b += field(F_IN_FLIGHT, 5, V_SMALL, 1) + bytes([on(1, S_RECV), on(1, S_RECV_FOR0),
+                                                    on(1, S_RECV_N), 9])
+    b += field(F_CONTROL, 6, V_SMALL, 1) + bytes([on(1, S_RECV), S_RESET])
+    b += field(F_CONTROL, 0, V_SMALL, 1) + bytes([S_SEND, S_TRY_SEND, on(1, S_DRAIN)])
+    b += field(F_CONTROL, 2, V_NEG, 0) + bytes([S_SEND, on(1, S_RECV), S_RESET])
+    s["mpmc-close-marks"] = bytes(b)
+    # Garbage over the whole segment, the control part, the storage; every
+    # word or one in eight; any values or small ones; with resets between.
+    for mpmc, elem, cap in ((False, 8, 2), (True, 8, 3), (True, 65, 5)):
+        b = bytearray(shm_header(mpmc, elem, cap))
+        for how in range(16):
+            b += bytes([S_SEND_N, 3, S_GARBAGE, (37 * how + 1) & 255, how, S_TRY_SEND, S_SEND_N, 9,
+                        on(1, S_TRY_RECV), on(1, S_RECV_N), 9 << 2, on(1, S_RECV_FOR0),
+                        S_OPEN, 0, S_RESET, S_SEND, on(1, S_RECV)])
+        s["garbage-%s-%d" % ("mpmc" if mpmc else "spsc", elem)] = bytes(b)
+    # A third open: with the header intact, garbled, and expecting another channel.
+    b = bytearray(shm_header(False, 300, 2) + bytes([S_SEND]))
+    for v in range(8):
+        b += bytes([S_OPEN, v])
+    for i, kind, v in ((0, V_SMALL, 9), (3, V_SMALL, 1), (3, V_SMALL, 3), (2, V_SMALL, 7),
+                       (4, V_STEP, 1)):
+        b += field(F_HEADER, i, kind, v) + bytes([S_OPEN, 0, S_OPEN, 1, on(1, S_RECV),
+                                                  S_RESET])
+    s["open-header"] = bytes(b)
+    # Bytes poked anywhere, and payload bytes.
+    b = bytearray(shm_header(True, 300, 2) + bytes([S_SEND]))
+    for off in (0, 40, 64, 128, 1152, 1216, 2048, 2056, 2064, 2096, 2112, 2560, 3000):
+        b += bytes([S_POKE, off & 255, off >> 8, 7, 0xFF, S_SEND, on(1, S_RECV)])
+        b += bytes([S_POKE, off & 255, off >> 8, V_WORD] + [0xEE] * 8 + [S_TRY_SEND])
+    b += field(F_PAYLOAD, 3, V_SMALL, 1) + bytes([on(1, S_DRAIN)])
+    s["poke-anywhere"] = bytes(b)
+    return s
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
+    d = os.path.join(here, "corpus", "shm")
+    os.makedirs(d, exist_ok=True)
+    for name, data in shm_seeds().items():
+        with open(os.path.join(d, "seed-" + name), "wb") as f:
+            f.write(data)
     for flavour in ("spsc", "mpmc", "list", "ring"):
         d = os.path.join(here, "corpus", flavour)
         os.makedirs(d, exist_ok=True)

@@ -121,6 +121,27 @@ SL_API sl_status sl_chan_shm_open(sl_chan **out, const char *name, const sl_chan
  * handle. Returns SL_OK, or SL_EINVAL (NULL, or no such name: errno). */
 SL_API sl_status sl_chan_shm_unlink(const char *name);
 
+/* Registers ch's handle as one of the channel's senders. From the first
+ * registration on, the channel closes itself (as sl_chan_close, for every
+ * process) once no registered sender is left: each has been freed
+ * (sl_chan_free), or its process has died — found by a receiver's empty
+ * look or a waiter within SL_SHM_LOOK_MS of the death (see "A peer that
+ * dies" above). Registration is per handle and per process: a fork()ed
+ * child registers its own. Idempotent.
+ * Returns SL_OK; SL_CLOSED when the channel is closed already (also when
+ * its last registered sender was found gone just before: registration does
+ * not reopen it); SL_EINVAL for NULL or an in-process channel; SL_ENOMEM
+ * when SL_SHM_SENDERS living handles hold every sender record. Lock-free
+ * apart from the reads of /proc its first call may make to reclaim the
+ * records of dead processes. */
+SL_API sl_status sl_chan_shm_sender(sl_chan *ch);
+
+/* The most handles that send into one shared channel at once (living
+ * processes' handles; a dead process's record is reclaimed), and how often
+ * a dead sender is looked for, in milliseconds (docs/shm-layout.md). */
+#define SL_SHM_SENDERS 64
+#define SL_SHM_LOOK_MS 50
+
 /* The descriptor of ch's segment, owned by ch (closed by sl_chan_free):
  * send it over a Unix socket (SCM_RIGHTS duplicates it) or dup it. -1 for
  * NULL or an in-process channel. Wait-free. */

@@ -420,28 +420,23 @@ void sl__shm_on_empty(sl_chan *ch)
         (void)look_if_due(ch, sl__now_ns());
 }
 
-/* Whether any record holds a mark: a waiter for "closed and drained" then
- * looks again each period, in case its owner died without unmarking. */
-static bool any_marked(const sl_chan *ch)
-{
-    const shm_rec *rs = records(ch);
-    for (int i = 0; i < SHM_RECS; i++)
-        if (atomic_load_explicit(&rs[i].marks, memory_order_relaxed) != 0)
-            return true;
-    return false;
-}
-
 uint64_t sl__shm_ready_at(const sl_chan *ch)
 {
     sl_chan *c = (sl_chan *)(uintptr_t)ch; /* a look may close it */
     /* Relaxed: a stale answer costs one period of latency, never a wake-up. */
-    if (atomic_load_explicit(&ch->closed, memory_order_relaxed))
-        return !atomic_load_explicit(&ch->drained, memory_order_relaxed) && any_marked(ch)
-                   ? sl__now_ns() + SHM_LOOK_NS
-                   : SL_FOREVER;
-    if (!atomic_load_explicit(&control(ch)->senders_ever, memory_order_relaxed))
-        return SL_FOREVER;
-    return look_if_due(c, sl__now_ns());
+    if (atomic_load_explicit(&ch->drained, memory_order_relaxed))
+        return SL_FOREVER; /* closed and drained: nobody waits */
+#ifdef SL_MUTANT_SHM_NO_LOOK
+    return SL_FOREVER; /* planted bug: a waiter sleeps until a notify, however long */
+#endif
+    /* Every waiter looks again each period: for a dead sender's mark after
+     * a close, and for a notify lost with a process killed between its
+     * epoch bump and its futex wake (docs/guarantees.md). */
+    uint64_t now = sl__now_ns();
+    if (atomic_load_explicit(&ch->closed, memory_order_relaxed) ||
+        !atomic_load_explicit(&control(ch)->senders_ever, memory_order_relaxed))
+        return now + SHM_LOOK_NS;
+    return look_if_due(c, now);
 }
 
 static size_t page_up(size_t n, size_t page) { return (n + page - 1) & ~(page - 1); }

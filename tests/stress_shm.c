@@ -335,7 +335,7 @@ static uint64_t kill_books(const kill_tally *t, unsigned lives)
 START_TEST(test_kill_loop)
 {
     const shm_cfg *c = &k_cfgs[_i];
-    unsigned procs = c->flavor == SL_SPSC ? 1 : 2;
+    unsigned procs = c->flavor == SL_SPSC ? 1 : MPMC_PROCS; /* TSan: see above */
     kill_run r = {.opts = {.flavor = c->flavor, .elem_size = c->esz, .capacity = 64}};
     size_t bytes = sizeof(kill_tally) + 64 * LIFE_MAX;
     r.t = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

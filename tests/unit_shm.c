@@ -956,7 +956,7 @@ static int typed_child(void *p)
     if (pair_chan_shm_open_fd(&c, *(int *)p, &o) != SL_OK)
         return 1;
     pair v = {3, 4};
-    if (pair_chan_send(c, &v) != SL_OK)
+    if (pair_chan_shm_sender(c) != SL_OK || pair_chan_send(c, &v) != SL_OK)
         return 2;
     pair_chan_free(c);
     return 0;
@@ -975,6 +975,8 @@ START_TEST(test_typed)
     ck_assert_int_eq(pair_chan_recv_for(c, &v, 10 * SEC), SL_OK);
     ck_assert(v.a == 3 && v.b == 4);
     join_ok(pid);
+    /* the child freed its registered handle: the channel closed itself */
+    ck_assert_int_eq(pair_chan_recv_for(c, &v, 10 * SEC), SL_CLOSED);
     ck_assert_int_eq(pair_chan_shm_open(&c, NULL, &o), SL_EINVAL);
     pair_chan_free(c);
 }

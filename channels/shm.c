@@ -217,15 +217,17 @@ static shm_ctl *control(const sl_chan *ch)
     return (shm_ctl *)((unsigned char *)ch + SL__CHAN_SHARED_AT + SHM_CTL_AT);
 }
 
-/* What /proc says of pid: -1 no such process (or a zombie: dead all the
- * same), 0 unknown (no /proc), 1 alive with its start time in *start. */
+/* What /proc says of pid: -1 gone (or a zombie: dead all the same), 0
+ * unknown (no /proc, or one mounted with hidepid, where a missing entry
+ * proves nothing: the caller asks kill), 1 alive with its start time in
+ * *start. */
 static int proc_state(uint32_t pid, uint64_t *start)
 {
     char path[40], buf[512];
     snprintf(path, sizeof path, "/proc/%u/stat", pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return errno == ENOENT || errno == ESRCH ? -1 : 0;
+        return 0;
     ssize_t n = read(fd, buf, sizeof buf - 1);
     close(fd);
     if (n <= 0)
@@ -254,7 +256,8 @@ static uint64_t self_identity(void)
 }
 
 /* Whether the owner word names a process that is dead. Conservative: a
- * process /proc cannot tell about counts as alive unless kill says ESRCH. */
+ * process /proc cannot tell about counts as alive unless kill says ESRCH
+ * (then a zombie, and a reused pid, count as alive). */
 static bool owner_dead(uint64_t owner)
 {
     uint32_t pid = (uint32_t)(owner & ((1u << PID_BITS) - 1));

@@ -93,8 +93,9 @@
  *  - a process killed while parked leaves its registration in the
  *    eventcount's waiter count: from then on every send (for a dead
  *    receiver) or receive (for a dead sender) of that channel makes a
- *    futex wake system call, about a microsecond, even with nobody asleep,
- *    until the segment is made anew;
+ *    futex wake system call even with nobody asleep (a try_send and
+ *    try_recv pair measured 60 ns before, 1.5 µs after, on one machine),
+ *    for the segment's life;
  *  - a notify lost with a sender killed between moving the epoch and the
  *    futex wake, and a dead sender's mark after a close, are found by the
  *    waiters themselves: a thread parked on a shared channel wakes every
@@ -109,7 +110,8 @@
  * once; a death is found by the next look — an empty receive or a waiter,
  * at most SL_SHM_LOOK_MS after the death plus the time to read /proc once
  * per record (microseconds). Processes are told apart by /proc/<pid>/stat;
- * where /proc is not mounted, only by pid (kill(pid, 0)), and a reused pid
+ * where /proc does not show the process (not mounted, or mounted with
+ * hidepid), only by pid (kill(pid, 0)), and a zombie or a reused pid
  * then keeps a dead sender's mark and registration alive. A process that
  * dies while reclaiming a dead sender's record loses that record for good
  * (one of SL_SHM_SENDERS). Unregistered handles never close the channel,

@@ -22,6 +22,9 @@ typedef enum slb_test {
     SLB_STREAM,   /* one-way latency of timestamped messages at a set rate */
     SLB_OVERWRITING, /* "overwrite": P producers flood a bounded overwrite ring,
                         C consumers take what is left; send rate and delivery */
+    SLB_SELECT,   /* "select": P senders each select a send over two bounded
+                     channels, C receivers each select a receive over both */
+    SLB_RENDEZVOUS, /* ping-pong over two capacity-0 (rendezvous) channels */
     SLB_TESTS
 } slb_test;
 

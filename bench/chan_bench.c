@@ -99,6 +99,7 @@ typedef struct peer_set {
 
 static const peer_set peer_sets[] = {
     { "sluice", "sluice", NULL, slb_peers_sluice, NULL },
+    { "sluice", "sluice select", NULL, slb_peers_sluice_select, NULL },
     { "ck", "Concurrency Kit ck_ring", "libck-dev", CK_FN, NULL },
     { "boost", "Boost.Lockfree", "libboost-dev", BOOST_FN, NULL },
     { "moodycamel", "moodycamel ReaderWriterQueue", "libreaderwriterqueue-dev", RWQ_FN, NULL },
@@ -163,8 +164,19 @@ static size_t collect(const slb_opts *o, const slb_ops **out, size_t max, FILE *
 
 /* ---- workloads ---------------------------------------------------------- */
 
+/* The two workloads of one shape each: select runs only the select kind,
+ * rendezvous only blocking contenders that take capacity 0. */
+static bool eligible_special(const slb_ops *c, slb_test t)
+{
+    if (t == SLB_SELECT)
+        return c->kind == SLB_SELECTING;
+    return c->kind == SLB_BLOCKING && (c->flags & SLB_RENDEZVOUS_OK);
+}
+
 static bool eligible(const slb_ops *c, slb_test t, unsigned producers, unsigned consumers)
 {
+    if (t == SLB_SELECT || t == SLB_RENDEZVOUS || c->kind == SLB_SELECTING)
+        return (t == SLB_SELECT || t == SLB_RENDEZVOUS) && eligible_special(c, t);
     /* An overwrite ring loses messages by design: it runs its own workload
      * only, and that workload has no place for a queue that refuses pushes. */
     if ((c->kind == SLB_OVERWRITE) != (t == SLB_OVERWRITING))
@@ -240,7 +252,7 @@ static bool run_one(const slb_run *r, slb_result *res)
     bool ok;
     if (r->ops->program)
         ok = slb_run_remote(r, res);
-    else if (r->test == SLB_PINGPONG)
+    else if (r->test == SLB_PINGPONG || r->test == SLB_RENDEZVOUS)
         ok = slb_run_pingpong(r, res);
     else if (r->test == SLB_STREAM)
         ok = slb_run_stream(r, res);
@@ -269,6 +281,8 @@ static slb_run make_run(const slb_opts *o, const slb_workload *w, const slb_entr
     };
     if (w->test == SLB_STREAM)
         r.msgs = o->stream_msgs;
+    if (w->test == SLB_RENDEZVOUS)
+        r.capacity = 0;
     /* Sized runs stop after 4x their target: a collapse shows as a low rate
      * instead of a run that takes minutes. */
     if (!o->msgs)
@@ -298,6 +312,14 @@ static void show(progress *p, const slb_workload *w, unsigned round, unsigned ro
 }
 
 
+/* Why a contender's run could not be made (its create returned NULL). */
+static const char *skip_reason(const slb_workload *w)
+{
+    if (w->test == SLB_RENDEZVOUS)
+        return "capacity 0 refused: this build has no rendezvous channels";
+    return "this message size is not supported (or no memory)";
+}
+
 #define PROBE_MSGS 50000u
 #define MIN_MSGS 20000u
 #define MAX_MSGS 50000000u
@@ -315,7 +337,7 @@ static void size_runs(const slb_opts *o, slb_workload *w, progress *p)
     for (size_t i = 0; i < w->n; i++) {
         slb_entry *e = &w->entries[i];
         e->msgs = w->test == SLB_STREAM ? o->stream_msgs
-                : w->test == SLB_PINGPONG ? o->trips : o->msgs;
+                : slb_is_latency(w->test) && w->test != SLB_STREAM ? o->trips : o->msgs;
         if (slb_is_latency(w->test) || o->msgs)
             continue;
         show(p, w, 0, 0, e->ops->name);
@@ -323,7 +345,7 @@ static void size_runs(const slb_opts *o, slb_workload *w, progress *p)
         slb_run run = make_run(o, w, e);
         slb_result res;
         if (!run_one(&run, &res)) {
-            e->skip = "this message size is not supported (or no memory)";
+            e->skip = skip_reason(w);
             continue;
         }
         double want = res.value * 1e6 * ((double)run_ns(o, w->test) / 1e9);
@@ -353,7 +375,7 @@ static void run_workload(const slb_opts *o, slb_workload *w, uint64_t *rng, prog
             slb_run run = make_run(o, w, e);
             slb_result res;
             if (!run_one(&run, &res)) {
-                e->skip = "this message size is not supported (or no memory)";
+                e->skip = skip_reason(w);
                 continue;
             }
             slb_entry_record(e, &res, (unsigned)k);

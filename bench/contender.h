@@ -31,6 +31,10 @@ typedef enum slb_kind {
      * above — messages are lost by design — so it runs only the overwrite
      * workload, against overwrite peers. */
     SLB_OVERWRITE = 3,
+    /* Select over a pair of bounded channels: push sends on whichever has
+     * room, sel_pop receives from whichever has a message, both blocking.
+     * Runs only the select workload, against select peers. */
+    SLB_SELECTING = 4,
     SLB_KINDS
 } slb_kind;
 
@@ -45,6 +49,9 @@ enum {
     SLB_OURS = 1u << 2,
     /* Safe with one producer and one consumer only (kind blocking may be). */
     SLB_SINGLE = 1u << 3,
+    /* Blocking kind: capacity 0 makes a rendezvous channel (a send completes
+     * when a receiver takes the message); runs the rendezvous workload. */
+    SLB_RENDEZVOUS_OK = 1u << 4,
 };
 
 /*
@@ -88,12 +95,19 @@ typedef struct slb_ops {
      * true when the queue was full and its oldest message was displaced into
      * `evicted` (elem_size bytes), so that the driver can verify it. */
     bool (*push_evict)(void *q, void *h, const void *msg, void *evicted);
+    /* SLB_SELECTING only (required there; `q` is the pair create made, push
+     * its blocking select-send): receives from whichever channel of the
+     * pair has a message into `out` and returns 1 + that channel's index
+     * (1 or 2), so that order is checked per channel; with block false it
+     * returns 0 at once when both are empty. */
+    unsigned (*sel_pop)(void *q, void *h, void *out, bool block);
 
     /* A peer in another language runs in its own process: `program` (built
      * next to sl-bench) is started for every run with `variant` and the
      * run's parameters, and runs, times and verifies the workload itself
      * (bench/remote.c has the protocol). Such a contender has none of the
-     * operations above and runs the tput and pingpong workloads only. NULL
+     * operations above and runs the tput, pingpong, select and rendezvous
+     * workloads only. NULL
      * for in-process contenders. */
     const char *program;
     const char *variant;

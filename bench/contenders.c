@@ -406,7 +406,7 @@ static const slb_ops chan_spsc_block = {
 
 static const slb_ops chan_mpmc_block = {
     .name = "sl_chan MPMC send/recv", .peer = "sluice", .kind = SLB_BLOCKING,
-    .flags = SLB_FIFO | SLB_OURS, .note = EXACT, .flavor = 2,
+    .flags = SLB_FIFO | SLB_OURS | SLB_RENDEZVOUS_OK, .note = EXACT, .flavor = 2,
     .create = chan_mpmc_create, .destroy = chan_destroy,
     .try_push = chan_try_push, .try_pop = chan_try_pop,
     .push = chan_push, .pop = chan_pop,

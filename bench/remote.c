@@ -15,7 +15,9 @@
  *   PROGRAM NAME VARIANT TEST PRODUCERS CONSUMERS ELEM CAPACITY MSGS CAP_NS
  *           TRIPS TRIP_CAP_NS PIN_NCPU LABEL
  *
- * TEST is tput or pingpong; the numbers are slb_run's fields. PIN_NCPU is 0
+ * TEST is tput, pingpong or select (the select workload, tput.c's shape
+ * over a pair of channels); a rendezvous run is a pingpong with CAPACITY 0.
+ * The numbers are slb_run's fields. PIN_NCPU is 0
  * for an unpinned run, otherwise thread index i is pinned to CPU i % PIN_NCPU
  * (producer k: 2k, consumer k: 2k + 1; ping 0, pong 1), as slb_cpu_for.
  * NAME (the contender) and LABEL (the workload) are for failure messages.
@@ -68,7 +70,9 @@ static void make_argv(const slb_run *r, char *path, remote_argv *a)
     a->argv[0] = path;
     a->argv[1] = (char *)r->ops->name;
     a->argv[2] = (char *)r->ops->variant;
-    a->argv[3] = r->test == SLB_PINGPONG ? "pingpong" : "tput";
+    /* A rendezvous run is a ping-pong whose capacity is 0. */
+    a->argv[3] = r->test == SLB_PINGPONG || r->test == SLB_RENDEZVOUS ? "pingpong"
+               : r->test == SLB_SELECT ? "select" : "tput";
     for (int i = 0; i < 9; i++) {
         snprintf(a->num[i], sizeof(a->num[i]), "%llu", v[i]);
         a->argv[4 + i] = a->num[i];

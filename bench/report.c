@@ -18,19 +18,20 @@
 
 const char *slb_kind_name(slb_kind k)
 {
-    static const char *const names[] = { "spsc", "mpmc", "blocking", "overwrite" };
+    static const char *const names[] = { "spsc", "mpmc", "blocking", "overwrite", "select" };
     return k < SLB_KINDS ? names[k] : "?";
 }
 
 const char *slb_test_name(slb_test t)
 {
-    static const char *const names[] = { "tput", "batch32", "pingpong", "stream", "overwrite" };
+    static const char *const names[] = { "tput", "batch32", "pingpong", "stream", "overwrite",
+                                         "select", "rendezvous" };
     return t < SLB_TESTS ? names[t] : "?";
 }
 
 bool slb_is_latency(slb_test t)
 {
-    return t == SLB_PINGPONG || t == SLB_STREAM;
+    return t == SLB_PINGPONG || t == SLB_STREAM || t == SLB_RENDEZVOUS;
 }
 
 static bool is_peer(const slb_entry *e)
@@ -118,7 +119,9 @@ static void print_header(FILE *f, const slb_workload *w, unsigned rounds)
 {
     const char *what[] = { "throughput", "throughput, batches of 32",
                            "ping-pong round trip", "one-way stream latency",
-                           "send rate into a full overwrite ring" };
+                           "send rate into a full overwrite ring",
+                           "select on both sides, two bounded channels",
+                           "rendezvous ping-pong round trip, two capacity-0 channels" };
     fprintf(f, "### %s · %s · %zu-byte messages", w->label, what[w->test], w->elem);
     if (!slb_is_latency(w->test))
         fprintf(f, " · %u producer%s / %u consumer%s%s", w->producers,

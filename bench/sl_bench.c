@@ -48,7 +48,8 @@ static void usage(FILE *f)
         "                    or none\n"
         "  --config PxC,...  producer x consumer configurations (default 1x1,2x2,4x4)\n"
         "  --size B,...      message sizes in bytes, multiples of 8 up to %u (default 8,64)\n"
-        "  --tests T,...     tput, batch, pingpong, stream, overwrite (default: all)\n"
+        "  --tests T,...     tput, batch, pingpong, stream, overwrite, select,\n"
+        "                    rendezvous (default: all)\n"
         "  --msgs N          messages per throughput run, k/M suffixes (default: sized\n"
         "                    per contender by a probe run to last --run-ms)\n"
         "  --run-ms MS       target length of a sized throughput run (default 150)\n"
@@ -170,7 +171,8 @@ static bool parse_value(int c, const char *arg, slb_opts *o)
 {
     /* In sl_flavor order (bit f-1 for flavour f) and slb_test order. */
     static const char *const flavors[] = { "spsc", "mpmc", "list", "ring" };
-    static const char *const tests[] = { "tput", "batch", "pingpong", "stream", "overwrite" };
+    static const char *const tests[] = { "tput", "batch", "pingpong", "stream", "overwrite",
+                                         "select", "rendezvous" };
     uint64_t v = 0;
     switch (c) {
     case O_FLAVOR: return slb_parse_names(arg, flavors, 4, &o->flavors);

@@ -19,6 +19,12 @@
  *     what is left with try_pop and verifies it like any other receiver.
  * Every received message is verified (msg.h), and the totals and checksum
  * are compared with what was sent before the figure is accepted.
+ *
+ * The select workload runs here too, as a blocking one: its contender's
+ * queue is a pair of channels, push selects a send over both and sel_pop a
+ * receive (contender.h). A producer's messages keep their order per
+ * channel only, so each receiver checks order with one slb_check per
+ * channel (chk[0], chk[1]); counts and checksums add up over both.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -45,7 +51,8 @@ typedef struct tp_thread {
     unsigned id;
     int cpu;                 /* -1: not pinned */
     uint64_t sent;           /* producers: messages sent */
-    slb_check chk;           /* consumers: copied in and out, never shared */
+    slb_check chk[2];        /* consumers: per channel (select; else chk[0]),
+                                copied in and out, never shared */
     pthread_t tid;
 } tp_thread;
 
@@ -246,11 +253,16 @@ static void consume_blocking(tp_shared *s, void *h, slb_check *chk)
     const slb_ops *o = s->run->ops;
     uint64_t m[SLB_WORDS_MAX];
     for (;;) {
-        if (!o->pop(s->q, h, m))
+        unsigned which = 1;
+        if (o->sel_pop)
+            which = o->sel_pop(s->q, h, m, true);
+        else if (!o->pop(s->q, h, m))
             slb_die(o->name, "blocking pop failed");
+        if (which < 1 || which > 2)
+            slb_die(o->name, "a blocking select receive returned case %u", which);
         if (m[0] == SLB_SENTINEL)
             return;
-        slb_check_msg(chk, m);
+        slb_check_msg(&chk[which - 1], m);
     }
 }
 
@@ -262,13 +274,14 @@ static void *consumer_main(void *arg)
     if (t->cpu >= 0)
         slb_pin_self(t->cpu);
     void *h = o->attach ? o->attach(s->q, false) : NULL;
-    slb_check chk = t->chk;
+    slb_check chk[2] = { t->chk[0], t->chk[1] };
     slb_gate_wait(&s->gate);
     if (s->block)
-        consume_blocking(s, h, &chk);
+        consume_blocking(s, h, chk);
     else
-        consume_spinning(s, h, &chk);
-    t->chk = chk;
+        consume_spinning(s, h, &chk[0]);
+    t->chk[0] = chk[0];
+    t->chk[1] = chk[1];
     if (o->detach)
         o->detach(s->q, h);
     return NULL;
@@ -297,10 +310,12 @@ static void finish_queue(const slb_run *r, tp_shared *s, slb_check *rest)
         return;
     }
     uint64_t m[SLB_WORDS_MAX];
-    while (r->ops->try_pop(s->q, NULL, m)) {
+    unsigned which;
+    while ((which = r->ops->sel_pop ? r->ops->sel_pop(s->q, NULL, m, false)
+                                    : r->ops->try_pop(s->q, NULL, m)) != 0) {
         if (m[0] == SLB_SENTINEL)
             slb_die(r->ops->name, "%s: an extra sentinel: one was delivered twice", r->label);
-        slb_check_msg(rest, m);
+        slb_check_msg(&rest[which - 1], m);
     }
 }
 
@@ -316,10 +331,14 @@ static uint64_t sent_sum(const slb_run *r, const tp_thread *prod, uint64_t per_p
 static void verify_totals(const slb_run *r, const tp_thread *th, const slb_check *rest,
                           tp_shared *s)
 {
-    uint64_t count = rest->count, sum = rest->sum, sent = atomic_load(&s->sent);
-    for (unsigned i = r->producers; i < r->producers + r->consumers; i++) {
-        count += th[i].chk.count;
-        sum += th[i].chk.sum;
+    uint64_t count = 0, sum = 0, sent = atomic_load(&s->sent);
+    for (unsigned c = 0; c < 2; c++) {
+        count += rest[c].count;
+        sum += rest[c].sum;
+        for (unsigned i = r->producers; i < r->producers + r->consumers; i++) {
+            count += th[i].chk[c].count;
+            sum += th[i].chk[c].sum;
+        }
     }
     if (count != sent)
         slb_die(r->ops->name, "%s: received %llu messages, %llu were sent", r->label,
@@ -337,8 +356,11 @@ static void start_threads(const slb_run *r, tp_shared *s, tp_thread *th)
         th[i].id = producer ? i : i - r->producers;
         /* Interleave: producer k on CPU 2k, consumer k on CPU 2k+1. */
         th[i].cpu = slb_cpu_for(r, producer ? 2 * th[i].id : 2 * th[i].id + 1);
-        if (!producer)
-            slb_check_init(&th[i].chk, r, r->producers, s->per_producer, r->consumers == 1);
+        /* A sole receiver sees every message of a channel, but a select
+         * spreads each producer's sequence over two: order, not gaps. */
+        bool exact = r->consumers == 1 && !r->ops->sel_pop;
+        for (unsigned c = 0; c < 2 && !producer; c++)
+            slb_check_init(&th[i].chk[c], r, r->producers, s->per_producer, exact);
         slb_spawn(&th[i].tid, producer ? producer_main : consumer_main, &th[i], r->ops->name);
     }
 }
@@ -360,7 +382,7 @@ bool slb_run_tput(const slb_run *r, slb_result *out)
     s->q = q;
     s->per_producer = r->msgs / r->producers;
     s->total = s->per_producer * r->producers;
-    s->block = r->ops->kind == SLB_BLOCKING;
+    s->block = r->ops->kind == SLB_BLOCKING || r->ops->kind == SLB_SELECTING;
     s->batch = r->test == SLB_BATCHED;
 
     start_threads(r, s, th);
@@ -377,13 +399,16 @@ bool slb_run_tput(const slb_run *r, slb_result *out)
         slb_join(th[i].tid);
     uint64_t t1 = slb_now_ns();
 
-    slb_check rest;
-    slb_check_init(&rest, r, r->producers, s->per_producer, false);
-    finish_queue(r, s, &rest);
-    verify_totals(r, th, &rest, s);
-    slb_check_free(&rest);
-    for (unsigned i = r->producers; i < r->producers + r->consumers; i++)
-        slb_check_free(&th[i].chk);
+    slb_check rest[2];
+    for (unsigned c = 0; c < 2; c++)
+        slb_check_init(&rest[c], r, r->producers, s->per_producer, false);
+    finish_queue(r, s, rest);
+    verify_totals(r, th, rest, s);
+    for (unsigned c = 0; c < 2; c++) {
+        slb_check_free(&rest[c]);
+        for (unsigned i = r->producers; i < r->producers + r->consumers; i++)
+            slb_check_free(&th[i].chk[c]);
+    }
     r->ops->destroy(q);
     out->msgs = atomic_load(&s->sent);
     out->value = (double)out->msgs / ((double)(t1 - t0) / 1e9) / 1e6;

@@ -108,7 +108,7 @@ static void wake_subscribers(sl__bcast *b)
     /* seq_cst: after the change in the total order; the other side is the
      * flag's setting in end_or_mark (heavy-fenced there). */
     if (atomic_load_explicit(&b->selected, memory_order_seq_cst))
-        sl_event_notify_all(&sl__select_bell);
+        sl__select_ring(); /* notifies while a selector has armed the bell (select.c) */
 }
 
 void sl__bcast_release(sl__bcast_end *e)

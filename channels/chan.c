@@ -37,19 +37,19 @@
 
 sl_status sl__chan_new_at(sl_chan **out, const sl_chan_opts *opts, uint64_t start)
 {
-    if (!out || !opts || !flavor_supported(opts->flavor))
+    if (!out || !opts || !flavor_supported(row_of(opts)))
         return SL_EINVAL;
     sl_chan *ch = sl__alloc(SL_CACHELINE, sizeof *ch);
     if (!ch)
         return SL_ENOMEM;
     memset(ch, 0, sizeof *ch);
-    const flavor_adapter *a = adapter_of(opts->flavor);
+    const flavor_adapter *a = adapter_of(row_of(opts));
     sl_status st = a->init(ch, opts, start);
     if (st != SL_OK) {
         free(ch);
         return st;
     }
-    ch->flavor = opts->flavor;
+    ch->flavor = row_of(opts);
     atomic_init(&ch->closed, 0u);
     atomic_init(&ch->selectors, 0u);
     atomic_init(&ch->drained, 0u);
@@ -68,7 +68,7 @@ sl_status sl__chan_new_at(sl_chan **out, const sl_chan_opts *opts, uint64_t star
 SL_API sl_status sl_chan_new(sl_chan **out, const sl_chan_opts *opts)
 {
     /* A flavour with its own constructors (SL_TIMER) is not made from opts. */
-    if (opts && flavor_supported(opts->flavor) && adapter_of(opts->flavor)->own_ctor)
+    if (opts && flavor_supported(row_of(opts)) && adapter_of(row_of(opts))->own_ctor)
         return SL_EINVAL;
     return sl__chan_new_at(out, opts, 0);
 }
@@ -149,6 +149,8 @@ PER_FLAVOR sl_status send_with(const flavor_adapter *a, sl_chan *ch, const void 
 {
     if (a->recv_only) /* a constant per flavour: folded away for the others */
         return SL_EINVAL;
+    if (a->send) /* likewise */
+        return a->send(ch, elem);
     SL_ATOMIC(uint32_t) *mark = a->mark(ch);
     sl_status st = SL_CLOSED;
     SL_FI(); /* marked in flight, closed not yet checked */
@@ -307,9 +309,13 @@ static bool recv_ready(void *ctx)
 bool sl__chan_changes_notify(const sl_chan *ch)
 {
     /* A shared channel's changes notify in whichever process made them, and
-     * an eventfd is this process's: not followable in this version (sluice/shm.h). */
+     * an eventfd is this process's: not followable in this version
+     * (sluice/shm.h). Not a rendezvous channel either (its own wait): an end
+     * of one is ready only while a partner is blocked in it, and an event
+     * loop never blocks in a channel, so two loops at its two ends would
+     * never meet. */
     const flavor_adapter *a = adapter_of(ch->flavor);
-    return a->ready_at == queue_ready_at && !a->shared;
+    return a->ready_at == queue_ready_at && !a->shared && !a->await;
 }
 
 bool sl__chan_is_shared(const sl_chan *ch) { return adapter_of(ch->flavor)->shared; }
@@ -367,6 +373,9 @@ static __attribute__((noinline)) sl_status await_op(sl_event *ev, sl__ready_fn r
                                                     sl_chan *ch, const void *elem, void *out,
                                                     uint64_t timeout_ns)
 {
+    const flavor_adapter *a = adapter_of(ch->flavor);
+    if (a->await) /* its waiters post offers (rendezvous) */
+        return a->await(ch, elem != NULL, elem ? (void *)elem : out, timeout_ns);
     chan_wait w = {.ch = ch, .elem = elem, .out = out};
     return await_wait(ev, ready, &w, timeout_ns);
 }
@@ -559,6 +568,13 @@ static bool recv_n_ready(void *ctx)
 static __attribute__((noinline)) sl_status await_recv_n(sl_chan *ch, void *out, size_t n,
                                                         uint64_t timeout_ns, size_t *got)
 {
+    const flavor_adapter *a = adapter_of(ch->flavor);
+    if (a->await) { /* one message through the flavour's wait, then whatever else is there */
+        sl_status st = a->await(ch, false, out, timeout_ns);
+        *got = st != SL_OK ? 0 : 1 + sl_chan_try_recv_n(ch, (unsigned char *)out + ch->elem_size,
+                                                         n - 1);
+        return st;
+    }
     chan_wait w = {.ch = ch, .out = out, .n = n};
     sl_status st = await_wait(recv_event(ch), recv_n_ready, &w, timeout_ns);
     *got = st == SL_OK ? w.got : 0;
@@ -602,7 +618,7 @@ SL_API void sl_chan_close(sl_chan *ch)
         sl_event_notify_all(&ch->not_full);
         ring_selectors(ch);
         const flavor_adapter *a = adapter_of(ch->flavor);
-        if (a->on_close) /* waiters elsewhere (a broadcast's subscribers) */
+        if (a->on_close) /* waiters elsewhere (a broadcast's subscribers, rendezvous offers) */
             a->on_close(ch);
     }
 }
@@ -618,14 +634,15 @@ SL_API size_t sl_chan_len(const sl_chan *ch)
 
 SL_API size_t sl_chan_cap(const sl_chan *ch) { return ch ? ch->capacity : 0; }
 
-/* A shared channel's handle records SL__SPSC_SHARED or SL__MPMC_SHARED: its
- * flavour is the public one its row shows. */
+/* A shared channel's handle records SL__SPSC_SHARED or SL__MPMC_SHARED, and
+ * a rendezvous channel's SL__RENDEZVOUS: the flavour is the public one its
+ * row reports. */
 SL_API sl_flavor sl_chan_flavor(const sl_chan *ch)
 {
     if (!ch)
         return (sl_flavor)0;
-    sl_flavor shown = adapter_of(ch->flavor)->shown;
-    return shown ? shown : ch->flavor;
+    const flavor_adapter *a = adapter_of(ch->flavor);
+    return a->reports ? a->reports : ch->flavor;
 }
 
 SL_API size_t sl_chan_elem_size(const sl_chan *ch) { return ch ? ch->elem_size : 0; }

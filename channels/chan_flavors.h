@@ -20,6 +20,8 @@
 #include "internal/testing.h"
 #include "internal/sysops.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- senders in flight ---------------------------------------------------
@@ -167,7 +169,18 @@ typedef struct flavor_adapter {
     sl_event *(*recv_event)(sl_chan *ch);
     /* After sl_chan_close has closed ch and woken its own waiters (NULL: none). */
     void (*on_close)(sl_chan *ch);
-    sl_flavor shown; /* what sl_chan_flavor reports, where not the row's own value */
+    /* A whole non-blocking send, for a flavour that needs no in-flight mark
+     * (rendezvous: it decides close under its own lock) and does its own
+     * notifies: one out-of-line call, so the other flavours' send path
+     * keeps its registers. NULL: mark, push, unmark and notify here. */
+    sl_status (*send)(sl_chan *ch, const void *elem);
+    /* The blocking and timed forms' wait after a failed try, for a flavour
+     * whose waiters must be seen by their partners (rendezvous); NULL: the
+     * façade's own (await_op). Returns SL_OK, SL_CLOSED or SL_TIMEDOUT. */
+    sl_status (*await)(sl_chan *ch, bool send, void *buf, uint64_t timeout_ns);
+    /* What sl_chan_flavor reports, where not the row's own value (a
+     * rendezvous or a shared channel's row: the public flavour it is). */
+    sl_flavor reports;
     bool shared;    /* lives in a shared-memory segment (sluice/shm.h, channels/shm.c):
                        its queue geometry is the handle's `geom`, sl_chan_free
                        unmaps, pointers and drop functions are refused */
@@ -601,7 +614,7 @@ static const flavor_adapter spsc_shared_adapter = {
     .push = spsc_shared_push, .pop = spsc_shared_pop,
     .push_n = spsc_shared_push_n, .pop_n = spsc_shared_pop_n, .len = spsc_shared_len,
     .ready_at = sl__shm_ready_at,
-    .light_mark = true, .own_ctor = true, .shared = true, .shown = SL_SPSC,
+    .light_mark = true, .own_ctor = true, .shared = true, .reports = SL_SPSC,
 };
 
 /* SL_MPMC across processes: its steps are seq_cst read-modify-writes (full
@@ -647,7 +660,68 @@ static const flavor_adapter mpmc_shared_adapter = {
     .push = mpmc_shared_push, .pop = mpmc_shared_pop,
     .push_n = mpmc_shared_push_n, .pop_n = mpmc_shared_pop_n, .len = mpmc_shared_len,
     .ready_at = sl__shm_ready_at,
-    .own_ctor = true, .shared = true, .shown = SL_MPMC,
+    .own_ctor = true, .shared = true, .reports = SL_MPMC,
+};
+
+/* SL__RENDEZVOUS: SL_MPMC of capacity 0 (channels/rendezvous.c). Nothing is
+ * stored: a push hands the message to a waiting receiver's offer, a pop takes
+ * it from a waiting sender's, both under the channel's short lock, whose
+ * release and acquire order them before the notifies that follow (and the
+ * claim is a seq_cst compare-and-swap). Waiters post offers (rdv_await). */
+static inline sl_status rdv_init(sl_chan *ch, const sl_chan_opts *o, uint64_t start)
+{
+    if (o->elem_size == 0 || o->elem_size > SL_ELEM_MAX)
+        return SL_EINVAL;
+    sl__rdv_init(&ch->q.rdv);
+    return SL_OK;
+}
+
+/* Nothing is ever inside: the drop function never runs. A thread still
+ * waiting is refused as refuse_free_in_use does (chan.c). */
+static inline void rdv_drain_destroy(sl_chan *ch, sl_visit_fn fn, void *ctx)
+{
+    if (ch->q.rdv.waiting[0].first || ch->q.rdv.waiting[1].first) {
+        fprintf(stderr, "sluice: sl_chan_free(%p) while a thread still waits in it; close it, "
+                        "let every thread return, then free it.\n", (const void *)ch);
+        abort();
+    }
+}
+
+static inline sl_status rdv_push(sl_chan *ch, const void *elem, sl_visit_fn displaced, void *ctx)
+{
+    return sl__rdv_give(ch, elem);
+}
+
+static inline sl_status rdv_pop(sl_chan *ch, void *out) { return sl__rdv_take(ch, out); }
+
+/* Batches go one message at a time, each to its own waiting partner. */
+static inline size_t rdv_push_n(sl_chan *ch, const void *elems, size_t n)
+{
+    const unsigned char *p = elems;
+    size_t k = 0;
+    while (k < n && sl__rdv_give(ch, p + k * ch->elem_size) == SL_OK)
+        k++;
+    return k;
+}
+
+static inline size_t rdv_pop_n(sl_chan *ch, void *out, size_t n)
+{
+    unsigned char *p = out;
+    size_t k = 0;
+    while (k < n && sl__rdv_take(ch, p + k * ch->elem_size) == SL_OK)
+        k++;
+    return k;
+}
+
+static inline size_t rdv_len(const sl_chan *ch) { return 0; }
+
+static const flavor_adapter rdv_adapter = {
+    .init = rdv_init, .drain_destroy = rdv_drain_destroy,
+    .mark = count_mark, .unmark = count_unmark,
+    .push = rdv_push, .pop = rdv_pop,
+    .push_n = rdv_push_n, .pop_n = rdv_pop_n, .len = rdv_len,
+    .ready_at = queue_ready_at,
+    .send = sl__rdv_send, .await = sl__rdv_await, .on_close = sl__rdv_close, .reports = SL_MPMC,
 };
 
 /* ---- the flavour table ----------------------------------------------------
@@ -660,7 +734,8 @@ static const flavor_adapter mpmc_shared_adapter = {
     X(SL_LIST, list_adapter, __VA_ARGS__) \
     X(SL_RING, ring_adapter, __VA_ARGS__) \
     X(SL_TIMER, timer_adapter, __VA_ARGS__) \
-    X(SL_BROADCAST, bcast_adapter, __VA_ARGS__)
+    X(SL_BROADCAST, bcast_adapter, __VA_ARGS__) \
+    X(SL__RENDEZVOUS, rdv_adapter, __VA_ARGS__)
 
 /* The rows of channels in shared memory (sluice/shm.h): adapter_of knows
  * them like every row; DISPATCH reaches them one level down
@@ -680,6 +755,15 @@ static const flavor_adapter *adapter_of(sl_flavor f)
 }
 
 static bool flavor_supported(sl_flavor f) { return adapter_of(f) != NULL; }
+
+/* The row sl_chan_new's options ask for: SL_MPMC of capacity 0 is a
+ * rendezvous channel; SL__RENDEZVOUS itself is not for callers (0: no row). */
+static sl_flavor row_of(const sl_chan_opts *o)
+{
+    if (o->flavor == SL__RENDEZVOUS)
+        return (sl_flavor)0;
+    return o->flavor == SL_MPMC && o->capacity == 0 ? SL__RENDEZVOUS : o->flavor;
+}
 
 /* The per-message paths are written once, as PER_FLAVOR functions of an
  * adapter, and DISPATCH calls one with the constant adapter of the flavour:

@@ -16,6 +16,7 @@
 #include "sluice/spsc.h"
 #include "internal/await.h"
 #include "rings.h"
+#include "rendezvous.h"
 #include "timer.h"
 #include "broadcast.h"
 
@@ -113,6 +114,7 @@ struct sl_chan {
         sl_list list;
         sl_ring ring;
         sl_timer_state timer;
+        sl_rdv rdv;
         sl__bcast_end bcast;
     } q;
 };
@@ -191,7 +193,10 @@ static inline bool sl__chanfd_has(const sl_chan *ch, sl_chan_end end)
 }
 
 /* Threads blocked in sl_select park on this process-wide eventcount; a
- * channel with selectors rings it on every state change. */
+ * channel with selectors rings it on every state change, through
+ * sl__select_ring (select.c), which notifies only while a selector has
+ * armed the bell since the last ring. */
 extern sl_event sl__select_bell;
+void sl__select_ring(void);
 
 #endif /* SLUICE_CHANNELS_CHAN_IMPL_H */

@@ -69,7 +69,7 @@ static void signal_end(sl__chan_fd *e)
 
 void sl__chan_ring_watchers(sl_chan *ch)
 {
-    sl_event_notify_all(&sl__select_bell);
+    sl__select_ring();
     signal_end(&ch->fds[SL_END_RECV]);
     signal_end(&ch->fds[SL_END_SEND]);
 }

@@ -10,9 +10,17 @@
  * Sleeping: a selector that finds no case ready spins on rounds, then adds
  * itself to each case's channel `selectors` count and waits on the
  * process-wide bell through the await protocol (internal/await.h), its
- * condition one round over the cases.
+ * condition one round over the cases, each re-check after the prepare
+ * preceded by arming the bell.
  * A channel whose count is non-zero rings the bell after every send, receive
- * and close (chan.c).
+ * and close (chan.c); a ring notifies only when the bell is armed, and takes
+ * the arm, so the changes that follow a ring cost no system call until a
+ * woken selector has run and armed it again (docs/guarantees.md, "The select
+ * bell's arm").
+ *
+ * Rendezvous cases: a select that has to wait posts an offer on each, from
+ * its first spin round on, and runs its rounds inside their protocol
+ * (select_ready, rendezvous.c), so that a partner can find it.
  */
 #include "sluice/select.h"
 
@@ -25,6 +33,39 @@
 
 /* Cases up to this many need no allocation for the shuffle. */
 #define SELECT_STACK_CASES 64
+
+/* 1 while a selector that may sleep on the bell has re-checked since the last
+ * ring took the arm; its own line, loaded by every ring. */
+static SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint32_t) bell_armed;
+
+void sl__select_ring(void)
+{
+    /* seq_cst: the Dekker load, after the caller's change and `selectors`
+     * load, against select_arm's store and fence; the load first keeps the
+     * line shared while nobody arms it. */
+    if (atomic_load_explicit(&bell_armed, memory_order_seq_cst) == 0)
+        return;
+    /* seq_cst, a read-modify-write: one ring per arm, and the notify's epoch
+     * bump after it, so a selector whose arm this takes read its key before
+     * the bump and wakes (docs/guarantees.md). */
+    if (atomic_exchange_explicit(&bell_armed, 0u, memory_order_seq_cst) == 0)
+        return;
+    SL_FI(); /* the arm taken, not yet notified */
+    sl_event_notify_all(&sl__select_bell);
+}
+
+/* Called after the prepare (its key read), before a re-check. */
+static void select_arm(void)
+{
+    /* seq_cst: the Dekker store, in the total order with the rings' loads.
+     * Stored even over a 1: the argument needs this selector's own store
+     * (docs/guarantees.md), and this path is about to sleep anyway. */
+    atomic_store_explicit(&bell_armed, 1u, memory_order_seq_cst);
+    SL_FI(); /* armed, not yet fenced */
+    /* The arm (and the registrations before it) before the re-check, with
+     * the channel's change and its `selectors` and arm loads the other side. */
+    sl_event_heavy_fence();
+}
 
 static _Thread_local uint64_t select_rng;
 
@@ -117,12 +158,9 @@ static void set_registered(sl_select_case *cases, size_t n, bool on)
             atomic_fetch_sub_explicit(&cases[i].ch->selectors, 1u, memory_order_seq_cst);
     }
     SL_FI();
-    /* The registrations above before the rounds that follow, with the
-     * channels' state change and `selectors` load as the other side. Leaving
-     * needs no barrier: a channel that still sees the count only rings the
-     * bell once more. */
-    if (on)
-        sl_event_heavy_fence();
+    /* No barrier here: every re-check that may precede a sleep follows
+     * select_arm's, which orders these registrations too. Leaving needs none:
+     * a channel that still sees the count only rings the bell once more. */
 }
 
 /* The await's condition: one round over the cases, ready once one was. */
@@ -131,14 +169,39 @@ typedef struct select_ctx {
     size_t n;
     size_t *order;
     size_t *index;
-    sl_status st; /* the last round's */
+    sl_status st;          /* the last round's */
+    sl__rdv_select *rdv;   /* offers on rendezvous cases, once registered; or NULL */
+    unsigned looks;        /* rounds in the wait (select_recheck) */
 } select_ctx;
 
-static bool select_ready(void *ctx)
+static bool select_round(void *ctx)
 {
     select_ctx *w = ctx;
     w->st = poll_round(w->cases, w->n, w->order, w->index);
     return w->st != SL_TIMEDOUT;
+}
+
+/* With rendezvous cases, the round runs inside their offers' protocol
+ * (rendezvous.c): a partner must be able to find a selector that sleeps. */
+static bool select_ready(void *ctx)
+{
+    select_ctx *w = ctx;
+    return w->rdv ? sl__rdv_select_ready(w->rdv, select_round, w) : select_round(w);
+}
+
+/* The wait's condition: the bell armed, then one round. The wait's first look
+ * comes before its prepare and needs no arm (the re-check after the prepare
+ * arms); every later one may be the re-check before a sleep. */
+static bool select_recheck(void *ctx)
+{
+    select_ctx *w = ctx;
+#ifdef SL_MUTANT_SELECT_ARM_ONCE
+    if (w->looks++ == 1) /* planted bug: only the first re-check arms the bell */
+#else
+    if (w->looks++ > 0)
+#endif
+        select_arm();
+    return select_ready(ctx);
 }
 
 /* The deadline hook: the earliest instant a receive case may become ready
@@ -155,21 +218,35 @@ static uint64_t select_next(void *ctx)
     return at;
 }
 
-static sl_status select_wait(sl_select_case *cases, size_t n, size_t *order, uint64_t deadline,
-                             size_t *index)
+/* Out of line: a select answered by its first round sets up no wait. */
+static __attribute__((noinline)) sl_status select_wait(sl_select_case *cases, size_t n,
+                                                       size_t *order, uint64_t deadline,
+                                                       size_t *index)
 {
-    select_ctx w = {cases, n, order, index, SL_TIMEDOUT};
+    select_ctx w = {cases, n, order, index, SL_TIMEDOUT, NULL, 0};
+    /* Offers on rendezvous cases go up with the first round of the spin, so
+     * a partner can meet this select while it spins (rendezvous.c). */
+    sl__rdv_select rdv;
+    sl_status rs = sl__rdv_select_begin(&rdv, cases, n);
+    if (rs == SL_ENOMEM)
+        return rs;
+    w.rdv = rs == SL_OK ? &rdv : NULL;
     /* Spin before registering: a select answered within the spin pays no
      * heavy fence. */
-    if (sl__await_spin(select_ready, &w, deadline))
-        return w.st;
+    sl_status st = SL_OK;
+    bool registered = !sl__await_spin(select_ready, &w, deadline);
     /* Registered before the first prepare, and still race-free: a notifier
-     * changes state before it loads `selectors`, our prepare and re-check
-     * follow the registration; the rest is the await protocol
+     * changes state before it loads `selectors` and the arm, our arm and
+     * re-check follow the registration; the rest is the await protocol
      * (internal/await.h). */
-    set_registered(cases, n, true);
-    sl_status st = sl__chan_await(&sl__select_bell, select_ready, &w, deadline, 0, select_next);
-    set_registered(cases, n, false);
+    if (registered) {
+        set_registered(cases, n, true);
+        st = sl__chan_await(&sl__select_bell, select_recheck, &w, deadline, 0, select_next);
+    }
+    if (w.rdv && sl__rdv_select_end(w.rdv, index))
+        st = w.st = SL_OK; /* a partner took one of the offers */
+    if (registered)
+        set_registered(cases, n, false);
     return st == SL_OK ? w.st : SL_TIMEDOUT;
 }
 

@@ -1,5 +1,5 @@
 /*
- * tests/stress_flavors.c — stress accounting for SL_LIST, SL_RING,
+ * tests/stress_flavors.c — stress accounting for SL_LIST, SL_RING, rendezvous,
  * SL_BROADCAST and sl_select.
  *
  * Every message carries (producer, seq, check) and, above 16 bytes, a pad
@@ -70,6 +70,17 @@
  *                      did not get); no send fails; the drop function sees
  *                      every message exactly once, intact (at overwrite or
  *                      when the last handle is freed).
+ *   rendezvous_close   producers hand messages to consumers over a rendezvous
+ *                      channel R (SL_MPMC, capacity 0) and a small queue Q,
+ *                      with every send form on R (blocking, timed, try,
+ *                      batches) and sl_select over R and Q (or R alone:
+ *                      select meeting select), consumers with every receive
+ *                      form on R and select over R and Q; a closer closes
+ *                      both at a random point (or after the last send): per
+ *                      producer, the sends that returned SL_OK are exactly
+ *                      the messages received, each once — the send refused
+ *                      with SL_CLOSED was never received — and everyone
+ *                      finishes.
  *
  * Sizes scale with SL_STRESS_SCALE; SL_STRESS_PRODUCERS / SL_STRESS_CONSUMERS
  * override the SL_LIST thread counts; SL_STRESS_SEED replays the random
@@ -1793,6 +1804,192 @@ START_TEST(broadcast_churn)
 }
 END_TEST
 
+/* ---- rendezvous_close ------------------------------------------------------ */
+typedef struct rv_cfg {
+    unsigned np, nc;
+    bool early_close; /* close at a random point, else after the last send */
+} rv_cfg;
+
+static const rv_cfg rv_cfgs[] = {{1, 1, false}, {3, 2, false}, {2, 3, true}, {4, 4, true}};
+
+typedef struct rv_run {
+    const rv_cfg *cfg;
+    sl_chan *r, *q;
+    uint64_t n, close_at;
+    bitmap seen;
+    uint64_t sent[8];            /* [producer]: sends that returned SL_OK (its seqs 0..sent-1) */
+    atomic_uint_fast64_t total;  /* sends that returned SL_OK, all producers */
+    atomic_uint producers_done;
+    sl_test_barrier go;
+} rv_run;
+
+typedef struct rv_arg {
+    rv_run *r;
+    unsigned id;
+} rv_arg;
+
+/* One send of producer p's message s (or a batch from it) by a random form:
+ * how many went (0 with *st the refusal). */
+static uint64_t rv_send_one(rv_run *r, unsigned p, uint64_t s, sl_test_rng *rng, sl_status *st)
+{
+    unsigned char m[3][8];
+    for (unsigned k = 0; k < 3; k++)
+        msg_make(m[k], 8, p, s + k);
+    uint64_t t = k_timeouts[sl_test_rng_next(rng) % N_TIMEOUTS];
+    sl_select_case c[2] = {{r->r, SL_SEL_SEND, m[0]}, {r->q, SL_SEL_SEND, m[0]}};
+    size_t idx = 9;
+    switch (sl_test_rng_next(rng) % 6) {
+    case 0: *st = sl_chan_send(r->r, m[0]); break;
+    case 1: *st = sl_chan_send_for(r->r, m[0], t); break;
+    case 2: *st = sl_chan_try_send(r->r, m[0]); break;
+    case 3: { /* a batch: one per waiting receiver */
+        uint64_t k = sl_chan_try_send_n(r->r, m, s + 3 <= r->n ? 3 : r->n - s);
+        *st = k ? SL_OK : sl_chan_is_closed(r->r) ? SL_CLOSED : SL_FULL;
+        return k;
+    }
+    case 4: *st = sl_select(c, 2, SL_FOREVER, &idx); break;
+    default: *st = sl_select(c, 1, t ? SL_FOREVER : 0, &idx); break; /* R alone */
+    }
+    return *st == SL_OK;
+}
+
+static void *rv_producer(void *arg)
+{
+    rv_arg *a = arg;
+    rv_run *r = a->r;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, g_seed ^ (a->id + 1) * GOLDEN);
+    sl_test_barrier_wait(&r->go);
+    uint64_t s = 0;
+    while (s < r->n && !failed()) {
+        sl_status st;
+        uint64_t k = rv_send_one(r, a->id, s, &rng, &st);
+        s += k;
+        atomic_fetch_add(&r->total, k);
+        if (st == SL_CLOSED)
+            break; /* message s was refused: it must never show up */
+        if (!k && st != SL_FULL && st != SL_TIMEDOUT)
+            rec_fail("producer %u seq %llu: send returned %s", a->id, ULL(s), sl_status_str(st));
+        if (!k && st == SL_FULL)
+            sched_yield();
+    }
+    r->sent[a->id] = s;
+    atomic_fetch_add(&r->producers_done, 1);
+    return NULL;
+}
+
+static void rv_take(rv_run *r, const unsigned char *b, unsigned id)
+{
+    uint32_t p;
+    uint64_t s;
+    if (msg_read(b, 8, r->cfg->np, r->n, &p, &s, "rendezvous consumer") &&
+        bm_set(&r->seen, p * r->n + s))
+        rec_fail("consumer %u: producer %u seq %llu received twice", id, p, ULL(s));
+}
+
+/* One receive by a random form over the channels still open (NULL: closed
+ * and drained); clears the one it finds closed. */
+static void rv_recv_one(rv_run *r, sl_chan **open, unsigned id, sl_test_rng *rng)
+{
+    unsigned char b[3][8];
+    uint64_t t = k_timeouts[sl_test_rng_next(rng) % N_TIMEOUTS];
+    size_t idx = 9, got = 0;
+    sl_chan *one = open[0] ? open[0] : open[1];
+    sl_status st;
+    switch (open[0] && open[1] ? sl_test_rng_next(rng) % 5 : 4) {
+    case 0: st = sl_chan_recv(open[0], b[0]), idx = 0; break;
+    case 1: st = sl_chan_recv_for(open[0], b[0], t), idx = 0; break;
+    case 2: st = sl_chan_try_recv(open[0], b[0]), idx = 0; break;
+    case 3:
+        st = sl_chan_recv_n_for(open[0], b, 3, t, &got), idx = 0;
+        for (size_t k = 1; k < got; k++)
+            rv_take(r, b[k], id);
+        break;
+    default: {
+        sl_select_case c[2] = {{open[0], SL_SEL_RECV, b[0]}, {open[1], SL_SEL_RECV, b[0]}};
+        st = sl_select(c, 2, one == open[0] && !open[1] ? t : SL_FOREVER, &idx);
+    }
+    }
+    if (st == SL_OK)
+        rv_take(r, b[0], id);
+    else if (st == SL_CLOSED)
+        open[idx] = NULL;
+    else if (st == SL_EMPTY)
+        sched_yield();
+    else if (st != SL_TIMEDOUT)
+        rec_fail("consumer %u: receive returned %s", id, sl_status_str(st));
+}
+
+static void *rv_consumer(void *arg)
+{
+    rv_arg *a = arg;
+    rv_run *r = a->r;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, g_seed ^ (a->id + 101) * GOLDEN);
+    sl_chan *open[2] = {r->r, r->q};
+    sl_test_barrier_wait(&r->go);
+    while ((open[0] || open[1]) && !failed())
+        rv_recv_one(r, open, a->id, &rng);
+    return NULL;
+}
+
+static void *rv_closer(void *arg)
+{
+    rv_run *r = arg;
+    sl_test_barrier_wait(&r->go);
+    while (atomic_load(&r->total) < r->close_at &&
+           atomic_load(&r->producers_done) < r->cfg->np && !failed())
+        sl_test_sleep_ns(50000);
+    sl_chan_close(r->r);
+    sl_chan_close(r->q);
+    return NULL;
+}
+
+START_TEST(rendezvous_close)
+{
+    const rv_cfg *cfg = &rv_cfgs[_i];
+    rv_run *r = xcalloc(1, sizeof *r);
+    begin_test(SUITE, "rendezvous_close %u/%u %s", cfg->np, cfg->nc,
+               cfg->early_close ? "early close" : "close at the end");
+    r->cfg = cfg;
+    r->n = sl_test_scaled(3000, 300);
+    r->close_at = cfg->early_close ? g_seed % (cfg->np * r->n) : UINT64_MAX;
+    bm_init(&r->seen, cfg->np * r->n);
+    ck_assert_int_eq(new_chan(&r->r, SL_MPMC, 8, 0, NULL, NULL, false, 0), SL_OK);
+    ck_assert_int_eq(new_chan(&r->q, SL_MPMC, 8, 4, NULL, NULL, false, 0), SL_OK);
+    unsigned nt = cfg->np + cfg->nc;
+    sl_test_barrier_init(&r->go, nt + 1);
+    pthread_t th[16], closer;
+    rv_arg args[16];
+    for (unsigned i = 0; i < nt; i++) {
+        bool prod = i < cfg->np;
+        args[i] = (rv_arg){r, prod ? i : i - cfg->np};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, prod ? rv_producer : rv_consumer,
+                                        &args[i]), 0);
+    }
+    ck_assert_int_eq(pthread_create(&closer, NULL, rv_closer, r), 0);
+    for (unsigned i = 0; i < nt; i++)
+        pthread_join(th[i], NULL);
+    pthread_join(closer, NULL);
+    ASSERT_CLEAN();
+    uint64_t all = 0;
+    for (unsigned p = 0; p < cfg->np; p++) {
+        for (uint64_t s = 0; s < r->n; s++)
+            CHECK_MSG(bm_get(&r->seen, p * r->n + s) == (s < r->sent[p]),
+                      "producer %u seq %llu: %s (sent %llu)", p, ULL(s),
+                      s < r->sent[p] ? "sent but never received" : "refused yet received",
+                      ULL(r->sent[p]));
+        all += r->sent[p];
+    }
+    sl_test_account("rendezvous messages received exactly when sent, racing close", all);
+    sl_chan_free(r->r);
+    sl_chan_free(r->q);
+    sl_test_barrier_destroy(&r->go);
+    bm_free(&r->seen);
+    free(r);
+}
+END_TEST
+
 static Suite *flavors_suite(void)
 {
     Suite *s = suite_create("stress_flavors");
@@ -1805,6 +2002,7 @@ static Suite *flavors_suite(void)
     tcase_set_timeout(tc, TC_TIMEOUT);
     tcase_add_test(tc, timer_select);
     suite_add_tcase(s, tc);
+    sl_test_loop_case(s, "rendezvous", TC_TIMEOUT, rendezvous_close, N_OF(rv_cfgs));
     sl_test_loop_case(s, "broadcast", TC_TIMEOUT, broadcast_churn, N_OF(bc_cfgs));
     return s;
 }

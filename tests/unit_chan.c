@@ -140,6 +140,8 @@ START_TEST(test_new_bad_input)
         { 1, SIZE_MAX / 2 + 2 }, { SL_ELEM_MAX, SIZE_MAX / SL_ELEM_MAX + 1 },
     };
     for (size_t i = 0; i < sizeof bad_caps / sizeof bad_caps[0]; i++) {
+        if (f == SL_MPMC && bad_caps[i].cap == 0)
+            continue; /* a rendezvous channel (unit_rendezvous.c) */
         o = (sl_chan_opts){ .flavor = f, .elem_size = bad_caps[i].esz, .capacity = bad_caps[i].cap };
         ck_assert_msg(sl_chan_new(&ch, &o) == SL_EINVAL, "esz %zu cap %zu accepted", bad_caps[i].esz,
                       bad_caps[i].cap);

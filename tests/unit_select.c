@@ -738,6 +738,52 @@ START_TEST(test_wake_timed_and_duplicate)
 }
 END_TEST
 
+/* Two selectors asleep on the one bell, each on its own channel: a send to
+ * the first wakes both, and the second, finding nothing, sleeps again; a
+ * send to its channel later must still wake it. Each re-check after a wake
+ * arms the bell again (docs/guarantees.md, "The select bell's arm"): a
+ * selector that slept unarmed would miss every later ring. */
+static void wake_after_foreign_ring(sl_flavor f)
+{
+    sl_chan *a = mk(f, 4, NULL, NULL), *b = mk(f, 4, NULL, NULL);
+    sel_thread *t = calloc(2, sizeof *t);
+    ck_assert_ptr_nonnull(t);
+    uint64_t x = 0, y = 0;
+    t[0].cases[0] = (sl_select_case){a, SL_SEL_RECV, &x};
+    t[1].cases[0] = (sl_select_case){b, SL_SEL_RECV, &y};
+    t[1].which = 1; /* one of each select */
+    sel_start(&t[0], 1, 10 * SEC);
+    sel_start(&t[1], 1, 10 * SEC);
+    for (uint64_t give_up = sl_test_now_ns() + 10 * SEC;
+         (selectors(a) == 0 || selectors(b) == 0) && sl_test_now_ns() < give_up;)
+        sl_test_sleep_ns(MS);
+    put(a, 7);
+    ck_assert_int_eq(sel_join(&t[0]), SL_OK);
+    ck_assert_uint_eq(x, 7);
+    sl_test_sleep_ns(50 * MS); /* the second has re-checked and sleeps again */
+    ck_assert_msg(atomic_load(&t[1].done) == 0, "the second selector returned %s",
+                  sl_status_str(t[1].st));
+    put(b, 9);
+    ck_assert_int_eq(sel_join(&t[1]), SL_OK);
+    ck_assert_msg(y == 9 && t[1].wall_ns < 10 * SEC,
+                  "%s: a selector woken by another channel's ring missed its own: it took "
+                  "%llu ms, its time-out being 10 s (received %llu)",
+                  sl_test_flavor_name(f), (unsigned long long)(t[1].wall_ns / MS),
+                  (unsigned long long)y);
+    sl_chan_free(a);
+    sl_chan_free(b);
+    free(t);
+}
+
+/* One test for the four flavours: a planted bug that stops every wake costs
+ * one test time-out, not four. */
+START_TEST(test_wake_after_foreign_ring)
+{
+    for (size_t i = 0; i < sizeof all_flavors / sizeof all_flavors[0]; i++)
+        wake_after_foreign_ring(all_flavors[i]);
+}
+END_TEST
+
 /* =========================================================================
  * No busy waiting
  * ========================================================================= */
@@ -1040,6 +1086,7 @@ static Suite *select_suite(void)
     tcase_add_loop_test(tc, test_wake_on_room, 0, 4);
     tcase_add_loop_test(tc, test_wake_on_close, 0, 8);
     tcase_add_test(tc, test_wake_timed_and_duplicate);
+    tcase_add_test(tc, test_wake_after_foreign_ring);
     tcase_add_test(tc, test_no_busy_wait);
     suite_add_tcase(s, tc);
     return s;

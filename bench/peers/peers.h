@@ -17,6 +17,7 @@ extern "C" {
 #endif
 
 const slb_ops *const *slb_peers_sluice(void);     /* ours: bench/contenders.c */
+const slb_ops *const *slb_peers_sluice_select(void); /* ours: bench/select_contenders.c */
 const slb_ops *const *slb_peers_mutex(void);      /* always built: the baseline */
 const slb_ops *const *slb_peers_ck(void);         /* Concurrency Kit ck_ring */
 const slb_ops *const *slb_peers_boost(void);      /* Boost.Lockfree */

@@ -13,6 +13,8 @@
  *   | SL_RING | many / many       | overwrites| lock-free* | lock-free | linearizable FIFO|
  *   | SL_TIMER| none / many       | 1 (clock) | SL_EINVAL  | lock-free | fires in time    |
  *   | SL_BROADCAST | many / each subscriber | overwrites | wait-free** | lock-free** | all, in order |
+ *   | SL_MPMC | many / many       | 0: rendez-| short      | short     | hand-off, no     |
+ *   |         |                   | vous      | lock***    | lock***   | queue            |
  *
  * SL_LIST's sends never wait: only SL_ENOMEM or SL_CLOSED refuse them, and its
  * capacity is SIZE_MAX. SL_RING's sends never wait (*) and never fail while
@@ -28,6 +30,42 @@
  * one sender thread; with several, a send may wait for the sender a lap
  * earlier to finish its copy, and a subscriber's next message is not there
  * while its sender is mid-copy (sluice/broadcast.h, "Progress").
+ *
+ * Rendezvous channels (SL_MPMC with capacity 0; Go's unbuffered channel,
+ * crossbeam's bounded(0)) store nothing: a message goes straight from a
+ * sender to a receiver, and only while the other side waits for it.
+ *   - sl_chan_send waits until a receiver has taken this message (copied it
+ *     out), then returns SL_OK: sender and receiver learn it at once.
+ *   - sl_chan_try_send succeeds only if a receiver is already waiting (blocked
+ *     in a receive form, or parked in a select with a receive case on this
+ *     channel); otherwise SL_FULL and nothing consumed. sl_chan_send_for waits
+ *     up to the timeout for a receiver: SL_TIMEDOUT (0: at once) leaves the
+ *     message the caller's. Receives mirror this (SL_EMPTY, SL_TIMEDOUT).
+ *     The pointer forms clear *pp only when a receiver took the pointer.
+ *   - Batches go one message per waiting partner: try_send_n sends to as many
+ *     waiting receivers as there are (up to n), try_recv_n takes from as many
+ *     waiting senders; recv_n waits for one sender, then takes the others
+ *     already waiting (up to n).
+ *   - len is always 0 and cap 0; sl_chan_flavor says SL_MPMC. The drop
+ *     function never runs: nothing is ever inside.
+ *   - Close: every waiting sender returns SL_CLOSED with its message not
+ *     taken (still the caller's, a send_ptr's pointer too), every waiting
+ *     receiver SL_CLOSED, and no operation meets a partner after it. A send
+ *     racing a close either met its receiver (SL_OK on both sides) or gets
+ *     SL_CLOSED — never both, never lost.
+ *   - Not available: SL_SPSC, SL_RING or SL_BROADCAST with capacity 0
+ *     (SL_EINVAL; a rendezvous has no single-thread fast path and nothing
+ *     to overwrite or to keep for subscribers),
+ *     sl_chan_send_evict (SL_EINVAL, as for every flavour but SL_RING),
+ *     sl_chan_fd (SL_EINVAL: an end is ready only while a partner is blocked
+ *     in it, and an event loop never blocks in a channel, so two loops at the
+ *     two ends would never meet). SL_LIST ignores capacity, 0 included.
+ *   (***) Progress: a hand-off takes the channel's short lock (a scan of the
+ *   waiting offers, one copy, one wake; never held across a wait), so a try
+ *   is blocking in the strict sense while another thread holds it, and
+ *   the blocking forms depend on a partner by definition (docs/guarantees.md,
+ *   "Rendezvous channels"). Ordering as for every channel: the send acts as
+ *   release, the receive that gets the message as acquire.
  *
  * Which calls may overlap on one channel:
  *
@@ -81,9 +119,12 @@ typedef struct sl_chan sl_chan;
 /* SL_TIMER: a timer channel, made by sl_chan_after / sl_chan_tick /
  * sl_chan_never (sluice/timer.h), never by sl_chan_new. */
 /* SL_BROADCAST: every subscriber (sluice/broadcast.h) sees every message. */
+/* SL__RENDEZVOUS is reserved: the library's own name for a rendezvous channel
+ * (SL_MPMC with capacity 0), never accepted by sl_chan_new nor returned by
+ * sl_chan_flavor. */
 typedef enum sl_flavor {
     SL_SPSC = 1, SL_MPMC, SL_LIST, SL_RING, SL_TIMER,
-    SL_BROADCAST,
+    SL_BROADCAST, SL__RENDEZVOUS,
     /* Internal, never valid in sl_chan_opts: how the handle of a channel in
      * shared memory (sluice/shm.h) records SL_SPSC and SL_MPMC. */
     SL__SPSC_SHARED = 16, SL__MPMC_SHARED
@@ -93,7 +134,8 @@ typedef void (*sl_drop_fn)(void *elem, void *ctx);
 typedef struct sl_chan_opts {
     sl_flavor  flavor;
     size_t     elem_size;  /* bytes per message: 1 .. SL_ELEM_MAX */
-    size_t     capacity;   /* bounded flavours: exactly this many messages fit (>= 1) */
+    size_t     capacity;   /* bounded flavours: exactly this many messages fit (>= 1);
+                              SL_MPMC: 0 makes a rendezvous channel */
     sl_drop_fn drop;       /* optional: disposes of messages the channel still owns;
                               elem points into the channel and may be unaligned */
     void      *drop_ctx;
@@ -101,9 +143,10 @@ typedef struct sl_chan_opts {
 
 /* Creates a channel. Returns SL_OK and sets *out; SL_EINVAL for NULL out or
  * opts, an unknown flavour or SL_TIMER (sluice/timer.h makes those),
- * elem_size 0 or above SL_ELEM_MAX, capacity 0 or so
- * large the storage overflows (bounded flavours); SL_ENOMEM. On failure *out
- * is untouched. */
+ * elem_size 0 or above SL_ELEM_MAX, capacity 0 for SL_SPSC, SL_RING and
+ * SL_BROADCAST, a capacity so large the storage overflows (bounded
+ * flavours); SL_ENOMEM. On failure *out is untouched. SL_MPMC with capacity 0 makes a rendezvous
+ * channel (above); it allocates nothing more than the channel. */
 SL_API sl_status sl_chan_new(sl_chan **out, const sl_chan_opts *opts);
 
 /* Hands every message still inside to the drop function (if any), in FIFO
@@ -220,10 +263,11 @@ SL_API void sl_chan_close(sl_chan *ch);
 SL_API bool sl_chan_is_closed(const sl_chan *ch);
 /* Messages inside now: a snapshot, never above sl_chan_cap. 0 for NULL. */
 SL_API size_t sl_chan_len(const sl_chan *ch);
-/* The capacity: exactly opts->capacity for bounded flavours, SIZE_MAX for
- * SL_LIST; 0 for NULL. */
+/* The capacity: exactly opts->capacity for bounded flavours (0 for a
+ * rendezvous channel), SIZE_MAX for SL_LIST; 0 for NULL. */
 SL_API size_t sl_chan_cap(const sl_chan *ch);
-/* The flavour ch was created with; 0 for NULL. */
+/* The flavour ch was created with (SL_MPMC for a rendezvous channel: tell
+ * it by sl_chan_cap == 0); 0 for NULL. */
 SL_API sl_flavor sl_chan_flavor(const sl_chan *ch);
 /* The message size ch was created with; 0 for NULL. */
 SL_API size_t sl_chan_elem_size(const sl_chan *ch);

@@ -75,7 +75,10 @@ typedef enum sl_chan_end {
  *
  * Returns SL_OK; SL_EINVAL for NULL ch or fd, an end that is neither, or a
  * timer channel (SL_TIMER: its fires come from the clock, with no event to
- * signal — give the loop a timerfd(2) instead) (*fd untouched); SL_ENOMEM when the system refuses a descriptor (EMFILE,
+ * signal — give the loop a timerfd(2) instead), or a rendezvous channel
+ * (capacity 0: an end is ready only while a partner is blocked in it, and
+ * the loop never blocks in the channel, so loops at both ends would never
+ * meet) (*fd untouched); SL_ENOMEM when the system refuses a descriptor (EMFILE,
  * ENFILE, ENOMEM: the channel is unchanged and works as before, and a later
  * call may succeed). Lock-free: two threads asking at once race with one
  * compare-and-swap, and the loser closes its own and returns the winner's.

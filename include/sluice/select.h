@@ -20,6 +20,17 @@
  * when a round reaches it, select returns SL_EINVAL with *index on it and
  * nothing happened.
  *
+ * Rendezvous channels (SL_MPMC of capacity 0, sluice/chan.h) are cases like
+ * any other: a case is ready when a partner waits — a thread blocked in the
+ * other operation on that channel, or another select parked with the other
+ * case on it. A select that has to wait posts an offer on each rendezvous
+ * case (all of them sharing one claim, so at most one is ever taken), so two
+ * selects facing each other on a channel meet; while it runs a round over
+ * its other cases its offers are withdrawn, so exactly one operation
+ * happens. A select never meets itself (a send and a receive case on one
+ * rendezvous channel do not pair). A send case's message is taken only if
+ * select returns SL_OK on that case.
+ *
  * Any number of threads may select on any channels at once, together with
  * ordinary sends and receives (within each flavour's rules: an SL_SPSC
  * channel still has one sender and one receiver thread at a time).
@@ -54,9 +65,10 @@ typedef struct sl_select_case {
  *   SL_EINVAL   NULL cases or index, a NULL buf on a case with a channel, an
  *               op that is neither send nor receive, or no case with a
  *               channel at all; nothing happened.
- * With more than 64 cases select allocates their order; if that fails it
- * returns SL_ENOMEM with *index untouched and nothing happened (preset
- * *index to n to tell this from a send case's SL_ENOMEM).
+ * With more than 64 cases select allocates their order, and one that must
+ * wait with more than 4 rendezvous cases allocates their offers; if that
+ * fails it returns SL_ENOMEM with *index untouched and nothing happened
+ * (preset *index to n to tell this from a send case's SL_ENOMEM).
  * timeout_ns: as every timed call — one round first; 0 means that round
  * alone, SL_FOREVER waits without limit, and nothing ready in time is
  * SL_TIMEDOUT (never SL_FULL or SL_EMPTY), no earlier than asked. Blocking
@@ -71,8 +83,9 @@ SL_API sl_status sl_select(sl_select_case *cases, size_t n, uint64_t timeout_ns,
  * that same round. With several cases ready at the call, the lowest wins,
  * every time. A round runs at the call and after each wake-up, so a case
  * that becomes ready while a round is past it waits for the next.
- * Never allocates, so never the SL_ENOMEM of more than 64 cases (a send
- * case's SL_ENOMEM, SL_LIST's, remains). Starvation is the caller's choice:
+ * Never allocates for its order, so never the SL_ENOMEM of more than 64
+ * cases (a send case's SL_ENOMEM, SL_LIST's, remains, and so does the
+ * offers' allocation of more than 4 rendezvous cases when it must wait). Starvation is the caller's choice:
  * while case 0 stays ready, the others are never taken. Progress and
  * ordering as sl_select: each case's operation is its channel's try form,
  * with that flavour's guarantee and ordering; blocking unless timeout_ns

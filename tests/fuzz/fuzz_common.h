@@ -686,7 +686,10 @@ static void fz_chan_bad_new(fz_chan_run *r, uint8_t v)
     case 0: st = sl_chan_new(NULL, &o); break;
     case 1: st = sl_chan_new(&out, NULL); break;
     case 2: o.flavor = (sl_flavor)0; st = sl_chan_new(&out, &o); break;
-    case 3: o.flavor = (sl_flavor)(SL_RING + 1 + v / 8); st = sl_chan_new(&out, &o); break;
+    case 3: /* past the last flavour, or the reserved SL__RENDEZVOUS (SL_MPMC of capacity 0 makes one) */
+        o.flavor = (sl_flavor)(v & 8 ? SL__RENDEZVOUS : SL__RENDEZVOUS + 1 + v / 16);
+        st = sl_chan_new(&out, &o);
+        break;
     case 4: o.elem_size = 0; st = sl_chan_new(&out, &o); break;
     case 5: o.elem_size = SL_ELEM_MAX + 1 + v; st = sl_chan_new(&out, &o); break;
     case 6:
@@ -695,6 +698,15 @@ static void fz_chan_bad_new(fz_chan_run *r, uint8_t v)
         if (!bounded) { /* SL_LIST ignores the capacity */
             FZ_CHECK(st == SL_OK, "SL_LIST with capacity 0: %s, want SL_OK", fz_st(st));
             FZ_CHECK(sl_chan_cap(out) == SIZE_MAX, "SL_LIST cap %zu", sl_chan_cap(out));
+            sl_chan_free(out);
+            return;
+        }
+        if (r->flavor == SL_MPMC) { /* a rendezvous channel: nothing is ever inside */
+            static unsigned char x[SL_ELEM_MAX];
+            FZ_CHECK(st == SL_OK, "SL_MPMC with capacity 0: %s, want SL_OK", fz_st(st));
+            FZ_CHECK(sl_chan_cap(out) == 0 && sl_chan_len(out) == 0, "rendezvous cap %zu len %zu",
+                     sl_chan_cap(out), sl_chan_len(out));
+            FZ_CHECK(sl_chan_try_send(out, x) == SL_FULL, "rendezvous try_send without a receiver");
             sl_chan_free(out);
             return;
         }

@@ -10,7 +10,9 @@
 //
 // The channel is a buffered make(chan [N]uint64, capacity). Variant
 // "chan-blocking" uses plain sends and receives; "chan-try" uses select
-// with a default case and sl-bench's spin-then-yield wait. The Go
+// with a default case and sl-bench's spin-then-yield wait; "select" runs
+// the select workload over two such channels (select.go), and a ping-pong
+// with capacity 0 runs over unbuffered channels (rendezvous). The Go
 // scheduler runs the goroutines on GOMAXPROCS threads (its default: the
 // CPUs the process may use), and may run a producer and a consumer on one
 // thread, handing over without crossing cores.
@@ -26,6 +28,9 @@ import (
 )
 
 func workload[M msg](r *run, block bool) outcome {
+	if r.selects {
+		return selectTput[M](r)
+	}
 	make_ := func() chan M { return make(chan M, r.capacity) }
 	if r.pingpong {
 		return pingpong(r, make_, block)
@@ -39,7 +44,7 @@ func main() {
 	var block bool
 	switch args[1] {
 	case "chan-try":
-	case "chan-blocking":
+	case "chan-blocking", "select":
 		block = true
 	default:
 		usage("unknown variant '" + args[1] + "'")

@@ -17,6 +17,7 @@ import (
 type run struct {
 	name, label          string // the contender and the workload, for failure messages
 	pingpong             bool   // the ping-pong workload; otherwise throughput
+	selects              bool   // the select workload (select.go)
 	producers, consumers uint32
 	elem, capacity       int
 	msgs, capNs          uint64 // tput: all producers together; stop after capNs (0: never)
@@ -25,7 +26,7 @@ type run struct {
 }
 
 func usage(why string) {
-	fmt.Fprintf(os.Stderr, "sl-peer-go: %s\nusage: sl-peer-go NAME VARIANT tput|pingpong "+
+	fmt.Fprintf(os.Stderr, "sl-peer-go: %s\nusage: sl-peer-go NAME VARIANT tput|pingpong|select "+
 		"PRODUCERS CONSUMERS ELEM CAPACITY MSGS CAP_NS TRIPS TRIP_CAP_NS PIN_NCPU LABEL\n"+
 		"(started by sl-bench chan, one run per process; see bench/remote.c)\n", why)
 	os.Exit(2)
@@ -46,16 +47,17 @@ func parseRun(args []string) *run {
 	if len(args) != 13 {
 		usage("wrong number of arguments")
 	}
-	if args[2] != "tput" && args[2] != "pingpong" {
+	if args[2] != "tput" && args[2] != "pingpong" && args[2] != "select" {
 		usage("unknown test '" + args[2] + "'")
 	}
 	r := &run{name: args[0], label: args[12], pingpong: args[2] == "pingpong",
+		selects:   args[2] == "select",
 		producers: uint32(num(args[3])), consumers: uint32(num(args[4])),
 		elem: int(num(args[5])), capacity: int(num(args[6])), msgs: num(args[7]),
 		capNs: num(args[8]), trips: num(args[9]), tripCapNs: num(args[10]), base: time.Now()}
 	num(args[11])
 	if r.producers == 0 || r.consumers == 0 || r.producers > 0xFFFE || r.elem <= 0 ||
-		r.elem%8 != 0 || r.capacity <= 0 {
+		r.elem%8 != 0 || r.capacity < 0 || (r.capacity == 0 && !r.pingpong) {
 		usage("bad workload parameters")
 	}
 	return r

@@ -112,6 +112,27 @@ func expectEmpty[M msg](r *run, ch chan M) {
 	}
 }
 
+// verifyTotals: every message sent was received once (count and checksum
+// over every receiver's checks); returns the total sent.
+func verifyTotals(r *run, sent []uint64, checks []*check) uint64 {
+	var total, count, sum uint64
+	for _, n := range sent {
+		total += n
+	}
+	for _, c := range checks {
+		count += c.count
+		sum += c.sum
+	}
+	if count != total {
+		r.die(fmt.Sprintf("%s: received %d messages, %d were sent", r.label, count, total))
+	}
+	if sum != sentSum(sent) {
+		r.die(r.label + ": the checksum of the received messages does not match what was " +
+			"sent (some lost and others duplicated)")
+	}
+	return total
+}
+
 func tput[M msg](r *run, ch chan M, block bool) outcome {
 	var sh shared
 	sent := make([]uint64, r.producers)
@@ -147,23 +168,7 @@ func tput[M msg](r *run, ch chan M, block bool) outcome {
 		}
 		verify(rest, &m)
 	}
-	var total, count uint64
-	sum := rest.sum
-	for _, n := range sent {
-		total += n
-	}
-	count = rest.count
-	for _, c := range checks {
-		count += c.count
-		sum += c.sum
-	}
-	if count != total {
-		r.die(fmt.Sprintf("%s: received %d messages, %d were sent", r.label, count, total))
-	}
-	if sum != sentSum(sent) {
-		r.die(r.label + ": the checksum of the received messages does not match what was " +
-			"sent (some lost and others duplicated)")
-	}
+	total := verifyTotals(r, sent, append(checks, rest))
 	return outcome{value: float64(total) / (float64(t1-t0) / 1e9) / 1e6, msgs: total}
 }
 

@@ -13,11 +13,13 @@
 
 mod msg;
 mod run;
+mod select;
 mod workloads;
 
 use std::io::Read;
 
 use run::{Run, Rx, Test, Tx};
+use select::CbPair;
 use workloads::{pingpong, tput, Outcome};
 
 /// crossbeam-channel and flume spell their endpoints alike (Sender,
@@ -65,6 +67,7 @@ enum Chan {
     CrossbeamUnbounded,
     FlumeBounded,
     FlumeUnbounded,
+    CrossbeamSelect, // two bounded channels, select! on both sides
 }
 
 fn variant(name: &str) -> Option<(Chan, bool)> {
@@ -77,6 +80,7 @@ fn variant(name: &str) -> Option<(Chan, bool)> {
         "flume-bounded-blocking" => (Chan::FlumeBounded, true),
         "flume-unbounded-try" => (Chan::FlumeUnbounded, false),
         "flume-unbounded-blocking" => (Chan::FlumeUnbounded, true),
+        "crossbeam-select" => (Chan::CrossbeamSelect, true),
         _ => return None,
     })
 }
@@ -87,7 +91,7 @@ where
     R: Rx<[u64; N]>,
 {
     match run.test {
-        Test::Tput => tput::<N, T, R>(run, make(), block),
+        Test::Tput | Test::Select => tput::<N, T, R>(run, make(), block),
         Test::PingPong => pingpong::<N, T, R>(run, make, block),
     }
 }
@@ -103,6 +107,11 @@ fn sized<const N: usize>(run: &Run, chan: Chan, block: bool) -> Outcome {
         Chan::CrossbeamUnbounded => workload::<N, _, _>(run, block, crossbeam_channel::unbounded),
         Chan::FlumeBounded => workload::<N, _, _>(run, block, || flume::bounded(cap)),
         Chan::FlumeUnbounded => workload::<N, _, _>(run, block, flume::unbounded),
+        Chan::CrossbeamSelect => workload::<N, _, _>(run, block, || {
+            let (t0, r0) = crossbeam_channel::bounded(cap);
+            let (t1, r1) = crossbeam_channel::bounded(cap);
+            (CbPair(t0, t1), CbPair(r0, r1))
+        }),
     }
 }
 

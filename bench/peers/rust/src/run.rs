@@ -10,6 +10,7 @@ use std::time::Instant;
 pub enum Test {
     Tput,
     PingPong,
+    Select, // tput's shape over a pair of channels, select on both sides
 }
 
 pub struct Run {
@@ -36,7 +37,7 @@ fn num(args: &[String], i: usize) -> u64 {
 
 pub fn usage(why: &str) -> ! {
     eprintln!(
-        "sl-peer: {}\nusage: sl-peer NAME VARIANT tput|pingpong PRODUCERS CONSUMERS ELEM \
+        "sl-peer: {}\nusage: sl-peer NAME VARIANT tput|pingpong|select PRODUCERS CONSUMERS ELEM \
          CAPACITY MSGS CAP_NS TRIPS TRIP_CAP_NS PIN_NCPU LABEL\n\
          (started by sl-bench chan, one run per process; see bench/remote.c)",
         why
@@ -53,6 +54,7 @@ impl Run {
         let test = match args[2].as_str() {
             "tput" => Test::Tput,
             "pingpong" => Test::PingPong,
+            "select" => Test::Select,
             t => usage(&format!("unknown test '{}'", t)),
         };
         let run = Run {
@@ -75,7 +77,7 @@ impl Run {
             || run.producers > 0xFFFE
             || run.elem == 0
             || run.elem % 8 != 0
-            || run.capacity == 0
+            || (run.capacity == 0 && run.test != Test::PingPong)
         {
             usage("bad workload parameters");
         }
@@ -178,6 +180,15 @@ pub trait Tx<M>: Clone + Send {
 pub trait Rx<M>: Clone + Send {
     fn try_recv(&self) -> Option<M>;
     fn recv(&self) -> M;
+    /// The receive with the index of the channel it came from: always 0
+    /// for one channel; a pair (the select workload) says which of its two,
+    /// so that order is checked per channel.
+    fn recv_which(&self) -> (usize, M) {
+        (0, self.recv())
+    }
+    fn try_recv_which(&self) -> Option<(usize, M)> {
+        self.try_recv().map(|m| (0, m))
+    }
 }
 
 pub fn send<M: Copy, T: Tx<M>>(tx: &T, m: M, block: bool) {

@@ -8,13 +8,16 @@
 //! stop at a sentinel, one per consumer, sent by the timing thread after
 //! every producer is done, and what a sentinel overtook is drained and
 //! verified afterwards.
+//! select: tput's blocking shape over a pair of channels (select.rs): a
+//! producer's order holds per channel only, so a receiver keeps one Check
+//! per channel.
 //! pingpong: ping sends on AB and waits for the echo on BA; each round trip
 //! is timed; up to `trips` trips or `trip_cap_ns`.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
 
 use crate::msg::{fill, sent_sum, sentinel, Check, SENTINEL};
-use crate::run::{backoff, recv, send, Gate, Run, Rx, Tx};
+use crate::run::{backoff, recv, send, Gate, Run, Rx, Test, Tx};
 
 pub struct Outcome {
     pub value: f64, // Mmsg/s, or the p50 in ns
@@ -63,27 +66,40 @@ fn produce<const N: usize, T: Tx<[u64; N]>>(
     seq
 }
 
+/// One Check per channel (the select workload's pair; else only the first
+/// is used). A sole receiver of a pair sees a producer's sequence spread
+/// over two channels: order is checked, gaps are not.
+fn per_channel(run: &Run, sole: bool) -> [Check<'_>; 2] {
+    let per = run.msgs / run.producers as u64;
+    let exact = sole && run.test != Test::Select;
+    [
+        Check::new(run, run.producers, per, exact),
+        Check::new(run, run.producers, per, exact),
+    ]
+}
+
 fn consume<'a, const N: usize, R: Rx<[u64; N]>>(
     run: &'a Run,
     sh: &Shared,
     id: u32,
     rx: R,
     block: bool,
-) -> Check<'a> {
+) -> [Check<'a>; 2] {
     run.pin(2 * id as usize + 1);
     let per = run.msgs / run.producers as u64;
     let sole = run.consumers == 1;
-    let mut chk = Check::new(run, run.producers, per, sole);
+    let mut chks = per_channel(run, sole);
     sh.gate.wait();
     if block {
         loop {
-            let m = rx.recv();
+            let (which, m) = rx.recv_which();
             if m[0] == SENTINEL {
-                return chk;
+                return chks;
             }
-            chk.msg(&m);
+            chks[which].msg(&m);
         }
     }
+    let chk = &mut chks[0];
     let total = per * run.producers as u64;
     let (mut flushed, mut idle_since, mut spins, mut polls) = (0u64, 0u64, 0u32, 0u32);
     loop {
@@ -92,7 +108,7 @@ fn consume<'a, const N: usize, R: Rx<[u64; N]>>(
             spins = 0;
             idle_since = 0;
             if sole && chk.count >= total {
-                return chk;
+                return chks;
             }
             continue;
         }
@@ -103,7 +119,7 @@ fn consume<'a, const N: usize, R: Rx<[u64; N]>>(
         }
         if sh.producers_done.load(SeqCst) == run.producers {
             if sh.consumed.0.load(SeqCst) >= sh.sent.load(SeqCst) {
-                return chk;
+                return chks;
             }
             polls += 1;
             if polls % 1024 == 0 {
@@ -164,27 +180,31 @@ where
                 tx.send(sentinel::<N>());
             }
         }
-        let checks: Vec<Check> = consumers.into_iter().map(|h| h.join().unwrap()).collect();
+        let checks: Vec<Check> = consumers
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect();
         (t0, run.now(), sent, checks)
     });
     // Blocking runs: drain what a sentinel overtook; spinning runs: the
     // channel must be empty.
-    let mut rest = Check::new(run, run.producers, run.msgs / run.producers as u64, false);
+    let mut rest = per_channel(run, false);
     if !block {
         expect_empty(run, &rx);
     }
-    while let Some(m) = rx.try_recv() {
+    while let Some((which, m)) = rx.try_recv_which() {
         if m[0] == SENTINEL {
             run.die(&format!(
                 "{}: an extra sentinel: one was delivered twice",
                 run.label
             ));
         }
-        rest.msg(&m);
+        rest[which].msg(&m);
     }
     let total_sent: u64 = sent.iter().sum();
-    let count = rest.count + checks.iter().map(|c| c.count).sum::<u64>();
-    let sum = checks.iter().fold(rest.sum, |a, c| a.wrapping_add(c.sum));
+    let all = || checks.iter().chain(rest.iter());
+    let count = all().map(|c| c.count).sum::<u64>();
+    let sum = all().fold(0u64, |a, c| a.wrapping_add(c.sum));
     if count != total_sent {
         run.die(&format!(
             "{}: received {} messages, {} were sent",

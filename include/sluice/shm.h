@@ -56,8 +56,7 @@
  * duplicate or invent messages, report full or empty or closed wrongly,
  * wake threads for nothing, keep a call on that channel spinning for up
  * to a few laps of the ring, close it, or make it read /proc for the pids
- * it names) but
- * never makes this process read or write outside the segment or call
+ * it names) but never makes this process read or write outside the segment or call
  * through a pointer read from it. A memfd is sealed against shrinking and
  * growing; a named object cannot be sealed, so a peer with write access
  * that truncates it makes this process's next access fault (SIGBUS):
@@ -79,7 +78,9 @@
  *    means the step that removes it (SL_MPMC's take of the cell, SL_SPSC's
  *    store of the head), or the receive returned and the process died
  *    before using it; killed before that step, the message stays for the
- *    others. At most one message per receiving thread killed;
+ *    others. At most one message per receiving thread killed, or, in a
+ *    batch receive (sl_chan_recv_n and its forms), the messages that batch
+ *    had taken (at most its n);
  *  - a sender's in-flight mark lives in its handle's record in the segment,
  *    with its process's identity (pid and start time, so that a reused pid
  *    is not taken for the dead process): a receiver deciding SL_CLOSED
@@ -114,10 +115,12 @@
  * hidepid), only by pid (kill(pid, 0)), and a zombie or a reused pid
  * then keeps a dead sender's mark and registration alive. A process that
  * dies while reclaiming a dead sender's record loses that record for good
- * (one of SL_SHM_SENDERS). Unregistered handles never close the channel,
- * and nothing here tells a sender that every receiver is gone: a full
- * channel then stays full.
-  */
+ * (one of SL_SHM_SENDERS). A process that calls exec without freeing its
+ * handles is the same process (same pid and start time): its records, and
+ * its registration, last until it exits. Unregistered handles never close
+ * the channel, and nothing here tells a sender that every receiver is
+ * gone: a full channel then stays full.
+ */
 #ifndef SLUICE_SHM_H
 #define SLUICE_SHM_H
 

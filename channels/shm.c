@@ -162,7 +162,7 @@ static void init_shared(sl_chan *ch, const geometry *g)
 
 /* ---- a peer that dies -------------------------------------------------------
  * docs/guarantees.md, "A peer that dies", has the argument; the words are
- * docs/shm-layout.md's "Sender records" and "Peer-death control words".
+ * docs/shm-layout.md's "Sender records" and the control words at 72, 80.
  *
  * Every handle that sends claims a record: an owner word naming its process
  * ({start time, pid}: a pid reused by a later process does not match), its

@@ -707,6 +707,47 @@ START_TEST(test_sender_refusals)
 }
 END_TEST
 
+/* A child takes every sender record (SL_SHM_SENDERS handles, one send
+ * each) and dies holding them. */
+static int hold_all_records(void *p)
+{
+    death_arg *a = p;
+    uint64_t v = 1;
+    for (int i = 0; i < SL_SHM_SENDERS; i++) {
+        sl_chan *ch;
+        if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK || sl_chan_try_send(ch, &v) != SL_OK)
+            return 1;
+    }
+    sl_chan *extra;
+    if (sl_chan_shm_open_fd(&extra, a->fd, &a->opts) != SL_OK)
+        return 2;
+    /* Every record held by a living process: no registration, but the
+     * handle still sends (with an anonymous mark). */
+    if (sl_chan_shm_sender(extra) != SL_ENOMEM || sl_chan_try_send(extra, &v) != SL_OK)
+        return 3;
+    raise(SIGKILL);
+    return 4;
+}
+
+/* The records of a dead process are reclaimed when a new sender needs one. */
+START_TEST(test_sender_records_full)
+{
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 8, .capacity = 128};
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    death_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o};
+    ck_assert_int_eq(reap(spawn(hold_all_records, &a)), 128 + SIGKILL);
+    ck_assert_uint_eq(sl_chan_len(ch), SL_SHM_SENDERS + 1);
+    ck_assert_int_eq(sl_chan_shm_sender(ch), SL_OK);
+    uint64_t v;
+    while (sl_chan_try_recv(ch, &v) == SL_OK)
+        ck_assert_uint_eq(v, 1);
+    sl_chan_close(ch);
+    ck_assert_int_eq(sl_chan_recv_for(ch, &v, survivor_wait()), SL_CLOSED);
+    sl_chan_free(ch);
+}
+END_TEST
+
 /* This process's start time, as /proc/self/stat gives it (field 22). */
 static uint64_t self_start(void)
 {
@@ -997,6 +1038,7 @@ static Suite *shm_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, test_last_sender_gone, 0, 24);
     tcase_add_test(tc, test_sender_refusals);
+    tcase_add_test(tc, test_sender_records_full);
     tcase_add_loop_test(tc, test_mark_owner_identity, 0, N_OF(k_cfg));
     tcase_add_loop_test(tc, test_killed_while_parked, 0, N_OF(k_cfg));
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT

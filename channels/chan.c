@@ -206,6 +206,8 @@ PER_FLAVOR bool sends_landed(const flavor_adapter *a, sl_chan *ch)
     /* seq_cst: the close's exchange before the marks' loads, in the total order. */
     if (!atomic_load_explicit(&ch->closed, memory_order_seq_cst))
         return false;
+    if (a->shared) /* marks in sender records: a dead process's do not count */
+        return !sl__shm_senders_in_flight(ch);
     if (a->light_mark)
         sl_event_heavy_fence(); /* `closed` read, before the flag's load */
     return !senders_in_flight(ch);

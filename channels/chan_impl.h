@@ -49,6 +49,14 @@ typedef struct sl__shm_map {
     void *base;  /* the local page(s) and the segment after them */
     size_t len;
     int fd;      /* the segment's descriptor, owned by the handle; -1 none */
+    /* This handle's sender record in the segment (docs/shm-layout.md,
+     * "Sender records"), claimed by its first send in this process: its
+     * in-flight mark word, and the process generation it was claimed in
+     * (sl__shm_gen: a fork()ed child claims its own). rec -1: none, the
+     * mark is an anonymous in_flight[] slot (the table was full). */
+    SL_ATOMIC(uint32_t) *mark;
+    unsigned gen;
+    int rec;
 } sl__shm_map;
 
 struct sl_chan {
@@ -118,6 +126,18 @@ struct sl_chan {
 /* sl_chan_free's end for a shared channel (channels/shm.c): unmaps this
  * process's view and closes its descriptor; the segment itself stays. */
 void sl__shm_release(sl_chan *ch);
+
+/* A peer's death (channels/shm.c, docs/guarantees.md "A peer that dies"):
+ * the generation of this process (bumped in a fork()ed child); the slow
+ * path of a shared channel's mark (claims the handle's sender record);
+ * whether a sender is in flight, discounting the marks of dead processes;
+ * the periodic look for "every registered sender is gone" on an empty
+ * receive, and the instant a waiter must look again for it. */
+extern SL_ATOMIC(unsigned) sl__shm_gen;
+SL_ATOMIC(uint32_t) *sl__shm_claim_mark(sl_chan *ch);
+bool sl__shm_senders_in_flight(sl_chan *ch);
+void sl__shm_on_empty(sl_chan *ch);
+uint64_t sl__shm_ready_at(const sl_chan *ch);
 
 /* One non-blocking send: SL_OK, SL_EVICTED (SL_RING, displaced message to the
  * drop function), SL_FULL, SL_ENOMEM or SL_CLOSED. Wakes one receiver and any

@@ -24,16 +24,26 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "internal/sysops.h"
 #include "sluice/shm.h"
 
 #define SHM_MAGIC 0x4D48534349554C53ull /* "SLUICSHM", little-endian */
-#define SHM_VERSION 1u
-#define SHM_DATA_AT ((size_t)2048) /* the storage, from the segment's start */
+#define SHM_VERSION 2u
+#define SHM_CTL_AT ((size_t)72)    /* the peer-death control words */
+#define SHM_RECS_AT ((size_t)2048) /* the sender records */
+#define SHM_RECS SL_SHM_SENDERS
+#define SHM_DATA_AT (SHM_RECS_AT + SHM_RECS * (size_t)64) /* the storage */
+/* How often waiters and empty receives look for "every registered sender
+ * is gone", and for a dead sender's mark after a close. */
+#define SHM_LOOK_NS ((uint64_t)SL_SHM_LOOK_MS * 1000 * 1000)
 #define SHM_CAP_MAX ((uint64_t)1 << 40)
 
 /* Offsets in the segment, as docs/shm-layout.md gives them: a change here
@@ -54,8 +64,8 @@ _Static_assert(AT(q.spsc.prod.index) == 1152 && AT(q.spsc.prod.peer_cache) == 11
 _Static_assert(AT(q.mpmc.tail) == 1152 && AT(q.mpmc.free_head) == 1160 &&
                    AT(q.mpmc.head) == 1216 && AT(q.mpmc.free_tail) == 1224,
                "shm layout: SL_MPMC counters");
-_Static_assert(AT(q.spsc) + sizeof(sl_spsc) <= SHM_DATA_AT &&
-                   AT(q.mpmc) + sizeof(sl_mpmc) <= SHM_DATA_AT,
+_Static_assert(AT(q.spsc) + sizeof(sl_spsc) <= SHM_RECS_AT &&
+                   AT(q.mpmc) + sizeof(sl_mpmc) <= SHM_RECS_AT,
                "shm layout: the counters end before the storage");
 
 /* A segment's geometry, computed here from (flavour, message size,
@@ -150,6 +160,288 @@ static void init_shared(sl_chan *ch, const geometry *g)
     atomic_store_explicit(&ch->hdr.magic, SHM_MAGIC, memory_order_release);
 }
 
+/* ---- a peer that dies -------------------------------------------------------
+ * docs/guarantees.md, "A peer that dies", has the argument; the words are
+ * docs/shm-layout.md's "Sender records" and the control words at 72, 80.
+ *
+ * Every handle that sends claims a record: an owner word naming its process
+ * ({start time, pid}: a pid reused by a later process does not match), its
+ * in-flight mark, and whether it is a registered sender. A receiver deciding
+ * SL_CLOSED counts only the marks of living owners; a look every
+ * SHM_LOOK_NS, made by an empty receive or a waiter, reclaims the records of
+ * dead owners and closes the channel once senders were registered and none
+ * is left. */
+typedef struct shm_rec {
+    SL_ATOMIC(uint32_t) marks;  /* the in-flight mark (flag or count) */
+    SL_ATOMIC(uint32_t) sender; /* 1: a registered sender (sl_chan_shm_sender) */
+    SL_ATOMIC(uint64_t) owner;  /* 0 free; OWNER_BUSY being reclaimed; else an identity */
+    unsigned char pad[48];
+} shm_rec;
+_Static_assert(sizeof(shm_rec) == 64, "a record per line");
+
+typedef struct shm_ctl {
+    SL_ATOMIC(uint64_t) next_look;   /* CLOCK_MONOTONIC ns of the next look */
+    SL_ATOMIC(uint32_t) senders_ever; /* 1 once a sender registered */
+} shm_ctl;
+_Static_assert(SHM_CTL_AT >= AT(drained) + 4 && SHM_CTL_AT + sizeof(shm_ctl) <= AT(in_flight),
+               "shm layout: the control words sit between drained and the marks");
+
+#define PID_BITS 22 /* PID_MAX_LIMIT is 2^22 */
+#define START_MASK (((uint64_t)1 << (64 - PID_BITS)) - 1)
+#define OWNER_BUSY UINT64_MAX
+
+SL_ATOMIC(unsigned) sl__shm_gen = 1;
+
+static void forked_child(void)
+{
+    /* Relaxed: the child runs only this thread now. */
+    atomic_fetch_add_explicit(&sl__shm_gen, 1u, memory_order_relaxed);
+}
+
+static void add_fork_handler(void) { pthread_atfork(NULL, NULL, forked_child); }
+
+/* A fork()ed child must not mark itself in its parent's record. */
+static void watch_forks(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, add_fork_handler);
+}
+
+static shm_rec *records(const sl_chan *ch)
+{
+    return (shm_rec *)((unsigned char *)ch + SL__CHAN_SHARED_AT + SHM_RECS_AT);
+}
+
+static shm_ctl *control(const sl_chan *ch)
+{
+    return (shm_ctl *)((unsigned char *)ch + SL__CHAN_SHARED_AT + SHM_CTL_AT);
+}
+
+/* What /proc says of pid: -1 gone (or a zombie: dead all the same), 0
+ * unknown (no /proc, or one mounted with hidepid, where a missing entry
+ * proves nothing: the caller asks kill), 1 alive with its start time in
+ * *start. */
+static int proc_state(uint32_t pid, uint64_t *start)
+{
+    char path[40], buf[512];
+    snprintf(path, sizeof path, "/proc/%u/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1; /* gone between the open and the read */
+    buf[n] = 0;
+    char *p = strrchr(buf, ')'); /* the command name may hold anything */
+    unsigned long long t = 0;
+    char state = 0;
+    /* state is field 3, starttime field 22 (proc(5)) */
+    if (!p || sscanf(p + 1, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+                            "%*s %*s %*s %llu", &state, &t) != 2)
+        return 0;
+    if (state == 'Z' || state == 'X')
+        return -1;
+    *start = (uint64_t)t & START_MASK;
+    return 1;
+}
+
+/* This process's identity, as an owner word. */
+static uint64_t self_identity(void)
+{
+    uint32_t pid = (uint32_t)getpid();
+    uint64_t start = 0;
+    (void)proc_state(pid, &start); /* unknown: 0, and only the pid is checked */
+    return (start << PID_BITS) | pid;
+}
+
+/* Whether the owner word names a process that is dead. Conservative: a
+ * process /proc cannot tell about counts as alive unless kill says ESRCH
+ * (then a zombie, and a reused pid, count as alive). */
+static bool owner_dead(uint64_t owner)
+{
+    uint32_t pid = (uint32_t)(owner & ((1u << PID_BITS) - 1));
+    uint64_t start = 0;
+    int st = proc_state(pid, &start);
+    if (st == 0)
+        return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+    return st < 0 || ((owner >> PID_BITS) != 0 && start != owner >> PID_BITS);
+}
+
+/* Frees record r, whose owner `seen` is dead: exclusively (BUSY), so that
+ * a second reclaimer cannot clear the mark of a new owner. */
+static void reclaim(shm_rec *r, uint64_t seen)
+{
+    uint64_t want = seen;
+    /* seq_cst: one reclaimer wins; the clears below come after its win. */
+    if (!atomic_compare_exchange_strong_explicit(&r->owner, &want, OWNER_BUSY,
+                                                 memory_order_seq_cst, memory_order_relaxed))
+        return;
+#ifndef SL_MUTANT_SHM_DEAD_MARKS_COUNT
+    atomic_store_explicit(&r->marks, 0u, memory_order_relaxed);
+#endif
+    atomic_store_explicit(&r->sender, 0u, memory_order_relaxed);
+    /* Release: the clears before a new owner's claim. */
+    atomic_store_explicit(&r->owner, 0, memory_order_release);
+}
+
+/* A free record for `self`, reclaiming dead owners' on a second pass; -1
+ * when all SHM_RECS are held by living processes. */
+static int claim_record(sl_chan *ch, uint64_t self)
+{
+    shm_rec *rs = records(ch);
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < SHM_RECS; i++) {
+            uint64_t o = atomic_load_explicit(&rs[i].owner, memory_order_acquire);
+            if (pass == 1 && o != 0 && o != OWNER_BUSY && owner_dead(o))
+                reclaim(&rs[i], o), o = atomic_load_explicit(&rs[i].owner, memory_order_acquire);
+            /* seq_cst: the claim before this sender's mark and closed-check. */
+            if (o == 0 && atomic_compare_exchange_strong_explicit(
+                              &rs[i].owner, &o, self, memory_order_seq_cst, memory_order_relaxed))
+                return i;
+        }
+    return -1;
+}
+
+SL_ATOMIC(uint32_t) *sl__shm_claim_mark(sl_chan *ch)
+{
+    unsigned gen = atomic_load_explicit(&sl__shm_gen, memory_order_relaxed);
+    int i = claim_record(ch, self_identity());
+    /* A full table: an anonymous mark, which a death can leave set (shm.h). */
+    ch->shm.mark = i < 0 ? &ch->in_flight[0].n : &records(ch)[i].marks;
+    ch->shm.rec = i;
+    ch->shm.gen = gen;
+    return ch->shm.mark;
+}
+
+/* Whether a registered sender's record is held (by a living or not yet
+ * found dead process). */
+static bool senders_left(const sl_chan *ch)
+{
+    const shm_rec *rs = records(ch);
+    for (int i = 0; i < SHM_RECS; i++)
+        /* seq_cst: after this caller's own clear, before its close (the
+         * Dekker pair with sl_chan_shm_sender's store and closed load). */
+        if (atomic_load_explicit(&rs[i].sender, memory_order_seq_cst) != 0)
+            return true;
+    return false;
+}
+
+/* sl_chan_free's part: the record goes back; a registered sender that was
+ * the last one closes the channel. */
+static void drop_record(sl_chan *ch)
+{
+    if (ch->shm.rec < 0 ||
+        ch->shm.gen != atomic_load_explicit(&sl__shm_gen, memory_order_relaxed))
+        return; /* none, or the parent's (a fork()ed child's copy of the handle) */
+    shm_rec *r = &records(ch)[ch->shm.rec];
+    uint32_t was = atomic_exchange_explicit(&r->sender, 0u, memory_order_seq_cst);
+    atomic_store_explicit(&r->marks, 0u, memory_order_relaxed); /* the caller's threads are done */
+    /* Release: the clears before a new owner's claim. */
+    atomic_store_explicit(&r->owner, 0, memory_order_release);
+    if (was && !senders_left(ch))
+        sl_chan_close(ch);
+}
+
+SL_API sl_status sl_chan_shm_sender(sl_chan *ch)
+{
+    if (!ch || !sl__chan_is_shared(ch))
+        return SL_EINVAL;
+    if (ch->shm.gen != atomic_load_explicit(&sl__shm_gen, memory_order_relaxed))
+        (void)sl__shm_claim_mark(ch);
+    if (ch->shm.rec < 0)
+        return SL_ENOMEM;
+    shm_rec *r = &records(ch)[ch->shm.rec];
+    /* seq_cst: registered before the closed load below (the last sender's
+     * free sees this, or this sees its close). */
+    atomic_store_explicit(&r->sender, 1u, memory_order_seq_cst);
+    atomic_store_explicit(&control(ch)->senders_ever, 1u, memory_order_seq_cst);
+    return atomic_load_explicit(&ch->closed, memory_order_seq_cst) ? SL_CLOSED : SL_OK;
+}
+
+bool sl__shm_senders_in_flight(sl_chan *ch)
+{
+    for (unsigned i = 0; i < SL_SEND_SLOTS; i++)
+        /* seq_cst: after the caller's load of `closed` (chan_flavors.h). */
+        if (atomic_load_explicit(&ch->in_flight[i].n, memory_order_seq_cst) != 0)
+            return true;
+    shm_rec *rs = records(ch);
+    for (int i = 0; i < SHM_RECS; i++) {
+        /* seq_cst: as above; an acquire of the unmark's release too. */
+        if (atomic_load_explicit(&rs[i].marks, memory_order_seq_cst) == 0)
+            continue;
+        uint64_t o = atomic_load_explicit(&rs[i].owner, memory_order_acquire);
+#ifdef SL_MUTANT_SHM_DEAD_MARKS_COUNT
+        return true; /* planted bug: a dead sender's mark counts as in flight */
+#endif
+        if (o == 0 || o == OWNER_BUSY || !owner_dead(o))
+            return true;
+        reclaim(&rs[i], o); /* dead: what it pushed is in the queue already */
+    }
+    return false;
+}
+
+/* The look for "every registered sender is gone": reclaims dead owners'
+ * records, and closes the channel when no registered sender is left. */
+static void look_for_senders(sl_chan *ch)
+{
+    shm_rec *rs = records(ch);
+    bool any = false;
+    for (int i = 0; i < SHM_RECS; i++) {
+        uint64_t o = atomic_load_explicit(&rs[i].owner, memory_order_acquire);
+        if (o == 0 || o == OWNER_BUSY)
+            continue;
+        if (owner_dead(o))
+            reclaim(&rs[i], o);
+        else if (atomic_load_explicit(&rs[i].sender, memory_order_relaxed))
+            any = true;
+    }
+    if (!any && !senders_left(ch))
+        sl_chan_close(ch);
+}
+
+/* The look, if it is due at `now` and this caller wins it; the instant
+ * of the next one. */
+static uint64_t look_if_due(sl_chan *ch, uint64_t now)
+{
+    shm_ctl *c = control(ch);
+    uint64_t at = atomic_load_explicit(&c->next_look, memory_order_relaxed);
+    if (now < at && at - now <= SHM_LOOK_NS)
+        return at; /* not due (a time further than a period is a peer's garbage) */
+    /* Relaxed: only who looks is decided here; the look reads with its own orders. */
+    if (atomic_compare_exchange_strong_explicit(&c->next_look, &at, now + SHM_LOOK_NS,
+                                                memory_order_relaxed, memory_order_relaxed))
+        look_for_senders(ch);
+    return now + SHM_LOOK_NS;
+}
+
+void sl__shm_on_empty(sl_chan *ch)
+{
+    /* Relaxed: a look missed now is made by the next empty receive or waiter. */
+    if (atomic_load_explicit(&control(ch)->senders_ever, memory_order_relaxed) &&
+        !atomic_load_explicit(&ch->closed, memory_order_relaxed))
+        (void)look_if_due(ch, sl__now_ns());
+}
+
+uint64_t sl__shm_ready_at(const sl_chan *ch)
+{
+    sl_chan *c = (sl_chan *)(uintptr_t)ch; /* a look may close it */
+    /* Relaxed: a stale answer costs one period of latency, never a wake-up. */
+    if (atomic_load_explicit(&ch->drained, memory_order_relaxed))
+        return SL_FOREVER; /* closed and drained: nobody waits */
+#ifdef SL_MUTANT_SHM_NO_LOOK
+    return SL_FOREVER; /* planted bug: a waiter sleeps until a notify, however long */
+#endif
+    /* Every waiter looks again each period: for a dead sender's mark after
+     * a close, and for a notify lost with a process killed between its
+     * epoch bump and its futex wake (docs/guarantees.md). */
+    uint64_t now = sl__now_ns();
+    if (atomic_load_explicit(&ch->closed, memory_order_relaxed) ||
+        !atomic_load_explicit(&control(ch)->senders_ever, memory_order_relaxed))
+        return now + SHM_LOOK_NS;
+    return look_if_due(c, now);
+}
+
 static size_t page_up(size_t n, size_t page) { return (n + page - 1) & ~(page - 1); }
 
 /* Maps `size` bytes of fd behind a private page for the handle's local
@@ -174,13 +466,16 @@ static sl_status map_handle(sl_chan **out, int fd, size_t size)
         return e == ENOMEM ? SL_ENOMEM : SL_EINVAL;
     }
     sl_chan *ch = (sl_chan *)(base + local - SL__CHAN_SHARED_AT);
-    ch->shm = (sl__shm_map){base, len, fd};
+    /* gen 0: no record yet; the first send claims one (sl__shm_claim_mark). */
+    ch->shm = (sl__shm_map){base, len, fd, NULL, 0, -1};
+    watch_forks();
     *out = ch;
     return SL_OK;
 }
 
 void sl__shm_release(sl_chan *ch)
 {
+    drop_record(ch);
     sl__shm_map m = ch->shm; /* the handle goes with the mapping */
     close(m.fd);
     munmap(m.base, m.len);

@@ -11,6 +11,15 @@
  * the channel; the consumers drain it to SL_CLOSED; the parent then checks
  * every message was received exactly once and accounts for them.
  *
+ * The kill loop: producer and consumer processes (each a registered sender,
+ * or one receiving thread) are killed with SIGKILL at random instants and
+ * replaced, for many rounds, while the parent holds a registered handle of
+ * its own; then it frees that handle and kills the last producers, and the
+ * consumers must learn by themselves that the last sender is gone. Every
+ * message a producer was told was sent is received exactly once, except at
+ * most one per killed consumer (the one it had taken: sluice/shm.h); the
+ * message a killed producer was sending arrives once or not at all.
+ *
  * Send and receive forms are mixed at random: blocking, timed (with the
  * stress suites' time-outs, 0 included), and batches. With fault injection
  * (the faults preset) each process stalls at every atomic step. Under TSan
@@ -221,12 +230,170 @@ START_TEST(test_exactly_once_across_processes)
 }
 END_TEST
 
+/* ---- the kill loop ----------------------------------------------------------- */
+#define LIFE_MAX ((uint64_t)1 << 17) /* messages one producer life may send */
+
+typedef struct kill_tally {
+    atomic_uint bad;
+    atomic_uint_fast64_t sent_upto[64]; /* per producer life: sends that returned SL_OK */
+    atomic_uchar seen[];                /* per message id: life * LIFE_MAX + seq */
+} kill_tally;
+
+typedef struct kill_run {
+    sl_chan_opts opts;
+    int fd;
+    kill_tally *t;
+} kill_run;
+
+static void kill_fail(kill_tally *t, unsigned step)
+{
+    unsigned none = 0;
+    atomic_compare_exchange_strong(&t->bad, &none, step);
+}
+
+static void kill_producer(const kill_run *r, unsigned life)
+{
+    sl_chan *ch;
+    unsigned char buf[64];
+    if (sl_chan_shm_open_fd(&ch, r->fd, &r->opts) != SL_OK || sl_chan_shm_sender(ch) != SL_OK)
+        kill_fail(r->t, 10);
+    for (uint64_t s = 0; s < LIFE_MAX; s++) {
+        sl_test_seq_fill(buf, r->opts.elem_size, life * LIFE_MAX + s);
+        sl_status st = s % 3 ? sl_chan_send(ch, buf) : sl_chan_send_for(ch, buf, 10 * MS);
+        if (st == SL_TIMEDOUT) {
+            s--;
+            continue;
+        }
+        if (st != SL_OK)
+            kill_fail(r->t, 11);
+        atomic_store(&r->t->sent_upto[life], s + 1);
+    }
+    pause(); /* until killed */
+}
+
+static void kill_consumer(const kill_run *r)
+{
+    sl_chan *ch;
+    unsigned char buf[64];
+    if (sl_chan_shm_open_fd(&ch, r->fd, &r->opts) != SL_OK)
+        kill_fail(r->t, 12);
+    for (uint64_t i = 0;; i++) {
+        sl_status st = i % 2 ? sl_chan_recv(ch, buf) : sl_chan_recv_for(ch, buf, 5 * MS);
+        if (st == SL_CLOSED)
+            break;
+        if (st != SL_OK)
+            continue;
+        uint64_t id = r->opts.elem_size >= 8 ? sl_test_seq_low(buf, r->opts.elem_size) : 0;
+        if (id >= 64 * LIFE_MAX || !sl_test_seq_is(buf, r->opts.elem_size, id))
+            kill_fail(r->t, 13); /* torn or foreign */
+        else if (atomic_fetch_add(&r->t->seen[id], 1) != 0)
+            kill_fail(r->t, 14); /* a duplicate */
+    }
+    sl_chan_free(ch);
+}
+
+static pid_t kill_spawn(const kill_run *r, bool producer, unsigned life)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        signal(SIGALRM, SIG_DFL);
+        alarm(60);
+        producer ? kill_producer(r, life) : kill_consumer(r);
+        _exit(0);
+    }
+    return pid;
+}
+
+static void kill_reap(pid_t pid, bool killed)
+{
+    int ws = 0;
+    ck_assert_int_eq(waitpid(pid, &ws, 0), pid);
+    if (killed)
+        ck_assert_msg(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL, "not killed: %d", ws);
+    else
+        ck_assert_msg(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "a consumer ended with %d", ws);
+}
+
+/* Counts the messages lost, checking the rest of the books. */
+static uint64_t kill_books(const kill_tally *t, unsigned lives)
+{
+    uint64_t lost = 0;
+    for (unsigned life = 0; life < lives; life++) {
+        uint64_t upto = atomic_load(&t->sent_upto[life]);
+        for (uint64_t s = 0; s < LIFE_MAX; s++) {
+            unsigned char n = t->seen[life * LIFE_MAX + s];
+            if (s < upto)
+                lost += n == 0;
+            else if (n != 0 && !(s == upto && n == 1)) /* ck_assert per message: too slow */
+                ck_abort_msg("life %u message %llu never sent, received", life, ULL(s));
+        }
+    }
+    return lost;
+}
+
+START_TEST(test_kill_loop)
+{
+    const shm_cfg *c = &k_cfgs[_i];
+    unsigned procs = c->flavor == SL_SPSC ? 1 : MPMC_PROCS; /* TSan: see above */
+    kill_run r = {.opts = {.flavor = c->flavor, .elem_size = c->esz, .capacity = 64}};
+    size_t bytes = sizeof(kill_tally) + 64 * LIFE_MAX;
+    r.t = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(r.t, MAP_FAILED);
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &r.opts, 0), SL_OK);
+    ck_assert_int_eq(sl_chan_shm_sender(ch), SL_OK); /* open while lives are replaced */
+    r.fd = sl_chan_shm_fd(ch);
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, sl_test_seed("stress_shm", "kill_loop"));
+    pid_t prod[2], cons[2];
+    unsigned lives = 0, consumer_deaths = 0;
+    for (unsigned i = 0; i < procs; i++)
+        cons[i] = kill_spawn(&r, false, 0), prod[i] = kill_spawn(&r, true, lives++);
+    unsigned rounds = (unsigned)sl_test_scaled(40, 12);
+    for (unsigned round = 0; round < rounds && lives < 64; round++) {
+        usleep(500 + sl_test_rng_next(&rng) % 4000);
+        unsigned who = (unsigned)(sl_test_rng_next(&rng) % procs);
+        bool producer = sl_test_rng_next(&rng) % 2;
+        pid_t *slot = producer ? &prod[who] : &cons[who];
+        kill(*slot, SIGKILL);
+        kill_reap(*slot, true);
+        consumer_deaths += !producer;
+        *slot = kill_spawn(&r, producer, producer ? lives++ : 0);
+    }
+    usleep(2000);
+    sl_chan_free(ch); /* the parent's registration goes; the producers' stay */
+    for (unsigned i = 0; i < procs; i++) {
+        kill(prod[i], SIGKILL);
+        kill_reap(prod[i], true);
+    }
+    for (unsigned i = 0; i < procs; i++) /* they learn the last sender is gone */
+        kill_reap(cons[i], false);
+    ck_assert_msg(atomic_load(&r.t->bad) == 0, "failed at step %u", atomic_load(&r.t->bad));
+    uint64_t lost = kill_books(r.t, lives), sent = 0;
+    for (unsigned life = 0; life < lives; life++)
+        sent += atomic_load(&r.t->sent_upto[life]);
+    ck_assert_msg(lost <= consumer_deaths, "%llu lost, %u consumers killed", ULL(lost),
+                  consumer_deaths);
+    printf("[stress_shm kill_loop] %s %zu-byte: %u producer lives, %u consumers killed, "
+           "%llu sent, %llu lost\n",
+           c->flavor == SL_SPSC ? "SL_SPSC" : "SL_MPMC", c->esz, lives, consumer_deaths,
+           ULL(sent), ULL(lost));
+    sl_test_account("messages through SIGKILLed processes", sent - lost);
+    munmap(r.t, bytes);
+}
+END_TEST
+
 static Suite *stress_shm_suite(void)
 {
     Suite *s = suite_create("stress_shm");
     TCase *tc = tcase_create("processes");
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, test_exactly_once_across_processes, 0, N_OF(k_cfgs));
+    suite_add_tcase(s, tc);
+    tc = tcase_create("kill");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, test_kill_loop, 0, N_OF(k_cfgs));
     suite_add_tcase(s, tc);
     return s;
 }

@@ -28,6 +28,7 @@
  */
 #include "harness.h"
 #include "stress_common.h"
+#include "internal/testing.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -477,7 +478,7 @@ START_TEST(test_open_refusals)
     ck_assert_int_eq(sl_chan_shm_open(&other, NULL, &o), SL_EINVAL);
     unsigned char *raw = map_raw(fd, 64);
     check_word(fd, raw, 0, 8, 0x1234);            /* magic */
-    check_word(fd, raw, 8, 4, 2);                 /* version */
+    check_word(fd, raw, 8, 4, 1);                 /* version: the one before peer death */
     check_word(fd, raw, 12, 4, SL_LIST);          /* flavour: not shareable */
     check_word(fd, raw, 16, 8, 0);                /* message size 0 */
     check_word(fd, raw, 24, 8, 0);                /* capacity 0 */
@@ -562,7 +563,7 @@ START_TEST(test_garbage)
     sl_chan_opts o = opts_of(_i, 5);
     sl_chan *ch;
     ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
-    size_t len = 2048 + 256; /* the control part, counters, and the first cells */
+    size_t len = 6144 + 256; /* the control part, counters, sender records, first cells */
     unsigned char *raw = map_raw(sl_chan_shm_fd(ch), len);
     /* Each round starts from the fresh segment (a scribbled counter can
      * leave a ring that refuses everything for good, and then later
@@ -599,6 +600,389 @@ START_TEST(test_garbage)
 }
 END_TEST
 
+/* ---- a peer that dies ------------------------------------------------------ */
+/* How long a survivor waits for what must come (SL_SHM_WAIT_S: the
+ * planted-bug run shortens it). */
+static uint64_t survivor_wait(void) { return sl_test_env_uint("SL_SHM_WAIT_S", 10) * SEC; }
+
+/* The exit status of a child, or 128 + the signal that ended it. */
+static int reap(pid_t pid)
+{
+    int ws = 0;
+    ck_assert_int_eq(waitpid(pid, &ws, 0), pid);
+    return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + (WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
+}
+
+typedef struct death_arg {
+    int fd;
+    sl_chan_opts opts;
+    int op;      /* what the child does (enum below) */
+    unsigned k;  /* fault injection: the step at which it dies */
+    uint64_t v;  /* the message it sends */
+} death_arg;
+
+enum { DIE_SEND, DIE_RECV, DIE_PARK, DIE_NOTIFY, SENDER_KILLED, SENDER_FREED };
+
+/* A registered sender: three messages, then killed (no sl_chan_free) or freed. */
+static int registered_sender(void *p)
+{
+    death_arg *a = p;
+    sl_chan *ch;
+    unsigned char buf[64];
+    if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK)
+        return 1;
+    if (sl_chan_shm_sender(ch) != SL_OK || sl_chan_shm_sender(ch) != SL_OK)
+        return 2;
+    for (uint64_t i = 0; i < 3; i++) {
+        sl_test_seq_fill(buf, a->opts.elem_size, i);
+        if (sl_chan_send(ch, buf) != SL_OK)
+            return 3;
+    }
+    if (a->op == SENDER_KILLED)
+        raise(SIGKILL);
+    sl_chan_free(ch);
+    return 0;
+}
+
+/* The receiver's end, by form: blocked, timed, or polling with the try form. */
+static sl_status recv_by_form(sl_chan *ch, void *buf, int form)
+{
+    if (form == 0)
+        return sl_chan_recv(ch, buf);
+    if (form == 1)
+        return sl_chan_recv_for(ch, buf, survivor_wait());
+    sl_status st = SL_EMPTY;
+    for (uint64_t i = 0; i < survivor_wait() / MS && st == SL_EMPTY; i++)
+        if ((st = sl_chan_try_recv(ch, buf)) == SL_EMPTY)
+            usleep(1000);
+    return st;
+}
+
+/* Receivers learn that the last registered sender is gone, killed or freed,
+ * in each form; the channel is then closed for every process. _i: the
+ * configuration, the form, killed or freed. */
+START_TEST(test_last_sender_gone)
+{
+    int cfg = _i % 4, form = (_i / 4) % 3;
+    sl_chan_opts o = opts_of(cfg, 8);
+    sl_chan *ch;
+    unsigned char buf[64];
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    /* Nobody registered yet: empty, not closed. */
+    ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_EMPTY);
+    death_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o, .op = _i < 12 ? SENDER_KILLED : SENDER_FREED};
+    pid_t pid = spawn(registered_sender, &a);
+    for (uint64_t i = 0; i < 3; i++) {
+        ck_assert_int_eq(sl_chan_recv_for(ch, buf, 10 * SEC), SL_OK);
+        ck_assert(sl_test_seq_is(buf, o.elem_size, i));
+    }
+    ck_assert_int_eq(recv_by_form(ch, buf, form), SL_CLOSED);
+    ck_assert_int_eq(reap(pid), a.op == SENDER_KILLED ? 128 + SIGKILL : 0);
+    ck_assert_int_eq(sl_chan_try_send(ch, buf), SL_CLOSED);
+    ck_assert_int_eq(sl_chan_shm_sender(ch), SL_CLOSED);
+    sl_chan_free(ch);
+}
+END_TEST
+
+START_TEST(test_sender_refusals)
+{
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 8, .capacity = 4};
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_shm_sender(NULL), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_new(&ch, &o), SL_OK);
+    ck_assert_int_eq(sl_chan_shm_sender(ch), SL_EINVAL);
+    sl_chan_free(ch);
+    /* A registered sender that frees its handle closes the channel: one
+     * process, two handles. */
+    sl_chan *rx, *tx;
+    ck_assert_int_eq(sl_chan_shm_create(&rx, NULL, &o, 0), SL_OK);
+    ck_assert_int_eq(sl_chan_shm_open_fd(&tx, sl_chan_shm_fd(rx), &o), SL_OK);
+    ck_assert_int_eq(sl_chan_shm_sender(tx), SL_OK);
+    uint64_t v = 7;
+    ck_assert_int_eq(sl_chan_send(tx, &v), SL_OK);
+    sl_chan_free(tx);
+    ck_assert_int_eq(sl_chan_try_recv(rx, &v), SL_OK);
+    ck_assert_int_eq(sl_chan_try_recv(rx, &v), SL_CLOSED);
+    sl_chan_free(rx);
+}
+END_TEST
+
+/* A child takes every sender record (SL_SHM_SENDERS handles, one send
+ * each) and dies holding them. */
+static int hold_all_records(void *p)
+{
+    death_arg *a = p;
+    uint64_t v = 1;
+    for (int i = 0; i < SL_SHM_SENDERS; i++) {
+        sl_chan *ch;
+        if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK || sl_chan_try_send(ch, &v) != SL_OK)
+            return 1;
+    }
+    sl_chan *extra;
+    if (sl_chan_shm_open_fd(&extra, a->fd, &a->opts) != SL_OK)
+        return 2;
+    /* Every record held by a living process: no registration, but the
+     * handle still sends (with an anonymous mark). */
+    if (sl_chan_shm_sender(extra) != SL_ENOMEM || sl_chan_try_send(extra, &v) != SL_OK)
+        return 3;
+    raise(SIGKILL);
+    return 4;
+}
+
+/* The records of a dead process are reclaimed when a new sender needs one. */
+START_TEST(test_sender_records_full)
+{
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 8, .capacity = 128};
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    death_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o};
+    ck_assert_int_eq(reap(spawn(hold_all_records, &a)), 128 + SIGKILL);
+    ck_assert_uint_eq(sl_chan_len(ch), SL_SHM_SENDERS + 1);
+    ck_assert_int_eq(sl_chan_shm_sender(ch), SL_OK);
+    uint64_t v;
+    while (sl_chan_try_recv(ch, &v) == SL_OK)
+        ck_assert_uint_eq(v, 1);
+    sl_chan_close(ch);
+    ck_assert_int_eq(sl_chan_recv_for(ch, &v, survivor_wait()), SL_CLOSED);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* This process's start time, as /proc/self/stat gives it (field 22). */
+static uint64_t self_start(void)
+{
+    char buf[512];
+    FILE *f = fopen("/proc/self/stat", "r");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    unsigned long long t = 0;
+    ck_assert_int_eq(sscanf(strrchr(buf, ')') + 1, " %*c %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+                                                  "%*s %*s %*s %*s %*s %*s %*s %*s %*s %llu",
+                            &t),
+                     1);
+    return t;
+}
+
+/* Sender record 0 (docs/shm-layout.md): its mark and owner set by hand. */
+static void set_record(unsigned char *raw, uint32_t marks, uint64_t owner)
+{
+    memcpy(raw + 2048, &marks, 4);
+    memcpy(raw + 2048 + 8, &owner, 8);
+}
+
+/* A mark counts while its owner lives, and not once its pid belongs to
+ * another process (a different start time) or to none. */
+START_TEST(test_mark_owner_identity)
+{
+    sl_chan_opts o = opts_of(_i, 4);
+    sl_chan *ch;
+    unsigned char buf[64];
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    unsigned char *raw = map_raw(sl_chan_shm_fd(ch), 4096);
+    uint64_t me = ((self_start() << 22) | (uint64_t)getpid());
+    sl_chan_close(ch);
+    set_record(raw, 1, me); /* this process, in flight: not closed yet */
+    ck_assert_int_eq(sl_chan_recv_for(ch, buf, 60 * MS), SL_TIMEDOUT);
+    set_record(raw, 1, me + (1ull << 22)); /* the pid reused by another process */
+    ck_assert_int_eq(sl_chan_recv_for(ch, buf, survivor_wait()), SL_CLOSED);
+    munmap(raw, 4096);
+    sl_chan_free(ch);
+    /* A pid with no process (a reaped child's), the start time unknown. */
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    raw = map_raw(sl_chan_shm_fd(ch), 4096);
+    pid_t gone = fork();
+    ck_assert_int_ge(gone, 0);
+    if (gone == 0)
+        _exit(0);
+    ck_assert_int_eq(reap(gone), 0);
+    set_record(raw, 1, (uint64_t)gone);
+    sl_chan_close(ch);
+    ck_assert_int_eq(sl_chan_recv_for(ch, buf, survivor_wait()), SL_CLOSED);
+    munmap(raw, 4096);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* A process killed while parked leaves its waiter count: the others go on. */
+static int park_forever(void *p)
+{
+    death_arg *a = p;
+    sl_chan *ch;
+    unsigned char buf[64];
+    if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK)
+        return 1;
+    (void)sl_chan_recv(ch, buf);
+    return 2;
+}
+
+START_TEST(test_killed_while_parked)
+{
+    sl_chan_opts o = opts_of(_i, 2);
+    sl_chan *ch;
+    unsigned char buf[64];
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    death_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o};
+    pid_t pid = spawn(park_forever, &a);
+    usleep(50 * 1000); /* let it park (a shorter stay dies earlier: either way) */
+    kill(pid, SIGKILL);
+    ck_assert_int_eq(reap(pid), 128 + SIGKILL);
+    /* A receiver parked in another process still wakes for each send. */
+    pid_t rx = spawn(consume, &(consumer_arg){.fd = a.fd, .opts = o, .n = 50});
+    produce(ch, o.elem_size, 50);
+    join_ok(rx);
+    ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_CLOSED);
+    sl_chan_free(ch);
+}
+END_TEST
+
+#if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+/* ---- a death at every step (fault-injection builds) ---------------------- */
+static void die_here(void *ctx, unsigned step)
+{
+    (void)ctx, (void)step;
+    _exit(100);
+}
+
+/* One send, receive or parked receive, dying at its k-th SL_FI() step;
+ * 0 when it finished before step k. */
+static int die_at_step(void *p)
+{
+    death_arg *a = p;
+    sl_chan *ch;
+    unsigned char buf[64];
+    if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK)
+        return 1;
+    sl_test_seq_fill(buf, a->opts.elem_size, a->v);
+    sl__fi_arm(a->k, die_here, NULL);
+    sl_status st = a->op == DIE_SEND || a->op == DIE_NOTIFY ? sl_chan_send(ch, buf)
+                   : a->op == DIE_RECV ? sl_chan_recv(ch, buf)
+                                       : sl_chan_recv_for(ch, buf, 5 * MS);
+    sl__fi_disarm();
+    return st == (a->op == DIE_PARK ? SL_TIMEDOUT : SL_OK) ? 0 : 2;
+}
+
+/* What the survivor finds after the child died at step k (or finished):
+ * messages 0 .. n-1 were queued before; the child sent n (DIE_SEND) or took
+ * one (DIE_RECV). Each queued message comes out once and in order, except
+ * the one a receiving child took; the child's own message whole or not at
+ * all; the capacity whole but for one slot of an SL_MPMC indexed ring that
+ * the dead process held; and then the close reads as closed. */
+static void survive(sl_chan *ch, const sl_chan_opts *o, int op, uint64_t n)
+{
+    unsigned char buf[64];
+    uint64_t first = 0, got = 0;
+    while (sl_chan_try_recv(ch, buf) == SL_OK) {
+        if (got == 0 && op == DIE_RECV && !sl_test_seq_is(buf, o->elem_size, 0))
+            first = 1; /* the dying receiver took message 0: that one only */
+        ck_assert(sl_test_seq_is(buf, o->elem_size, first + got));
+        got++;
+    }
+    if (op == DIE_SEND)
+        ck_assert(got == n || got == n + 1);
+    else if (op == DIE_RECV)
+        ck_assert_uint_eq(first + got, n);
+    else
+        ck_assert_uint_eq(got, 0);
+    size_t room = 0;
+    while (sl_chan_try_send(ch, buf) == SL_OK)
+        room++;
+    bool indexed = o->flavor == SL_MPMC && o->elem_size > 8;
+    ck_assert_uint_le(room, o->capacity);
+    ck_assert_uint_ge(room, o->capacity - (indexed ? 1 : 0));
+    for (size_t i = 0; i < room; i++)
+        ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_OK);
+    sl_chan_close(ch);
+    ck_assert_int_eq(sl_chan_recv_for(ch, buf, survivor_wait()), SL_CLOSED);
+}
+
+/* A receiver parked in its own process: exits 10 + the message it got. */
+static int parked_receiver(void *p)
+{
+    death_arg *a = p;
+    sl_chan *ch;
+    unsigned char buf[64];
+    if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK)
+        return 1;
+    if (sl_chan_recv(ch, buf) != SL_OK)
+        return 2;
+    for (uint64_t v = 0; v < 2; v++)
+        if (sl_test_seq_is(buf, a->opts.elem_size, v))
+            return 10 + (int)v;
+    return 3;
+}
+
+/* A sender killed at step k while a receiver is parked in a third process
+ * (its notify may die between the epoch bump and the futex wake): a
+ * message it published still reaches the receiver (by the period's look at
+ * worst); one it did not publish is not there, and the parent's own send
+ * then wakes the receiver. */
+static void notify_death(sl_chan *ch, death_arg *a)
+{
+    unsigned char buf[64];
+    pid_t rx = spawn(parked_receiver, a);
+    unsigned char *raw = map_raw(a->fd, 64);
+    /* not_empty.waiters (docs/shm-layout.md): wait until it has parked. */
+    while (__atomic_load_n((uint32_t *)(void *)(raw + 48), __ATOMIC_SEQ_CST) == 0)
+        usleep(1000);
+    munmap(raw, 64);
+    int st = reap(spawn(die_at_step, a));
+    ck_assert_msg(st == 0 || st == 100, "child at step %u: status %d", a->k, st);
+    if (sl_chan_len(ch) == 0) { /* not published, or taken already */
+        sl_test_seq_fill(buf, a->opts.elem_size, 1);
+        ck_assert_int_eq(sl_chan_try_send(ch, buf), SL_OK);
+    }
+    int got = reap(rx);
+    ck_assert_msg(got == 10 || got == 11, "receiver: status %d", got);
+    /* 10: the dead sender's message; the parent's, if sent, is queued. */
+    size_t left = sl_chan_len(ch);
+    ck_assert_uint_le(left, got == 10 ? 1 : 0);
+    if (left)
+        ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_OK);
+    a->op = st; /* what the caller's loop needs: finished or died */
+}
+
+/* _i: the configuration and the operation. For k = 1, 2, ... a child dies
+ * at its k-th step, until one finishes. */
+START_TEST(test_death_at_every_step)
+{
+    int cfg = _i % 4, op = _i / 4;
+    unsigned k = 1;
+    for (;; k++) {
+        sl_chan_opts o = opts_of(cfg, 4);
+        sl_chan *ch;
+        unsigned char buf[64];
+        ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+        uint64_t n = op == DIE_PARK || op == DIE_NOTIFY ? 0 : 2;
+        for (uint64_t i = 0; i < n; i++) {
+            sl_test_seq_fill(buf, o.elem_size, i);
+            ck_assert_int_eq(sl_chan_try_send(ch, buf), SL_OK);
+        }
+        death_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o, .op = op, .k = k, .v = n};
+        if (op == DIE_NOTIFY) {
+            notify_death(ch, &a);
+            survive(ch, &o, DIE_PARK, 0);
+            sl_chan_free(ch);
+            if (a.op == 0)
+                break;
+            continue;
+        }
+        int st = reap(spawn(die_at_step, &a));
+        ck_assert_msg(st == 0 || st == 100, "child at step %u: status %d", k, st);
+        survive(ch, &o, op, n);
+        sl_chan_free(ch);
+        if (st == 0)
+            break;
+    }
+    ck_assert_uint_gt(k, 2); /* it died at least at one step before finishing */
+    printf("[shm death] %s %zu-byte %s: killed at each of steps 1..%u\n",
+           k_cfg[cfg].flavor == SL_SPSC ? "SL_SPSC" : "SL_MPMC", k_cfg[cfg].esz,
+           op == DIE_SEND ? "send" : op == DIE_RECV ? "receive" : op == DIE_PARK ? "parked receive" : "send to a parked receiver", k - 1);
+}
+END_TEST
+#endif
+
 /* ---- the typed form -------------------------------------------------------- */
 typedef struct pair {
     uint64_t a, b;
@@ -613,7 +997,7 @@ static int typed_child(void *p)
     if (pair_chan_shm_open_fd(&c, *(int *)p, &o) != SL_OK)
         return 1;
     pair v = {3, 4};
-    if (pair_chan_send(c, &v) != SL_OK)
+    if (pair_chan_shm_sender(c) != SL_OK || pair_chan_send(c, &v) != SL_OK)
         return 2;
     pair_chan_free(c);
     return 0;
@@ -632,6 +1016,8 @@ START_TEST(test_typed)
     ck_assert_int_eq(pair_chan_recv_for(c, &v, 10 * SEC), SL_OK);
     ck_assert(v.a == 3 && v.b == 4);
     join_ok(pid);
+    /* the child freed its registered handle: the channel closed itself */
+    ck_assert_int_eq(pair_chan_recv_for(c, &v, 10 * SEC), SL_CLOSED);
     ck_assert_int_eq(pair_chan_shm_open(&c, NULL, &o), SL_EINVAL);
     pair_chan_free(c);
 }
@@ -647,6 +1033,17 @@ static Suite *shm_suite(void)
     tcase_add_loop_test(tc, test_scm_rights, 0, N_OF(k_cfg));
     tcase_add_loop_test(tc, test_named, 0, N_OF(k_cfg));
     tcase_add_test(tc, test_typed);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("death");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_last_sender_gone, 0, 24);
+    tcase_add_test(tc, test_sender_refusals);
+    tcase_add_test(tc, test_sender_records_full);
+    tcase_add_loop_test(tc, test_mark_owner_identity, 0, N_OF(k_cfg));
+    tcase_add_loop_test(tc, test_killed_while_parked, 0, N_OF(k_cfg));
+#if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+    tcase_add_loop_test(tc, test_death_at_every_step, 0, 16);
+#endif
     suite_add_tcase(s, tc);
     tc = tcase_create("park");
     tcase_set_timeout(tc, 60);

@@ -22,9 +22,9 @@
  * processes) and SL_MPMC (any number), any message size 1 .. SL_ELEM_MAX.
  * Not SL_LIST (its nodes are allocated and linked by pointers, which mean
  * nothing in another process), not SL_TIMER (a clock read in the receiving
- * process: make one there), and not yet SL_RING (its displaced messages go
- * to a drop function, and a sender that dies holding one of its spare slots
- * needs the peer-death analysis still to come).
+ * process: make one there), and not SL_RING (its displaced messages go to
+ * a drop function, which means nothing in another process, and a sender
+ * killed holding one of its spare slots would take that slot for good).
  *
  * Messages are byte copies. Pointers mean nothing in another process, so
  * sl_chan_send_ptr and its forms refuse a shared channel with SL_EINVAL, and
@@ -55,8 +55,8 @@
  * writes garbage into the segment can make that channel misbehave (lose,
  * duplicate or invent messages, report full or empty or closed wrongly,
  * wake threads for nothing, keep a call on that channel spinning for up
- * to a few laps of the ring, or make a debug build's misuse check abort) but
- * never makes this process read or write outside the segment or call
+ * to a few laps of the ring, close it, or make it read /proc for the pids
+ * it names) but never makes this process read or write outside the segment or call
  * through a pointer read from it. A memfd is sealed against shrinking and
  * growing; a named object cannot be sealed, so a peer with write access
  * that truncates it makes this process's next access fault (SIGBUS):
@@ -69,11 +69,57 @@
  * between processes; the timeouts read CLOCK_MONOTONIC, which all processes
  * share.
  *
- * What is not yet said: what a process that dies in the middle of an
- * operation leaves behind. Until that analysis (a later version), a process
- * killed inside a send or a receive may leave the channel unusable for the
- * others (an SL_SPSC flag left set, for one, keeps receivers from seeing
- * SL_CLOSED).
+ * A peer that dies. A process may die anywhere — killed inside a send, a
+ * receive, a park or a notify — and the others go on with the channel
+ * (docs/guarantees.md, "A peer that dies", has the argument per step):
+ *  - a message a dying sender was sending is delivered whole or not at all
+ *    (it becomes visible in one store or compare-and-swap, after its bytes);
+ *  - a message a dying receiver had taken is lost, and only that one: taken
+ *    means the step that removes it (SL_MPMC's take of the cell, SL_SPSC's
+ *    store of the head), or the receive returned and the process died
+ *    before using it; killed before that step, the message stays for the
+ *    others. At most one message per receiving thread killed, or, in a
+ *    batch receive (sl_chan_recv_n and its forms), the messages that batch
+ *    had taken (at most its n);
+ *  - a sender's in-flight mark lives in its handle's record in the segment,
+ *    with its process's identity (pid and start time, so that a reused pid
+ *    is not taken for the dead process): a receiver deciding SL_CLOSED
+ *    counts only the marks of living processes, so a dead sender never
+ *    keeps the others from seeing SL_CLOSED;
+ *  - SL_MPMC with messages over 8 bytes: a process killed between taking a
+ *    slot and returning it (a send between its two ring steps, a receive
+ *    between its take and its give-back) keeps that slot: the capacity
+ *    shrinks by one, for good, per such death (SL_SPSC and SL_MPMC of 8
+ *    bytes or less lose nothing);
+ *  - a process killed while parked leaves its registration in the
+ *    eventcount's waiter count: from then on every send (for a dead
+ *    receiver) or receive (for a dead sender) of that channel makes a
+ *    futex wake system call even with nobody asleep (a try_send and
+ *    try_recv pair measured 60 ns before, 1.5 µs after, on one machine),
+ *    for the segment's life;
+ *  - a notify lost with a sender killed between moving the epoch and the
+ *    futex wake, and a dead sender's mark after a close, are found by the
+ *    waiters themselves: a thread parked on a shared channel wakes every
+ *    SL_SHM_LOOK_MS (50 ms) to look again (a few microseconds of CPU each);
+ *  - the debug builds' SL_SPSC misuse check is off on a shared channel (its
+ *    word would stay set by a killed process and abort the survivors).
+ * "The last sender is gone": a handle registered with sl_chan_shm_sender
+ * counts as a sender until it is freed or its process dies; once senders
+ * were registered and none is left, the channel closes itself (so its
+ * receivers get SL_CLOSED once drained, as after sl_chan_close, and no
+ * distinct status: a receiver's loop needs no new case). A free closes at
+ * once; a death is found by the next look — an empty receive or a waiter,
+ * at most SL_SHM_LOOK_MS after the death plus the time to read /proc once
+ * per record (microseconds). Processes are told apart by /proc/<pid>/stat;
+ * where /proc does not show the process (not mounted, or mounted with
+ * hidepid), only by pid (kill(pid, 0)), and a zombie or a reused pid
+ * then keeps a dead sender's mark and registration alive. A process that
+ * dies while reclaiming a dead sender's record loses that record for good
+ * (one of SL_SHM_SENDERS). A process that calls exec without freeing its
+ * handles is the same process (same pid and start time): its records, and
+ * its registration, last until it exits. Unregistered handles never close
+ * the channel, and nothing here tells a sender that every receiver is
+ * gone: a full channel then stays full.
  */
 #ifndef SLUICE_SHM_H
 #define SLUICE_SHM_H
@@ -121,6 +167,27 @@ SL_API sl_status sl_chan_shm_open(sl_chan **out, const char *name, const sl_chan
  * handle. Returns SL_OK, or SL_EINVAL (NULL, or no such name: errno). */
 SL_API sl_status sl_chan_shm_unlink(const char *name);
 
+/* Registers ch's handle as one of the channel's senders. From the first
+ * registration on, the channel closes itself (as sl_chan_close, for every
+ * process) once no registered sender is left: each has been freed
+ * (sl_chan_free), or its process has died — found by a receiver's empty
+ * look or a waiter within SL_SHM_LOOK_MS of the death (see "A peer that
+ * dies" above). Registration is per handle and per process: a fork()ed
+ * child registers its own. Idempotent.
+ * Returns SL_OK; SL_CLOSED when the channel is closed already (also when
+ * its last registered sender was found gone just before: registration does
+ * not reopen it); SL_EINVAL for NULL or an in-process channel; SL_ENOMEM
+ * when SL_SHM_SENDERS living handles hold every sender record. Lock-free
+ * apart from the reads of /proc its first call may make to reclaim the
+ * records of dead processes. */
+SL_API sl_status sl_chan_shm_sender(sl_chan *ch);
+
+/* The most handles that send into one shared channel at once (living
+ * processes' handles; a dead process's record is reclaimed), and how often
+ * a dead sender is looked for, in milliseconds (docs/shm-layout.md). */
+#define SL_SHM_SENDERS 64
+#define SL_SHM_LOOK_MS 50
+
 /* The descriptor of ch's segment, owned by ch (closed by sl_chan_free):
  * send it over a Unix socket (SCM_RIGHTS duplicates it) or dup it. -1 for
  * NULL or an in-process channel. Wait-free. */
@@ -130,7 +197,8 @@ SL_API int sl_chan_shm_fd(const sl_chan *ch);
  * SL_CHAN_SHM_TYPED(name, T) adds name_shm_create, name_shm_open and
  * name_shm_open_fd, the calls above with elem_size sizeof(T) (the opts'
  * elem_size is ignored, as in name_new); every other name_* call works on
- * the result, and name_shm_fd gives the descriptor. */
+ * the result, name_shm_fd gives the descriptor and name_shm_sender
+ * registers a sender. */
 #define SL_CHAN_SHM_TYPED(name, T)                                                   \
     SL_TYPED_FN sl_chan_opts name##_shm_opts_(const sl_chan_opts *o)                 \
     {                                                                                \
@@ -164,6 +232,8 @@ SL_API int sl_chan_shm_fd(const sl_chan *ch);
     }                                                                                \
     SL_TYPED_FN int name##_shm_fd(const name *c)                                     \
     { return sl_chan_shm_fd((const sl_chan *)(const void *)c); }                     \
+    SL_TYPED_FN sl_status name##_shm_sender(name *c)                                 \
+    { return sl_chan_shm_sender((sl_chan *)(void *)c); }                             \
     typedef int name##_shm_typed_ /* so that the use takes a semicolon */
 
 SL_END_DECLS

@@ -60,8 +60,10 @@
 #include "chan_impl.h" /* SL__CHAN_SHARED_AT: where a handle maps the segment */
 #include "sysops.h"
 
-/* The layout (docs/shm-layout.md, version 1). */
-#define S_DATA_AT 2048u
+/* The layout (docs/shm-layout.md, version 2: the sender records, then the
+ * storage). */
+#define S_RECORDS_AT 2048u /* 64 records of 64 bytes: marks, sender, owner */
+#define S_DATA_AT 6144u
 #define S_CLOSED 40u
 #define S_IN_FLIGHT 128u
 #define S_TAIL 1152u      /* SL_SPSC tail; SL_MPMC tail */
@@ -502,7 +504,10 @@ static size_t shm_field(shm_run *r, fz_in *in, size_t *width)
 {
     uint8_t f = fz_byte(in), i = fz_byte(in);
     *width = 8;
-    switch (f % 12) {
+    switch (f % 13) {
+    case 12: /* a sender record's marks, sender flag or owner identity */
+        *width = i & 0x80 ? 8 : 4;
+        return S_RECORDS_AT + 64 * (i % 64) + (i & 0x80 ? 8 : 4 * ((i >> 6) & 1));
     case 0: *width = 4; return 8 + 4 * (i % 2);            /* version, flavour */
     case 1: return 8 * (i % 5);                            /* magic .. size */
     case 2: *width = 4; return S_CLOSED + 4 * (i % 7);     /* closed, events, drained */

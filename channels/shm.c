@@ -21,6 +21,7 @@
  * a corrupted counter, masked by one_lap - 1, then still lands on a cell.
  */
 #include "chan_impl.h"
+#include "internal/testing.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -43,7 +44,8 @@
 #define SHM_DATA_AT (SHM_RECS_AT + SHM_RECS * (size_t)64) /* the storage */
 /* How often waiters and empty receives look for "every registered sender
  * is gone", and for a dead sender's mark after a close. */
-#define SHM_LOOK_NS ((uint64_t)SL_SHM_LOOK_MS * 1000 * 1000)
+#define SHM_LOOK_NS sl__shm_look_ns
+uint64_t sl__shm_look_ns = (uint64_t)SL_SHM_LOOK_MS * 1000 * 1000; /* internal/testing.h */
 #define SHM_CAP_MAX ((uint64_t)1 << 40)
 
 /* Offsets in the segment, as docs/shm-layout.md gives them: a change here

@@ -30,6 +30,14 @@ sl_status sl__chan_new_at(struct sl_chan **out, const struct sl_chan_opts *opts,
  * that were using lists at once, since records are reused after thread exit. */
 size_t sl__epoch_records(void);
 
+/* How often a waiter on a shared channel, or an empty receive, looks again
+ * (channels/shm.c): SL_SHM_LOOK_MS in nanoseconds. A test hook: a test that
+ * must see a cross-process wake-up come from the futex, not from the
+ * periodic look that would also rescue a lost one, lengthens it before it
+ * forks (and restores it). Read relaxed; set only while no shared channel
+ * is in use. */
+extern uint64_t sl__shm_look_ns;
+
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
 /* Fault-injection builds only (channels/fault.c). A thread stopped at a chosen
  * SL_FI() mark: sl__fi_arm makes the calling thread count the marks it passes

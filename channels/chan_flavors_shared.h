@@ -1,0 +1,169 @@
+/*
+ * channels/chan_flavors_shared.h — the flavour table's two rows for channels
+ * in shared memory (sluice/shm.h, channels/shm.c): their adapters, in the
+ * façade's terms. Included by channels/chan_flavors.h alone, at the place
+ * of these rows among the adapters (it uses that file's marks and fences);
+ * a file of its own so that the table's file stays one screenful of
+ * flavours shorter.
+ */
+#ifndef SLUICE_CHANNELS_CHAN_FLAVORS_SHARED_H
+#define SLUICE_CHANNELS_CHAN_FLAVORS_SHARED_H
+
+/* ---- shared channels (sluice/shm.h) ---------------------------------------
+ * SL_SPSC and SL_MPMC in a shared-memory segment: the same raw algorithms,
+ * with the counters in the segment (ch->q) and the geometry from the
+ * process-local handle (ch->geom), so that a peer's writes into the segment
+ * never become a pointer, a size or an unbounded index. channels/shm.c makes
+ * them (own_ctor); nothing is drained at sl_chan_free, which only unmaps. */
+static inline sl_status shared_init(sl_chan *ch, const sl_chan_opts *o, uint64_t start)
+{
+    return SL_EINVAL; /* made by channels/shm.c only */
+}
+
+static inline void shared_drain_destroy(sl_chan *ch, sl_visit_fn fn, void *ctx) {}
+
+/* A shared channel's sender marks itself in its handle's record in the
+ * segment, so that a receiver can tell a dead process's mark from a live
+ * one (channels/shm.c); the first send of a handle in a process claims it. */
+static inline __attribute__((always_inline)) SL_ATOMIC(uint32_t) *shm_mark_word(sl_chan *ch)
+{
+    /* Relaxed: the generation changes only in a fork()ed child, before it
+     * runs anything else. */
+    if (__builtin_expect(ch->shm.gen == atomic_load_explicit(&sl__shm_gen, memory_order_relaxed),
+                         1))
+        return ch->shm.mark;
+    return sl__shm_claim_mark(ch);
+}
+
+static inline SL_ATOMIC(uint32_t) *spsc_shared_mark(sl_chan *ch)
+{
+    SL_ATOMIC(uint32_t) *flag = shm_mark_word(ch);
+    /* Relaxed: only this sender writes its record's flag; the fence orders it. */
+    atomic_store_explicit(flag, 1u, memory_order_relaxed);
+    store_load_fence(true); /* the mark before the closed-check */
+    return flag;
+}
+
+static inline SL_ATOMIC(uint32_t) *mpmc_shared_mark(sl_chan *ch)
+{
+    SL_ATOMIC(uint32_t) *n = shm_mark_word(ch);
+    /* seq_cst: the mark before the closed-check, in the total order. */
+    atomic_fetch_add_explicit(n, 1u, memory_order_seq_cst);
+    return n;
+}
+
+/* An empty look may be the one that finds every registered sender gone. */
+static inline sl_status shared_empty(sl_chan *ch)
+{
+    sl__shm_on_empty(ch);
+    return SL_EMPTY;
+}
+
+/* Debug builds: the misuse word of an SL_SPSC side lives in the segment,
+ * where a process killed inside an operation would leave it set and make
+ * every later one abort: a shared channel clears it first (so its misuse
+ * check is off; sluice/shm.h). */
+static inline void spsc_shared_side(sl_chan *ch, int side)
+{
+#if SL_DEBUG_CHECKS
+    /* Relaxed: only the misuse check reads it. */
+    atomic_store_explicit(side ? &ch->q.spsc.cons.active : &ch->q.spsc.prod.active, 0u,
+                          memory_order_relaxed);
+#else
+    (void)ch, (void)side;
+#endif
+}
+
+/* SL_SPSC across processes: the flag mark and the pop's fence are real
+ * fences, since the waiter's membarrier does not reach another process. */
+static inline sl_status spsc_shared_push(sl_chan *ch, const void *elem, sl_visit_fn displaced,
+                                         void *ctx)
+{
+    spsc_shared_side(ch, 0);
+    return sl__spsc_push_in(&ch->q.spsc, &ch->geom.spsc, elem);
+}
+
+static inline sl_status spsc_shared_pop(sl_chan *ch, void *out)
+{
+    spsc_shared_side(ch, 1);
+    if (sl__spsc_pop_in(&ch->q.spsc, &ch->geom.spsc, out) != SL_OK)
+        return shared_empty(ch);
+    store_load_fence(true); /* head store before the notify's waiter load */
+    return SL_OK;
+}
+
+static inline size_t spsc_shared_push_n(sl_chan *ch, const void *elems, size_t n)
+{
+    spsc_shared_side(ch, 0);
+    return sl__spsc_push_n_in(&ch->q.spsc, &ch->geom.spsc, elems, n); /* fenced by the unmark */
+}
+
+static inline size_t spsc_shared_pop_n(sl_chan *ch, void *out, size_t n)
+{
+    spsc_shared_side(ch, 1);
+    size_t k = sl__spsc_pop_n_in(&ch->q.spsc, &ch->geom.spsc, out, n);
+    store_load_fence(true); /* head store before the notify's waiter load */
+    return k;
+}
+
+static inline size_t spsc_shared_len(const sl_chan *ch)
+{
+    return sl__spsc_len_in(&ch->q.spsc, ch->capacity);
+}
+
+static const flavor_adapter spsc_shared_adapter = {
+    .init = shared_init, .drain_destroy = shared_drain_destroy,
+    .mark = spsc_shared_mark, .unmark = flag_unmark_across,
+    .push = spsc_shared_push, .pop = spsc_shared_pop,
+    .push_n = spsc_shared_push_n, .pop_n = spsc_shared_pop_n, .len = spsc_shared_len,
+    .ready_at = sl__shm_ready_at,
+    .light_mark = true, .own_ctor = true, .shared = true, .reports = SL_SPSC,
+};
+
+/* SL_MPMC across processes: its steps are seq_cst read-modify-writes (full
+ * barriers in every process), so it needs no fence of its own. */
+static inline sl_status mpmc_shared_push(sl_chan *ch, const void *elem, sl_visit_fn displaced,
+                                         void *ctx)
+{
+    return sl__mpmc_push_in(&ch->geom.mpmc, elem);
+}
+
+static inline sl_status mpmc_shared_pop(sl_chan *ch, void *out)
+{
+    sl_status st = sl__mpmc_pop_in(&ch->geom.mpmc, out);
+    return st == SL_EMPTY ? shared_empty(ch) : st;
+}
+
+static inline size_t mpmc_shared_push_n(sl_chan *ch, const void *elems, size_t n)
+{
+    const unsigned char *p = elems;
+    size_t done = 0;
+    while (done < n && sl__mpmc_push_in(&ch->geom.mpmc, p + done * ch->elem_size) == SL_OK)
+        done++;
+    return done;
+}
+
+static inline size_t mpmc_shared_pop_n(sl_chan *ch, void *out, size_t n)
+{
+    unsigned char *p = out;
+    size_t done = 0;
+    while (done < n && sl__mpmc_pop_in(&ch->geom.mpmc, p + done * ch->elem_size) == SL_OK)
+        done++;
+    return done;
+}
+
+static inline size_t mpmc_shared_len(const sl_chan *ch)
+{
+    return (size_t)sl__cellring_len(&ch->geom.mpmc.used);
+}
+
+static const flavor_adapter mpmc_shared_adapter = {
+    .init = shared_init, .drain_destroy = shared_drain_destroy,
+    .mark = mpmc_shared_mark, .unmark = count_unmark,
+    .push = mpmc_shared_push, .pop = mpmc_shared_pop,
+    .push_n = mpmc_shared_push_n, .pop_n = mpmc_shared_pop_n, .len = mpmc_shared_len,
+    .ready_at = sl__shm_ready_at,
+    .own_ctor = true, .shared = true, .reports = SL_MPMC,
+};
+
+#endif /* SLUICE_CHANNELS_CHAN_FLAVORS_SHARED_H */

@@ -328,14 +328,14 @@ uint64_t sl__chan_ready_at(const sl_chan *ch)
     return adapter_of(ch->flavor)->ready_at(ch);
 }
 
-sl_status sl__chan_await(sl_event *ev, sl__ready_fn ready, void *ctx, uint64_t deadline,
-                         unsigned flags, sl__next_fn next)
+sl_status sl__chan_await(const sl__event_set *set, sl__ready_fn ready, void *ctx,
+                         uint64_t deadline, unsigned flags, sl__next_fn next)
 {
     for (;;) {
         uint64_t at = next(ctx);
         uint64_t until = at < deadline ? at : deadline;
         /* At `until` the await looks once more: a fire due then is taken. */
-        sl_status st = sl__event_await(ev, ready, ctx, until, flags);
+        sl_status st = sl__event_await_set(set, ready, ctx, until, flags);
         if (st == SL_OK || until == deadline)
             return st;
     }
@@ -363,7 +363,9 @@ static inline sl_status await_wait(sl_event *ev, sl__ready_fn ready, chan_wait *
 {
     if (timeout_ns == 0)
         return SL_TIMEDOUT;
-    if (sl__chan_await(ev, ready, w, sl_deadline_after(timeout_ns), SL__AWAIT_SPIN,
+    sl__futex_word key;
+    sl__event_set one = {(sl_event *const[1]){ev}, &key, 1};
+    if (sl__chan_await(&one, ready, w, sl_deadline_after(timeout_ns), SL__AWAIT_SPIN,
                        chan_next) != SL_OK)
         return SL_TIMEDOUT;
     return w->st;

@@ -162,14 +162,14 @@ bool sl__chan_changes_notify(const sl_chan *ch);
 /* Whether ch lives in a shared-memory segment (sluice/shm.h). */
 bool sl__chan_is_shared(const sl_chan *ch);
 
-/* sl__event_await (internal/await.h) for a wait whose condition may also
- * come true at an instant rather than by a notify: it sleeps no later than
- * next(ctx) (the minimum of sl__chan_ready_at over the channels waited on),
- * re-reads it after each such wake, and gives up only at `deadline`. With
- * next() always SL_FOREVER it is sl__event_await itself. */
+/* sl__event_await_set (internal/await.h) for a wait whose condition may
+ * also come true at an instant rather than by a notify: it sleeps no later
+ * than next(ctx) (the minimum of sl__chan_ready_at over the channels waited
+ * on), re-reads it after each such wake, and gives up only at `deadline`.
+ * With next() always SL_FOREVER it is sl__event_await_set itself. */
 typedef uint64_t (*sl__next_fn)(void *ctx);
-sl_status sl__chan_await(sl_event *ev, sl__ready_fn ready, void *ctx, uint64_t deadline,
-                         unsigned flags, sl__next_fn next);
+sl_status sl__chan_await(const sl__event_set *set, sl__ready_fn ready, void *ctx,
+                         uint64_t deadline, unsigned flags, sl__next_fn next);
 /* The event-loop descriptors' hooks (chanfd.c). ring_watchers: after a
  * state change, where `selectors` was not zero: rings the select bell and
  * signals each re-armed descriptor (one out-of-line call, so that the
@@ -198,5 +198,22 @@ static inline bool sl__chanfd_has(const sl_chan *ch, sl_chan_end end)
  * armed the bell since the last ring. */
 extern sl_event sl__select_bell;
 void sl__select_ring(void);
+
+/* The armed-bell protocol of sl__select_ring (select.c; docs/guarantees.md,
+ * "The select bell's arm") for any bell: notifies all of ev's waiters only
+ * while `armed` is set, and takes the arm. */
+void sl__bell_ring(sl_event *ev, SL_ATOMIC(uint32_t) *armed);
+
+/* A shared segment's select bell (docs/shm-layout.md, "The select bell"):
+ * a selector in any process that has a case on the segment's channel waits
+ * on it beside the process bell (select.c), and every change of the channel
+ * rings it while the channel's `selectors` count is not zero. Words a peer
+ * writes: a garbage value costs wake-ups, nothing else. */
+typedef struct sl__shm_bell {
+    sl_event ev;               /* shared: its futex calls reach every process */
+    SL_ATOMIC(uint32_t) armed; /* 1: a selector re-checks since the last ring */
+} sl__shm_bell;
+sl__shm_bell *sl__shm_bell_of(sl_chan *ch);
+void sl__shm_ring(sl_chan *ch);
 
 #endif /* SLUICE_CHANNELS_CHAN_IMPL_H */

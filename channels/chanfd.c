@@ -70,6 +70,8 @@ static void signal_end(sl__chan_fd *e)
 void sl__chan_ring_watchers(sl_chan *ch)
 {
     sl__select_ring();
+    if (sl__chan_is_shared(ch)) /* selectors in other processes too */
+        sl__shm_ring(ch);
     signal_end(&ch->fds[SL_END_RECV]);
     signal_end(&ch->fds[SL_END_SEND]);
 }

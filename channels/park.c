@@ -205,41 +205,77 @@ static void futex_failed(void)
     nanosleep(&pause, NULL);
 }
 
-/* Sleeps until the epoch moves or the deadline passes. SL_TIMEDOUT comes only
- * once the clock says the deadline has passed, never on the futex's word
- * alone; spurious returns, EINTR and EAGAIN wait again. */
-static sl_status futex_sleep(sl_event *ev, uint32_t key, uint64_t deadline_ns)
+/* Whether any member's epoch moved from its key. */
+static bool set_moved(const sl__event_set *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (epoch_moved(s->evs[i], s->w[i].expected))
+            return true;
+    return false;
+}
+
+/* One futex sleep of the set: on the one word, or on all with futex_waitv;
+ * without it (ENOSYS) or beyond its limit, on evs[0] for at most one span
+ * (await.h), whose end is not the caller's deadline: reported as a wake. */
+static int set_futex(const sl__event_set *s, uint64_t deadline_ns)
+{
+    if (s->n == 1)
+        return futex_wait_epoch(s->evs[0], s->w[0].expected, deadline_ns);
+    int r = s->n <= SL__FUTEX_WAITV_MAX ? sl__futex_waitv(s->w, (unsigned)s->n, deadline_ns)
+                                        : -ENOSYS;
+    if (r != -ENOSYS)
+        return r;
+    uint64_t now = sl__now_ns();
+    bool cut = deadline_ns == SL_FOREVER || deadline_ns - now > SL__EVENT_SET_POLL_NS;
+    r = futex_wait_epoch(s->evs[0], s->w[0].expected,
+                         cut && now < deadline_ns ? now + SL__EVENT_SET_POLL_NS : deadline_ns);
+    return cut && r == -ETIMEDOUT ? 0 : r;
+}
+
+/* Sleeps until an epoch of the set moves or the deadline passes. SL_TIMEDOUT
+ * comes only once the clock says the deadline has passed, never on the
+ * futex's word alone; spurious returns, EINTR and EAGAIN wait again. */
+static sl_status set_sleep(const sl__event_set *s, uint64_t deadline_ns)
 {
     for (;;) {
-        if (epoch_moved(ev, key))
+        if (set_moved(s))
             return SL_OK;
         SL_FI(); /* between the epoch check and the futex's own compare */
-        int r = futex_wait_epoch(ev, key, deadline_ns);
-        if (r != 0 && r != -EINTR && r != -EAGAIN && r != -ETIMEDOUT)
+        int r = set_futex(s, deadline_ns);
+        if (r < 0 && r != -EINTR && r != -EAGAIN && r != -ETIMEDOUT)
             futex_failed();
         if (deadline_ns == SL_FOREVER)
             continue;
         /* Every return is checked against the clock: the kernel ends an
          * absolute wait with ETIMEDOUT, but a replaced sysops layer may not. */
-        if (epoch_moved(ev, key))
+        if (set_moved(s))
             return SL_OK;
         if (sl__now_ns() >= deadline_ns)
             return SL_TIMEDOUT;
     }
 }
 
-SL_API sl_status sl_event_wait(sl_event *ev, uint32_t key, uint64_t deadline_ns)
+/* The set's sl_event_wait: a short spin on the epochs, the sleep, and the
+ * end of every member's registration. */
+static sl_status set_wait(const sl__event_set *s, uint64_t deadline_ns)
 {
     sl_status st = SL_OK;
     unsigned i;
-    if (!ev)
-        return SL_EINVAL;
-    for (i = 0; i < SL_PARK_EPOCH_SPIN && !epoch_moved(ev, key); i++)
+    for (i = 0; i < SL_PARK_EPOCH_SPIN && !set_moved(s); i++)
         sl_cpu_relax();
     if (i == SL_PARK_EPOCH_SPIN)
-        st = futex_sleep(ev, key, deadline_ns);
-    atomic_fetch_sub_explicit(&ev->waiters, 1u, memory_order_seq_cst);
+        st = set_sleep(s, deadline_ns);
+    for (size_t k = 0; k < s->n; k++)
+        atomic_fetch_sub_explicit(&s->evs[k]->waiters, 1u, memory_order_seq_cst);
     return st;
+}
+
+SL_API sl_status sl_event_wait(sl_event *ev, uint32_t key, uint64_t deadline_ns)
+{
+    if (!ev)
+        return SL_EINVAL;
+    sl__futex_word w = {&ev->epoch, key, epoch_shared(key)};
+    return set_wait(&(sl__event_set){(sl_event *const[1]){ev}, &w, 1}, deadline_ns);
 }
 
 SL_API void sl_event_notify_one_slow(sl_event *ev)
@@ -324,24 +360,52 @@ bool sl__await_spin(sl__ready_fn ready, void *ctx, uint64_t deadline_ns)
     return false;
 }
 
+/* W1–W2 on every member of the set: each registration, one barrier for
+ * them all, then each key (sl_event_prepare, for a set of one). */
+static void set_prepare(const sl__event_set *s)
+{
+    if (s->n == 1) {
+        uint32_t key = sl_event_prepare(s->evs[0]);
+        s->w[0] = (sl__futex_word){&s->evs[0]->epoch, key, epoch_shared(key)};
+        return;
+    }
+    for (size_t i = 0; i < s->n; i++)
+        atomic_fetch_add_explicit(&s->evs[i]->waiters, 1u, memory_order_seq_cst);
+    SL_FI();
+    /* Every registration before the re-check, as sl_event_prepare's. */
+    sl_event_heavy_fence();
+    for (size_t i = 0; i < s->n; i++) {
+        /* Acquire: the re-check cannot move above the key loads. */
+        uint32_t key = atomic_load_explicit(&s->evs[i]->epoch, memory_order_acquire);
+        s->w[i] = (sl__futex_word){&s->evs[i]->epoch, key, epoch_shared(key)};
+    }
+}
+
+static void set_cancel(const sl__event_set *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        sl_event_cancel(s->evs[i]);
+}
+
 /* The waiter's side of the argument at the top of this file: W1–W2 are
- * sl_event_prepare, W3 the re-check, W4 sl_event_wait. */
-sl_status sl__event_await(sl_event *ev, sl__ready_fn ready, void *ctx, uint64_t deadline_ns,
-                          unsigned flags)
+ * set_prepare, W3 the re-check, W4 set_wait — on one eventcount, or on
+ * several at once (await.h). */
+sl_status sl__event_await_set(const sl__event_set *set, sl__ready_fn ready, void *ctx,
+                              uint64_t deadline_ns, unsigned flags)
 {
     /* Phase 1: one look, or the spin (whose first try follows one pause). */
     if ((flags & SL__AWAIT_SPIN) ? sl__await_spin(ready, ctx, deadline_ns) : ready(ctx))
         return SL_OK;
     for (;;) {
-        uint32_t key = sl_event_prepare(ev);
+        set_prepare(set);
         SL_FI(); /* registered, not yet re-checked */
 #ifndef SL_MUTANT_PARK_NO_RECHECK /* planted bug when defined: sleeps unchecked */
         if (ready(ctx)) {
-            sl_event_cancel(ev);
+            set_cancel(set);
             return SL_OK;
         }
 #endif
-        sl_status w = sl_event_wait(ev, key, deadline_ns);
+        sl_status w = set_wait(set, deadline_ns);
 #ifdef SL_MUTANT_PARK_TIMEOUT_NO_RETRY
         if (w == SL_TIMEDOUT)
             return SL_TIMEDOUT; /* planted bug: no last look at the deadline */
@@ -353,4 +417,12 @@ sl_status sl__event_await(sl_event *ev, sl__ready_fn ready, void *ctx, uint64_t 
         if (w == SL_TIMEDOUT)
             return SL_TIMEDOUT;
     }
+}
+
+sl_status sl__event_await(sl_event *ev, sl__ready_fn ready, void *ctx, uint64_t deadline_ns,
+                          unsigned flags)
+{
+    sl__futex_word w;
+    return sl__event_await_set(&(sl__event_set){(sl_event *const[1]){ev}, &w, 1}, ready, ctx,
+                               deadline_ns, flags);
 }

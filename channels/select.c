@@ -38,32 +38,88 @@
  * ring took the arm; its own line, loaded by every ring. */
 static SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint32_t) bell_armed;
 
-void sl__select_ring(void)
+void sl__bell_ring(sl_event *ev, SL_ATOMIC(uint32_t) *armed)
 {
     /* seq_cst: the Dekker load, after the caller's change and `selectors`
-     * load, against select_arm's store and fence; the load first keeps the
+     * load, against bells_arm's store and fence; the load first keeps the
      * line shared while nobody arms it. */
-    if (atomic_load_explicit(&bell_armed, memory_order_seq_cst) == 0)
+    if (atomic_load_explicit(armed, memory_order_seq_cst) == 0)
         return;
     /* seq_cst, a read-modify-write: one ring per arm, and the notify's epoch
      * bump after it, so a selector whose arm this takes read its key before
-     * the bump and wakes (docs/guarantees.md). */
-    if (atomic_exchange_explicit(&bell_armed, 0u, memory_order_seq_cst) == 0)
+     * the bump and wakes (docs/guarantees.md). Any value a peer wrote into a
+     * shared bell's arm counts as armed: one wake more, nothing else. */
+    if (atomic_exchange_explicit(armed, 0u, memory_order_seq_cst) == 0)
         return;
     SL_FI(); /* the arm taken, not yet notified */
-    sl_event_notify_all(&sl__select_bell);
+    sl_event_notify_all(ev);
 }
 
-/* Called after the prepare (its key read), before a re-check. */
-static void select_arm(void)
+void sl__select_ring(void) { sl__bell_ring(&sl__select_bell, &bell_armed); }
+
+/* The bells a selector waits on: this process's, then the bell of each
+ * distinct shared segment among its cases (sluice/shm.h), as an event set
+ * (internal/await.h) with each bell's arm beside it. */
+typedef struct select_bells {
+    sl_event **evs;
+    SL_ATOMIC(uint32_t) **armed;
+    sl__futex_word *w;
+    size_t n;
+} select_bells;
+
+/* Bells up to this many (the process's and 7 segments') need no allocation. */
+#define SELECT_STACK_BELLS 8
+
+/* Adds ch's segment bell to b unless it is there. */
+static void bells_add(select_bells *b, sl_chan *ch)
+{
+    sl__shm_bell *sb = sl__shm_bell_of(ch);
+    for (size_t i = 1; i < b->n; i++)
+        if (b->evs[i] == &sb->ev)
+            return;
+    b->evs[b->n] = &sb->ev;
+    b->armed[b->n++] = &sb->armed;
+}
+
+/* Fills b for the cases, in `stack` when `room` is enough, else in one
+ * allocation (*heap, for the caller to free). false: out of memory. */
+static bool bells_collect(select_bells *b, const sl_select_case *cases, size_t n, void *stack,
+                          size_t room, void **heap)
+{
+    size_t shared = 0;
+    for (size_t i = 0; i < n; i++)
+        shared += cases[i].ch && sl__chan_is_shared(cases[i].ch);
+    size_t each = sizeof *b->evs + sizeof *b->armed + sizeof *b->w;
+    unsigned char *mem = stack;
+    *heap = NULL;
+    if (shared + 1 > room && !(mem = *heap = sl__alloc(0, (shared + 1) * each)))
+        return false;
+    b->w = (sl__futex_word *)mem; /* the widest first: each part stays aligned */
+    b->evs = (sl_event **)(mem + (shared + 1) * sizeof *b->w);
+    b->armed = (SL_ATOMIC(uint32_t) **)(mem + (shared + 1) * (sizeof *b->w + sizeof *b->evs));
+    b->evs[0] = &sl__select_bell;
+    b->armed[0] = &bell_armed;
+    b->n = 1;
+    for (size_t i = 0; i < n; i++)
+        if (cases[i].ch && sl__chan_is_shared(cases[i].ch))
+            bells_add(b, cases[i].ch);
+    return true;
+}
+
+/* Called after the prepare (its keys read), before a re-check. */
+static void bells_arm(const select_bells *b)
 {
     /* seq_cst: the Dekker store, in the total order with the rings' loads.
      * Stored even over a 1: the argument needs this selector's own store
      * (docs/guarantees.md), and this path is about to sleep anyway. */
-    atomic_store_explicit(&bell_armed, 1u, memory_order_seq_cst);
+    for (size_t i = 0; i < b->n; i++)
+        atomic_store_explicit(b->armed[i], 1u, memory_order_seq_cst);
     SL_FI(); /* armed, not yet fenced */
-    /* The arm (and the registrations before it) before the re-check, with
-     * the channel's change and its `selectors` and arm loads the other side. */
+    /* The arms (and the registrations before them) before the re-check, with
+     * the channel's change and its `selectors` and arm loads the other side.
+     * The fence part of the heavy barrier is the one a ring in another
+     * process pairs with: its change is a seq_cst read-modify-write or
+     * fenced there (docs/guarantees.md, "Across processes"). */
     sl_event_heavy_fence();
 }
 
@@ -87,9 +143,7 @@ static bool cases_valid(const sl_select_case *cases, size_t n, const size_t *ind
             return false;
         if (!cases[i].ch)
             continue;
-        /* A shared channel's changes ring this process's bell only: waiting
-         * on one across processes is not in this version (sluice/shm.h). */
-        if (!cases[i].buf || sl__chan_is_shared(cases[i].ch))
+        if (!cases[i].buf)
             return false;
         any = true;
     }
@@ -159,7 +213,7 @@ static void set_registered(sl_select_case *cases, size_t n, bool on)
     }
     SL_FI();
     /* No barrier here: every re-check that may precede a sleep follows
-     * select_arm's, which orders these registrations too. Leaving needs none:
+     * bells_arm's, which orders these registrations too. Leaving needs none:
      * a channel that still sees the count only rings the bell once more. */
 }
 
@@ -172,6 +226,7 @@ typedef struct select_ctx {
     sl_status st;          /* the last round's */
     sl__rdv_select *rdv;   /* offers on rendezvous cases, once registered; or NULL */
     unsigned looks;        /* rounds in the wait (select_recheck) */
+    select_bells bells;    /* what the wait sleeps on */
 } select_ctx;
 
 static bool select_round(void *ctx)
@@ -200,22 +255,46 @@ static bool select_recheck(void *ctx)
 #else
     if (w->looks++ > 0)
 #endif
-        select_arm();
+        bells_arm(&w->bells);
     return select_ready(ctx);
 }
 
 /* The deadline hook: the earliest instant a receive case may become ready
- * without ringing the bell (a timer's next fire), so the wait wakes then. */
+ * without ringing the bell (a timer's next fire), so the wait wakes then;
+ * and for a shared channel's case of either direction, its periodic look
+ * (sluice/shm.h: a ring lost with a killed process, a dead sender). */
 static uint64_t select_next(void *ctx)
 {
     select_ctx *w = ctx;
     uint64_t at = SL_FOREVER;
     for (size_t i = 0; i < w->n; i++) {
         const sl_select_case *c = &w->cases[i];
-        uint64_t t = c->ch && c->op == SL_SEL_RECV ? sl__chan_ready_at(c->ch) : SL_FOREVER;
+        uint64_t t = c->ch && (c->op == SL_SEL_RECV || sl__chan_is_shared(c->ch))
+                         ? sl__chan_ready_at(c->ch)
+                         : SL_FOREVER;
         at = t < at ? t : at;
     }
     return at;
+}
+
+/* Registered on the cases' channels, waits on the bells (the await
+ * protocol, internal/await.h) until a round is ready or the deadline. */
+static sl_status select_sleep(select_ctx *w, uint64_t deadline)
+{
+    _Alignas(sl__futex_word) unsigned char stack[SELECT_STACK_BELLS *
+                        (sizeof(sl_event *) + sizeof(void *) + sizeof(sl__futex_word))];
+    void *heap;
+    if (!bells_collect(&w->bells, w->cases, w->n, stack, SELECT_STACK_BELLS, &heap))
+        return SL_ENOMEM;
+    /* Registered before the first prepare, and still race-free: a notifier
+     * changes state before it loads `selectors` and the arm, our arm and
+     * re-check follow the registration; the rest is the await protocol
+     * (internal/await.h). */
+    set_registered(w->cases, w->n, true);
+    sl__event_set set = {w->bells.evs, w->bells.w, w->bells.n};
+    sl_status st = sl__chan_await(&set, select_recheck, w, deadline, 0, select_next);
+    free(heap);
+    return st;
 }
 
 /* Out of line: a select answered by its first round sets up no wait. */
@@ -223,7 +302,7 @@ static __attribute__((noinline)) sl_status select_wait(sl_select_case *cases, si
                                                        size_t *order, uint64_t deadline,
                                                        size_t *index)
 {
-    select_ctx w = {cases, n, order, index, SL_TIMEDOUT, NULL, 0};
+    select_ctx w = {cases, n, order, index, SL_TIMEDOUT, NULL, 0, {0}};
     /* Offers on rendezvous cases go up with the first round of the spin, so
      * a partner can meet this select while it spins (rendezvous.c). */
     sl__rdv_select rdv;
@@ -234,19 +313,17 @@ static __attribute__((noinline)) sl_status select_wait(sl_select_case *cases, si
     /* Spin before registering: a select answered within the spin pays no
      * heavy fence. */
     sl_status st = SL_OK;
-    bool registered = !sl__await_spin(select_ready, &w, deadline);
-    /* Registered before the first prepare, and still race-free: a notifier
-     * changes state before it loads `selectors` and the arm, our arm and
-     * re-check follow the registration; the rest is the await protocol
-     * (internal/await.h). */
-    if (registered) {
-        set_registered(cases, n, true);
-        st = sl__chan_await(&sl__select_bell, select_recheck, &w, deadline, 0, select_next);
+    bool registered = false;
+    if (!sl__await_spin(select_ready, &w, deadline)) {
+        st = select_sleep(&w, deadline);
+        registered = st != SL_ENOMEM;
     }
     if (w.rdv && sl__rdv_select_end(w.rdv, index))
         st = w.st = SL_OK; /* a partner took one of the offers */
     if (registered)
         set_registered(cases, n, false);
+    if (st == SL_ENOMEM)
+        return st;
     return st == SL_OK ? w.st : SL_TIMEDOUT;
 }
 

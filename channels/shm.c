@@ -37,8 +37,9 @@
 #include "sluice/shm.h"
 
 #define SHM_MAGIC 0x4D48534349554C53ull /* "SLUICSHM", little-endian */
-#define SHM_VERSION 2u
+#define SHM_VERSION 3u
 #define SHM_CTL_AT ((size_t)72)    /* the peer-death control words */
+#define SHM_BELL_AT ((size_t)88)   /* the select bell (version 3) */
 #define SHM_RECS_AT ((size_t)2048) /* the sender records */
 #define SHM_RECS SL_SHM_SENDERS
 #define SHM_DATA_AT (SHM_RECS_AT + SHM_RECS * (size_t)64) /* the storage */
@@ -137,6 +138,37 @@ static void fill_local(sl_chan *ch, const geometry *g)
     }
 }
 
+/* ---- the select bell (docs/shm-layout.md, "The select bell") -------------
+ * Selectors in every process that has the segment mapped wait on it (with
+ * futex_waitv beside their process's bell, select.c); every send, receive
+ * and close of the channel rings it while `selectors` is not zero
+ * (sl__chan_ring_watchers), with select's armed-bell protocol. A peer's
+ * garbage in its words costs wake-ups: a set arm or a raised waiter count
+ * makes a ring issue a futex wake; a cleared arm or shared mark delays a
+ * selector until its periodic look (sl__shm_ready_at). */
+_Static_assert(SHM_BELL_AT >= SHM_CTL_AT + 16 && SHM_BELL_AT % 4 == 0 &&
+                   SHM_BELL_AT + sizeof(sl__shm_bell) <= AT(in_flight),
+               "shm layout: the select bell sits after the control words, before the marks");
+_Static_assert(offsetof(sl__shm_bell, ev.epoch) == 0 && offsetof(sl__shm_bell, ev.waiters) == 4 &&
+                   offsetof(sl__shm_bell, armed) == 8,
+               "shm layout: the select bell's words");
+_Static_assert(SL__EVENT_SET_POLL_NS == (uint64_t)SL_SHM_LOOK_MS * 1000 * 1000,
+               "a selector without futex_waitv looks as often as a shared channel's waiter");
+
+sl__shm_bell *sl__shm_bell_of(sl_chan *ch)
+{
+    return (sl__shm_bell *)((unsigned char *)ch + SL__CHAN_SHARED_AT + SHM_BELL_AT);
+}
+
+void sl__shm_ring(sl_chan *ch)
+{
+#ifdef SL_MUTANT_SHM_SELECT_NO_BELL
+    return; /* planted bug: a change never rings the segment's bell */
+#endif
+    sl__shm_bell *b = sl__shm_bell_of(ch);
+    sl__bell_ring(&b->ev, &b->armed);
+}
+
 /* The creator's initial state of the shared part (a fresh segment reads as
  * zeros): the header, the eventcounts marked shared, the queue empty. The
  * magic goes last, released: an opener that sees it sees the rest. */
@@ -149,6 +181,7 @@ static void init_shared(sl_chan *ch, const geometry *g)
     ch->hdr.size = g->size;
     sl__event_init_shared(&ch->not_empty);
     sl__event_init_shared(&ch->not_full);
+    sl__event_init_shared(&sl__shm_bell_of(ch)->ev); /* not armed: zero */
     if (g->flavor == SL_MPMC) {
         sl__mpmc_view *v = &ch->geom.mpmc;
         sl__cellring_init(v->used.cells, g->capacity, 0, false);

@@ -21,17 +21,22 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The deadline as futex(2) and futex_waitv(2) take it: NULL for none. */
+static struct timespec *abs_time(struct timespec *ts, uint64_t deadline_ns)
+{
+    if (deadline_ns == SL_FOREVER)
+        return NULL;
+    ts->tv_sec = (time_t)(deadline_ns / 1000000000u);
+    ts->tv_nsec = (long)(deadline_ns % 1000000000u);
+    return ts;
+}
+
 static int futex_wait_op(SL_ATOMIC(uint32_t) *word, uint32_t expected, uint64_t deadline_ns,
                          int private_flag)
 {
-    struct timespec ts, *tsp = NULL;
-    if (deadline_ns != SL_FOREVER) {
-        ts.tv_sec = (time_t)(deadline_ns / 1000000000u);
-        ts.tv_nsec = (long)(deadline_ns % 1000000000u);
-        tsp = &ts;
-    }
+    struct timespec ts;
     long r = syscall(SYS_futex, (void *)word, FUTEX_WAIT_BITSET | private_flag,
-                     expected, tsp, NULL, FUTEX_BITSET_MATCH_ANY);
+                     expected, abs_time(&ts, deadline_ns), NULL, FUTEX_BITSET_MATCH_ANY);
     return r == 0 ? 0 : -errno;
 }
 
@@ -61,6 +66,34 @@ static int sys_futex_wait_shared(SL_ATOMIC(uint32_t) *word, uint32_t expected,
 static int sys_futex_wake_shared(SL_ATOMIC(uint32_t) *word, int count)
 {
     return futex_wake_op(word, count, 0);
+}
+
+/* The kernel's struct futex_waitv (linux/futex.h since 5.16; spelled out
+ * here for older headers), and its 32-bit size flag. */
+struct waitv_entry {
+    uint64_t val;
+    uint64_t uaddr;
+    uint32_t flags;
+    uint32_t reserved;
+};
+#define WAITV_U32 0x02u
+
+static int sys_futex_waitv(const sl__futex_word *w, unsigned n, uint64_t deadline_ns)
+{
+#ifdef SYS_futex_waitv
+    struct waitv_entry v[SL__FUTEX_WAITV_MAX];
+    if (n == 0 || n > SL__FUTEX_WAITV_MAX)
+        return -EINVAL;
+    for (unsigned i = 0; i < n; i++)
+        v[i] = (struct waitv_entry){w[i].expected, (uint64_t)(uintptr_t)w[i].word,
+                                    WAITV_U32 | (w[i].shared ? 0u : FUTEX_PRIVATE_FLAG), 0};
+    struct timespec ts;
+    long r = syscall(SYS_futex_waitv, v, n, 0, abs_time(&ts, deadline_ns), CLOCK_MONOTONIC);
+    return r >= 0 ? (int)r : -errno;
+#else
+    (void)w, (void)n, (void)deadline_ns;
+    return -ENOSYS;
+#endif
 }
 
 static uint64_t sys_now_ns(void)
@@ -109,6 +142,7 @@ const sl_sys_ops sl__sys_default_ops = {
     .futex_wake = sys_futex_wake,
     .futex_wait_shared = sys_futex_wait_shared,
     .futex_wake_shared = sys_futex_wake_shared,
+    .futex_waitv = sys_futex_waitv,
     .now_ns = sys_now_ns,
     .membarrier = sys_membarrier,
     .eventfd = sys_eventfd,
@@ -157,6 +191,12 @@ int sl__futex_wake_shared(SL_ATOMIC(uint32_t) *word, int count)
 {
     const sl_sys_ops *t = sl__sys();
     return ENTRY(t, futex_wake_shared)(word, count);
+}
+
+int sl__futex_waitv(const sl__futex_word *w, unsigned n, uint64_t deadline_ns)
+{
+    const sl_sys_ops *t = sl__sys();
+    return ENTRY(t, futex_waitv)(w, n, deadline_ns);
 }
 
 uint64_t sl__now_ns(void)

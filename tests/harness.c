@@ -291,6 +291,23 @@ static int spurious_futex_wait_shared(SL_ATOMIC(uint32_t) *word, uint32_t expect
     return spurious_wait_with(sl__sys_default_ops.futex_wait_shared, word, expected, deadline_ns);
 }
 
+/* futex_waitv: the same faults as futex_wait (a spurious return is index 0,
+ * which the caller must not trust either: it re-reads every epoch). */
+static int spurious_futex_waitv(const sl__futex_word *w, unsigned n, uint64_t deadline_ns)
+{
+    count_fault(F_WAIT);
+    switch (fault_rand() % 16) {
+    case 0:
+    case 1: count_fault(F_SPURIOUS); return 0;
+    case 2: count_fault(F_EINTR); return -EINTR;
+    case 3: count_fault(F_SPURIOUS); return -EAGAIN;
+    case 4:
+    case 5: count_fault(F_WAIT_DELAY); fault_nap(); break;
+    default: break;
+    }
+    return sl__sys_default_ops.futex_waitv(w, n, deadline_ns);
+}
+
 /* futex_wake: 1/8 a nap first (a wake late behind the waiter's compare). */
 static void spurious_wake_delay(void)
 {
@@ -323,7 +340,8 @@ static int refused_membarrier(int cmd)
 static const sl_sys_ops k_spurious_ops = {.futex_wait = spurious_futex_wait,
                                           .futex_wake = spurious_futex_wake,
                                           .futex_wait_shared = spurious_futex_wait_shared,
-                                          .futex_wake_shared = spurious_futex_wake_shared};
+                                          .futex_wake_shared = spurious_futex_wake_shared,
+                                          .futex_waitv = spurious_futex_waitv};
 
 static sl_sys_ops g_base = {.alloc = fault_alloc};
 static bool g_env_spurious, g_env_nomembarrier;
@@ -334,6 +352,7 @@ static void overlay(sl_sys_ops *out, const sl_sys_ops *o)
 {
 #define PICK(f) out->f = o && o->f ? o->f : g_base.f ? g_base.f : sl__sys_default_ops.f
     PICK(futex_wait); PICK(futex_wake); PICK(futex_wait_shared); PICK(futex_wake_shared);
+    PICK(futex_waitv);
     PICK(now_ns); PICK(membarrier); PICK(eventfd); PICK(eventfd_reset);
     PICK(alloc);
     PICK(thread_create); PICK(thread_getattr);
@@ -421,6 +440,7 @@ __attribute__((constructor)) static void sys_base_install(void)
         g_base.futex_wake = spurious_futex_wake;
         g_base.futex_wait_shared = spurious_futex_wait_shared;
         g_base.futex_wake_shared = spurious_futex_wake_shared;
+        g_base.futex_waitv = spurious_futex_waitv;
     }
     sl_test_sys_faults_seed(sl_test_env_seed("SL_STRESS_SEED") ^ 0xFA17ull);
     sl_test_sys_restore(); /* g_composed[0]: the base alone */

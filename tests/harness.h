@@ -112,7 +112,7 @@ TCase *sl_test_loop_case(Suite *s, const char *name, int timeout, const TTest *t
  *     ENOSYS (so the registration fails and sluice uses fences on both
  *     sides, from the first eventcount on);
  *   - with SL_TEST_SYSFAULTS=spurious, futex_wait and futex_wake (and
- *     their shared variants), which inject spurious wake-ups, EINTR, early
+ *     their shared variants, and futex_waitv), which inject spurious wake-ups, EINTR, early
  *     ETIMEDOUT and delays
  *     (sl_test_sys_spurious).
  * The two combine: SL_TEST_SYSFAULTS=nomembarrier,spurious. What was

@@ -36,6 +36,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sluice/select.h>
 #include <sluice/shm.h>
 
 #define MAX_PROCS 4
@@ -98,17 +99,49 @@ static sl_chan *open_own(const run *r)
     return ch;
 }
 
+/* A select, fair or biased, over the shared channel (case 1) and an
+ * in-process channel `idle` that is never ready (empty for a receive, full
+ * for a send), so that the shared case is the one taken: SL_TIMEDOUT when
+ * nothing was in time, else the shared case's status. */
+static sl_status select_shared(const run *r, sl_chan *ch, sl_chan *idle, sl_select_op op,
+                               void *buf, sl_test_rng *rng)
+{
+    unsigned char other[64] = {0};
+    sl_select_case c[] = {{idle, op, other}, {ch, op, buf}};
+    uint64_t t = k_timeouts[sl_test_rng_next(rng) % N_TIMEOUTS];
+    size_t idx = 2;
+    sl_status st = sl_test_rng_next(rng) % 2 ? sl_select_biased(c, 2, t, &idx)
+                                             : sl_select(c, 2, t, &idx);
+    if (st != SL_TIMEDOUT && idx != 1)
+        fail_at(r->t, 6); /* the never-ready case taken */
+    return st;
+}
+
+/* The in-process channel of select_shared: full for a sender. */
+static sl_chan *idle_chan(const run *r, bool full)
+{
+    sl_chan *l = NULL;
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 64, .capacity = 1};
+    unsigned char one[64] = {0};
+    if (sl_chan_new(&l, &o) != SL_OK || (full && sl_chan_try_send(l, one) != SL_OK))
+        fail_at(r->t, 7);
+    return l;
+}
+
 static void produce(const run *r, unsigned p)
 {
     sl_chan *ch = open_own(r);
     sl_test_rng rng;
     sl_test_rng_seed(&rng, r->seed + p);
     unsigned char batch[BATCH * 64];
-    for (uint64_t s = 0; ch && s < r->n;) {
+    sl_chan *idle = idle_chan(r, true);
+    for (uint64_t s = 0; ch && idle && s < r->n;) {
         size_t k = msg_batch(batch, r->opts.elem_size, p, s, r->n - s, BATCH, &rng);
         size_t sent = 0;
-        uint64_t pick = sl_test_rng_next(&rng) % 4;
-        if (pick == 0)
+        uint64_t pick = sl_test_rng_next(&rng) % 5;
+        if (pick == 4)
+            sent = select_shared(r, ch, idle, SL_SEL_SEND, batch, &rng) == SL_OK;
+        else if (pick == 0)
             sent = sl_chan_try_send_n(ch, batch, k);
         else if (pick == 1)
             sent = sl_chan_send_for(ch, batch, k_timeouts[sl_test_rng_next(&rng) % N_TIMEOUTS]) ==
@@ -119,6 +152,7 @@ static void produce(const run *r, unsigned p)
         if (atomic_load(&r->t->bad))
             break;
     }
+    sl_chan_free(idle);
     sl_chan_free(ch);
 }
 
@@ -127,15 +161,18 @@ static void *receive(void *arg)
 {
     const run *r = ((void **)arg)[0];
     sl_chan *ch = ((void **)arg)[1];
+    sl_chan *idle = ((void **)arg)[2];
     uint64_t next[MAX_PROCS] = {0};
     unsigned char buf[BATCH * 64];
     sl_test_rng rng;
     sl_test_rng_seed(&rng, r->seed ^ (uintptr_t)arg);
     for (;;) {
         size_t got = 0;
-        sl_status st = sl_test_rng_next(&rng) % 2
-                           ? sl_chan_recv_n(ch, buf, BATCH, &got)
-                           : sl_chan_recv_for(ch, buf, k_timeouts[sl_test_rng_next(&rng) % N_TIMEOUTS]);
+        uint64_t pick = sl_test_rng_next(&rng) % 3;
+        sl_status st = pick == 0   ? sl_chan_recv_n(ch, buf, BATCH, &got)
+                       : pick == 1 ? sl_chan_recv_for(ch, buf, k_timeouts[sl_test_rng_next(&rng) %
+                                                                         N_TIMEOUTS])
+                                   : select_shared(r, ch, idle, SL_SEL_RECV, buf, &rng);
         if (st == SL_OK && got == 0)
             got = 1;
         if (st == SL_CLOSED)
@@ -163,14 +200,16 @@ static void consume(const run *r)
     if (!ch)
         return;
     pthread_t thr[MAX_THREADS];
-    void *args[MAX_THREADS][2];
+    void *args[MAX_THREADS][3];
+    sl_chan *idle = idle_chan(r, false);
     for (unsigned i = 0; i < r->cfg->threads; i++) {
-        args[i][0] = (void *)r, args[i][1] = ch;
+        args[i][0] = (void *)r, args[i][1] = ch, args[i][2] = idle;
         if (pthread_create(&thr[i], NULL, receive, args[i]) != 0)
             fail_at(r->t, 5);
     }
     for (unsigned i = 0; i < r->cfg->threads; i++)
         pthread_join(thr[i], NULL);
+    sl_chan_free(idle);
     sl_chan_free(ch);
 }
 

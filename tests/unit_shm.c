@@ -29,6 +29,7 @@
 #include "harness.h"
 #include "stress_common.h"
 #include "internal/testing.h"
+#include "internal/sysops.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -421,12 +422,7 @@ START_TEST(test_use_refusals)
     int fd = -1;
     ck_assert_int_eq(sl_chan_fd(ch, SL_END_RECV, &fd), SL_EINVAL);
     ck_assert_int_eq(sl_chan_fd(ch, SL_END_SEND, &fd), SL_EINVAL);
-    uint64_t v;
-    sl_select_case c[] = {{ch, SL_SEL_RECV, &v}};
-    size_t idx;
-    ck_assert_int_eq(sl_select(c, 1, 0, &idx), SL_EINVAL);
-    ck_assert_int_eq(sl_select_biased(c, 1, 0, &idx), SL_EINVAL);
-    uint64_t evicted;
+    uint64_t v, evicted;
     ck_assert_int_eq(sl_chan_send_evict(ch, &v, &evicted), SL_EINVAL);
     sl_chan_free(ch);
 }
@@ -1029,6 +1025,278 @@ START_TEST(test_typed)
 }
 END_TEST
 
+/* ---- select over shared and in-process channels ----------------------------
+ * A selector in one process, its shared case changed by another: woken by
+ * the segment's bell, never by the periodic look (lengthened here, as in the
+ * park tests, so that a ring that never crosses the process fails instead of
+ * arriving 50 ms late). _i: the configuration, and biased (_i >= 4). */
+typedef struct sel_arg {
+    int fd;
+    sl_chan_opts opts;
+    int what; /* SEL_SEND_THEN_CLOSE, SEL_RECV_THEN_CLOSE */
+} sel_arg;
+
+enum { SEL_SEND_THEN_CLOSE, SEL_RECV_THEN_CLOSE };
+
+/* The child: after the parent has had time to sleep in its select, sends
+ * message 7 (or takes message 0 from the full channel), then later closes. */
+static int sel_peer(void *p)
+{
+    sel_arg *a = p;
+    sl_chan *ch;
+    unsigned char buf[64];
+    if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK)
+        return 1;
+    sl_test_sleep_ns(50 * MS);
+    if (a->what == SEL_SEND_THEN_CLOSE) {
+        sl_test_seq_fill(buf, a->opts.elem_size, 7);
+        if (sl_chan_try_send(ch, buf) != SL_OK)
+            return 2;
+    } else if (sl_chan_try_recv(ch, buf) != SL_OK || !sl_test_seq_is(buf, a->opts.elem_size, 0)) {
+        return 3;
+    }
+    sl_test_sleep_ns(50 * MS);
+    sl_chan_close(ch);
+    sl_chan_free(ch);
+    return 0;
+}
+
+static sl_status select_by(bool biased, sl_select_case *c, size_t n, uint64_t t, size_t *idx)
+{
+    *idx = n;
+    return biased ? sl_select_biased(c, n, t, idx) : sl_select(c, n, t, idx);
+}
+
+/* An in-process channel for the other case: empty (never ready to receive)
+ * or full (never ready to send). */
+static sl_chan *local_chan(bool full)
+{
+    sl_chan *l;
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 64, .capacity = 1};
+    ck_assert_int_eq(sl_chan_new(&l, &o), SL_OK);
+    unsigned char buf[64] = {0};
+    if (full)
+        ck_assert_int_eq(sl_chan_try_send(l, buf), SL_OK);
+    return l;
+}
+
+static uint64_t g_look_saved;
+static void long_look(void) { g_look_saved = sl__shm_look_ns, sl__shm_look_ns = 3600 * SEC; }
+static void look_back(void) { sl__shm_look_ns = g_look_saved; }
+
+/* Receive cases: the try form, a timed select that runs out, then a select
+ * with no deadline woken by the child's send, then by its close. */
+static void select_recv_across(int cfg, bool biased, uint64_t timeout)
+{
+    sl_chan_opts o = opts_of(cfg, 2);
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    sl_chan *l = local_chan(false);
+    unsigned char got[64], other[64];
+    sl_select_case c[] = {{l, SL_SEL_RECV, other}, {ch, SL_SEL_RECV, got}};
+    size_t idx;
+    ck_assert_int_eq(select_by(biased, c, 2, 0, &idx), SL_TIMEDOUT);
+    ck_assert_int_eq(select_by(biased, c, 2, 5 * MS, &idx), SL_TIMEDOUT);
+    sel_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o, .what = SEL_SEND_THEN_CLOSE};
+    pid_t pid = spawn(sel_peer, &a);
+    ck_assert_int_eq(select_by(biased, c, 2, timeout, &idx), SL_OK);
+    ck_assert_uint_eq(idx, 1);
+    ck_assert(sl_test_seq_is(got, o.elem_size, 7));
+    ck_assert_int_eq(select_by(biased, c, 2, timeout, &idx), SL_CLOSED);
+    ck_assert_uint_eq(idx, 1);
+    join_ok(pid);
+    sl_chan_free(l);
+    sl_chan_free(ch);
+}
+
+/* Send cases: the shared channel full, woken by the child's receive, then
+ * full again, woken by its close. */
+static void select_send_across(int cfg, bool biased, uint64_t timeout)
+{
+    sl_chan_opts o = opts_of(cfg, 2);
+    sl_chan *ch;
+    unsigned char buf[64], other[64] = {0};
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    for (uint64_t i = 0; i < 2; i++) {
+        sl_test_seq_fill(buf, o.elem_size, i);
+        ck_assert_int_eq(sl_chan_try_send(ch, buf), SL_OK);
+    }
+    sl_chan *l = local_chan(true);
+    sl_test_seq_fill(buf, o.elem_size, 2);
+    sl_select_case c[] = {{l, SL_SEL_SEND, other}, {ch, SL_SEL_SEND, buf}};
+    size_t idx;
+    ck_assert_int_eq(select_by(biased, c, 2, 0, &idx), SL_TIMEDOUT);
+    sel_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o, .what = SEL_RECV_THEN_CLOSE};
+    pid_t pid = spawn(sel_peer, &a);
+    ck_assert_int_eq(select_by(biased, c, 2, timeout, &idx), SL_OK);
+    ck_assert_uint_eq(idx, 1);
+    ck_assert_int_eq(select_by(biased, c, 2, timeout, &idx), SL_CLOSED);
+    ck_assert_uint_eq(idx, 1);
+    join_ok(pid);
+    for (uint64_t i = 1; i < 3; i++) { /* what is left: 1, then the select's 2 */
+        ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_OK);
+        ck_assert(sl_test_seq_is(buf, o.elem_size, i));
+    }
+    ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_CLOSED);
+    sl_chan_free(l);
+    sl_chan_free(ch);
+}
+
+START_TEST(test_select_recv_across)
+{
+    long_look();
+    select_recv_across(_i % 4, _i >= 4, _i % 2 ? SL_FOREVER : 10 * SEC);
+    look_back();
+}
+END_TEST
+
+START_TEST(test_select_send_across)
+{
+    long_look();
+    select_send_across(_i % 4, _i >= 4, _i % 2 ? 10 * SEC : SL_FOREVER);
+    look_back();
+}
+END_TEST
+
+/* Biased, both ready: the lowest index wins, shared or not; and an
+ * in-process case still wakes a selector that also waits on a segment. */
+static void *send_later(void *p)
+{
+    sl_test_sleep_ns(50 * MS);
+    unsigned char buf[64] = {9};
+    ck_assert_int_eq(sl_chan_try_send(p, buf), SL_OK);
+    return NULL;
+}
+
+START_TEST(test_select_mixed_order)
+{
+    sl_chan_opts o = opts_of(_i, 4);
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    sl_chan *l = local_chan(true);
+    unsigned char buf[64] = {0}, lb[64];
+    sl_test_seq_fill(buf, o.elem_size, 5);
+    ck_assert_int_eq(sl_chan_try_send(ch, buf), SL_OK);
+    size_t idx;
+    sl_select_case sl_first[] = {{ch, SL_SEL_RECV, buf}, {l, SL_SEL_RECV, lb}};
+    ck_assert_int_eq(sl_select_biased(sl_first, 2, 0, &idx), SL_OK);
+    ck_assert_uint_eq(idx, 0);
+    ck_assert(sl_test_seq_is(buf, o.elem_size, 5));
+    ck_assert_int_eq(sl_chan_try_send(ch, buf), SL_OK);
+    sl_select_case l_first[] = {{l, SL_SEL_RECV, lb}, {ch, SL_SEL_RECV, buf}};
+    ck_assert_int_eq(sl_select_biased(l_first, 2, 0, &idx), SL_OK);
+    ck_assert_uint_eq(idx, 0);
+    ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_OK); /* empty both again */
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, send_later, l), 0);
+    ck_assert_int_eq(sl_select(l_first, 2, 10 * SEC, &idx), SL_OK);
+    ck_assert_uint_eq(idx, 0);
+    ck_assert_uint_eq(lb[0], 9);
+    pthread_join(t, NULL);
+    /* Refusals are as for any channel: a NULL buffer, nothing consumed. */
+    sl_select_case bad[] = {{ch, SL_SEL_RECV, NULL}};
+    ck_assert_int_eq(sl_select(bad, 1, 0, &idx), SL_EINVAL);
+    sl_chan_free(l);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* Faults in futex_waitv: spurious returns, EINTR and EAGAIN in turn before
+ * each real call; or ENOSYS (a kernel before 5.16), where the selector
+ * sleeps on its process's bell in spans and looks at the segments' epochs. */
+static atomic_uint g_waitv_calls;
+
+static int waitv_faulty(const sl__futex_word *w, unsigned n, uint64_t deadline_ns)
+{
+    static const int k_fault[] = {0, -EINTR, -EAGAIN};
+    unsigned k = atomic_fetch_add(&g_waitv_calls, 1);
+    if (k % 4 < 3)
+        return k_fault[k % 4];
+    return sl__sys_default_ops.futex_waitv(w, n, deadline_ns);
+}
+
+static int waitv_missing(const sl__futex_word *w, unsigned n, uint64_t deadline_ns)
+{
+    (void)w, (void)n, (void)deadline_ns;
+    atomic_fetch_add(&g_waitv_calls, 1);
+    return -ENOSYS;
+}
+
+START_TEST(test_select_waitv_faults)
+{
+    static const sl_sys_ops faulty = {.futex_waitv = waitv_faulty};
+    static const sl_sys_ops missing = {.futex_waitv = waitv_missing};
+    atomic_store(&g_waitv_calls, 0);
+    sl_test_sys_install(_i < 2 ? &faulty : &missing);
+    long_look();
+    if (_i % 2)
+        select_send_across(2, false, SL_FOREVER);
+    else
+        select_recv_across(0, true, 10 * SEC);
+    look_back();
+    sl_test_sys_restore();
+    /* The parent slept in the select at least twice (the send or receive,
+     * then the close): through the entry, each time. */
+    ck_assert_uint_ge(atomic_load(&g_waitv_calls), _i < 2 ? 4 : 2);
+}
+END_TEST
+
+/* A selector killed while counted on a segment: the count stays raised (a
+ * later change takes the ring's slow path), nobody is wedged, and the next
+ * selector in another process is woken as before. */
+static int select_forever(void *p)
+{
+    park_arg *a = p;
+    sl_chan *ch;
+    unsigned char buf[64];
+    if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK)
+        return 1;
+    sl_select_case c[] = {{ch, SL_SEL_RECV, buf}};
+    size_t idx;
+    (void)sl_select(c, 1, SL_FOREVER, &idx);
+    return 2;
+}
+
+START_TEST(test_select_killed_selector)
+{
+    sl_chan_opts o = opts_of(_i, 2);
+    sl_chan *ch;
+    unsigned char buf[64];
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    park_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o};
+    pid_t pid = spawn(select_forever, &a);
+    unsigned char *raw = map_raw(a.fd, 128);
+    SL_ATOMIC(uint32_t) *selectors = (SL_ATOMIC(uint32_t) *)(raw + 60); /* shm-layout.md */
+    for (unsigned i = 0; i < 10000 && atomic_load(selectors) == 0; i++)
+        sl_test_sleep_ns(MS); /* until the child counts itself, about to sleep */
+    sl_test_sleep_ns(10 * MS);
+    kill(pid, SIGKILL);
+    ck_assert_int_eq(reap(pid), 128 + SIGKILL);
+    ck_assert_uint_eq(atomic_load(selectors), 1); /* the dead selector's count stays */
+    for (uint64_t i = 0; i < 2; i++) { /* sends and receives go on */
+        sl_test_seq_fill(buf, o.elem_size, i);
+        ck_assert_int_eq(sl_chan_try_send(ch, buf), SL_OK);
+    }
+    ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_OK);
+    ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_OK);
+    /* A selector here, on the same channel, is woken by another child's
+     * send and close through the bell. */
+    long_look();
+    sl_select_case c[] = {{ch, SL_SEL_RECV, buf}};
+    size_t idx;
+    sel_arg b = {.fd = a.fd, .opts = o, .what = SEL_SEND_THEN_CLOSE};
+    pid = spawn(sel_peer, &b);
+    ck_assert_int_eq(sl_select(c, 1, SL_FOREVER, &idx), SL_OK);
+    ck_assert(sl_test_seq_is(buf, o.elem_size, 7));
+    ck_assert_int_eq(sl_select(c, 1, SL_FOREVER, &idx), SL_CLOSED);
+    join_ok(pid);
+    look_back();
+    ck_assert_uint_eq(atomic_load(selectors), 1);
+    munmap(raw, 128);
+    sl_chan_free(ch);
+}
+END_TEST
+
 static Suite *shm_suite(void)
 {
     Suite *s = suite_create("shm");
@@ -1054,6 +1322,14 @@ static Suite *shm_suite(void)
     tc = tcase_create("park");
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, test_park_and_close_across, 0, N_OF(k_cfg));
+    suite_add_tcase(s, tc);
+    tc = tcase_create("select");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_select_recv_across, 0, 8);
+    tcase_add_loop_test(tc, test_select_send_across, 0, 8);
+    tcase_add_loop_test(tc, test_select_mixed_order, 0, N_OF(k_cfg));
+    tcase_add_loop_test(tc, test_select_waitv_faults, 0, 4);
+    tcase_add_loop_test(tc, test_select_killed_selector, 0, N_OF(k_cfg));
     suite_add_tcase(s, tc);
     tc = tcase_create("refusals");
     tcase_set_timeout(tc, 30);

@@ -39,6 +39,7 @@
 #define SLUICE_INTERNAL_AWAIT_H
 
 #include "sluice/park.h"
+#include "internal/sysops.h"
 
 /* The condition a waiter re-checks: true once it may stop waiting. */
 typedef bool (*sl__ready_fn)(void *ctx);
@@ -58,6 +59,35 @@ enum {
  * the spin phase of SL__AWAIT_SPIN checks the clock every few retries. */
 sl_status sl__event_await(sl_event *ev, sl__ready_fn ready, void *ctx, uint64_t deadline_ns,
                           unsigned flags);
+
+/* Several eventcounts waited on as one: a selector whose cases live in
+ * different places (this process's select bell and the bells of shared
+ * segments, sluice/shm.h) registers on each, re-checks once, and sleeps
+ * until any of them is notified, with one futex_waitv(2). The protocol is
+ * the one above, step for step, on every member: W1 on each, one barrier,
+ * W2 on each; a notifier of any member that sees its registration moves
+ * its epoch, and the sleep ends when any epoch moved.
+ *
+ * Without futex_waitv (a kernel before 5.16: -ENOSYS), or with more than
+ * SL__FUTEX_WAITV_MAX members, the sleep is on evs[0] alone, cut into
+ * spans of at most SL__EVENT_SET_POLL_NS, and every member's epoch is
+ * looked at after each span: a notify of another member is then seen at
+ * most one span late, never lost. */
+typedef struct sl__event_set {
+    sl_event *const *evs; /* n eventcounts; evs[0] the one a fallback sleeps on */
+    sl__futex_word *w;    /* n words of the caller's: the await's keys */
+    size_t n;             /* >= 1 */
+} sl__event_set;
+
+/* A fallback sleep's span (sl__event_set): the shared channels' look,
+ * SL_SHM_LOOK_MS (channels/shm.c asserts that they agree). */
+#define SL__EVENT_SET_POLL_NS ((uint64_t)50 * 1000 * 1000)
+
+/* sl__event_await on every member of set at once (above): SL_OK once
+ * ready(ctx), SL_TIMEDOUT at the deadline with ready(ctx) still false.
+ * With set->n == 1 it is exactly sl__event_await on set->evs[0]. */
+sl_status sl__event_await_set(const sl__event_set *set, sl__ready_fn ready, void *ctx,
+                              uint64_t deadline_ns, unsigned flags);
 
 /* Phase 1 alone: ready(ctx) retried with growing pause hints, then a few
  * sched_yield()s. true once ready(ctx); false when the budget or the

@@ -16,6 +16,18 @@
 #include <pthread.h>
 #include <stddef.h>
 
+/* One futex word of a futex_waitv: sleep while *word equals expected; shared
+ * 0 for a process-private futex, 1 for one in memory shared between
+ * processes (no FUTEX_PRIVATE_FLAG). */
+typedef struct sl__futex_word {
+    SL_ATOMIC(uint32_t) *word;
+    uint32_t expected;
+    uint32_t shared;
+} sl__futex_word;
+
+/* futex_waitv(2) takes at most this many words. */
+#define SL__FUTEX_WAITV_MAX 128u
+
 typedef struct sl_sys_ops {
     /* FUTEX_WAIT on *word while it equals expected, until the absolute
      * CLOCK_MONOTONIC deadline (SL_FOREVER: none). Returns 0 when woken (or
@@ -28,6 +40,13 @@ typedef struct sl_sys_ops {
      * wake reaches waiters in other processes (sluice/shm.h). */
     int (*futex_wait_shared)(SL_ATOMIC(uint32_t) *word, uint32_t expected, uint64_t deadline_ns);
     int (*futex_wake_shared)(SL_ATOMIC(uint32_t) *word, int count);
+    /* futex_waitv(2) (Linux 5.16) on n words, 1 <= n <= SL__FUTEX_WAITV_MAX,
+     * until the absolute CLOCK_MONOTONIC deadline (SL_FOREVER: none):
+     * sleeps while every word equals its expected value. Returns the index
+     * of a woken word (>= 0; or spuriously), -EAGAIN if a word differs,
+     * -EINTR, -ETIMEDOUT, or -ENOSYS where the kernel lacks it (the caller
+     * then falls back: channels/park.c, sl__event_set). */
+    int (*futex_waitv)(const sl__futex_word *w, unsigned n, uint64_t deadline_ns);
     /* CLOCK_MONOTONIC in nanoseconds. */
     uint64_t (*now_ns)(void);
     /* membarrier(2) with `cmd` and no flags; 0 on success, -errno otherwise. */
@@ -66,6 +85,7 @@ int sl__futex_wait(SL_ATOMIC(uint32_t) *word, uint32_t expected, uint64_t deadli
 int sl__futex_wake(SL_ATOMIC(uint32_t) *word, int count);
 int sl__futex_wait_shared(SL_ATOMIC(uint32_t) *word, uint32_t expected, uint64_t deadline_ns);
 int sl__futex_wake_shared(SL_ATOMIC(uint32_t) *word, int count);
+int sl__futex_waitv(const sl__futex_word *w, unsigned n, uint64_t deadline_ns);
 uint64_t sl__now_ns(void);
 int sl__membarrier(int cmd);
 int sl__eventfd(unsigned initval);

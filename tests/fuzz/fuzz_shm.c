@@ -60,11 +60,12 @@
 #include "chan_impl.h" /* SL__CHAN_SHARED_AT: where a handle maps the segment */
 #include "sysops.h"
 
-/* The layout (docs/shm-layout.md, version 2: the sender records, then the
- * storage). */
+/* The layout (docs/shm-layout.md, version 3: the select bell after the
+ * control words, the sender records, then the storage). */
 #define S_RECORDS_AT 2048u /* 64 records of 64 bytes: marks, sender, owner */
 #define S_DATA_AT 6144u
 #define S_CLOSED 40u
+#define S_BELL 88u /* the select bell: epoch, waiters, armed */
 #define S_IN_FLIGHT 128u
 #define S_TAIL 1152u      /* SL_SPSC tail; SL_MPMC tail */
 #define S_FREE_HEAD 1160u /* SL_MPMC; SL_SPSC: tail_cache */
@@ -504,7 +505,10 @@ static size_t shm_field(shm_run *r, fz_in *in, size_t *width)
 {
     uint8_t f = fz_byte(in), i = fz_byte(in);
     *width = 8;
-    switch (f % 13) {
+    switch (f % 14) {
+    case 13: /* the select bell's words: rung whenever `selectors` (60) is not 0 */
+        *width = 4;
+        return S_BELL + 4 * (i % 3);
     case 12: /* a sender record's marks, sender flag or owner identity */
         *width = i & 0x80 ? 8 : 4;
         return S_RECORDS_AT + 64 * (i % 64) + (i & 0x80 ? 8 : 4 * ((i >> 6) & 1));

@@ -31,6 +31,14 @@
  * rendezvous channel do not pair). A send case's message is taken only if
  * select returns SL_OK on that case.
  *
+ * Channels in shared memory (sluice/shm.h) are cases like any other, mixed
+ * with in-process ones: a send, receive or close made in another process
+ * wakes the selector through the segment's own bell, which the selector
+ * waits on beside its process's bell (futex_waitv(2); without it, Linux
+ * before 5.16, a change made in another process is seen up to 50 ms late:
+ * sluice/shm.h). A selector with a shared case also wakes every 50 ms to
+ * look again, as every waiter on a shared channel does.
+ *
  * Any number of threads may select on any channels at once, together with
  * ordinary sends and receives (within each flavour's rules: an SL_SPSC
  * channel still has one sender and one receiver thread at a time).
@@ -65,10 +73,12 @@ typedef struct sl_select_case {
  *   SL_EINVAL   NULL cases or index, a NULL buf on a case with a channel, an
  *               op that is neither send nor receive, or no case with a
  *               channel at all; nothing happened.
- * With more than 64 cases select allocates their order, and one that must
- * wait with more than 4 rendezvous cases allocates their offers; if that
- * fails it returns SL_ENOMEM with *index untouched and nothing happened
- * (preset *index to n to tell this from a send case's SL_ENOMEM).
+ * With more than 64 cases select allocates their order, one that must
+ * wait with more than 4 rendezvous cases allocates their offers, and one
+ * that must wait with more than 7 shared-memory cases (sluice/shm.h)
+ * allocates the list of their bells; if that fails it returns SL_ENOMEM
+ * with *index untouched and nothing happened (preset *index to n to tell
+ * this from a send case's SL_ENOMEM).
  * timeout_ns: as every timed call — one round first; 0 means that round
  * alone, SL_FOREVER waits without limit, and nothing ready in time is
  * SL_TIMEDOUT (never SL_FULL or SL_EMPTY), no earlier than asked. Blocking
@@ -84,8 +94,9 @@ SL_API sl_status sl_select(sl_select_case *cases, size_t n, uint64_t timeout_ns,
  * every time. A round runs at the call and after each wake-up, so a case
  * that becomes ready while a round is past it waits for the next.
  * Never allocates for its order, so never the SL_ENOMEM of more than 64
- * cases (a send case's SL_ENOMEM, SL_LIST's, remains, and so does the
- * offers' allocation of more than 4 rendezvous cases when it must wait). Starvation is the caller's choice:
+ * cases (a send case's SL_ENOMEM, SL_LIST's, remains, and so do the
+ * offers' allocation of more than 4 rendezvous cases and the bells' of
+ * more than 7 shared cases when it must wait). Starvation is the caller's choice:
  * while case 0 stays ready, the others are never taken. Progress and
  * ordering as sl_select: each case's operation is its channel's try form,
  * with that flavour's guarantee and ordering; blocking unless timeout_ns

@@ -29,9 +29,25 @@
  * Messages are byte copies. Pointers mean nothing in another process, so
  * sl_chan_send_ptr and its forms refuse a shared channel with SL_EINVAL, and
  * so do the constructors given a drop function. sl_chan_fd (event-loop
- * descriptors) and sl_select refuse a shared channel with SL_EINVAL in this
- * version: an eventfd and the select bell belong to one process, and a
- * change made in another process would not reach them.
+ * descriptors) refuses a shared channel with SL_EINVAL in this version: an
+ * eventfd belongs to one process, and a change made in another process
+ * would not reach it (sluice/chanfd.h says why no thread relays it).
+ *
+ * Select. sl_select and sl_select_biased take shared channels mixed with
+ * in-process ones, in every form and both directions; a close in any
+ * process wakes a selector in any other. Each segment holds a select bell
+ * (docs/shm-layout.md, "The select bell"): every send, receive and close of
+ * the channel, in any process, rings it while some thread selects on the
+ * channel (the channel's `selectors` word; while nobody does, a send or
+ * receive pays what it paid before: one load of that word), and a selector
+ * that has to sleep waits with futex_waitv(2) on its process's bell and the
+ * bell of each distinct shared segment among its cases at once. Without
+ * futex_waitv (Linux before 5.16, or more than 127 distinct segments in one
+ * select) it sleeps on its own process's bell in spans of at most
+ * SL_SHM_LOOK_MS and looks at the segments' bells after each: a change made
+ * in another process is then seen up to SL_SHM_LOOK_MS (50 ms) late, never
+ * missed. A selector waiting with a shared case also looks again every
+ * SL_SHM_LOOK_MS, as any waiter on a shared channel does (below).
  *
  * Lifetime. sl_chan_free unmaps this process's view and closes its
  * descriptor; it never destroys the segment, and it does not check for
@@ -97,6 +113,12 @@
  *    futex wake system call even with nobody asleep (a try_send and
  *    try_recv pair measured 60 ns before, 1.5 µs after, on one machine),
  *    for the segment's life;
+ *  - a process killed while selecting on a shared channel leaves its count
+ *    in the channel's `selectors` word: from then on every send, receive
+ *    and close of that channel takes the select ring's slow path (an
+ *    out-of-line call and a load of the segment bell's arm, nanoseconds),
+ *    and the first one after an arm it left makes one futex wake system
+ *    call; nobody waits on it;
  *  - a notify lost with a sender killed between moving the epoch and the
  *    futex wake, and a dead sender's mark after a close, are found by the
  *    waiters themselves: a thread parked on a shared channel wakes every

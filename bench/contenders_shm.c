@@ -12,10 +12,14 @@
  * A status other than the documented one for the situation is a library
  * bug: the adapter stops the benchmark naming it.
  */
+#include "bench.h"
 #include "contender.h"
 #include "peers/peers.h"
 
+#include <stdlib.h>
+
 #include "sluice/chan.h"
+#include "sluice/select.h"
 #include "sluice/shm.h"
 
 #define SHM_WHO "sl_chan shm"
@@ -100,6 +104,80 @@ static bool shm_pop(void *q, void *h, void *m)
     return true;
 }
 
+/* ---- the same channel through sl_select --------------------------------------
+ * Each side's blocking send and receive is a select over the shared channel
+ * and an in-process channel of its own that is never ready (full for a send
+ * case, empty for a receive case): the select round trip across processes,
+ * woken through the segment's bell. */
+typedef struct sel_side {
+    sl_chan *ch;            /* this side's handle on the segment */
+    sl_chan *full, *empty;  /* the never-ready in-process cases */
+} sel_side;
+
+static void *sel_attach(void *q, bool producer)
+{
+    sel_side *s = calloc(1, sizeof *s);
+    sl_chan_opts o = { .flavor = SL_MPMC, .elem_size = sl_chan_elem_size(q), .capacity = 1 };
+    unsigned char zero[SLB_MAX_ELEM] = { 0 };
+    if (!s || sl_chan_new(&s->full, &o) != SL_OK || sl_chan_new(&s->empty, &o) != SL_OK ||
+        sl_chan_try_send(s->full, zero) != SL_OK)
+        slb_die(SHM_WHO, "out of memory for the select's in-process cases");
+    s->ch = shm_attach(q, producer);
+    return s;
+}
+
+static void sel_detach(void *q, void *h)
+{
+    sel_side *s = h;
+    shm_detach(q, s->ch);
+    sl_chan_free(s->full);
+    sl_chan_free(s->empty);
+    free(s);
+}
+
+static bool sel_try_push(void *q, void *h, const void *m)
+{
+    return shm_try_push(q, h ? ((sel_side *)h)->ch : NULL, m);
+}
+
+static bool sel_try_pop(void *q, void *h, void *m)
+{
+    return shm_try_pop(q, h ? ((sel_side *)h)->ch : NULL, m);
+}
+
+static void sel_one(sel_side *s, sl_select_op op, void *m)
+{
+    unsigned char other[SLB_MAX_ELEM];
+    sl_select_case c[] = { { op == SL_SEL_SEND ? s->full : s->empty, op, other },
+                           { s->ch, op, m } };
+    size_t i = 2;
+    sl_status st = sl_select(c, 2, SL_FOREVER, &i);
+    if (st != SL_OK || i != 1)
+        slb_die(SHM_WHO, "sl_select returned %s on case %zu", sl_status_str(st), i);
+}
+
+static bool sel_push(void *q, void *h, const void *m)
+{
+    (void)q;
+    sel_one(h, SL_SEL_SEND, (void *)m);
+    return true;
+}
+
+static bool sel_pop(void *q, void *h, void *m)
+{
+    (void)q;
+    sel_one(h, SL_SEL_RECV, m);
+    return true;
+}
+
+static const slb_ops shm_mpmc_select = {
+    .name = "sl_chan MPMC shm select", .peer = "sluice", .kind = SLB_BLOCKING,
+    .flags = SLB_FIFO | SLB_OURS, .flavor = 2,
+    .note = "the MPMC shm channel, every blocking call a select beside an in-process channel",
+    .create = shm_mpmc_create, .destroy = shm_destroy, .attach = sel_attach,
+    .detach = sel_detach, .try_push = sel_try_push, .try_pop = sel_try_pop,
+    .push = sel_push, .pop = sel_pop };
+
 #define SHM_NOTE "exactly the capacity; a memfd, opened by each side after fork"
 #define SHM_THREADS_NOTE "the same, both sides threads of one process (own handles)"
 
@@ -118,7 +196,7 @@ SHM_OPS(shm_mpmc_threads, "sl_chan MPMC shm threads", 2, SHM_THREADS_NOTE, 0);
 /* Between processes: what sl-bench ipc measures. */
 const slb_ops *const *slb_peers_sluice_shm(void)
 {
-    static const slb_ops *const list[] = { &shm_spsc, &shm_mpmc, NULL };
+    static const slb_ops *const list[] = { &shm_spsc, &shm_mpmc, &shm_mpmc_select, NULL };
     return list;
 }
 

@@ -85,11 +85,12 @@ static int run_raw(const char *what, long n)
     return (int)(out != v);
 }
 
-static int run_chan(sl_flavor f, long n)
+/* n try_send + try_recv pairs; shared: on a channel in a memfd segment. */
+static int run_chan(sl_flavor f, long n, bool shared)
 {
     sl_chan *ch;
     sl_chan_opts o = {.flavor = f, .elem_size = 8, .capacity = 1024};
-    if (sl_chan_new(&ch, &o) != SL_OK)
+    if ((shared ? sl_chan_shm_create(&ch, NULL, &o, 0) : sl_chan_new(&ch, &o)) != SL_OK)
         return 1;
     uint64_t v = 1, out = 0;
     for (long i = 0; i < n; i++) {
@@ -142,7 +143,8 @@ int main(int argc, char **argv)
 {
     if (argc != 3) {
         fprintf(stderr, "usage: sl-opcount spsc|mpmc|mpmc-64|list|ring|ring-full|ring-full-64|"
-                        "chan-spsc|chan-mpmc|chan-list|chan-ring|chan-F-recv16|chan-F-recvn16 "
+                        "chan-spsc|chan-mpmc|chan-list|chan-ring|chan-F-recv16|chan-F-recvn16|"
+                        "shm-spsc|shm-mpmc "
                         "COUNT\n");
         return 2;
     }
@@ -150,13 +152,17 @@ int main(int argc, char **argv)
     const char *w = argv[1];
     int r;
     if (strcmp(w, "chan-spsc") == 0)
-        r = run_chan(SL_SPSC, n);
+        r = run_chan(SL_SPSC, n, false);
     else if (strcmp(w, "chan-mpmc") == 0)
-        r = run_chan(SL_MPMC, n);
+        r = run_chan(SL_MPMC, n, false);
     else if (strcmp(w, "chan-list") == 0)
-        r = run_chan(SL_LIST, n);
+        r = run_chan(SL_LIST, n, false);
     else if (strcmp(w, "chan-ring") == 0)
-        r = run_chan(SL_RING, n);
+        r = run_chan(SL_RING, n, false);
+    else if (strcmp(w, "shm-spsc") == 0)
+        r = run_chan(SL_SPSC, n, true);
+    else if (strcmp(w, "shm-mpmc") == 0)
+        r = run_chan(SL_MPMC, n, true);
     else if ((r = run_recv16_named(w, n)) < 0)
         r = run_raw(w, n);
     if (r < 0) {

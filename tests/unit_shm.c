@@ -1039,7 +1039,8 @@ typedef struct sel_arg {
 enum { SEL_SEND_THEN_CLOSE, SEL_RECV_THEN_CLOSE };
 
 /* The child: after the parent has had time to sleep in its select, sends
- * message 7 (or takes message 0 from the full channel), then later closes. */
+ * message 7 (or takes message 0 from the full channel); once the parent has
+ * taken that change, and had time to sleep again, closes. */
 static int sel_peer(void *p)
 {
     sel_arg *a = p;
@@ -1047,7 +1048,9 @@ static int sel_peer(void *p)
     unsigned char buf[64];
     if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK)
         return 1;
-    sl_test_sleep_ns(50 * MS);
+    /* Long enough that the parent's spin is over and it sleeps (if it were
+     * not, the test would pass without sleeping: never falsely fail). */
+    sl_test_sleep_ns(20 * MS);
     if (a->what == SEL_SEND_THEN_CLOSE) {
         sl_test_seq_fill(buf, a->opts.elem_size, 7);
         if (sl_chan_try_send(ch, buf) != SL_OK)
@@ -1055,7 +1058,12 @@ static int sel_peer(void *p)
     } else if (sl_chan_try_recv(ch, buf) != SL_OK || !sl_test_seq_is(buf, a->opts.elem_size, 0)) {
         return 3;
     }
-    sl_test_sleep_ns(50 * MS);
+    /* The close only once the parent's select took the change (the message
+     * received, or the room refilled), whenever its wake came. */
+    size_t after = a->what == SEL_SEND_THEN_CLOSE ? 0 : sl_chan_cap(ch);
+    while (sl_chan_len(ch) != after)
+        sl_test_sleep_ns(MS);
+    sl_test_sleep_ns(20 * MS);
     sl_chan_close(ch);
     sl_chan_free(ch);
     return 0;
@@ -1241,6 +1249,45 @@ START_TEST(test_select_waitv_faults)
 }
 END_TEST
 
+/* More shared cases than the stack's list of bells holds (7): the wait
+ * allocates the list; out of memory it returns SL_ENOMEM with *index
+ * untouched and nothing taken; with memory, the case on the last segment
+ * is woken by a child's send. */
+#define MANY_SHARED 9
+
+START_TEST(test_select_many_segments)
+{
+    sl_chan_opts o = opts_of(_i, 2);
+    sl_chan *ch[MANY_SHARED];
+    unsigned char buf[MANY_SHARED][64];
+    sl_select_case c[MANY_SHARED];
+    for (int i = 0; i < MANY_SHARED; i++) {
+        ck_assert_int_eq(sl_chan_shm_create(&ch[i], NULL, &o, 0), SL_OK);
+        c[i] = (sl_select_case){ch[i], SL_SEL_RECV, buf[i]};
+    }
+    size_t idx = MANY_SHARED;
+    sl_test_fail_allocs(UINT64_MAX);
+    ck_assert_int_eq(sl_select(c, MANY_SHARED, MS, &idx), SL_ENOMEM);
+    ck_assert_int_eq(sl_select_biased(c, MANY_SHARED, MS, &idx), SL_ENOMEM);
+    sl_test_alloc_faults_off();
+    ck_assert_uint_eq(idx, MANY_SHARED);
+    ck_assert_int_eq(sl_select(c, MANY_SHARED, MS, &idx), SL_TIMEDOUT);
+    long_look();
+    sel_arg a = {.fd = sl_chan_shm_fd(ch[MANY_SHARED - 1]), .opts = o,
+                 .what = SEL_SEND_THEN_CLOSE};
+    pid_t pid = spawn(sel_peer, &a);
+    ck_assert_int_eq(sl_select(c, MANY_SHARED, 10 * SEC, &idx), SL_OK);
+    ck_assert_uint_eq(idx, MANY_SHARED - 1);
+    ck_assert(sl_test_seq_is(buf[MANY_SHARED - 1], o.elem_size, 7));
+    ck_assert_int_eq(sl_select(c, MANY_SHARED, 10 * SEC, &idx), SL_CLOSED);
+    ck_assert_uint_eq(idx, MANY_SHARED - 1);
+    join_ok(pid);
+    look_back();
+    for (int i = 0; i < MANY_SHARED; i++)
+        sl_chan_free(ch[i]);
+}
+END_TEST
+
 /* A selector killed while counted on a segment: the count stays raised (a
  * later change takes the ring's slow path), nobody is wedged, and the next
  * selector in another process is woken as before. */
@@ -1329,6 +1376,7 @@ static Suite *shm_suite(void)
     tcase_add_loop_test(tc, test_select_send_across, 0, 8);
     tcase_add_loop_test(tc, test_select_mixed_order, 0, N_OF(k_cfg));
     tcase_add_loop_test(tc, test_select_waitv_faults, 0, 4);
+    tcase_add_loop_test(tc, test_select_many_segments, 0, N_OF(k_cfg));
     tcase_add_loop_test(tc, test_select_killed_selector, 0, N_OF(k_cfg));
     suite_add_tcase(s, tc);
     tc = tcase_create("refusals");

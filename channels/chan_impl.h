@@ -26,6 +26,8 @@
 typedef struct sl__chan_fd {
     SL_ATOMIC(int) fd1;        /* the eventfd + 1; 0 while there is none */
     SL_ATOMIC(uint32_t) armed; /* 1: reset, and the next change must signal it */
+    unsigned gen;              /* sl__shm_gen when it was made: a fork()ed child's
+                                  copy of the handle must not uncount it */
 } sl__chan_fd;
 
 /* Slots for counting senders in flight (a power of two). */
@@ -203,6 +205,9 @@ void sl__select_ring(void);
  * "The select bell's arm") for any bell: notifies all of ev's waiters only
  * while `armed` is set, and takes the arm. */
 void sl__bell_ring(sl_event *ev, SL_ATOMIC(uint32_t) *armed);
+/* A waiter's side of it: arms the n bells, then the heavy barrier; after
+ * the registration on their eventcounts, before each re-check. */
+void sl__bells_arm(SL_ATOMIC(uint32_t) *const *armed, size_t n);
 
 /* A shared segment's select bell (docs/shm-layout.md, "The select bell"):
  * a selector in any process that has a case on the segment's channel waits
@@ -215,5 +220,16 @@ typedef struct sl__shm_bell {
 } sl__shm_bell;
 sl__shm_bell *sl__shm_bell_of(sl_chan *ch);
 void sl__shm_ring(sl_chan *ch);
+
+/* Event-loop descriptors of shared channels (shm_watch.c): the watcher
+ * thread relays changes made in other processes. add: ch joins the watch
+ * list (once; starts the thread with the first), SL_ENOMEM when the list
+ * cannot grow or the thread cannot start. remove: ch leaves it, and the
+ * call returns once the watcher no longer touches ch. poke (chanfd.c): the
+ * watcher's look at ch: each re-armed descriptor whose end is ready (a
+ * message or room, or closed) is made readable. */
+sl_status sl__shm_watch_add(sl_chan *ch);
+void sl__shm_watch_remove(sl_chan *ch);
+void sl__chanfd_poke(sl_chan *ch);
 
 #endif /* SLUICE_CHANNELS_CHAN_IMPL_H */

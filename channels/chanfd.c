@@ -127,6 +127,35 @@ sl_status sl__chanfd_full(sl_chan *ch)
     return SL_FULL;
 }
 
+/* Whether `end` of ch is ready now: a message (room) to take, or closed. */
+static bool end_ready(sl_chan *ch, unsigned end)
+{
+    if (sl_chan_is_closed(ch))
+        return true;
+    size_t len = sl_chan_len(ch);
+    return end == SL_END_RECV ? len > 0 : len < ch->capacity;
+}
+
+/* The watcher's look (shm_watch.c) at a shared channel, after its bells'
+ * arm or a wake: the state of each end, a seq_cst fence, each end's flag,
+ * and, for a re-armed end, the state once more, so that a re-arm made
+ * after the first look at a full (empty) end is not signalled for a room
+ * (a message) already gone. A re-arm's fence before its re-check, and this
+ * fence after a look that saw a change made since (in another process,
+ * which rang the bell this look follows), make either that re-check see
+ * the change or this flag load see the re-arm (docs/guarantees.md,
+ * "Event-loop descriptors"). */
+void sl__chanfd_poke(sl_chan *ch)
+{
+    bool ready[2] = {end_ready(ch, SL_END_RECV), end_ready(ch, SL_END_SEND)};
+    atomic_thread_fence(memory_order_seq_cst);
+    for (unsigned i = 0; i < 2; i++)
+        /* seq_cst: after the fence, as signal_end's own load. */
+        if (ready[i] && atomic_load_explicit(&ch->fds[i].armed, memory_order_seq_cst) &&
+            end_ready(ch, i))
+            signal_end(&ch->fds[i]);
+}
+
 /* Publishes fd as the descriptor of e, or closes it when another thread
  * published one first; the descriptor in use either way. It starts
  * signalled (the eventfd at 1, `armed` 0 from sl_chan_new): whatever was
@@ -142,6 +171,7 @@ static int publish(sl_chan *ch, sl__chan_fd *e, int fd)
     sl_event_heavy_fence();
     SL_FI(); /* counted, not yet published */
     int none = 0;
+    e->gen = atomic_load_explicit(&sl__shm_gen, memory_order_relaxed); /* before the CAS */
     /* acq_rel: publishes the descriptor (and the count before it) to the
      * threads that acquire it; on failure acquires the winner's. */
     if (atomic_compare_exchange_strong_explicit(&e->fd1, &none, fd + 1, memory_order_acq_rel,
@@ -159,6 +189,11 @@ SL_API sl_status sl_chan_fd(sl_chan *ch, sl_chan_end end, int *fd)
         return SL_EINVAL;
     sl__chan_fd *e = &ch->fds[end];
     int have = fd_of(e);
+    /* A shared channel's changes in other processes reach this process's
+     * descriptors through the watcher: watched first, so that nothing is
+     * made when it cannot be. */
+    if (sl__chan_is_shared(ch) && sl__shm_watch_add(ch) != SL_OK)
+        return SL_ENOMEM;
     if (have < 0) {
         int made = sl__eventfd(1);
         if (made < 0)
@@ -171,12 +206,19 @@ SL_API sl_status sl_chan_fd(sl_chan *ch, sl_chan_end end, int *fd)
 
 void sl__chanfd_release(sl_chan *ch)
 {
+    if (sl__chan_is_shared(ch))
+        sl__shm_watch_remove(ch); /* before the segment goes */
+    unsigned gen = atomic_load_explicit(&sl__shm_gen, memory_order_relaxed);
     for (unsigned i = 0; i < 2; i++) {
         int fd = fd_of(&ch->fds[i]);
         if (fd < 0)
             continue;
         close(fd);
         atomic_store_explicit(&ch->fds[i].fd1, 0, memory_order_relaxed); /* free is alone */
+        /* A fork()ed child's copy of a shared channel's handle: the count in
+         * the segment is the parent's descriptor's. */
+        if (ch->fds[i].gen != gen && sl__chan_is_shared(ch))
+            continue;
         /* seq_cst like every update of the count (select.c). */
         atomic_fetch_sub_explicit(&ch->selectors, 1u, memory_order_seq_cst);
     }

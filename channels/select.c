@@ -41,7 +41,7 @@ static SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint32_t) bell_armed;
 void sl__bell_ring(sl_event *ev, SL_ATOMIC(uint32_t) *armed)
 {
     /* seq_cst: the Dekker load, after the caller's change and `selectors`
-     * load, against bells_arm's store and fence; the load first keeps the
+     * load, against sl__bells_arm's store and fence; the load first keeps the
      * line shared while nobody arms it. */
     if (atomic_load_explicit(armed, memory_order_seq_cst) == 0)
         return;
@@ -106,14 +106,13 @@ static bool bells_collect(select_bells *b, const sl_select_case *cases, size_t n
     return true;
 }
 
-/* Called after the prepare (its keys read), before a re-check. */
-static void bells_arm(const select_bells *b)
+void sl__bells_arm(SL_ATOMIC(uint32_t) *const *armed, size_t n)
 {
     /* seq_cst: the Dekker store, in the total order with the rings' loads.
      * Stored even over a 1: the argument needs this selector's own store
      * (docs/guarantees.md), and this path is about to sleep anyway. */
-    for (size_t i = 0; i < b->n; i++)
-        atomic_store_explicit(b->armed[i], 1u, memory_order_seq_cst);
+    for (size_t i = 0; i < n; i++)
+        atomic_store_explicit(armed[i], 1u, memory_order_seq_cst);
     SL_FI(); /* armed, not yet fenced */
     /* The arms (and the registrations before them) before the re-check, with
      * the channel's change and its `selectors` and arm loads the other side.
@@ -213,7 +212,7 @@ static void set_registered(sl_select_case *cases, size_t n, bool on)
     }
     SL_FI();
     /* No barrier here: every re-check that may precede a sleep follows
-     * bells_arm's, which orders these registrations too. Leaving needs none:
+     * sl__bells_arm's, which orders these registrations too. Leaving needs none:
      * a channel that still sees the count only rings the bell once more. */
 }
 
@@ -255,7 +254,7 @@ static bool select_recheck(void *ctx)
 #else
     if (w->looks++ > 0)
 #endif
-        bells_arm(&w->bells);
+        sl__bells_arm(w->bells.armed, w->bells.n);
     return select_ready(ctx);
 }
 

@@ -33,6 +33,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -419,9 +420,6 @@ START_TEST(test_use_refusals)
     ck_assert_int_eq(sl_chan_send_ptr_for(ch, &p, MS), SL_EINVAL);
     ck_assert_ptr_eq(p, &o); /* nothing consumed */
     ck_assert_uint_eq(sl_chan_len(ch), 0);
-    int fd = -1;
-    ck_assert_int_eq(sl_chan_fd(ch, SL_END_RECV, &fd), SL_EINVAL);
-    ck_assert_int_eq(sl_chan_fd(ch, SL_END_SEND, &fd), SL_EINVAL);
     uint64_t v, evicted;
     ck_assert_int_eq(sl_chan_send_evict(ch, &v, &evicted), SL_EINVAL);
     sl_chan_free(ch);
@@ -1344,6 +1342,113 @@ START_TEST(test_select_killed_selector)
 }
 END_TEST
 
+/* ---- event-loop descriptors of shared channels -----------------------------
+ * The parent polls a descriptor of a shared channel while a child changes
+ * the channel: the watcher thread relays the segment's bell to the eventfd.
+ * The periodic look is lengthened, so only the bell can wake the watcher. */
+static bool readable(int fd, uint64_t timeout_ns)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    return poll(&p, 1, (int)(timeout_ns / MS)) == 1 && (p.revents & POLLIN);
+}
+
+/* Receive end: readable at first (made so), drained to SL_EMPTY (re-armed,
+ * not readable), readable after the child's send, then after its close. */
+static void fd_recv_across(sl_chan *ch, const sl_chan_opts *o)
+{
+    int fd = -1;
+    unsigned char buf[64];
+    ck_assert_int_eq(sl_chan_fd(ch, SL_END_RECV, &fd), SL_OK);
+    ck_assert(readable(fd, 0));
+    ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_EMPTY);
+    ck_assert(!readable(fd, 0));
+    sel_arg a = {.fd = sl_chan_shm_fd(ch), .opts = *o, .what = SEL_SEND_THEN_CLOSE};
+    pid_t pid = spawn(sel_peer, &a);
+    ck_assert(readable(fd, survivor_wait()));
+    ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_OK);
+    ck_assert(sl_test_seq_is(buf, o->elem_size, 7));
+    ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_EMPTY);
+    ck_assert(readable(fd, survivor_wait())); /* the close */
+    ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_CLOSED);
+    join_ok(pid);
+}
+
+START_TEST(test_fd_recv_across)
+{
+    long_look();
+    sl_chan_opts o = opts_of(_i, 2);
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    fd_recv_across(ch, &o);
+    sl_chan_free(ch);
+    look_back();
+}
+END_TEST
+
+/* Send end: full, so drained to SL_FULL (re-armed), readable after the
+ * child's receive; full again, readable after its close. */
+START_TEST(test_fd_send_across)
+{
+    long_look();
+    sl_chan_opts o = opts_of(_i, 2);
+    sl_chan *ch;
+    unsigned char buf[64];
+    int fd = -1;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    ck_assert_int_eq(sl_chan_fd(ch, SL_END_SEND, &fd), SL_OK);
+    for (uint64_t i = 0; i < 2; i++) {
+        sl_test_seq_fill(buf, o.elem_size, i);
+        ck_assert_int_eq(sl_chan_try_send(ch, buf), SL_OK);
+    }
+    ck_assert_int_eq(sl_chan_try_send(ch, buf), SL_FULL);
+    ck_assert(!readable(fd, 0));
+    sel_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o, .what = SEL_RECV_THEN_CLOSE};
+    pid_t pid = spawn(sel_peer, &a);
+    ck_assert(readable(fd, survivor_wait()));
+    sl_test_seq_fill(buf, o.elem_size, 2);
+    ck_assert_int_eq(sl_chan_try_send(ch, buf), SL_OK);
+    ck_assert_int_eq(sl_chan_try_send(ch, buf), SL_FULL);
+    ck_assert(readable(fd, survivor_wait())); /* the close */
+    ck_assert_int_eq(sl_chan_try_send(ch, buf), SL_CLOSED);
+    join_ok(pid);
+    sl_chan_free(ch);
+    look_back();
+}
+END_TEST
+
+/* Several watched segments, one freed while the watcher sleeps on it: the
+ * others are still followed; and the watcher cannot start: SL_ENOMEM,
+ * nothing made, then made once it can. */
+static int no_thread(pthread_t *t, const pthread_attr_t *a, void *(*f)(void *), void *arg)
+{
+    (void)t, (void)a, (void)f, (void)arg;
+    return 11; /* EAGAIN */
+}
+
+START_TEST(test_fd_watch_list)
+{
+    static const sl_sys_ops no_threads = {.thread_create = no_thread};
+    sl_chan_opts o = opts_of(_i, 2);
+    sl_chan *ch[3];
+    int fd = -1;
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(sl_chan_shm_create(&ch[i], NULL, &o, 0), SL_OK);
+    sl_test_sys_install(&no_threads);
+    ck_assert_int_eq(sl_chan_fd(ch[0], SL_END_RECV, &fd), SL_ENOMEM);
+    sl_test_sys_restore();
+    ck_assert_int_eq(fd, -1);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(sl_chan_fd(ch[i], SL_END_RECV, &fd), SL_OK);
+    sl_test_sleep_ns(20 * MS); /* the watcher asleep on all three */
+    sl_chan_free(ch[1]);
+    sl_chan_free(ch[0]);
+    long_look();
+    fd_recv_across(ch[2], &o);
+    look_back();
+    sl_chan_free(ch[2]);
+}
+END_TEST
+
 static Suite *shm_suite(void)
 {
     Suite *s = suite_create("shm");
@@ -1378,6 +1483,12 @@ static Suite *shm_suite(void)
     tcase_add_loop_test(tc, test_select_waitv_faults, 0, 4);
     tcase_add_loop_test(tc, test_select_many_segments, 0, N_OF(k_cfg));
     tcase_add_loop_test(tc, test_select_killed_selector, 0, N_OF(k_cfg));
+    suite_add_tcase(s, tc);
+    tc = tcase_create("fd");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_fd_recv_across, 0, N_OF(k_cfg));
+    tcase_add_loop_test(tc, test_fd_send_across, 0, N_OF(k_cfg));
+    tcase_add_loop_test(tc, test_fd_watch_list, 0, N_OF(k_cfg));
     suite_add_tcase(s, tc);
     tc = tcase_create("refusals");
     tcase_set_timeout(tc, 30);

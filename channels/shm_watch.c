@@ -201,7 +201,8 @@ sl_status sl__shm_watch_add(sl_chan *ch)
         size_t cap = W.cap ? 2 * W.cap : 8;
         sl_chan **grown = sl__alloc(0, cap * sizeof *grown);
         if (grown) {
-            memcpy(grown, W.chans, W.n * sizeof *grown);
+            if (W.n)
+                memcpy(grown, W.chans, W.n * sizeof *grown);
             free(W.chans);
             W.chans = grown, W.cap = cap;
         } else {

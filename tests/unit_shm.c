@@ -1428,6 +1428,7 @@ static int no_thread(pthread_t *t, const pthread_attr_t *a, void *(*f)(void *), 
 START_TEST(test_fd_watch_list)
 {
     static const sl_sys_ops no_threads = {.thread_create = no_thread};
+    long_look(); /* before the watcher runs: it reads the period */
     sl_chan_opts o = opts_of(_i, 2);
     sl_chan *ch[3];
     int fd = -1;
@@ -1442,10 +1443,9 @@ START_TEST(test_fd_watch_list)
     sl_test_sleep_ns(20 * MS); /* the watcher asleep on all three */
     sl_chan_free(ch[1]);
     sl_chan_free(ch[0]);
-    long_look();
     fd_recv_across(ch[2], &o);
-    look_back();
     sl_chan_free(ch[2]);
+    look_back(); /* the watcher watches nothing now */
 }
 END_TEST
 

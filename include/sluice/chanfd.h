@@ -41,6 +41,24 @@
  * wakes the loop; later sends find the flag down and make no system call),
  * and a re-arm costs a read(2) and the eventcount's heavy barrier
  * (membarrier(2) where available, sluice/park.h).
+ *
+ * Channels in shared memory (sluice/shm.h): a change made in another
+ * process cannot write this process's eventfd, so the first descriptor of a
+ * shared channel starts a watcher thread in this process (one per process,
+ * for every shared channel with a descriptor; all signals blocked in it; it
+ * lives until the process exits). It sleeps on the select bells of the
+ * watched segments (futex_waitv(2), the bells select uses: sluice/shm.h)
+ * and makes a re-armed descriptor readable when its end is ready, so a send,
+ * receive or close in another process reaches the loop, as does the
+ * channel closing itself when its last registered sender is gone. Changes
+ * made in this process signal directly, as on any channel. Costs: the
+ * thread (asleep while nothing changes, awake every 50 ms for each watched
+ * channel's periodic look, as a parked receiver is), a futex wake per loop
+ * wake-up from the other processes' side, and without futex_waitv (Linux
+ * before 5.16) a change made in another process reaches the descriptor up
+ * to 50 ms late. sl_chan_free waits until the watcher has let go of the
+ * channel. After fork(), the child has no watcher: it opens its own handle
+ * and asks for its own descriptor.
  */
 #ifndef SLUICE_CHANFD_H
 #define SLUICE_CHANFD_H
@@ -79,9 +97,13 @@ typedef enum sl_chan_end {
  * (capacity 0: an end is ready only while a partner is blocked in it, and
  * the loop never blocks in the channel, so loops at both ends would never
  * meet) (*fd untouched); SL_ENOMEM when the system refuses a descriptor (EMFILE,
- * ENFILE, ENOMEM: the channel is unchanged and works as before, and a later
- * call may succeed). Lock-free: two threads asking at once race with one
- * compare-and-swap, and the loser closes its own and returns the winner's.
+ * ENFILE, ENOMEM), or, for a shared channel, the watcher thread cannot
+ * start or its list cannot grow (the channel is unchanged and works as
+ * before, and a later call may succeed). Lock-free: two threads asking at
+ * once race with one compare-and-swap, and the loser closes its own and
+ * returns the winner's; on a shared channel it also takes the watcher's
+ * list lock, briefly (so not lock-free there), and sl_chan_free waits for
+ * the watcher to let go.
  * Ordering: a message sent (room made) before the call returns makes the
  * first wait on the descriptor return (it starts readable). */
 SL_API sl_status sl_chan_fd(sl_chan *ch, sl_chan_end end, int *fd);

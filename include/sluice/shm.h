@@ -29,9 +29,9 @@
  * Messages are byte copies. Pointers mean nothing in another process, so
  * sl_chan_send_ptr and its forms refuse a shared channel with SL_EINVAL, and
  * so do the constructors given a drop function. sl_chan_fd (event-loop
- * descriptors) refuses a shared channel with SL_EINVAL in this version: an
- * eventfd belongs to one process, and a change made in another process
- * would not reach it (sluice/chanfd.h says why no thread relays it).
+ * descriptors) works on a shared channel: a watcher thread in the process
+ * that asked relays changes made in other processes to its eventfds
+ * (sluice/chanfd.h).
  *
  * Select. sl_select and sl_select_biased take shared channels mixed with
  * in-process ones, in every form and both directions; a close in any

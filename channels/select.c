@@ -18,6 +18,13 @@
  * woken selector has run and armed it again (docs/guarantees.md, "The select
  * bell's arm").
  *
+ * Shared channels (sluice/shm.h): a change made in another process cannot
+ * ring this process's bell, so each segment has a bell of its own, rung by
+ * the same protocol (sl__bell_ring) from every process's changes, and a
+ * selector with shared cases waits on its process's bell and each distinct
+ * segment's bell at once, as one event set (internal/await.h; futex_waitv),
+ * arming every one of them before each re-check (sl__bells_arm).
+ *
  * Rendezvous cases: a select that has to wait posts an offer on each, from
  * its first spin round on, and runs its rounds inside their protocol
  * (select_ready, rendezvous.c), so that a partner can find it.

@@ -16,9 +16,11 @@
  * with SCM_RIGHTS; named segments (create, open, exclusive create, unlink,
  * modes); every refusal (flavour, drop function, sizes, mode, magic,
  * version, flavour/size/capacity mismatch, a short segment, send_ptr,
- * event-loop descriptors, select, the internal flavours); and a segment
- * scribbled with garbage between operations, which the process survives
- * with sane answers (under ASan in that preset).
+ * the internal flavours); a segment scribbled with garbage between
+ * operations, which the process survives with sane answers (under ASan in
+ * that preset); select over shared and in-process channels woken from
+ * another process (the segment's bell, futex_waitv and its fallback); and
+ * event-loop descriptors of shared channels (the watcher thread).
  *
  * Under TSan: the handles, mappings and each process's own paths are
  * checked; TSan does not see the other process's accesses. Every exchange

@@ -381,7 +381,7 @@ static void set_prepare(const sl__event_set *s)
     }
 }
 
-static void set_cancel(const sl__event_set *s)
+static inline void set_cancel(const sl__event_set *s)
 {
     for (size_t i = 0; i < s->n; i++)
         sl_event_cancel(s->evs[i]);

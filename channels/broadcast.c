@@ -430,6 +430,12 @@ static sl_status advance(sl__bcast_end *e, uint64_t p, sl_status st)
 #endif
         /* Relaxed: only this subscriber's receiving thread writes it. */
         atomic_fetch_add_explicit(&e->missed, next - p, memory_order_relaxed);
+        /* No share is given up for the positions skipped: each has its
+         * overwrite claimed, and that sender drops it with the share. */
+#ifdef SL_MUTANT_BCAST_LAG_DOUBLE_RELEASE /* planted bug: a lag gives up a share of the message it moves to, which the read of it gives up again */
+        if (e->scratch && release_share(e->b, next))
+            e->b->drop(e->scratch, e->b->drop_ctx);
+#endif
     }
     if (st != SL_EMPTY)
         atomic_store_explicit(&e->next, next, memory_order_relaxed); /* read by len */

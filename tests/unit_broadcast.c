@@ -752,6 +752,77 @@ START_TEST(test_threads_never_torn)
 }
 END_TEST
 
+/* A subscribe racing a send that claimed its position before the subscribe
+ * but counts subscribers after it: the subscriber is counted for that
+ * message without ever reading it, and must give the share up itself (the
+ * subscribe waits for that send to finish). Staged: sender A holds its drop
+ * of 100 open, so sender B, a lap later, waits between its claim and its
+ * count while J subscribes. Whatever the interleaving, once every
+ * subscriber has read all it can, every message is dropped. */
+typedef struct gate {
+    drops d;
+    atomic_int in_drop, open;
+    sl_chan *bc, *j;
+} gate;
+
+static void gate_drop(void *elem, void *ctx)
+{
+    gate *g = ctx;
+    uint64_t v;
+    memcpy(&v, elem, sizeof v);
+    if (v == 100) {
+        atomic_store(&g->in_drop, 1);
+        while (!atomic_load(&g->open))
+            sched_yield();
+    }
+    count_drop(elem, &g->d);
+}
+
+static void *gate_send(void *p)
+{
+    gate *g = p;
+    send_u64(g->bc, atomic_load(&g->in_drop) ? 102 : 101);
+    return NULL;
+}
+
+static void *gate_subscribe(void *p)
+{
+    gate *g = p;
+    g->j = sub(g->bc);
+    return NULL;
+}
+
+START_TEST(test_drop_join_racing_send)
+{
+    gate g = {0};
+    g.bc = mk(8, 1, gate_drop, &g);
+    sl_chan *r0 = sub(g.bc);
+    send_u64(g.bc, 100);
+    pthread_t a, b, j;
+    ck_assert_int_eq(pthread_create(&a, NULL, gate_send, &g), 0); /* 101: drops 100, held */
+    while (!atomic_load(&g.in_drop))
+        sched_yield();
+    ck_assert_int_eq(pthread_create(&b, NULL, gate_send, &g), 0); /* 102: waits for 101 */
+    sl_test_sleep_ns(20 * MS); /* B claims (the case the test is for) */
+    ck_assert_int_eq(pthread_create(&j, NULL, gate_subscribe, &g), 0);
+    sl_test_sleep_ns(20 * MS); /* J joins while B waits */
+    atomic_store(&g.open, 1);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    pthread_join(j, NULL);
+    uint64_t v;
+    sl_chan *rx[2] = {r0, g.j};
+    for (int r = 0; r < 2; r++)
+        while (sl_chan_try_recv(rx[r], &v) != SL_EMPTY)
+            ;
+    ck_assert_uint_eq(atomic_load(&g.d.n), 3); /* 100, 101 overwritten; 102 read by all */
+    sl_chan_free(r0);
+    sl_chan_free(g.j);
+    sl_chan_free(g.bc);
+    ck_assert_uint_eq(atomic_load(&g.d.n), 3);
+}
+END_TEST
+
 static Suite *broadcast_suite(void)
 {
     Suite *s = suite_create("broadcast");
@@ -777,6 +848,7 @@ static Suite *broadcast_suite(void)
     tc = tcase_create("threads");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_threads_never_torn);
+    tcase_add_test(tc, test_drop_join_racing_send);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -9,12 +9,21 @@
  * once that message is complete, 0 before its first message. A sender claims
  * its position with a fetch-and-add on `tail`, waits until the slot's
  * previous message (p - cap) is complete (only a sender a lap earlier can
- * hold it back: never a receiver), drops that original (if there is a drop
- * function), writes its own and stamps it complete. A subscriber reads its
+ * hold it back: never a receiver), takes the slot over from that original
+ * (with a drop function: below), writes its own and stamps it complete. A
+ * subscriber reads its
  * position's slot seqlock-style: stamp, bytes, stamp again; a stamp past its
  * position, before or after the copy, means the message was overwritten, and
  * the receive reports SL_LAGGED with the count it skipped
  * (docs/guarantees.md, "Broadcast channels").
+ *
+ * With a drop function, each position also has a share word: the number of
+ * subscribers counted for it (the `subs` count its sender loaded after its
+ * claim), tagged with its lap. A receive gives its share up after its copy
+ * and a leave or subscribe settles the shares at its boundary; the share
+ * that takes the count to zero drops the message from its own copy, unless
+ * the sender a lap later took the word over first (one exchange), which
+ * then drops it from the slot. Without one, nothing is counted.
  *
  * The shared part outlives any one handle: each handle holds a reference and
  * the last one to be freed drops what is left and frees it. That is why the

@@ -9,7 +9,12 @@
  * are not a multiple of 8 come back exact; close on the send handle lets
  * each subscriber drain what it can see, then SL_CLOSED; close on a
  * subscriber ends that subscription alone; the drop function runs once per
- * message, at overwrite or when the last handle goes, in either free order;
+ * message, in the receive of the last subscriber counted for it and not
+ * before (1 to 4 subscribers, every receive form), in the free of a
+ * subscriber leaving it unread, at its overwrite when a subscriber lagged
+ * past it, at once with nobody subscribed, for a subscriber joining
+ * mid-stream only what was sent after, in either free order, and with a
+ * subscribe racing a send that counted it (staged with a drop that waits);
  * one send wakes every blocked subscriber, a close and freeing the send
  * handle wake them too; select receive cases on subscribers (woken by a send,
  * reporting a lag) and the always-ready send case; the typed wrapper; and,

@@ -84,8 +84,11 @@
  * not assume the subscribers are done with what their copies point to:
  * the last subscriber's receive returns after the drop ran, so a payload
  * the subscribers go on using needs its own claim for each of them (a
- * value, or a reference count set for its readers). Without a drop
- * function nothing is counted and nothing is dropped.
+ * value, or a reference count set for its readers). A drop function must
+ * not send on its own channel, subscribe to it or free one of its
+ * subscribers: a send runs the drop while its own message is being
+ * written, which those wait for. Without a drop function nothing is
+ * counted and nothing is dropped.
  *
  * Progress (docs/guarantees.md, "Broadcast channels"):
  *   send     never waits for a receiver. With one sender thread wait-free

@@ -225,6 +225,7 @@ sl_status sl__bcast_init(sl__bcast_end *e, const sl_chan_opts *o)
         sl_status st = join(e);
         if (st != SL_OK) {
             free(e->scratch);
+            e->scratch = NULL;
             return st;
         }
     } else {

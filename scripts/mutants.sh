@@ -106,6 +106,9 @@ mutants=(
 "BCAST_SENDERS_SHARE_SLOT|faults|unit_broadcast|CK_RUN_CASE=threads||1|0|broadcast: a sender does not wait for the sender a lap earlier in its slot (two senders write one slot at once)"
 "BCAST_NO_OVERWRITE_DROP|default|unit_broadcast|CK_RUN_CASE=contract||1|1|broadcast: an overwritten original is never dropped"
 "BCAST_LAG_MISCOUNT|default|unit_broadcast|CK_RUN_CASE=contract||1|1|broadcast: a lag skips one message more than SL_LAGGED reports"
+"BCAST_LAG_DOUBLE_RELEASE|default|unit_broadcast|CK_RUN_CASE=contract||1|1|broadcast: a lag gives up the subscriber's share of the message it moves to, and the read of it gives it up again (dropped before the other subscribers read it)"
+"BCAST_LEAVER_FORGETS|default|unit_broadcast|CK_RUN_CASE=contract||1|1|broadcast: a leaving subscriber keeps its shares of what it did not read (those messages wait for their overwrite)"
+"BCAST_JOIN_NO_SETTLE|default|unit_broadcast|CK_RUN_CASE=threads||1|0|broadcast: a subscribe does not settle the positions below its start whose senders counted it (dropped only at their overwrite)"
 )
 
 mode="" only="" out=lines model=0 baseline=0

@@ -74,8 +74,10 @@ static inline void spsc_shared_side(sl_chan *ch, int side)
 #endif
 }
 
-/* SL_SPSC across processes: the flag mark and the pop's fence are real
- * fences, since the waiter's membarrier does not reach another process. */
+/* SL_SPSC across processes: the flag mark, the unmark and the pop are
+ * ordered by the shared channels' fence (sl__shm_fence): a compiler barrier
+ * where every waiter issues the global expedited membarrier, else a real
+ * fence, since the private membarrier does not reach another process. */
 static inline sl_status spsc_shared_push(sl_chan *ch, const void *elem, sl_visit_fn displaced,
                                          void *ctx)
 {

@@ -25,6 +25,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -37,7 +38,7 @@
 #include "sluice/shm.h"
 
 #define SHM_MAGIC 0x4D48534349554C53ull /* "SLUICSHM", little-endian */
-#define SHM_VERSION 2u
+#define SHM_VERSION 3u
 #define SHM_CTL_AT ((size_t)72)    /* the peer-death control words */
 #define SHM_RECS_AT ((size_t)2048) /* the sender records */
 #define SHM_RECS SL_SHM_SENDERS
@@ -184,9 +185,11 @@ _Static_assert(sizeof(shm_rec) == 64, "a record per line");
 typedef struct shm_ctl {
     SL_ATOMIC(uint64_t) next_look;   /* CLOCK_MONOTONIC ns of the next look */
     SL_ATOMIC(uint32_t) senders_ever; /* 1 once a sender registered */
+    SL_ATOMIC(uint32_t) barriers;    /* the barrier mode (SHM_FENCED, SHM_ASYMMETRIC) */
 } shm_ctl;
 _Static_assert(SHM_CTL_AT >= AT(drained) + 4 && SHM_CTL_AT + sizeof(shm_ctl) <= AT(in_flight),
                "shm layout: the control words sit between drained and the marks");
+_Static_assert(offsetof(shm_ctl, barriers) == 12, "shm layout: the barrier mode at 84");
 
 #define PID_BITS 22 /* PID_MAX_LIMIT is 2^22 */
 #define START_MASK (((uint64_t)1 << (64 - PID_BITS)) - 1)
@@ -194,10 +197,13 @@ _Static_assert(SHM_CTL_AT >= AT(drained) + 4 && SHM_CTL_AT + sizeof(shm_ctl) <= 
 
 SL_ATOMIC(unsigned) sl__shm_gen = 1;
 
+static void register_again(void);
+
 static void forked_child(void)
 {
     /* Relaxed: the child runs only this thread now. */
     atomic_fetch_add_explicit(&sl__shm_gen, 1u, memory_order_relaxed);
+    register_again();
 }
 
 static void add_fork_handler(void) { pthread_atfork(NULL, NULL, forked_child); }
@@ -363,6 +369,9 @@ SL_API sl_status sl_chan_shm_sender(sl_chan *ch)
 
 bool sl__shm_senders_in_flight(sl_chan *ch)
 {
+    /* The caller's load of `closed` before the marks' loads: the senders'
+     * marks may be ordered by a compiler barrier alone (sl__shm_fence). */
+    sl__event_heavy_fence_shared();
     for (unsigned i = 0; i < SL_SEND_SLOTS; i++)
         /* seq_cst: after the caller's load of `closed` (chan_flavors.h). */
         if (atomic_load_explicit(&ch->in_flight[i].n, memory_order_seq_cst) != 0)
@@ -442,6 +451,79 @@ uint64_t sl__shm_ready_at(const sl_chan *ch)
         !atomic_load_explicit(&control(ch)->senders_ever, memory_order_relaxed))
         return now + SHM_LOOK_NS;
     return look_if_due(c, now);
+}
+
+/* ---- the barrier mode -------------------------------------------------------
+ * docs/guarantees.md, "Across processes", has the argument; the word is
+ * docs/shm-layout.md's "The barrier mode" (offset 84). The creator writes it
+ * before the magic, and it never changes:
+ *   SHM_ASYMMETRIC  the creator registered for membarrier's global expedited
+ *                   command: every waiter, in whatever process, issues
+ *                   MEMBARRIER_CMD_GLOBAL_EXPEDITED, so a registered
+ *                   process's fast side needs only a compiler barrier;
+ *   SHM_FENCED      the creator could not register (old kernel, seccomp):
+ *                   every fast side fences, every waiter fences.
+ * A process that opens an asymmetric segment without having registered
+ * fences on its own fast side and must still issue the global barrier as a
+ * waiter; one that cannot issue it is refused (SL_EINVAL): it could not keep
+ * the others' fast sides correct. */
+#define SHM_FENCED 0u
+#define SHM_ASYMMETRIC 1u
+
+SL_ATOMIC(int) sl__shm_light;
+static SL_ATOMIC(int) shm_registered; /* this process registered (global expedited) */
+
+/* Once per process, before its first shared channel: registration. */
+static void register_global(void)
+{
+    if (sl__membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) != 0)
+        return; /* fences on this process's fast sides, from the start */
+    atomic_store_explicit(&shm_registered, 1, memory_order_relaxed);
+    atomic_store_explicit(&sl__shm_light, 1, memory_order_relaxed);
+}
+
+static pthread_once_t register_once = PTHREAD_ONCE_INIT;
+
+/* The mode a new segment gets from this process. */
+static uint32_t creator_mode(void)
+{
+    pthread_once(&register_once, register_global);
+    if (!atomic_load_explicit(&shm_registered, memory_order_relaxed))
+        return SHM_FENCED;
+    atomic_store_explicit(&sl__event_global, 1, memory_order_relaxed);
+    return SHM_ASYMMETRIC;
+}
+
+/* An opener's part, before its handle exists: false when this process cannot
+ * take part in a segment of that mode. Each decision only adds barriers. */
+static bool join_mode(uint32_t mode)
+{
+    pthread_once(&register_once, register_global);
+    if (mode == SHM_FENCED) {
+        /* This process's fast sides fence from now on, on every segment:
+         * this one's waiters rely on them. */
+        atomic_store_explicit(&sl__shm_light, 0, memory_order_relaxed);
+        return true;
+    }
+    if (mode != SHM_ASYMMETRIC)
+        return false;
+    /* Not registered: its own sides fence (sl__shm_light is 0), but as a
+     * waiter it must still force the others' barrier: it must be able to. */
+    if (!atomic_load_explicit(&shm_registered, memory_order_relaxed) &&
+        sl__membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) != 0)
+        return false;
+    atomic_store_explicit(&sl__event_global, 1, memory_order_relaxed);
+    return true;
+}
+
+/* A fork()ed child inherits the flags but maybe not the kernel's
+ * registration: it registers again, or fences from now on (it has run
+ * nothing yet). */
+static void register_again(void)
+{
+    if (atomic_load_explicit(&shm_registered, memory_order_relaxed) &&
+        sl__membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) != 0)
+        atomic_store_explicit(&sl__shm_light, 0, memory_order_relaxed);
 }
 
 static size_t page_up(size_t n, size_t page) { return (n + page - 1) & ~(page - 1); }
@@ -533,6 +615,8 @@ SL_API sl_status sl_chan_shm_create(sl_chan **out, const char *name, const sl_ch
         return st;
     }
     fill_local(ch, &g);
+    /* Relaxed: init_shared's release of the magic publishes it. */
+    atomic_store_explicit(&control(ch)->barriers, creator_mode(), memory_order_relaxed);
     init_shared(ch, &g);
     *out = ch;
     return SL_OK;
@@ -576,7 +660,12 @@ static sl_status open_owned(sl_chan **out, int fd, const sl_chan_opts *expect)
     sl_status st = map_handle(&ch, fd, g.size);
     if (st != SL_OK)
         return st;
-    fill_local(ch, &g); /* from g: nothing read from the segment after this */
+    fill_local(ch, &g); /* from g: no size or index read from the segment after this */
+    /* Relaxed: written before the magic, which read_header acquired. */
+    if (!join_mode(atomic_load_explicit(&control(ch)->barriers, memory_order_relaxed))) {
+        sl__shm_release(ch);
+        return SL_EINVAL;
+    }
     *out = ch;
     return SL_OK;
 }

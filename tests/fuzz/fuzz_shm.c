@@ -60,7 +60,7 @@
 #include "chan_impl.h" /* SL__CHAN_SHARED_AT: where a handle maps the segment */
 #include "sysops.h"
 
-/* The layout (docs/shm-layout.md, version 2: the sender records, then the
+/* The layout (docs/shm-layout.md, version 3: the sender records, then the
  * storage). */
 #define S_RECORDS_AT 2048u /* 64 records of 64 bytes: marks, sender, owner */
 #define S_DATA_AT 6144u

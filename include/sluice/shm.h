@@ -69,6 +69,16 @@
  * between processes; the timeouts read CLOCK_MONOTONIC, which all processes
  * share.
  *
+ * Barriers. Where the kernel allows it (membarrier(2)'s global expedited
+ * commands, Linux 4.16), a segment is made in asymmetric mode: the sleeping
+ * side of a wait (and a receive deciding SL_CLOSED) issues
+ * membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED), and an SL_SPSC send or
+ * receive then needs no fence. A process whose registration for it is
+ * refused (old kernel, seccomp) makes fenced segments, fences on its own
+ * sends and receives, and can open an asymmetric segment only if it can
+ * still issue that barrier (else SL_EINVAL). The mode is the segment's,
+ * fixed by its creator (docs/shm-layout.md, "The barrier mode").
+ *
  * A peer that dies. A process may die anywhere — killed inside a send, a
  * receive, a park or a notify — and the others go on with the channel
  * (docs/guarantees.md, "A peer that dies", has the argument per step):
@@ -153,7 +163,9 @@ SL_API sl_status sl_chan_shm_create(sl_chan **out, const char *name, const sl_ch
  * Returns SL_OK; SL_EINVAL for NULL out or expect, a bad descriptor, a
  * segment that is not a sluice channel (magic), of another layout version,
  * flavour or message size than expected, of another capacity where one is
- * expected, or smaller than its geometry needs, or a drop function;
+ * expected, or smaller than its geometry needs, or a drop function, or in
+ * asymmetric barrier mode while this process cannot issue
+ * membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) (see "Barriers" above);
  * SL_ENOMEM when out of memory or descriptors. */
 SL_API sl_status sl_chan_shm_open_fd(sl_chan **out, int fd, const sl_chan_opts *expect);
 

@@ -138,6 +138,10 @@ SL_ATOMIC(uint32_t) *sl__shm_claim_mark(sl_chan *ch);
 bool sl__shm_senders_in_flight(sl_chan *ch);
 void sl__shm_on_empty(sl_chan *ch);
 uint64_t sl__shm_ready_at(const sl_chan *ch);
+/* Where a thread about to wait on ev (ch's not_empty or not_full) counts
+ * itself a second time: its process's record's parked count for that side
+ * (claimed now if the handle has none); NULL when the records are all held. */
+SL_ATOMIC(uint32_t) *sl__shm_park_account(sl_chan *ch, const sl_event *ev);
 
 /* The barrier mode of shared channels (channels/shm.c, docs/guarantees.md
  * "Across processes"): 1 while this process's sides of shared channels may

@@ -185,11 +185,36 @@ SL_API void sl__event_heavy_fence_shared(void)
 
 SL_API void sl_event_fence(void) { sl__event_fence_fast(); }
 
+_Thread_local SL_ATOMIC(uint32_t) *sl__park_account;
+
+/* The thread's second count of a registration on ev (await.h), if any. */
+static inline SL_ATOMIC(uint32_t) *account_of(const sl_event *ev)
+{
+    /* Relaxed: bit 0 of the epoch never changes. */
+    if (!sl__park_account || !epoch_shared(atomic_load_explicit(&ev->epoch, memory_order_relaxed)))
+        return NULL;
+    return sl__park_account;
+}
+
+/* The end of a registration: the second count first, then `waiters`
+ * (seq_cst: every update of `waiters` is in the total order the notify's
+ * load relies on; see the argument above). */
+static void unregister(sl_event *ev)
+{
+    SL_ATOMIC(uint32_t) *acct = account_of(ev);
+    if (acct)
+        atomic_fetch_sub_explicit(acct, 1u, memory_order_seq_cst);
+    atomic_fetch_sub_explicit(&ev->waiters, 1u, memory_order_seq_cst);
+}
+
 SL_API uint32_t sl_event_prepare(sl_event *ev)
 {
     if (!ev)
         return 0;
     atomic_fetch_add_explicit(&ev->waiters, 1u, memory_order_seq_cst);
+    SL_ATOMIC(uint32_t) *acct = account_of(ev);
+    if (acct) /* seq_cst: after the registration it counts again */
+        atomic_fetch_add_explicit(acct, 1u, memory_order_seq_cst);
     SL_FI();
     /* The registration above is ordered before the caller's re-check of its
      * condition (the Dekker pair with the notifier's condition change); a
@@ -205,11 +230,8 @@ SL_API uint32_t sl_event_prepare(sl_event *ev)
 
 SL_API void sl_event_cancel(sl_event *ev)
 {
-    if (!ev)
-        return;
-    /* seq_cst: every update of `waiters` is in the total order the notify's
-     * load relies on (see the argument above). */
-    atomic_fetch_sub_explicit(&ev->waiters, 1u, memory_order_seq_cst);
+    if (ev)
+        unregister(ev);
 }
 
 static bool epoch_moved(sl_event *ev, uint32_t key)
@@ -259,7 +281,7 @@ SL_API sl_status sl_event_wait(sl_event *ev, uint32_t key, uint64_t deadline_ns)
         sl_cpu_relax();
     if (i == SL_PARK_EPOCH_SPIN)
         st = futex_sleep(ev, key, deadline_ns);
-    atomic_fetch_sub_explicit(&ev->waiters, 1u, memory_order_seq_cst);
+    unregister(ev);
     return st;
 }
 

@@ -178,7 +178,8 @@ typedef struct shm_rec {
     SL_ATOMIC(uint32_t) marks;  /* the in-flight mark (flag or count) */
     SL_ATOMIC(uint32_t) sender; /* 1: a registered sender (sl_chan_shm_sender) */
     SL_ATOMIC(uint64_t) owner;  /* 0 free; OWNER_BUSY being reclaimed; else an identity */
-    unsigned char pad[48];
+    SL_ATOMIC(uint32_t) parked[2]; /* the owner's threads registered on not_empty, not_full */
+    unsigned char pad[40];
 } shm_rec;
 _Static_assert(sizeof(shm_rec) == 64, "a record per line");
 
@@ -276,9 +277,27 @@ static bool owner_dead(uint64_t owner)
     return st < 0 || ((owner >> PID_BITS) != 0 && start != owner >> PID_BITS);
 }
 
+/* Takes a dead owner's registrations, counted in *parked, out of ev's
+ * waiter count: at most what the count holds (a peer's garbage in *parked
+ * must not wrap it). */
+static void discount(sl_event *ev, SL_ATOMIC(uint32_t) *parked)
+{
+    /* seq_cst: the updates of `waiters` are in the notify's total order. */
+    uint32_t n = atomic_exchange_explicit(parked, 0u, memory_order_seq_cst);
+#ifdef SL_MUTANT_SHM_PARKED_KEPT
+    n = 0; /* planted bug: a dead process's parked threads stay counted */
+#endif
+    uint32_t w = atomic_load_explicit(&ev->waiters, memory_order_seq_cst);
+    while (n && w && !atomic_compare_exchange_weak_explicit(&ev->waiters, &w, w - (n < w ? n : w),
+                                                            memory_order_seq_cst,
+                                                            memory_order_seq_cst)) {
+    }
+}
+
 /* Frees record r, whose owner `seen` is dead: exclusively (BUSY), so that
- * a second reclaimer cannot clear the mark of a new owner. */
-static void reclaim(shm_rec *r, uint64_t seen)
+ * a second reclaimer cannot clear the mark of a new owner; the owner's
+ * parked threads stop counting as waiters. */
+static void reclaim(sl_chan *ch, shm_rec *r, uint64_t seen)
 {
     uint64_t want = seen;
     /* seq_cst: one reclaimer wins; the clears below come after its win. */
@@ -288,6 +307,8 @@ static void reclaim(shm_rec *r, uint64_t seen)
 #ifndef SL_MUTANT_SHM_DEAD_MARKS_COUNT
     atomic_store_explicit(&r->marks, 0u, memory_order_relaxed);
 #endif
+    discount(&ch->not_empty, &r->parked[0]);
+    discount(&ch->not_full, &r->parked[1]);
     atomic_store_explicit(&r->sender, 0u, memory_order_relaxed);
     /* Release: the clears before a new owner's claim. */
     atomic_store_explicit(&r->owner, 0, memory_order_release);
@@ -302,7 +323,7 @@ static int claim_record(sl_chan *ch, uint64_t self)
         for (int i = 0; i < SHM_RECS; i++) {
             uint64_t o = atomic_load_explicit(&rs[i].owner, memory_order_acquire);
             if (pass == 1 && o != 0 && o != OWNER_BUSY && owner_dead(o))
-                reclaim(&rs[i], o), o = atomic_load_explicit(&rs[i].owner, memory_order_acquire);
+                reclaim(ch, &rs[i], o), o = atomic_load_explicit(&rs[i].owner, memory_order_acquire);
             /* seq_cst: the claim before this sender's mark and closed-check. */
             if (o == 0 && atomic_compare_exchange_strong_explicit(
                               &rs[i].owner, &o, self, memory_order_seq_cst, memory_order_relaxed))
@@ -345,6 +366,8 @@ static void drop_record(sl_chan *ch)
     shm_rec *r = &records(ch)[ch->shm.rec];
     uint32_t was = atomic_exchange_explicit(&r->sender, 0u, memory_order_seq_cst);
     atomic_store_explicit(&r->marks, 0u, memory_order_relaxed); /* the caller's threads are done */
+    atomic_store_explicit(&r->parked[0], 0u, memory_order_relaxed); /* and wait no more */
+    atomic_store_explicit(&r->parked[1], 0u, memory_order_relaxed);
     /* Release: the clears before a new owner's claim. */
     atomic_store_explicit(&r->owner, 0, memory_order_release);
     if (was && !senders_left(ch))
@@ -387,13 +410,14 @@ bool sl__shm_senders_in_flight(sl_chan *ch)
 #endif
         if (o == 0 || o == OWNER_BUSY || !owner_dead(o))
             return true;
-        reclaim(&rs[i], o); /* dead: what it pushed is in the queue already */
+        reclaim(ch, &rs[i], o); /* dead: what it pushed is in the queue already */
     }
     return false;
 }
 
-/* The look for "every registered sender is gone": reclaims dead owners'
- * records, and closes the channel when no registered sender is left. */
+/* The look for dead owners: reclaims their records (their marks stop
+ * counting, their parked threads stop counting as waiters), and closes the
+ * channel when senders registered and none is left. */
 static void look_for_senders(sl_chan *ch)
 {
     shm_rec *rs = records(ch);
@@ -403,11 +427,13 @@ static void look_for_senders(sl_chan *ch)
         if (o == 0 || o == OWNER_BUSY)
             continue;
         if (owner_dead(o))
-            reclaim(&rs[i], o);
+            reclaim(ch, &rs[i], o);
         else if (atomic_load_explicit(&rs[i].sender, memory_order_relaxed))
             any = true;
     }
-    if (!any && !senders_left(ch))
+    /* Relaxed: a registration the look misses is found by the next one. */
+    if (!any && atomic_load_explicit(&control(ch)->senders_ever, memory_order_relaxed) &&
+        !senders_left(ch))
         sl_chan_close(ch);
 }
 
@@ -428,10 +454,25 @@ static uint64_t look_if_due(sl_chan *ch, uint64_t now)
 
 void sl__shm_on_empty(sl_chan *ch)
 {
-    /* Relaxed: a look missed now is made by the next empty receive or waiter. */
-    if (atomic_load_explicit(&control(ch)->senders_ever, memory_order_relaxed) &&
-        !atomic_load_explicit(&ch->closed, memory_order_relaxed))
+    /* Relaxed: a look missed now is made by the next empty receive or
+     * waiter. Looks are for registered senders, or for waiters counted that
+     * may be dead ones; otherwise an empty receive reads no clock. */
+    if (atomic_load_explicit(&ch->closed, memory_order_relaxed))
+        return;
+    if (atomic_load_explicit(&control(ch)->senders_ever, memory_order_relaxed) ||
+        atomic_load_explicit(&ch->not_empty.waiters, memory_order_relaxed) ||
+        atomic_load_explicit(&ch->not_full.waiters, memory_order_relaxed))
         (void)look_if_due(ch, sl__now_ns());
+}
+
+SL_ATOMIC(uint32_t) *sl__shm_park_account(sl_chan *ch, const sl_event *ev)
+{
+    /* Relaxed: as shm_mark_word (chan_flavors_shared.h). */
+    if (ch->shm.gen != atomic_load_explicit(&sl__shm_gen, memory_order_relaxed))
+        (void)sl__shm_claim_mark(ch);
+    if (ch->shm.rec < 0)
+        return NULL; /* every record held: a death here stays counted (shm.h) */
+    return &records(ch)[ch->shm.rec].parked[ev == &ch->not_full];
 }
 
 uint64_t sl__shm_ready_at(const sl_chan *ch)
@@ -444,11 +485,11 @@ uint64_t sl__shm_ready_at(const sl_chan *ch)
     return SL_FOREVER; /* planted bug: a waiter sleeps until a notify, however long */
 #endif
     /* Every waiter looks again each period: for a dead sender's mark after
-     * a close, and for a notify lost with a process killed between its
-     * epoch bump and its futex wake (docs/guarantees.md). */
+     * a close, for a notify lost with a process killed between its epoch
+     * bump and its futex wake, and for dead owners' records: their
+     * registered senders and their parked threads (docs/guarantees.md). */
     uint64_t now = sl__now_ns();
-    if (atomic_load_explicit(&ch->closed, memory_order_relaxed) ||
-        !atomic_load_explicit(&control(ch)->senders_ever, memory_order_relaxed))
+    if (atomic_load_explicit(&ch->closed, memory_order_relaxed))
         return now + SHM_LOOK_NS;
     return look_if_due(c, now);
 }

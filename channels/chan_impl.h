@@ -55,7 +55,7 @@ typedef struct sl__shm_map {
      * (sl__shm_gen: a fork()ed child claims its own). rec -1: none, the
      * mark is an anonymous in_flight[] slot (the table was full). */
     SL_ATOMIC(uint32_t) *mark;
-    unsigned gen;
+    SL_ATOMIC(unsigned) gen; /* released after mark and rec: threads share a handle */
     int rec;
 } sl__shm_map;
 

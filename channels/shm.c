@@ -200,14 +200,23 @@ SL_ATOMIC(unsigned) sl__shm_gen = 1;
 
 static void register_again(void);
 
+/* Threads of a process share a handle: one claims its record, under this
+ * lock, which a fork() holds across (a child must not inherit it held). */
+static pthread_mutex_t claim_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void fork_prepare(void) { pthread_mutex_lock(&claim_lock); }
+
+static void fork_parent(void) { pthread_mutex_unlock(&claim_lock); }
+
 static void forked_child(void)
 {
+    pthread_mutex_unlock(&claim_lock);
     /* Relaxed: the child runs only this thread now. */
     atomic_fetch_add_explicit(&sl__shm_gen, 1u, memory_order_relaxed);
     register_again();
 }
 
-static void add_fork_handler(void) { pthread_atfork(NULL, NULL, forked_child); }
+static void add_fork_handler(void) { pthread_atfork(fork_prepare, fork_parent, forked_child); }
 
 /* A fork()ed child must not mark itself in its parent's record. */
 static void watch_forks(void)
@@ -332,14 +341,28 @@ static int claim_record(sl_chan *ch, uint64_t self)
     return -1;
 }
 
+/* Whether the handle's record was claimed in this process (not in the
+ * parent of a fork()ed child, nor not at all). Acquire: pairs with the
+ * claimer's release of gen, so its mark and rec are visible. */
+static bool claimed_here(const sl_chan *ch)
+{
+    return atomic_load_explicit(&ch->shm.gen, memory_order_acquire) ==
+           atomic_load_explicit(&sl__shm_gen, memory_order_relaxed);
+}
+
 SL_ATOMIC(uint32_t) *sl__shm_claim_mark(sl_chan *ch)
 {
-    unsigned gen = atomic_load_explicit(&sl__shm_gen, memory_order_relaxed);
-    int i = claim_record(ch, self_identity());
-    /* A full table: an anonymous mark, which a death can leave set (shm.h). */
-    ch->shm.mark = i < 0 ? &ch->in_flight[0].n : &records(ch)[i].marks;
-    ch->shm.rec = i;
-    ch->shm.gen = gen;
+    pthread_mutex_lock(&claim_lock);
+    if (!claimed_here(ch)) {
+        unsigned gen = atomic_load_explicit(&sl__shm_gen, memory_order_relaxed);
+        int i = claim_record(ch, self_identity());
+        /* A full table: an anonymous mark, which a death can leave set (shm.h). */
+        ch->shm.mark = i < 0 ? &ch->in_flight[0].n : &records(ch)[i].marks;
+        ch->shm.rec = i;
+        /* Release: mark and rec before gen (claimed_here). */
+        atomic_store_explicit(&ch->shm.gen, gen, memory_order_release);
+    }
+    pthread_mutex_unlock(&claim_lock);
     return ch->shm.mark;
 }
 
@@ -360,8 +383,7 @@ static bool senders_left(const sl_chan *ch)
  * the last one closes the channel. */
 static void drop_record(sl_chan *ch)
 {
-    if (ch->shm.rec < 0 ||
-        ch->shm.gen != atomic_load_explicit(&sl__shm_gen, memory_order_relaxed))
+    if (!claimed_here(ch) || ch->shm.rec < 0)
         return; /* none, or the parent's (a fork()ed child's copy of the handle) */
     shm_rec *r = &records(ch)[ch->shm.rec];
     uint32_t was = atomic_exchange_explicit(&r->sender, 0u, memory_order_seq_cst);
@@ -378,7 +400,7 @@ SL_API sl_status sl_chan_shm_sender(sl_chan *ch)
 {
     if (!ch || !sl__chan_is_shared(ch))
         return SL_EINVAL;
-    if (ch->shm.gen != atomic_load_explicit(&sl__shm_gen, memory_order_relaxed))
+    if (!claimed_here(ch))
         (void)sl__shm_claim_mark(ch);
     if (ch->shm.rec < 0)
         return SL_ENOMEM;
@@ -467,8 +489,7 @@ void sl__shm_on_empty(sl_chan *ch)
 
 SL_ATOMIC(uint32_t) *sl__shm_park_account(sl_chan *ch, const sl_event *ev)
 {
-    /* Relaxed: as shm_mark_word (chan_flavors_shared.h). */
-    if (ch->shm.gen != atomic_load_explicit(&sl__shm_gen, memory_order_relaxed))
+    if (!claimed_here(ch))
         (void)sl__shm_claim_mark(ch);
     if (ch->shm.rec < 0)
         return NULL; /* every record held: a death here stays counted (shm.h) */
@@ -592,7 +613,12 @@ static sl_status map_handle(sl_chan **out, int fd, size_t size)
     }
     sl_chan *ch = (sl_chan *)(base + local - SL__CHAN_SHARED_AT);
     /* gen 0: no record yet; the first send claims one (sl__shm_claim_mark). */
-    ch->shm = (sl__shm_map){base, len, fd, NULL, 0, -1};
+    ch->shm.base = base;
+    ch->shm.len = len;
+    ch->shm.fd = fd;
+    ch->shm.mark = NULL;
+    atomic_init(&ch->shm.gen, 0u);
+    ch->shm.rec = -1;
     watch_forks();
     *out = ch;
     return SL_OK;

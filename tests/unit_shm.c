@@ -896,7 +896,8 @@ START_TEST(test_killed_parked_discounted)
     sl_test_sleep_ns(5 * MS);
     ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_EMPTY);
     sl__shm_look_ns = look;
-    ck_assert_uint_eq(atomic_load((_Atomic uint32_t *)(void *)(raw + 48)), 0);
+    uint32_t waiters_left = atomic_load((_Atomic uint32_t *)(void *)(raw + 48));
+    ck_assert_uint_eq(waiters_left, 0);
     atomic_store(&n_wakes, 0);
     for (int i = 0; i < 100; i++) {
         ck_assert_int_eq(sl_chan_send(ch, buf), SL_OK);

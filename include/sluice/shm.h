@@ -200,8 +200,10 @@ SL_API sl_status sl_chan_shm_unlink(const char *name);
 SL_API sl_status sl_chan_shm_sender(sl_chan *ch);
 
 /* The most handles that send into one shared channel at once (living
- * processes' handles; a dead process's record is reclaimed), and how often
- * a dead sender is looked for, in milliseconds (docs/shm-layout.md). */
+ * processes' handles; a dead process's record is reclaimed; a receiving
+ * handle holds a record too from its first wait, for its parked count), and
+ * how often a dead sender is looked for, in milliseconds
+ * (docs/shm-layout.md). */
 #define SL_SHM_SENDERS 64
 #define SL_SHM_LOOK_MS 50
 

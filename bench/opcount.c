@@ -85,20 +85,42 @@ static int run_raw(const char *what, long n)
     return (int)(out != v);
 }
 
-/* n try_send + try_recv pairs; shared: on a channel in a memfd segment. */
-static int run_chan(sl_flavor f, long n, bool shared)
+/* n try_send + try_recv pairs on ch; 1 if the last message came back wrong. */
+static int pairs(sl_chan *ch, long n)
 {
-    sl_chan *ch;
-    sl_chan_opts o = {.flavor = f, .elem_size = 8, .capacity = 1024};
-    if ((shared ? sl_chan_shm_create(&ch, NULL, &o, 0) : sl_chan_new(&ch, &o)) != SL_OK)
-        return 1;
     uint64_t v = 1, out = 0;
     for (long i = 0; i < n; i++) {
         sl_chan_try_send(ch, &v);
         sl_chan_try_recv(ch, &out);
     }
+    return (int)(n > 0 && out != v);
+}
+
+static int run_chan(sl_flavor f, long n)
+{
+    sl_chan *ch;
+    sl_chan_opts o = {.flavor = f, .elem_size = 8, .capacity = 1024};
+    if (sl_chan_new(&ch, &o) != SL_OK)
+        return 1;
+    int r = pairs(ch, n);
     sl_chan_free(ch);
-    return (int)(out != v);
+    return r;
+}
+
+/* The same pair on a channel in shared memory (sluice/shm.h), through a
+ * handle opened from the segment's descriptor as a peer process would. */
+static int run_chan_shm(sl_flavor f, long n)
+{
+    sl_chan *made, *ch;
+    sl_chan_opts o = {.flavor = f, .elem_size = 8, .capacity = 1024};
+    if (sl_chan_shm_create(&made, NULL, &o, 0) != SL_OK)
+        return 1;
+    if (sl_chan_shm_open_fd(&ch, sl_chan_shm_fd(made), &o) != SL_OK)
+        return 1;
+    int r = pairs(ch, n);
+    sl_chan_free(ch);
+    sl_chan_free(made);
+    return r;
 }
 
 /* 16 sends, then 16 blocking receives or one blocking batch receive of 16. */
@@ -143,8 +165,8 @@ int main(int argc, char **argv)
 {
     if (argc != 3) {
         fprintf(stderr, "usage: sl-opcount spsc|mpmc|mpmc-64|list|ring|ring-full|ring-full-64|"
-                        "chan-spsc|chan-mpmc|chan-list|chan-ring|chan-F-recv16|chan-F-recvn16|"
-                        "shm-spsc|shm-mpmc "
+                        "chan-spsc|chan-mpmc|chan-spsc-shm|chan-mpmc-shm|chan-list|chan-ring|chan-F-recv16|"
+                        "chan-F-recvn16 "
                         "COUNT\n");
         return 2;
     }
@@ -152,17 +174,17 @@ int main(int argc, char **argv)
     const char *w = argv[1];
     int r;
     if (strcmp(w, "chan-spsc") == 0)
-        r = run_chan(SL_SPSC, n, false);
+        r = run_chan(SL_SPSC, n);
     else if (strcmp(w, "chan-mpmc") == 0)
-        r = run_chan(SL_MPMC, n, false);
+        r = run_chan(SL_MPMC, n);
+    else if (strcmp(w, "chan-spsc-shm") == 0)
+        r = run_chan_shm(SL_SPSC, n);
+    else if (strcmp(w, "chan-mpmc-shm") == 0)
+        r = run_chan_shm(SL_MPMC, n);
     else if (strcmp(w, "chan-list") == 0)
-        r = run_chan(SL_LIST, n, false);
+        r = run_chan(SL_LIST, n);
     else if (strcmp(w, "chan-ring") == 0)
-        r = run_chan(SL_RING, n, false);
-    else if (strcmp(w, "shm-spsc") == 0)
-        r = run_chan(SL_SPSC, n, true);
-    else if (strcmp(w, "shm-mpmc") == 0)
-        r = run_chan(SL_MPMC, n, true);
+        r = run_chan(SL_RING, n);
     else if ((r = run_recv16_named(w, n)) < 0)
         r = run_raw(w, n);
     if (r < 0) {

@@ -38,6 +38,36 @@ static inline SL_ATOMIC(uint64_t) *slot_of(const sl__bcast *b, uint64_t p)
     return b->slots + (p % b->cap) * (1 + b->words);
 }
 
+static void copy_in(SL_ATOMIC(uint64_t) *w, const unsigned char *src, size_t n)
+{
+    for (size_t i = 0; i < n; i += WORD) {
+        uint64_t v = 0;
+        memcpy(&v, src + i, n - i < WORD ? n - i : WORD);
+        atomic_store_explicit(&w[i / WORD], v, memory_order_relaxed); /* ordered by the stamps */
+    }
+}
+
+static void copy_out(unsigned char *dst, const SL_ATOMIC(uint64_t) *w, size_t n)
+{
+    for (size_t i = 0; i < n; i += WORD) {
+        uint64_t v = atomic_load_explicit(&w[i / WORD], memory_order_relaxed); /* checked by the stamp */
+        memcpy(dst + i, &v, n - i < WORD ? n - i : WORD);
+    }
+}
+
+/* With a drop function: position p's share word, followed by the epoch
+ * its sender saw (channels/broadcast.h); and p's lap as a share word holds
+ * it. */
+#define NMASK ((UINT64_C(1) << SL__BCAST_NBITS) - 1)
+static inline SL_ATOMIC(uint64_t) *share_of(const sl__bcast *b, uint64_t p)
+{
+    return b->shares + 2 * (p % b->cap);
+}
+static inline uint64_t lap_of(const sl__bcast *b, uint64_t p)
+{
+    return (p / b->cap) & (UINT64_MAX >> SL__BCAST_NBITS);
+}
+
 /* The ring a subscriber being made joins: set by sl_chan_subscribe around
  * its sl__chan_new_at, read by the init that call makes on this thread. */
 static _Thread_local sl__bcast *attaching;
@@ -54,7 +84,10 @@ static sl_status ring_new(sl__bcast_end *e, const sl_chan_opts *o)
         return SL_ENOMEM;
     memset(b, 0, sizeof *b);
     b->slots = sl__calloc(o->capacity * (1 + words), WORD); /* stamps 0: never written */
-    if (!b->slots) {
+    /* Share words 0: lap 0, nobody to read (a first-lap sender takes no drop). */
+    b->shares = o->drop && b->slots ? sl__calloc(2 * o->capacity, WORD) : NULL;
+    if (!b->slots || (o->drop && !b->shares)) {
+        free(b->slots);
         free(b);
         return SL_ENOMEM;
     }
@@ -67,7 +100,114 @@ static sl_status ring_new(sl__bcast_end *e, const sl_chan_opts *o)
     sl_event_init(&b->ready);
     e->b = b;
     e->subscriber = false;
+    e->scratch = NULL;
     return SL_OK;
+}
+
+/* Waits until the stamp of slot s reaches `least` and returns it. Only a
+ * sender between its claim and its complete stamp holds a slot back: the
+ * caller has seen that sender's claim. Acquire: that sender's words, share
+ * word and epoch (and stamp) before what the caller does next. */
+static uint64_t await_stamp(SL_ATOMIC(uint64_t) *s, uint64_t least)
+{
+    uint64_t st;
+    for (unsigned spins = 0; (st = atomic_load_explicit(s, memory_order_acquire)) < least; spins++) {
+        if (spins < 64)
+            sl_cpu_relax();
+        else
+            sched_yield(); /* the sender ahead may need this core */
+    }
+    return st;
+}
+
+/* Gives up one subscriber's share of position p, after the subscriber's own
+ * copy of it: true when that was the last share (the caller then drops p,
+ * from its copy). False once p's sender a lap later has taken the word over
+ * (that sender dropped p with this share still counted). acq_rel: every
+ * copy of p whose share was given up before the drop of p. */
+static bool release_share(const sl__bcast *b, uint64_t p)
+{
+    SL_ATOMIC(uint64_t) *w = share_of(b, p);
+    uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
+    do {
+        if (v >> SL__BCAST_NBITS != lap_of(b, p) || (v & NMASK) == 0)
+            return false;
+    } while (!atomic_compare_exchange_weak_explicit(w, &v, v - 1, memory_order_acq_rel,
+                                                    memory_order_relaxed));
+    return (v & NMASK) == 1;
+}
+
+/* A subscribe or a leave settles position p, claimed before its tail load:
+ * waits until p is complete (only p's sender, mid-write, holds it back);
+ * then, if p's sender counted this subscriber (the epoch it saw is in
+ * [lo, hi)) and p is still held, gives up the share as a read would. */
+static void settle(sl__bcast_end *e, uint64_t p, uint64_t lo, uint64_t hi)
+{
+    sl__bcast *b = e->b;
+    SL_ATOMIC(uint64_t) *s = slot_of(b, p);
+    if (await_stamp(s, stamp_done(p)) != stamp_done(p))
+        return; /* overwritten: the sender of p + cap drops it, this share counted */
+    /* Relaxed: after the stamp's acquire; a later sender's epoch, if read
+     * here, fails the re-check below (or this share is its to drop). */
+    uint64_t ep = atomic_load_explicit(share_of(b, p) + 1, memory_order_relaxed);
+    if (ep < lo || ep >= hi)
+        return; /* not counted: p's sender loaded `subs` outside the subscription */
+    copy_out(e->scratch, s + 1, b->elem_size);
+    atomic_thread_fence(memory_order_acquire); /* the copy before the re-check (as look) */
+    if (atomic_load_explicit(s, memory_order_relaxed) == stamp_done(p) && release_share(b, p))
+        b->drop(e->scratch, b->drop_ctx);
+}
+
+/* With a drop function: joins the count in `subs`, starts at the tail, and
+ * settles the positions claimed before that tail which counted it anyway
+ * (their senders loaded `subs` after the join: guarantees.md, "Broadcast
+ * channels", shares). SL_ENOMEM when the count is full. */
+static sl_status join(sl__bcast_end *e)
+{
+    sl__bcast *b = e->b;
+    /* seq_cst, all four: in the total order with the senders' claims and
+     * their loads of `subs`, and with the in-flight marks. */
+    uint64_t t0 = atomic_load_explicit(&b->tail, memory_order_seq_cst);
+    uint32_t busy = atomic_load_explicit(&b->in_flight, memory_order_seq_cst);
+    uint64_t v = atomic_load_explicit(&b->subs, memory_order_relaxed);
+    do {
+        if ((v & NMASK) == NMASK)
+            return SL_ENOMEM;
+    } while (!atomic_compare_exchange_weak_explicit(&b->subs, &v, v + NMASK + 2,
+                                                    memory_order_seq_cst, memory_order_relaxed));
+    e->epoch = (v + NMASK + 2) >> SL__BCAST_NBITS; /* one more subscriber, the next epoch */
+    uint64_t t = atomic_load_explicit(&b->tail, memory_order_seq_cst);
+    atomic_init(&e->next, t);
+    /* No sender in flight before the join: none below t0 can have counted it. */
+    uint64_t from = busy ? 0 : t0;
+#ifdef SL_MUTANT_BCAST_JOIN_NO_SETTLE /* planted bug: a join never settles the positions below its start */
+    from = t;
+#endif
+    if (t > b->cap && from < t - b->cap)
+        from = t - b->cap; /* below: overwrites claimed, which drop with the share */
+    for (uint64_t p = from; p < t; p++)
+        settle(e, p, e->epoch, UINT64_MAX);
+    return SL_OK;
+}
+
+/* With a drop function: leaves the count in `subs` and gives up the share
+ * of every position it was counted for and did not read. Those below
+ * tail - cap have their overwrites claimed, which drop them. */
+static void leave(sl__bcast_end *e)
+{
+    sl__bcast *b = e->b;
+    /* seq_cst: as join's, the count's change before the tail's load. */
+    uint64_t v = atomic_fetch_add_explicit(&b->subs, NMASK, memory_order_seq_cst);
+    uint64_t hi = (v + NMASK) >> SL__BCAST_NBITS; /* one fewer subscriber, the next epoch */
+    uint64_t t = atomic_load_explicit(&b->tail, memory_order_seq_cst);
+    uint64_t p = atomic_load_explicit(&e->next, memory_order_relaxed); /* our own */
+#ifdef SL_MUTANT_BCAST_LEAVER_FORGETS /* planted bug: a leaver keeps its unread window's shares */
+    p = t;
+#endif
+    if (t > b->cap && p < t - b->cap)
+        p = t - b->cap;
+    for (; p < t; p++)
+        settle(e, p, e->epoch, hi);
 }
 
 sl_status sl__bcast_init(sl__bcast_end *e, const sl_chan_opts *o)
@@ -76,24 +216,42 @@ sl_status sl__bcast_init(sl__bcast_end *e, const sl_chan_opts *o)
         return ring_new(e, o);
     e->b = attaching;
     e->subscriber = true;
+    e->scratch = NULL;
+    atomic_init(&e->missed, 0u);
+    if (e->b->drop) {
+        e->scratch = sl__alloc(WORD, e->b->words * WORD);
+        if (!e->scratch)
+            return SL_ENOMEM;
+        sl_status st = join(e);
+        if (st != SL_OK) {
+            free(e->scratch);
+            e->scratch = NULL;
+            return st;
+        }
+    } else {
+        /* Relaxed: a send that returned before the subscription began claimed
+         * its position before this load (happens-before), so it is not seen;
+         * every send that starts after the subscription returned claims a
+         * later one. */
+        atomic_init(&e->next, atomic_load_explicit(&e->b->tail, memory_order_relaxed));
+    }
     /* Relaxed: the caller holds a reference (its send handle) throughout. */
     atomic_fetch_add_explicit(&e->b->refs, 1u, memory_order_relaxed);
-    /* Relaxed: a send that returned before the subscription began claimed its
-     * position before this load (happens-before), so it is not seen; every
-     * send that starts after the subscription returned claims a later one. */
-    atomic_init(&e->next, atomic_load_explicit(&e->b->tail, memory_order_relaxed));
-    atomic_init(&e->missed, 0u);
     return SL_OK;
 }
 
-/* Drops every message still held, oldest first. The last handle is gone: no
- * sender is in flight, every claimed position is complete. */
+/* Drops every message still held and not yet dropped by its last reader,
+ * oldest first. The last handle is gone: no sender is in flight, every
+ * claimed position is complete, every subscriber has left. */
 static void drop_held(sl__bcast *b)
 {
     uint64_t t = atomic_load_explicit(&b->tail, memory_order_relaxed);
     for (uint64_t p = t > b->cap ? t - b->cap : 0; p < t; p++) {
         SL_ATOMIC(uint64_t) *s = slot_of(b, p);
-        if (atomic_load_explicit(s, memory_order_relaxed) == stamp_done(p))
+        if (atomic_load_explicit(s, memory_order_relaxed) != stamp_done(p))
+            continue;
+        uint64_t w = atomic_load_explicit(share_of(b, p), memory_order_relaxed);
+        if (w >> SL__BCAST_NBITS == lap_of(b, p) && (w & NMASK) != 0) /* not dropped yet */
             b->drop((void *)(s + 1), b->drop_ctx);
     }
 }
@@ -114,6 +272,10 @@ static void wake_subscribers(sl__bcast *b)
 void sl__bcast_release(sl__bcast_end *e)
 {
     sl__bcast *b = e->b;
+    if (e->scratch) { /* a subscriber of a ring with a drop function */
+        leave(e);
+        free(e->scratch);
+    }
     if (!e->subscriber) {
         /* The send handle leaves: no send can come any more (free requires
          * that none is in flight), so the ring is closed for everyone. */
@@ -125,6 +287,7 @@ void sl__bcast_release(sl__bcast_end *e)
         return;
     if (b->drop)
         drop_held(b);
+    free(b->shares);
     free(b->slots);
     free(b);
 }
@@ -150,38 +313,49 @@ void sl__bcast_unmark(SL_ATOMIC(uint32_t) *mark)
         wake_subscribers(b);
 }
 
-static void copy_in(SL_ATOMIC(uint64_t) *w, const unsigned char *src, size_t n)
-{
-    for (size_t i = 0; i < n; i += WORD) {
-        uint64_t v = 0;
-        memcpy(&v, src + i, n - i < WORD ? n - i : WORD);
-        atomic_store_explicit(&w[i / WORD], v, memory_order_relaxed); /* ordered by the stamps */
-    }
-}
-
-static void copy_out(unsigned char *dst, const SL_ATOMIC(uint64_t) *w, size_t n)
-{
-    for (size_t i = 0; i < n; i += WORD) {
-        uint64_t v = atomic_load_explicit(&w[i / WORD], memory_order_relaxed); /* checked by the stamp */
-        memcpy(dst + i, &v, n - i < WORD ? n - i : WORD);
-    }
-}
-
 /* Waits until position p's slot no longer holds a message being written a
  * lap earlier: its stamp says p - cap is complete (or, on the first lap,
- * nothing was ever written). Only a sender that claimed p - cap and has not
- * finished holds it back. Acquire: that sender's words (and stamp) come
- * before ours in each word's modification order, and its message before the
- * drop that reads it. */
+ * nothing was ever written; no stamp passes p - cap's before ours). Only a
+ * sender that claimed p - cap and has not finished holds it back. Acquire
+ * (await_stamp): that sender's words (and stamp) come before ours in each
+ * word's modification order, and its message before the drop that reads it. */
 static void wait_for_lap(SL_ATOMIC(uint64_t) *s, uint64_t p, size_t cap)
 {
-    uint64_t prev = p >= cap ? stamp_done(p - cap) : 0;
-    for (unsigned spins = 0; atomic_load_explicit(s, memory_order_acquire) != prev; spins++) {
-        if (spins < 64)
-            sl_cpu_relax();
-        else
-            sched_yield(); /* the sender ahead may need this core */
-    }
+    await_stamp(s, p >= cap ? stamp_done(p - cap) : 0);
+}
+
+/* With a drop function, after p's writing stamp: counts the subscribers
+ * that will read p (seq_cst load of `subs`, after the seq_cst claim: the
+ * order the subscribes and leaves rely on), and takes the slot's share word
+ * over from p - cap with one exchange. p - cap's original is dropped here
+ * unless its last reader gave up the last share first: whichever of the two
+ * RMWs on the word comes first decides, so exactly one drops. acq_rel: the
+ * copies of the readers that gave up their shares before this drop. */
+static uint64_t take_slot(sl__bcast *b, uint64_t p, SL_ATOMIC(uint64_t) *s)
+{
+    uint64_t v = atomic_load_explicit(&b->subs, memory_order_seq_cst);
+    SL_ATOMIC(uint64_t) *w = share_of(b, p);
+    atomic_store_explicit(w + 1, v >> SL__BCAST_NBITS, memory_order_relaxed); /* ordered by the stamps */
+    uint64_t old = atomic_exchange_explicit(w, lap_of(b, p) << SL__BCAST_NBITS | (v & NMASK),
+                                            memory_order_acq_rel);
+#ifndef SL_MUTANT_BCAST_NO_OVERWRITE_DROP /* planted bug: an overwritten original is never dropped */
+    if (p >= b->cap && old >> SL__BCAST_NBITS == lap_of(b, p - b->cap) && (old & NMASK) != 0)
+        b->drop((void *)(s + 1), b->drop_ctx); /* the channel's original of p - cap */
+#else
+    (void)old;
+#endif
+    return v & NMASK;
+}
+
+/* Writes p's message with a drop function: takes the slot over (take_slot),
+ * and drops the message at once when nobody was counted to read it (no
+ * subscriber can ever see it; the slot is still ours: writing stamp). */
+static void write_counted(sl__bcast *b, uint64_t p, SL_ATOMIC(uint64_t) *s, const void *elem)
+{
+    uint64_t readers = take_slot(b, p, s);
+    copy_in(s + 1, elem, b->elem_size);
+    if (readers == 0)
+        b->drop((void *)(s + 1), b->drop_ctx);
 }
 
 sl_status sl__bcast_push(sl_chan *ch, const void *elem)
@@ -190,8 +364,11 @@ sl_status sl__bcast_push(sl_chan *ch, const void *elem)
     if (e->subscriber)
         return SL_EINVAL;
     sl__bcast *b = e->b;
-    /* Relaxed: the count only hands out positions; the stamps order the rest. */
-    uint64_t p = atomic_fetch_add_explicit(&b->tail, 1u, memory_order_relaxed);
+    /* seq_cst: with a drop function, the claim before take_slot's load of
+     * `subs` (without one, relaxed would do: the count only hands out
+     * positions and the stamps order the rest; on x86 it is the same
+     * instruction, and one order saves a branch). */
+    uint64_t p = atomic_fetch_add_explicit(&b->tail, 1u, memory_order_seq_cst);
     SL_ATOMIC(uint64_t) *s = slot_of(b, p);
 #ifdef SL_MUTANT_BCAST_SENDERS_SHARE_SLOT /* planted bug: a lap-later sender does not wait */
     (void)wait_for_lap;
@@ -202,12 +379,11 @@ sl_status sl__bcast_push(sl_chan *ch, const void *elem)
     /* Release fence: the writing stamp before the word stores below, so that
      * a reader whose copy saw one of them sees the stamp at its re-check. */
     atomic_thread_fence(memory_order_release);
-#ifndef SL_MUTANT_BCAST_NO_OVERWRITE_DROP /* planted bug: an overwritten original is never dropped */
-    if (b->drop && p >= b->cap)
-        b->drop((void *)(s + 1), b->drop_ctx); /* the channel's original of p - cap */
-#endif
     SL_FI(); /* slot claimed for writing, bytes not yet written */
-    copy_in(s + 1, elem, b->elem_size);
+    if (b->drop)
+        write_counted(b, p, s, elem);
+    else
+        copy_in(s + 1, elem, b->elem_size);
     /* Release: the words before the complete stamp a reader acquires. */
     atomic_store_explicit(s, stamp_done(p), memory_order_release);
     wake_subscribers(b);
@@ -255,6 +431,12 @@ static sl_status advance(sl__bcast_end *e, uint64_t p, sl_status st)
 #endif
         /* Relaxed: only this subscriber's receiving thread writes it. */
         atomic_fetch_add_explicit(&e->missed, next - p, memory_order_relaxed);
+        /* No share is given up for the positions skipped: each has its
+         * overwrite claimed, and that sender drops it with the share. */
+#ifdef SL_MUTANT_BCAST_LAG_DOUBLE_RELEASE /* planted bug: a lag gives up a share of the message it moves to, which the read of it gives up again */
+        if (e->scratch && release_share(e->b, next))
+            e->b->drop(e->scratch, e->b->drop_ctx);
+#endif
     }
     if (st != SL_EMPTY)
         atomic_store_explicit(&e->next, next, memory_order_relaxed); /* read by len */
@@ -298,6 +480,19 @@ static inline bool ended(const sl_chan *ch)
     return atomic_load_explicit(&ch->closed, memory_order_acquire) != 0;
 }
 
+/* With a drop function, after a receive of p whose bytes are at `copy`:
+ * gives up the subscriber's share, and the last share drops p (from a copy
+ * of its own: the receiver keeps `copy`, and p + cap's sender may be
+ * writing the slot already). */
+static void seen(sl__bcast_end *e, uint64_t p, const void *copy)
+{
+    sl__bcast *b = e->b;
+    if (release_share(b, p)) {
+        memcpy(e->scratch, copy, b->elem_size);
+        b->drop(e->scratch, b->drop_ctx);
+    }
+}
+
 sl_status sl__bcast_pop(sl_chan *ch, void *out)
 {
     sl__bcast_end *e = &ch->q.bcast;
@@ -309,6 +504,8 @@ sl_status sl__bcast_pop(sl_chan *ch, void *out)
     sl_status st = look(e->b, p, out);
     if (st == SL_EMPTY)
         st = end_or_mark(ch, e->b, p, out);
+    if (st == SL_OK && e->scratch)
+        seen(e, p, out);
     return advance(e, p, st);
 }
 
@@ -319,8 +516,10 @@ size_t sl__bcast_pop_n(sl_chan *ch, void *out, size_t n)
         return 0;
     uint64_t p = atomic_load_explicit(&e->next, memory_order_relaxed); /* our own */
     size_t k = 0;
-    while (k < n && look(e->b, p + k, (unsigned char *)out + k * e->b->elem_size) == SL_OK)
-        k++;
+    unsigned char *o = out;
+    for (; k < n && look(e->b, p + k, o + k * e->b->elem_size) == SL_OK; k++)
+        if (e->scratch)
+            seen(e, p + k, o + k * e->b->elem_size);
     if (k)
         atomic_store_explicit(&e->next, p + k, memory_order_relaxed); /* read by len */
     return k;

@@ -9,12 +9,21 @@
  * once that message is complete, 0 before its first message. A sender claims
  * its position with a fetch-and-add on `tail`, waits until the slot's
  * previous message (p - cap) is complete (only a sender a lap earlier can
- * hold it back: never a receiver), drops that original (if there is a drop
- * function), writes its own and stamps it complete. A subscriber reads its
+ * hold it back: never a receiver), takes the slot over from that original
+ * (with a drop function: below), writes its own and stamps it complete. A
+ * subscriber reads its
  * position's slot seqlock-style: stamp, bytes, stamp again; a stamp past its
  * position, before or after the copy, means the message was overwritten, and
  * the receive reports SL_LAGGED with the count it skipped
  * (docs/guarantees.md, "Broadcast channels").
+ *
+ * With a drop function, each position also has a share word: the number of
+ * subscribers counted for it (the `subs` count its sender loaded after its
+ * claim), tagged with its lap. A receive gives its share up after its copy
+ * and a leave or subscribe settles the shares at its boundary; the share
+ * that takes the count to zero drops the message from its own copy, unless
+ * the sender a lap later took the word over first (one exchange), which
+ * then drops it from the slot. Without one, nothing is counted.
  *
  * The shared part outlives any one handle: each handle holds a reference and
  * the last one to be freed drops what is left and frees it. That is why the
@@ -33,6 +42,11 @@ typedef struct sl__bcast {
      * in-flight mark, chan_flavors.h). */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) tail;
     SL_ATOMIC(uint32_t) in_flight;
+    /* Only with a drop function: the subscribers alive (low SL__BCAST_NBITS
+     * bits) and an epoch that every subscribe and leave advances (the rest),
+     * in one word, so that a send's one load of it says both how many may
+     * read its message and where it stands among the subscribes and leaves. */
+    SL_ATOMIC(uint64_t) subs;
     /* Read by every send and receive, written rarely. */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint32_t) closed; /* the send handle closed or freed */
     SL_ATOMIC(uint32_t) selected; /* a subscriber has been a select case: sends ring the bell */
@@ -44,7 +58,16 @@ typedef struct sl__bcast {
     void *drop_ctx;
     sl_event ready; /* subscribers park here: every send and close notifies all */
     SL_ATOMIC(uint64_t) *slots; /* cap slots of 1 + words words: stamp, then the message */
+    /* Only with a drop function, per slot two words: the share word (the lap
+     * of the position it counts for, then the number of subscribers that
+     * still have to read it, SL__BCAST_NBITS bits) and the `subs` epoch the
+     * position's sender saw. NULL without a drop function: nothing counts. */
+    SL_ATOMIC(uint64_t) *shares;
 } sl__bcast;
+
+/* Bits of a subscriber count in `subs` and in a share word; the rest is the
+ * epoch, or the lap. */
+#define SL__BCAST_NBITS 24
 
 /* A handle's own part (the SL_BROADCAST member of sl_chan's queue union). */
 typedef struct sl__bcast_end {
@@ -52,6 +75,8 @@ typedef struct sl__bcast_end {
     bool subscriber;          /* a receive handle (sl_chan_subscribe), else the send handle */
     SL_ATOMIC(uint64_t) next; /* subscriber: the next position it reads */
     SL_ATOMIC(uint64_t) missed; /* subscriber: messages skipped so far (SL_LAGGED) */
+    uint64_t epoch;           /* subscriber, with a drop function: `subs` epoch after its subscribe */
+    void *scratch;            /* subscriber, with a drop function: a message's bytes, to drop */
 } sl__bcast_end;
 
 /* Sets up a handle: a new ring for o (the send handle: SL_EINVAL for
@@ -59,8 +84,10 @@ typedef struct sl__bcast_end {
  * inside sl_chan_subscribe, a subscriber of its ring. */
 sl_status sl__bcast_init(sl__bcast_end *e, const sl_chan_opts *o);
 
-/* Leaves: the send handle's leaving closes the ring; the last handle's drops
- * every message still held (oldest first) and frees the ring. */
+/* Leaves: the send handle's leaving closes the ring; a subscriber's, with a
+ * drop function, gives up its share of every message it was counted for and
+ * did not read (dropping those it was the last for); the last handle's drops
+ * every message still held and not dropped (oldest first) and frees the ring. */
 void sl__bcast_release(sl__bcast_end *e);
 
 /* The in-flight mark of a send (a seq_cst count), and its unmark, which after

@@ -366,12 +366,15 @@ static inline sl_status await_wait(sl_event *ev, sl__ready_fn ready, chan_wait *
 {
     if (timeout_ns == 0)
         return SL_TIMEDOUT;
+    /* A shared channel's waiter counts itself in its process's record too. */
+    if (adapter_of(w->ch->flavor)->shared)
+        sl__park_account = sl__shm_park_account(w->ch, ev);
     sl__futex_word key;
     sl__event_set one = {(sl_event *const[1]){ev}, &key, 1};
-    if (sl__chan_await(&one, ready, w, sl_deadline_after(timeout_ns), SL__AWAIT_SPIN,
-                       chan_next) != SL_OK)
-        return SL_TIMEDOUT;
-    return w->st;
+    sl_status st = sl__chan_await(&one, ready, w, sl_deadline_after(timeout_ns), SL__AWAIT_SPIN,
+                                  chan_next);
+    sl__park_account = NULL;
+    return st == SL_OK ? w->st : SL_TIMEDOUT;
 }
 
 static __attribute__((noinline)) sl_status await_op(sl_event *ev, sl__ready_fn ready,

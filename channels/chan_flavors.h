@@ -46,15 +46,13 @@
  * notify's waiter count, a sender's closed-check). Within one process,
  * sl_event_fence: a compiler barrier where the other side's heavy barrier is
  * membarrier(2). `across`: the other side may be in another process, which
- * that membarrier does not reach, so a real seq_cst fence (docs/guarantees.md,
- * "Across processes"). A constant per adapter. */
+ * that private membarrier does not reach: the shared channels' own mode
+ * (sl__shm_fence; docs/guarantees.md, "Across processes"). A constant per
+ * adapter. */
 static inline __attribute__((always_inline)) void store_load_fence(bool across)
 {
-#ifdef SL_MUTANT_SHM_COMPILER_FENCE
-    across = false; /* planted bug: a shared channel relies on this process's membarrier */
-#endif
     if (across)
-        atomic_thread_fence(memory_order_seq_cst);
+        sl__shm_fence();
     else
         sl_event_fence();
 }

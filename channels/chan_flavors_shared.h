@@ -28,8 +28,9 @@ static inline void shared_drain_destroy(sl_chan *ch, sl_visit_fn fn, void *ctx) 
 static inline __attribute__((always_inline)) SL_ATOMIC(uint32_t) *shm_mark_word(sl_chan *ch)
 {
     /* Relaxed: the generation changes only in a fork()ed child, before it
-     * runs anything else. */
-    if (__builtin_expect(ch->shm.gen == atomic_load_explicit(&sl__shm_gen, memory_order_relaxed),
+     * runs anything else. Acquire: the claimer's mark and rec, before gen. */
+    if (__builtin_expect(atomic_load_explicit(&ch->shm.gen, memory_order_acquire) ==
+                             atomic_load_explicit(&sl__shm_gen, memory_order_relaxed),
                          1))
         return ch->shm.mark;
     return sl__shm_claim_mark(ch);
@@ -74,8 +75,10 @@ static inline void spsc_shared_side(sl_chan *ch, int side)
 #endif
 }
 
-/* SL_SPSC across processes: the flag mark and the pop's fence are real
- * fences, since the waiter's membarrier does not reach another process. */
+/* SL_SPSC across processes: the flag mark, the unmark and the pop are
+ * ordered by the shared channels' fence (sl__shm_fence): a compiler barrier
+ * where every waiter issues the global expedited membarrier, else a real
+ * fence, since the private membarrier does not reach another process. */
 static inline sl_status spsc_shared_push(sl_chan *ch, const void *elem, sl_visit_fn displaced,
                                          void *ctx)
 {

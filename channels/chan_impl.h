@@ -57,7 +57,7 @@ typedef struct sl__shm_map {
      * (sl__shm_gen: a fork()ed child claims its own). rec -1: none, the
      * mark is an anonymous in_flight[] slot (the table was full). */
     SL_ATOMIC(uint32_t) *mark;
-    unsigned gen;
+    SL_ATOMIC(unsigned) gen; /* released after mark and rec: threads share a handle */
     int rec;
 } sl__shm_map;
 
@@ -140,6 +140,34 @@ SL_ATOMIC(uint32_t) *sl__shm_claim_mark(sl_chan *ch);
 bool sl__shm_senders_in_flight(sl_chan *ch);
 void sl__shm_on_empty(sl_chan *ch);
 uint64_t sl__shm_ready_at(const sl_chan *ch);
+/* Where a thread about to wait on ev (ch's not_empty or not_full) counts
+ * itself a second time: its process's record's parked count for that side
+ * (claimed now if the handle has none); NULL when the records are all held. */
+SL_ATOMIC(uint32_t) *sl__shm_park_account(sl_chan *ch, const sl_event *ev);
+
+/* The barrier mode of shared channels (channels/shm.c, docs/guarantees.md
+ * "Across processes"): 1 while this process's sides of shared channels may
+ * order a store before a load with a compiler barrier alone, because every
+ * segment it has open is in asymmetric mode (its waiters, in whatever
+ * process, issue membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED)) and this
+ * process is registered for that barrier; 0 (a seq_cst fence) otherwise.
+ * Goes from 1 to 0 only, before the handle that needs fences is returned. */
+extern SL_ATOMIC(int) sl__shm_light;
+
+/* The store-to-load fence of a shared channel's fast side: its flag mark and
+ * unmark, and an SL_SPSC pop before the notify's waiter-count load. */
+static inline __attribute__((always_inline)) void sl__shm_fence(void)
+{
+#ifdef SL_MUTANT_SHM_COMPILER_FENCE
+    atomic_signal_fence(memory_order_seq_cst); /* planted bug: never a fence, whatever the mode */
+    return;
+#endif
+    /* Relaxed: the mode is set before any handle that relies on it exists. */
+    if (atomic_load_explicit(&sl__shm_light, memory_order_relaxed))
+        atomic_signal_fence(memory_order_seq_cst);
+    else
+        atomic_thread_fence(memory_order_seq_cst);
+}
 
 /* One non-blocking send: SL_OK, SL_EVICTED (SL_RING, displaced message to the
  * drop function), SL_FULL, SL_ENOMEM or SL_CLOSED. Wakes one receiver and any
@@ -205,9 +233,10 @@ void sl__select_ring(void);
  * "The select bell's arm") for any bell: notifies all of ev's waiters only
  * while `armed` is set, and takes the arm. */
 void sl__bell_ring(sl_event *ev, SL_ATOMIC(uint32_t) *armed);
-/* A waiter's side of it: arms the n bells, then the heavy barrier; after
- * the registration on their eventcounts, before each re-check. */
-void sl__bells_arm(SL_ATOMIC(uint32_t) *const *armed, size_t n);
+/* A waiter's side of it: arms the n bells, then the heavy barrier (the
+ * shared one, sl__event_heavy_fence_shared, when a bell is a segment's);
+ * after the registration on their eventcounts, before each re-check. */
+void sl__bells_arm(SL_ATOMIC(uint32_t) *const *armed, size_t n, bool shared);
 
 /* A shared segment's select bell (docs/shm-layout.md, "The select bell"):
  * a selector in any process that has a case on the segment's channel waits

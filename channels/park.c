@@ -135,12 +135,13 @@ static void bump_and_wake(sl_event *ev, int count)
  * preempted inside that window. A transient error is retried; any other
  * means the process changed under sluice after registering (a seccomp filter
  * installed later, say), and a parked thread could miss its wake-up or a
- * receiver misjudge a close: stop, saying why (docs/guarantees.md). */
-static void expedited_barrier(void)
+ * receiver misjudge a close: stop, saying why (docs/guarantees.md). `cmd` is
+ * the private or (shared channels) the global expedited command. */
+static void expedited_barrier(int cmd, const char *name)
 {
     int r = 0;
     for (unsigned i = 0; i < BARRIER_TRIES; i++) {
-        r = sl__membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+        r = sl__membarrier(cmd);
         if (r == 0)
             return;
         if (r != -ENOMEM && r != -EAGAIN && r != -EINTR)
@@ -149,11 +150,11 @@ static void expedited_barrier(void)
         nanosleep(&pause, NULL);
     }
     fprintf(stderr,
-            "sluice: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) failed (%s) after "
-            "registering for it succeeded; without it a parked thread could miss its "
-            "wake-up. A filter that refuses membarrier must be in place before sluice's "
-            "first use (sluice then uses fences). Aborting.\n",
-            strerror(-r));
+            "sluice: membarrier(%s) failed (%s) after registering for it succeeded; "
+            "without it a parked thread could miss its wake-up. A filter that refuses "
+            "membarrier must be in place before sluice's first use (sluice then uses "
+            "fences). Aborting.\n",
+            name, strerror(-r));
     abort();
 }
 
@@ -164,31 +165,73 @@ SL_API void sl_event_heavy_fence(void)
      * their store and their waiter-count load: force a real one on every
      * running thread. */
     if (atomic_load_explicit(&sl__event_asymmetric, memory_order_relaxed))
-        expedited_barrier();
+        expedited_barrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED, "MEMBARRIER_CMD_PRIVATE_EXPEDITED");
+}
+
+SL_API SL_ATOMIC(int) sl__event_global;
+
+SL_API void sl__event_heavy_fence_shared(void)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+#ifdef SL_MUTANT_SHM_NO_GLOBAL_BARRIER
+    return; /* planted bug: a shared waiter relies on the fence alone */
+#endif
+    /* Relaxed: set before the first handle of a channel that relies on it.
+     * The notifiers of such a channel, in any registered process, may have
+     * only a compiler barrier between their store and their load. */
+    if (atomic_load_explicit(&sl__event_global, memory_order_relaxed))
+        expedited_barrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED, "MEMBARRIER_CMD_GLOBAL_EXPEDITED");
 }
 
 SL_API void sl_event_fence(void) { sl__event_fence_fast(); }
+
+_Thread_local SL_ATOMIC(uint32_t) *sl__park_account;
+
+/* The thread's second count of a registration on ev (await.h), if any. */
+static inline SL_ATOMIC(uint32_t) *account_of(const sl_event *ev)
+{
+    /* Relaxed: bit 0 of the epoch never changes. */
+    if (!sl__park_account || !epoch_shared(atomic_load_explicit(&ev->epoch, memory_order_relaxed)))
+        return NULL;
+    return sl__park_account;
+}
+
+/* The end of a registration: the second count first, then `waiters`
+ * (seq_cst: every update of `waiters` is in the total order the notify's
+ * load relies on; see the argument above). */
+static void unregister(sl_event *ev)
+{
+    SL_ATOMIC(uint32_t) *acct = account_of(ev);
+    if (acct)
+        atomic_fetch_sub_explicit(acct, 1u, memory_order_seq_cst);
+    atomic_fetch_sub_explicit(&ev->waiters, 1u, memory_order_seq_cst);
+}
 
 SL_API uint32_t sl_event_prepare(sl_event *ev)
 {
     if (!ev)
         return 0;
     atomic_fetch_add_explicit(&ev->waiters, 1u, memory_order_seq_cst);
+    SL_ATOMIC(uint32_t) *acct = account_of(ev);
+    if (acct) /* seq_cst: after the registration it counts again */
+        atomic_fetch_add_explicit(acct, 1u, memory_order_seq_cst);
     SL_FI();
     /* The registration above is ordered before the caller's re-check of its
-     * condition (the Dekker pair with the notifier's condition change). */
-    sl_event_heavy_fence();
+     * condition (the Dekker pair with the notifier's condition change); a
+     * shared eventcount's notifiers may be in other processes. Relaxed: bit
+     * 0 of the epoch never changes. */
+    if (epoch_shared(atomic_load_explicit(&ev->epoch, memory_order_relaxed)))
+        sl__event_heavy_fence_shared();
+    else
+        sl_event_heavy_fence();
     /* Acquire: the re-check that follows cannot move above the key load. */
     return atomic_load_explicit(&ev->epoch, memory_order_acquire);
 }
 
 SL_API void sl_event_cancel(sl_event *ev)
 {
-    if (!ev)
-        return;
-    /* seq_cst: every update of `waiters` is in the total order the notify's
-     * load relies on (see the argument above). */
-    atomic_fetch_sub_explicit(&ev->waiters, 1u, memory_order_seq_cst);
+    if (ev)
+        unregister(ev);
 }
 
 static bool epoch_moved(sl_event *ev, uint32_t key)
@@ -266,7 +309,7 @@ static sl_status set_wait(const sl__event_set *s, uint64_t deadline_ns)
     if (i == SL_PARK_EPOCH_SPIN)
         st = set_sleep(s, deadline_ns);
     for (size_t k = 0; k < s->n; k++)
-        atomic_fetch_sub_explicit(&s->evs[k]->waiters, 1u, memory_order_seq_cst);
+        unregister(s->evs[k]);
     return st;
 }
 
@@ -369,11 +412,22 @@ static void set_prepare(const sl__event_set *s)
         s->w[0] = (sl__futex_word){&s->evs[0]->epoch, key, epoch_shared(key)};
         return;
     }
-    for (size_t i = 0; i < s->n; i++)
+    bool shared = false;
+    for (size_t i = 0; i < s->n; i++) {
         atomic_fetch_add_explicit(&s->evs[i]->waiters, 1u, memory_order_seq_cst);
+        SL_ATOMIC(uint32_t) *acct = account_of(s->evs[i]);
+        if (acct) /* seq_cst: after the registration it counts again */
+            atomic_fetch_add_explicit(acct, 1u, memory_order_seq_cst);
+        /* Relaxed: bit 0 of the epoch never changes. */
+        shared |= epoch_shared(atomic_load_explicit(&s->evs[i]->epoch, memory_order_relaxed));
+    }
     SL_FI();
-    /* Every registration before the re-check, as sl_event_prepare's. */
-    sl_event_heavy_fence();
+    /* Every registration before the re-check, as sl_event_prepare's: the
+     * shared barrier when a member's notifiers may be in other processes. */
+    if (shared)
+        sl__event_heavy_fence_shared();
+    else
+        sl_event_heavy_fence();
     for (size_t i = 0; i < s->n; i++) {
         /* Acquire: the re-check cannot move above the key loads. */
         uint32_t key = atomic_load_explicit(&s->evs[i]->epoch, memory_order_acquire);

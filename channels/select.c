@@ -113,7 +113,7 @@ static bool bells_collect(select_bells *b, const sl_select_case *cases, size_t n
     return true;
 }
 
-void sl__bells_arm(SL_ATOMIC(uint32_t) *const *armed, size_t n)
+void sl__bells_arm(SL_ATOMIC(uint32_t) *const *armed, size_t n, bool shared)
 {
     /* seq_cst: the Dekker store, in the total order with the rings' loads.
      * Stored even over a 1: the argument needs this selector's own store
@@ -125,8 +125,13 @@ void sl__bells_arm(SL_ATOMIC(uint32_t) *const *armed, size_t n)
      * the channel's change and its `selectors` and arm loads the other side.
      * The fence part of the heavy barrier is the one a ring in another
      * process pairs with: its change is a seq_cst read-modify-write or
-     * fenced there (docs/guarantees.md, "Across processes"). */
-    sl_event_heavy_fence();
+     * fenced there, or, in a segment of the asymmetric barrier mode, only
+     * compiler-ordered: then the global barrier (docs/guarantees.md,
+     * "Across processes"). */
+    if (shared)
+        sl__event_heavy_fence_shared();
+    else
+        sl_event_heavy_fence();
 }
 
 static _Thread_local uint64_t select_rng;
@@ -261,7 +266,7 @@ static bool select_recheck(void *ctx)
 #else
     if (w->looks++ > 0)
 #endif
-        sl__bells_arm(w->bells.armed, w->bells.n);
+        sl__bells_arm(w->bells.armed, w->bells.n, w->bells.n > 1);
     return select_ready(ctx);
 }
 

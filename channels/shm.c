@@ -25,6 +25,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -37,9 +38,9 @@
 #include "sluice/shm.h"
 
 #define SHM_MAGIC 0x4D48534349554C53ull /* "SLUICSHM", little-endian */
-#define SHM_VERSION 3u
+#define SHM_VERSION 4u
 #define SHM_CTL_AT ((size_t)72)    /* the peer-death control words */
-#define SHM_BELL_AT ((size_t)88)   /* the select bell (version 3) */
+#define SHM_BELL_AT ((size_t)88)   /* the select bell (version 4) */
 #define SHM_RECS_AT ((size_t)2048) /* the sender records */
 #define SHM_RECS SL_SHM_SENDERS
 #define SHM_DATA_AT (SHM_RECS_AT + SHM_RECS * (size_t)64) /* the storage */
@@ -210,16 +211,19 @@ typedef struct shm_rec {
     SL_ATOMIC(uint32_t) marks;  /* the in-flight mark (flag or count) */
     SL_ATOMIC(uint32_t) sender; /* 1: a registered sender (sl_chan_shm_sender) */
     SL_ATOMIC(uint64_t) owner;  /* 0 free; OWNER_BUSY being reclaimed; else an identity */
-    unsigned char pad[48];
+    SL_ATOMIC(uint32_t) parked[2]; /* the owner's threads registered on not_empty, not_full */
+    unsigned char pad[40];
 } shm_rec;
 _Static_assert(sizeof(shm_rec) == 64, "a record per line");
 
 typedef struct shm_ctl {
     SL_ATOMIC(uint64_t) next_look;   /* CLOCK_MONOTONIC ns of the next look */
     SL_ATOMIC(uint32_t) senders_ever; /* 1 once a sender registered */
+    SL_ATOMIC(uint32_t) barriers;    /* the barrier mode (SHM_FENCED, SHM_ASYMMETRIC) */
 } shm_ctl;
 _Static_assert(SHM_CTL_AT >= AT(drained) + 4 && SHM_CTL_AT + sizeof(shm_ctl) <= AT(in_flight),
                "shm layout: the control words sit between drained and the marks");
+_Static_assert(offsetof(shm_ctl, barriers) == 12, "shm layout: the barrier mode at 84");
 
 #define PID_BITS 22 /* PID_MAX_LIMIT is 2^22 */
 #define START_MASK (((uint64_t)1 << (64 - PID_BITS)) - 1)
@@ -227,13 +231,25 @@ _Static_assert(SHM_CTL_AT >= AT(drained) + 4 && SHM_CTL_AT + sizeof(shm_ctl) <= 
 
 SL_ATOMIC(unsigned) sl__shm_gen = 1;
 
+static void register_again(void);
+
+/* Threads of a process share a handle: one claims its record, under this
+ * lock, which a fork() holds across (a child must not inherit it held). */
+static pthread_mutex_t claim_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void fork_prepare(void) { pthread_mutex_lock(&claim_lock); }
+
+static void fork_parent(void) { pthread_mutex_unlock(&claim_lock); }
+
 static void forked_child(void)
 {
+    pthread_mutex_unlock(&claim_lock);
     /* Relaxed: the child runs only this thread now. */
     atomic_fetch_add_explicit(&sl__shm_gen, 1u, memory_order_relaxed);
+    register_again();
 }
 
-static void add_fork_handler(void) { pthread_atfork(NULL, NULL, forked_child); }
+static void add_fork_handler(void) { pthread_atfork(fork_prepare, fork_parent, forked_child); }
 
 /* A fork()ed child must not mark itself in its parent's record. */
 static void watch_forks(void)
@@ -303,9 +319,27 @@ static bool owner_dead(uint64_t owner)
     return st < 0 || ((owner >> PID_BITS) != 0 && start != owner >> PID_BITS);
 }
 
+/* Takes a dead owner's registrations, counted in *parked, out of ev's
+ * waiter count: at most what the count holds (a peer's garbage in *parked
+ * must not wrap it). */
+static void discount(sl_event *ev, SL_ATOMIC(uint32_t) *parked)
+{
+    /* seq_cst: the updates of `waiters` are in the notify's total order. */
+    uint32_t n = atomic_exchange_explicit(parked, 0u, memory_order_seq_cst);
+#ifdef SL_MUTANT_SHM_PARKED_KEPT
+    n = 0; /* planted bug: a dead process's parked threads stay counted */
+#endif
+    uint32_t w = atomic_load_explicit(&ev->waiters, memory_order_seq_cst);
+    while (n && w && !atomic_compare_exchange_weak_explicit(&ev->waiters, &w, w - (n < w ? n : w),
+                                                            memory_order_seq_cst,
+                                                            memory_order_seq_cst)) {
+    }
+}
+
 /* Frees record r, whose owner `seen` is dead: exclusively (BUSY), so that
- * a second reclaimer cannot clear the mark of a new owner. */
-static void reclaim(shm_rec *r, uint64_t seen)
+ * a second reclaimer cannot clear the mark of a new owner; the owner's
+ * parked threads stop counting as waiters. */
+static void reclaim(sl_chan *ch, shm_rec *r, uint64_t seen)
 {
     uint64_t want = seen;
     /* seq_cst: one reclaimer wins; the clears below come after its win. */
@@ -315,6 +349,8 @@ static void reclaim(shm_rec *r, uint64_t seen)
 #ifndef SL_MUTANT_SHM_DEAD_MARKS_COUNT
     atomic_store_explicit(&r->marks, 0u, memory_order_relaxed);
 #endif
+    discount(&ch->not_empty, &r->parked[0]);
+    discount(&ch->not_full, &r->parked[1]);
     atomic_store_explicit(&r->sender, 0u, memory_order_relaxed);
     /* Release: the clears before a new owner's claim. */
     atomic_store_explicit(&r->owner, 0, memory_order_release);
@@ -329,7 +365,7 @@ static int claim_record(sl_chan *ch, uint64_t self)
         for (int i = 0; i < SHM_RECS; i++) {
             uint64_t o = atomic_load_explicit(&rs[i].owner, memory_order_acquire);
             if (pass == 1 && o != 0 && o != OWNER_BUSY && owner_dead(o))
-                reclaim(&rs[i], o), o = atomic_load_explicit(&rs[i].owner, memory_order_acquire);
+                reclaim(ch, &rs[i], o), o = atomic_load_explicit(&rs[i].owner, memory_order_acquire);
             /* seq_cst: the claim before this sender's mark and closed-check. */
             if (o == 0 && atomic_compare_exchange_strong_explicit(
                               &rs[i].owner, &o, self, memory_order_seq_cst, memory_order_relaxed))
@@ -338,14 +374,28 @@ static int claim_record(sl_chan *ch, uint64_t self)
     return -1;
 }
 
+/* Whether the handle's record was claimed in this process (not in the
+ * parent of a fork()ed child, nor not at all). Acquire: pairs with the
+ * claimer's release of gen, so its mark and rec are visible. */
+static bool claimed_here(const sl_chan *ch)
+{
+    return atomic_load_explicit(&ch->shm.gen, memory_order_acquire) ==
+           atomic_load_explicit(&sl__shm_gen, memory_order_relaxed);
+}
+
 SL_ATOMIC(uint32_t) *sl__shm_claim_mark(sl_chan *ch)
 {
-    unsigned gen = atomic_load_explicit(&sl__shm_gen, memory_order_relaxed);
-    int i = claim_record(ch, self_identity());
-    /* A full table: an anonymous mark, which a death can leave set (shm.h). */
-    ch->shm.mark = i < 0 ? &ch->in_flight[0].n : &records(ch)[i].marks;
-    ch->shm.rec = i;
-    ch->shm.gen = gen;
+    pthread_mutex_lock(&claim_lock);
+    if (!claimed_here(ch)) {
+        unsigned gen = atomic_load_explicit(&sl__shm_gen, memory_order_relaxed);
+        int i = claim_record(ch, self_identity());
+        /* A full table: an anonymous mark, which a death can leave set (shm.h). */
+        ch->shm.mark = i < 0 ? &ch->in_flight[0].n : &records(ch)[i].marks;
+        ch->shm.rec = i;
+        /* Release: mark and rec before gen (claimed_here). */
+        atomic_store_explicit(&ch->shm.gen, gen, memory_order_release);
+    }
+    pthread_mutex_unlock(&claim_lock);
     return ch->shm.mark;
 }
 
@@ -366,12 +416,13 @@ static bool senders_left(const sl_chan *ch)
  * the last one closes the channel. */
 static void drop_record(sl_chan *ch)
 {
-    if (ch->shm.rec < 0 ||
-        ch->shm.gen != atomic_load_explicit(&sl__shm_gen, memory_order_relaxed))
+    if (!claimed_here(ch) || ch->shm.rec < 0)
         return; /* none, or the parent's (a fork()ed child's copy of the handle) */
     shm_rec *r = &records(ch)[ch->shm.rec];
     uint32_t was = atomic_exchange_explicit(&r->sender, 0u, memory_order_seq_cst);
     atomic_store_explicit(&r->marks, 0u, memory_order_relaxed); /* the caller's threads are done */
+    atomic_store_explicit(&r->parked[0], 0u, memory_order_relaxed); /* and wait no more */
+    atomic_store_explicit(&r->parked[1], 0u, memory_order_relaxed);
     /* Release: the clears before a new owner's claim. */
     atomic_store_explicit(&r->owner, 0, memory_order_release);
     if (was && !senders_left(ch))
@@ -382,7 +433,7 @@ SL_API sl_status sl_chan_shm_sender(sl_chan *ch)
 {
     if (!ch || !sl__chan_is_shared(ch))
         return SL_EINVAL;
-    if (ch->shm.gen != atomic_load_explicit(&sl__shm_gen, memory_order_relaxed))
+    if (!claimed_here(ch))
         (void)sl__shm_claim_mark(ch);
     if (ch->shm.rec < 0)
         return SL_ENOMEM;
@@ -396,6 +447,9 @@ SL_API sl_status sl_chan_shm_sender(sl_chan *ch)
 
 bool sl__shm_senders_in_flight(sl_chan *ch)
 {
+    /* The caller's load of `closed` before the marks' loads: the senders'
+     * marks may be ordered by a compiler barrier alone (sl__shm_fence). */
+    sl__event_heavy_fence_shared();
     for (unsigned i = 0; i < SL_SEND_SLOTS; i++)
         /* seq_cst: after the caller's load of `closed` (chan_flavors.h). */
         if (atomic_load_explicit(&ch->in_flight[i].n, memory_order_seq_cst) != 0)
@@ -411,13 +465,14 @@ bool sl__shm_senders_in_flight(sl_chan *ch)
 #endif
         if (o == 0 || o == OWNER_BUSY || !owner_dead(o))
             return true;
-        reclaim(&rs[i], o); /* dead: what it pushed is in the queue already */
+        reclaim(ch, &rs[i], o); /* dead: what it pushed is in the queue already */
     }
     return false;
 }
 
-/* The look for "every registered sender is gone": reclaims dead owners'
- * records, and closes the channel when no registered sender is left. */
+/* The look for dead owners: reclaims their records (their marks stop
+ * counting, their parked threads stop counting as waiters), and closes the
+ * channel when senders registered and none is left. */
 static void look_for_senders(sl_chan *ch)
 {
     shm_rec *rs = records(ch);
@@ -427,11 +482,13 @@ static void look_for_senders(sl_chan *ch)
         if (o == 0 || o == OWNER_BUSY)
             continue;
         if (owner_dead(o))
-            reclaim(&rs[i], o);
+            reclaim(ch, &rs[i], o);
         else if (atomic_load_explicit(&rs[i].sender, memory_order_relaxed))
             any = true;
     }
-    if (!any && !senders_left(ch))
+    /* Relaxed: a registration the look misses is found by the next one. */
+    if (!any && atomic_load_explicit(&control(ch)->senders_ever, memory_order_relaxed) &&
+        !senders_left(ch))
         sl_chan_close(ch);
 }
 
@@ -452,10 +509,24 @@ static uint64_t look_if_due(sl_chan *ch, uint64_t now)
 
 void sl__shm_on_empty(sl_chan *ch)
 {
-    /* Relaxed: a look missed now is made by the next empty receive or waiter. */
-    if (atomic_load_explicit(&control(ch)->senders_ever, memory_order_relaxed) &&
-        !atomic_load_explicit(&ch->closed, memory_order_relaxed))
+    /* Relaxed: a look missed now is made by the next empty receive or
+     * waiter. Looks are for registered senders, or for waiters counted that
+     * may be dead ones; otherwise an empty receive reads no clock. */
+    if (atomic_load_explicit(&ch->closed, memory_order_relaxed))
+        return;
+    if (atomic_load_explicit(&control(ch)->senders_ever, memory_order_relaxed) ||
+        atomic_load_explicit(&ch->not_empty.waiters, memory_order_relaxed) ||
+        atomic_load_explicit(&ch->not_full.waiters, memory_order_relaxed))
         (void)look_if_due(ch, sl__now_ns());
+}
+
+SL_ATOMIC(uint32_t) *sl__shm_park_account(sl_chan *ch, const sl_event *ev)
+{
+    if (!claimed_here(ch))
+        (void)sl__shm_claim_mark(ch);
+    if (ch->shm.rec < 0)
+        return NULL; /* every record held: a death here stays counted (shm.h) */
+    return &records(ch)[ch->shm.rec].parked[ev == &ch->not_full];
 }
 
 uint64_t sl__shm_ready_at(const sl_chan *ch)
@@ -468,13 +539,86 @@ uint64_t sl__shm_ready_at(const sl_chan *ch)
     return SL_FOREVER; /* planted bug: a waiter sleeps until a notify, however long */
 #endif
     /* Every waiter looks again each period: for a dead sender's mark after
-     * a close, and for a notify lost with a process killed between its
-     * epoch bump and its futex wake (docs/guarantees.md). */
+     * a close, for a notify lost with a process killed between its epoch
+     * bump and its futex wake, and for dead owners' records: their
+     * registered senders and their parked threads (docs/guarantees.md). */
     uint64_t now = sl__now_ns();
-    if (atomic_load_explicit(&ch->closed, memory_order_relaxed) ||
-        !atomic_load_explicit(&control(ch)->senders_ever, memory_order_relaxed))
+    if (atomic_load_explicit(&ch->closed, memory_order_relaxed))
         return now + SHM_LOOK_NS;
     return look_if_due(c, now);
+}
+
+/* ---- the barrier mode -------------------------------------------------------
+ * docs/guarantees.md, "Across processes", has the argument; the word is
+ * docs/shm-layout.md's "The barrier mode" (offset 84). The creator writes it
+ * before the magic, and it never changes:
+ *   SHM_ASYMMETRIC  the creator registered for membarrier's global expedited
+ *                   command: every waiter, in whatever process, issues
+ *                   MEMBARRIER_CMD_GLOBAL_EXPEDITED, so a registered
+ *                   process's fast side needs only a compiler barrier;
+ *   SHM_FENCED      the creator could not register (old kernel, seccomp):
+ *                   every fast side fences, every waiter fences.
+ * A process that opens an asymmetric segment without having registered
+ * fences on its own fast side and must still issue the global barrier as a
+ * waiter; one that cannot issue it is refused (SL_EINVAL): it could not keep
+ * the others' fast sides correct. */
+#define SHM_FENCED 0u
+#define SHM_ASYMMETRIC 1u
+
+SL_ATOMIC(int) sl__shm_light;
+static SL_ATOMIC(int) shm_registered; /* this process registered (global expedited) */
+
+/* Once per process, before its first shared channel: registration. */
+static void register_global(void)
+{
+    if (sl__membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) != 0)
+        return; /* fences on this process's fast sides, from the start */
+    atomic_store_explicit(&shm_registered, 1, memory_order_relaxed);
+    atomic_store_explicit(&sl__shm_light, 1, memory_order_relaxed);
+}
+
+static pthread_once_t register_once = PTHREAD_ONCE_INIT;
+
+/* The mode a new segment gets from this process. */
+static uint32_t creator_mode(void)
+{
+    pthread_once(&register_once, register_global);
+    if (!atomic_load_explicit(&shm_registered, memory_order_relaxed))
+        return SHM_FENCED;
+    atomic_store_explicit(&sl__event_global, 1, memory_order_relaxed);
+    return SHM_ASYMMETRIC;
+}
+
+/* An opener's part, before its handle exists: false when this process cannot
+ * take part in a segment of that mode. Each decision only adds barriers. */
+static bool join_mode(uint32_t mode)
+{
+    pthread_once(&register_once, register_global);
+    if (mode == SHM_FENCED) {
+        /* This process's fast sides fence from now on, on every segment:
+         * this one's waiters rely on them. */
+        atomic_store_explicit(&sl__shm_light, 0, memory_order_relaxed);
+        return true;
+    }
+    if (mode != SHM_ASYMMETRIC)
+        return false;
+    /* Not registered: its own sides fence (sl__shm_light is 0), but as a
+     * waiter it must still force the others' barrier: it must be able to. */
+    if (!atomic_load_explicit(&shm_registered, memory_order_relaxed) &&
+        sl__membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) != 0)
+        return false;
+    atomic_store_explicit(&sl__event_global, 1, memory_order_relaxed);
+    return true;
+}
+
+/* A fork()ed child inherits the flags but maybe not the kernel's
+ * registration: it registers again, or fences from now on (it has run
+ * nothing yet). */
+static void register_again(void)
+{
+    if (atomic_load_explicit(&shm_registered, memory_order_relaxed) &&
+        sl__membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) != 0)
+        atomic_store_explicit(&sl__shm_light, 0, memory_order_relaxed);
 }
 
 static size_t page_up(size_t n, size_t page) { return (n + page - 1) & ~(page - 1); }
@@ -502,7 +646,12 @@ static sl_status map_handle(sl_chan **out, int fd, size_t size)
     }
     sl_chan *ch = (sl_chan *)(base + local - SL__CHAN_SHARED_AT);
     /* gen 0: no record yet; the first send claims one (sl__shm_claim_mark). */
-    ch->shm = (sl__shm_map){base, len, fd, NULL, 0, -1};
+    ch->shm.base = base;
+    ch->shm.len = len;
+    ch->shm.fd = fd;
+    ch->shm.mark = NULL;
+    atomic_init(&ch->shm.gen, 0u);
+    ch->shm.rec = -1;
     watch_forks();
     *out = ch;
     return SL_OK;
@@ -566,6 +715,8 @@ SL_API sl_status sl_chan_shm_create(sl_chan **out, const char *name, const sl_ch
         return st;
     }
     fill_local(ch, &g);
+    /* Relaxed: init_shared's release of the magic publishes it. */
+    atomic_store_explicit(&control(ch)->barriers, creator_mode(), memory_order_relaxed);
     init_shared(ch, &g);
     *out = ch;
     return SL_OK;
@@ -609,7 +760,12 @@ static sl_status open_owned(sl_chan **out, int fd, const sl_chan_opts *expect)
     sl_status st = map_handle(&ch, fd, g.size);
     if (st != SL_OK)
         return st;
-    fill_local(ch, &g); /* from g: nothing read from the segment after this */
+    fill_local(ch, &g); /* from g: no size or index read from the segment after this */
+    /* Relaxed: written before the magic, which read_header acquired. */
+    if (!join_mode(atomic_load_explicit(&control(ch)->barriers, memory_order_relaxed))) {
+        sl__shm_release(ch);
+        return SL_EINVAL;
+    }
     *out = ch;
     return SL_OK;
 }

@@ -74,7 +74,7 @@ static bool watch_look(void *ctx)
     if (atomic_load_explicit(&W.gen, memory_order_seq_cst) != v->gen)
         return true;
 #ifndef SL_MUTANT_SHM_WATCH_NO_ARM
-    sl__bells_arm(v->armed + 1, v->n);
+    sl__bells_arm(v->armed + 1, v->n, true);
 #endif
     for (size_t i = 0; i < v->n; i++)
         sl__chanfd_poke(v->chans[i]);

@@ -95,7 +95,9 @@ mutants=(
 "SHM_NO_LOOK|faults|unit_shm|CK_RUN_CASE=death SL_SHM_CHILD_ALARM=2 SL_SHM_WAIT_S=1 CK_TIMEOUT_MULTIPLIER=0.05||1|0|a waiter on a shared channel sleeps until a notify with no periodic look: a notify lost with a sender killed between its epoch bump and its futex wake leaves a published message unreceived, and a blocked receiver never learns that the last registered sender died"
 "SHM_SELECT_NO_BELL|default|unit_shm|CK_RUN_CASE=select SL_SHM_CHILD_ALARM=2 CK_TIMEOUT_MULTIPLIER=0.05||1|0|a send, receive or close of a shared channel rings only its own process's select bell, never the segment's: a selector in another process sleeps through the change (its periodic look, lengthened by the test, would otherwise stand in 50 ms later)"
 "SHM_WATCH_NO_ARM|default|unit_shm|CK_RUN_CASE=fd SL_SHM_WAIT_S=1 SL_SHM_CHILD_ALARM=3||1|1|the watcher thread of shared channels' event-loop descriptors looks at its channels without arming their segments' bells first: a change made in another process rings no bell, and the descriptor never becomes readable"
-"SHM_COMPILER_FENCE|faults|stress_shm|||0|0|a shared SL_SPSC channel orders its in-flight flag and its pop with a compiler barrier, relying on a membarrier that does not reach the other process (a store-buffer window of nanoseconds: the argument in docs/guarantees.md, \`Across processes\`, not a test, rules it out)"
+"SHM_COMPILER_FENCE|faults|stress_shm|||0|0|a shared SL_SPSC channel orders its in-flight flag and its pop with a compiler barrier whatever the segment's barrier mode: in a fenced segment (a participant that cannot use membarrier) nothing forces the store before the load (a store-buffer window of nanoseconds: the argument in docs/guarantees.md, \`Across processes\`, not a test, rules it out)"
+"SHM_NO_GLOBAL_BARRIER|default|unit_shm|CK_RUN_CASE=barrier||1|1|a waiter on a shared channel in asymmetric mode (its registration, its SL_CLOSED decision) issues only a fence, not membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED), while the other processes' fast sides rely on it and have only a compiler barrier"
+"SHM_PARKED_KEPT|default|unit_shm|CK_RUN_CASE=death||1|1|reclaiming a dead process's record leaves its parked threads counted in the waiter count: every later notify on that side makes a futex system call for nobody"
 "SELECT_BIASED_SHUFFLES|default|unit_select|CK_RUN_CASE=biased||1|1|biased select shuffles its cases like the fair one"
 "SELECT_ARM_ONCE|default|unit_select|CK_RUN_CASE=blocking||1|0|select arms the bell at its first re-check only, not after a wake that found nothing"
 "RECV_N_EMPTY_AT_ZERO|fuzz|fuzz_mpmc||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/mpmc|1|1|\`recv_n_for\` with a zero timeout on an empty channel answers SL_EMPTY instead of SL_TIMEDOUT"
@@ -108,6 +110,9 @@ mutants=(
 "BCAST_SENDERS_SHARE_SLOT|faults|unit_broadcast|CK_RUN_CASE=threads||1|0|broadcast: a sender does not wait for the sender a lap earlier in its slot (two senders write one slot at once)"
 "BCAST_NO_OVERWRITE_DROP|default|unit_broadcast|CK_RUN_CASE=contract||1|1|broadcast: an overwritten original is never dropped"
 "BCAST_LAG_MISCOUNT|default|unit_broadcast|CK_RUN_CASE=contract||1|1|broadcast: a lag skips one message more than SL_LAGGED reports"
+"BCAST_LAG_DOUBLE_RELEASE|default|unit_broadcast|CK_RUN_CASE=contract||1|1|broadcast: a lag gives up the subscriber's share of the message it moves to, and the read of it gives it up again (dropped before the other subscribers read it)"
+"BCAST_LEAVER_FORGETS|default|unit_broadcast|CK_RUN_CASE=contract||1|1|broadcast: a leaving subscriber keeps its shares of what it did not read (those messages wait for their overwrite)"
+"BCAST_JOIN_NO_SETTLE|default|unit_broadcast|CK_RUN_CASE=threads||1|0|broadcast: a subscribe does not settle the positions below its start whose senders counted it (dropped only at their overwrite)"
 )
 
 mode="" only="" out=lines model=0 baseline=0

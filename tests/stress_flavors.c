@@ -68,8 +68,12 @@
  *                      subscriber's received + missed is exactly every message
  *                      sent (so what it was told it missed is exactly what it
  *                      did not get); no send fails; the drop function sees
- *                      every message exactly once, intact (at overwrite or
- *                      when the last handle is freed).
+ *                      every message exactly once, intact; no subscription
+ *                      receives a message whose drop ran before that receive
+ *                      began (the drop waits for every subscriber counted);
+ *                      and once the threads are done, before the last two
+ *                      handles are freed, every message has been dropped (at
+ *                      its last read, a leave, or its overwrite).
  *   rendezvous_close   producers hand messages to consumers over a rendezvous
  *                      channel R (SL_MPMC, capacity 0) and a small queue Q,
  *                      with every send form on R (blocking, timed, try,
@@ -1555,6 +1559,8 @@ typedef struct bc_run {
     atomic_uint senders_left;
     bitmap dropped;
     atomic_uint_fast64_t drops;
+    atomic_uint_fast64_t drop_clock;   /* a ticket per drop, in the order they ran */
+    atomic_uint_fast64_t *dropped_at;  /* per message: its drop's ticket + 1, 0 before */
     uint64_t steady_got;
     pad_counter progress[BC_SENDERS + 1 + BC_CHURNERS];
 } bc_run;
@@ -1568,6 +1574,7 @@ static void bc_drop(void *elem, void *ctx)
         return;
     if (bm_set(&r->dropped, p * r->n + s))
         rec_fail("sender %u seq %llu dropped twice", p, ULL(s));
+    atomic_store(&r->dropped_at[p * r->n + s], atomic_fetch_add(&r->drop_clock, 1) + 1);
     atomic_fetch_add(&r->drops, 1);
 }
 
@@ -1634,12 +1641,19 @@ static void bc_view_lagged(bc_view *v)
         v->lag_since[p] = true;
 }
 
-static void bc_view_see(bc_run *r, bc_view *v, const unsigned char *m, const char *who)
+/* m arrived by a receive that began when the drop clock read `began`. */
+static void bc_view_see(bc_run *r, bc_view *v, const unsigned char *m, uint64_t began,
+                        const char *who)
 {
     uint32_t p;
     uint64_t s;
     if (!msg_read(m, r->esz, BC_SENDERS, r->n, &p, &s, who))
         return;
+    /* Every subscription was counted for what it receives: the message's
+     * drop cannot have run before this receive began. */
+    uint64_t at = atomic_load(&r->dropped_at[p * r->n + s]);
+    if (at != 0 && at - 1 < began)
+        rec_fail("%s: sender %u seq %llu received after its drop", who, p, ULL(s));
     uint64_t want = v->last[p] == NONE ? NONE : v->last[p] + 1;
     if (want != NONE && s < want)
         rec_fail("%s: sender %u seq %llu after %llu", who, p, ULL(s), ULL(v->last[p]));
@@ -1687,6 +1701,7 @@ static sl_status bc_drain(bc_run *r, sl_chan *rx, bc_view *v, sl_test_rng *rng, 
     sl_status st = SL_OK;
     for (uint64_t n = 0; n < budget && !failed(); n++) {
         size_t k;
+        uint64_t began = atomic_load(&r->drop_clock);
         st = bc_recv_some(r, rx, rng, m, &k);
         if (st == SL_CLOSED)
             break;
@@ -1695,7 +1710,7 @@ static sl_status bc_drain(bc_run *r, sl_chan *rx, bc_view *v, sl_test_rng *rng, 
         else if (st != SL_OK && st != SL_EMPTY && st != SL_TIMEDOUT)
             rec_fail("%s: %s", who, sl_status_str(st));
         for (size_t j = 0; j < k; j++)
-            bc_view_see(r, v, m + j * r->esz, who);
+            bc_view_see(r, v, m + j * r->esz, began, who);
         atomic_fetch_add(&progress->v, 1);
     }
     if (v->jumps > sl_chan_missed(rx))
@@ -1775,6 +1790,8 @@ START_TEST(broadcast_churn)
     r->n = sl_test_scaled(16000, 500);
     atomic_store(&r->senders_left, BC_SENDERS);
     bm_init(&r->dropped, BC_SENDERS * r->n);
+    r->dropped_at = calloc(BC_SENDERS * r->n, sizeof *r->dropped_at);
+    ck_assert_ptr_nonnull(r->dropped_at);
     ck_assert_int_eq(new_chan(&r->bc, SL_BROADCAST, r->esz, cfg->cap, bc_drop, r, false, 0),
                      SL_OK);
     ck_assert_int_eq(sl_chan_subscribe(r->bc, &r->steady), SL_OK);
@@ -1791,15 +1808,22 @@ START_TEST(broadcast_churn)
               ULL(r->steady_got), ULL(missed), ULL(total));
     fprintf(stderr, "[%s] steady subscriber: %llu received, %llu missed\n", g_test,
             ULL(r->steady_got), ULL(missed));
-    sl_chan_free(r->steady);
-    sl_chan_free(r->bc); /* the last handle: drops what is held */
-    ASSERT_CLEAN();
+    /* Every message was read by every subscription counted for it (the
+     * churners have left, giving up what they did not read) or overwritten:
+     * all are dropped while the steady subscriber and the send handle live. */
     uint64_t drops = atomic_load(&r->drops);
+    CHECK_MSG(drops == total, "dropped %llu of %llu before the last handles went",
+              ULL(drops), ULL(total));
+    sl_chan_free(r->steady);
+    sl_chan_free(r->bc); /* the last handle: nothing is left to drop */
+    ASSERT_CLEAN();
+    drops = atomic_load(&r->drops);
     check_none_lost(&r->dropped, r->n, drops, total);
     CHECK_MSG(drops == total, "dropped %llu of %llu", ULL(drops), ULL(total));
     sl_test_account("broadcast messages received or missed, and dropped once", 2 * total);
     sl_chan_free(r->never);
     bm_free(&r->dropped);
+    free(r->dropped_at);
     free(r);
 }
 END_TEST

@@ -9,7 +9,12 @@
  * are not a multiple of 8 come back exact; close on the send handle lets
  * each subscriber drain what it can see, then SL_CLOSED; close on a
  * subscriber ends that subscription alone; the drop function runs once per
- * message, at overwrite or when the last handle goes, in either free order;
+ * message, in the receive of the last subscriber counted for it and not
+ * before (1 to 4 subscribers, every receive form), in the free of a
+ * subscriber leaving it unread, at its overwrite when a subscriber lagged
+ * past it, at once with nobody subscribed, for a subscriber joining
+ * mid-stream only what was sent after, in either free order, and with a
+ * subscribe racing a send that counted it (staged with a drop that waits);
  * one send wakes every blocked subscriber, a close and freeing the send
  * handle wake them too; select receive cases on subscribers (woken by a send,
  * reporting a lag) and the always-ready send case; the typed wrapper; and,
@@ -44,6 +49,12 @@ static sl_chan *sub(sl_chan *bc)
 }
 
 static void send_u64(sl_chan *bc, uint64_t v) { ck_assert_int_eq(sl_chan_send(bc, &v), SL_OK); }
+
+static void send_range(sl_chan *bc, uint64_t from, uint64_t to)
+{
+    for (uint64_t v = from; v < to; v++)
+        send_u64(bc, v);
+}
 
 static void expect_u64(sl_chan *rx, uint64_t want)
 {
@@ -109,6 +120,8 @@ END_TEST
 
 /* Every allocation of a broadcast can fail: SL_ENOMEM, nothing made, no
  * leak (AddressSanitizer), and the channel works on the next try. */
+static void free_nothing(void *elem, void *ctx) { (void)elem, (void)ctx; }
+
 START_TEST(test_out_of_memory)
 {
     sl_chan_opts o = {.flavor = SL_BROADCAST, .elem_size = 8, .capacity = 4};
@@ -130,6 +143,28 @@ START_TEST(test_out_of_memory)
     expect_u64(rx, 3);
     sl_chan_free(bc);
     sl_chan_free(rx);
+    /* With a drop function: the ring's share words, a subscriber's scratch. */
+    o.drop = free_nothing;
+    for (uint64_t k = 1; k <= 4; k++) { /* the handle, the ring, its slots, its share words */
+        sl_test_fail_alloc_at(k);
+        ck_assert_int_eq(sl_chan_new(&bc, &o), SL_ENOMEM);
+        ck_assert_uint_eq(sl_test_allocs(), k);
+    }
+    sl_test_alloc_faults_off();
+    ck_assert_int_eq(sl_chan_new(&bc, &o), SL_OK);
+    rx = NULL;
+    for (uint64_t k = 1; k <= 2; k++) { /* the handle, its scratch */
+        sl_test_fail_alloc_at(k);
+        ck_assert_int_eq(sl_chan_subscribe(bc, &rx), SL_ENOMEM);
+        ck_assert_ptr_null(rx);
+        ck_assert_uint_eq(sl_test_allocs(), k);
+    }
+    sl_test_alloc_faults_off();
+    rx = sub(bc); /* the failed subscribes were not counted: the send is read once */
+    send_u64(bc, 4);
+    expect_u64(rx, 4);
+    sl_chan_free(rx);
+    sl_chan_free(bc);
 }
 END_TEST
 
@@ -274,7 +309,8 @@ START_TEST(test_close)
 }
 END_TEST
 
-/* Drops: each original once, at overwrite or when the last handle goes. */
+/* Drops: each original once, when the last subscriber counted for it has
+ * read it (or left without), when it is overwritten, or at the end. */
 typedef struct drops {
     atomic_uint n;
     uint64_t seen[64];
@@ -297,24 +333,191 @@ static void expect_drops_in_order(drops *d, unsigned n)
         ck_assert_msg(d->seen[i] == i, "drop %u was message %llu", i, ULL(d->seen[i]));
 }
 
+/* Frees the handles left (subscribers first, NULL skipped), after which
+ * there is nothing to drop: the drops stay at n. */
+static void free_rest(drops *d, unsigned n, sl_chan *bc, sl_chan *rx1, sl_chan *rx2)
+{
+    if (rx1)
+        sl_chan_free(rx1);
+    if (rx2)
+        sl_chan_free(rx2);
+    sl_chan_free(bc);
+    expect_drops_in_order(d, n);
+}
+
 START_TEST(test_drops_once)
 {
     for (int order = 0; order < 2; order++) {
         drops d = {0};
         sl_chan *bc = mk(8, 3, count_drop, &d);
         sl_chan *rx = sub(bc);
-        for (uint64_t i = 0; i < 10; i++)
-            send_u64(bc, i);
-        expect_drops_in_order(&d, 7); /* 0..6, as 3..9 overwrote them */
+        send_range(bc, 0, 10);
+        expect_drops_in_order(&d, 7); /* 0..6, as 3..9 overwrote them unread */
         uint64_t v;
         ck_assert_int_eq(sl_chan_recv(rx, &v), SL_LAGGED);
-        expect_u64(rx, 7); /* a copy: reading drops nothing */
-        ck_assert_uint_eq(atomic_load(&d.n), 7);
+        ck_assert_uint_eq(atomic_load(&d.n), 7); /* a lag drops nothing more */
+        expect_u64(rx, 7); /* its one subscriber has read it */
+        expect_drops_in_order(&d, 8);
         sl_chan_free(order ? bc : rx);
-        ck_assert_uint_eq(atomic_load(&d.n), 7); /* a handle is still alive */
+        /* rx leaving gives up 8 and 9 unread; bc leaving changes nothing. */
+        expect_drops_in_order(&d, order ? 8 : 10);
+        if (order) {
+            expect_u64(rx, 8); /* the ring outlives the send handle */
+            expect_drops_in_order(&d, 9);
+        }
         sl_chan_free(order ? rx : bc);
         expect_drops_in_order(&d, 10);
     }
+    /* Nobody subscribed: no one can ever read it, dropped in its send. */
+    drops d = {0};
+    sl_chan *bc = mk(8, 4, count_drop, &d);
+    send_u64(bc, 0);
+    expect_drops_in_order(&d, 1);
+    sl_chan *rx = sub(bc);
+    send_u64(bc, 1);
+    expect_drops_in_order(&d, 1);
+    sl_chan_free(rx);
+    expect_drops_in_order(&d, 2);
+    free_rest(&d, 2, bc, NULL, NULL);
+}
+END_TEST
+
+/* One receive of `want` on rx by the form k picks (each form counts its read). */
+static void recv_by_form(sl_chan *rx, int k, uint64_t want)
+{
+    uint64_t v = ~want;
+    size_t got = 0, i = 9;
+    sl_select_case c = {rx, SL_SEL_RECV, &v};
+    switch (k % 4) {
+    case 0: ck_assert_int_eq(sl_chan_recv(rx, &v), SL_OK); break;
+    case 1: ck_assert_uint_eq(sl_chan_try_recv_n(rx, &v, 1), 1); break;
+    case 2: ck_assert_int_eq(sl_chan_recv_n_for(rx, &v, 1, 0, &got), SL_OK); break;
+    default: ck_assert_int_eq(sl_select(&c, 1, 0, &i), SL_OK); break;
+    }
+    ck_assert_uint_eq(v, want);
+}
+
+/* With 1..4 subscribers, each message is dropped in the receive of the last
+ * of them to read it, never before, by every receive form. */
+START_TEST(test_drop_at_last_read)
+{
+    for (int nsub = 1; nsub <= 4; nsub++) {
+        drops d = {0};
+        sl_chan *bc = mk(8, 8, count_drop, &d), *rx[4];
+        for (int r = 0; r < nsub; r++)
+            rx[r] = sub(bc);
+        send_range(bc, 0, 4);
+        for (uint64_t i = 0; i < 4; i++)
+            for (int r = 0; r < nsub; r++) {
+                ck_assert_uint_eq(atomic_load(&d.n), i); /* i not yet */
+                recv_by_form(rx[r], (int)i + r, i);
+            }
+        expect_drops_in_order(&d, 4);
+        /* A batch: dropped as the last subscriber's batch reads it. */
+        uint64_t batch[3] = {4, 5, 6}, out[3];
+        ck_assert_uint_eq(sl_chan_try_send_n(bc, batch, 3), 3);
+        for (int r = 0; r < nsub; r++) {
+            ck_assert_uint_eq(atomic_load(&d.n), 4);
+            ck_assert_uint_eq(sl_chan_try_recv_n(rx[r], out, 3), 3);
+            ck_assert_mem_eq(out, batch, sizeof batch);
+        }
+        expect_drops_in_order(&d, 7);
+        for (int r = 0; r < nsub; r++)
+            sl_chan_free(rx[r]);
+        sl_chan_free(bc);
+        expect_drops_in_order(&d, 7);
+    }
+}
+END_TEST
+
+/* A subscriber that leaves gives up what it did not read: those it was the
+ * last for are dropped in its sl_chan_free (a close alone keeps them). */
+START_TEST(test_drop_leaver)
+{
+    drops d = {0};
+    sl_chan *bc = mk(8, 8, count_drop, &d);
+    sl_chan *a = sub(bc), *b = sub(bc), *c = sub(bc);
+    send_range(bc, 0, 5);
+    for (uint64_t i = 0; i < 5; i++)
+        expect_u64(a, i);
+    expect_u64(b, 0);
+    expect_u64(b, 1);
+    ck_assert_uint_eq(atomic_load(&d.n), 0);
+    for (uint64_t i = 0; i < 5; i++)
+        expect_u64(c, i);
+    expect_drops_in_order(&d, 2); /* 2..4 wait for b */
+    sl_chan_close(b);
+    expect_drops_in_order(&d, 2);
+    sl_chan_free(b);
+    expect_drops_in_order(&d, 5);
+    send_u64(bc, 5); /* counts a and c only */
+    expect_u64(a, 5);
+    expect_drops_in_order(&d, 5);
+    sl_chan_free(c); /* leaves with 5 unread, the last for it */
+    expect_drops_in_order(&d, 6);
+    free_rest(&d, 6, bc, a, NULL);
+}
+END_TEST
+
+/* A lagging subscriber: what it lagged past is dropped by the overwrite;
+ * what it lags to still waits for its read. */
+START_TEST(test_drop_lagging)
+{
+    drops d = {0};
+    sl_chan *bc = mk(8, 4, count_drop, &d);
+    sl_chan *a = sub(bc), *b = sub(bc);
+    send_range(bc, 0, 6);
+    expect_drops_in_order(&d, 2); /* 0, 1 overwritten unread */
+    uint64_t v;
+    ck_assert_int_eq(sl_chan_recv(a, &v), SL_LAGGED);
+    ck_assert_uint_eq(sl_chan_missed(a), 2);
+    for (uint64_t i = 2; i < 6; i++)
+        expect_u64(a, i);
+    expect_drops_in_order(&d, 2); /* b has read none of 2..5 */
+    ck_assert_int_eq(sl_chan_try_recv(b, &v), SL_LAGGED);
+    for (uint64_t i = 2; i < 6; i++) {
+        ck_assert_uint_eq(atomic_load(&d.n), i);
+        expect_u64(b, i);
+    }
+    expect_drops_in_order(&d, 6);
+    /* Lagging past messages that one subscriber read: the overwrite drops. */
+    send_range(bc, 6, 8);
+    expect_u64(a, 6);
+    expect_u64(a, 7);
+    send_range(bc, 8, 12);
+    expect_drops_in_order(&d, 8); /* 6, 7 at their overwrite: b never read them */
+    ck_assert_int_eq(sl_chan_try_recv(b, &v), SL_LAGGED);
+    ck_assert_uint_eq(sl_chan_missed(b), 4);
+    for (uint64_t i = 8; i < 12; i++)
+        expect_u64(b, i);
+    expect_drops_in_order(&d, 8); /* a has not read 8..11 */
+    sl_chan_free(a);
+    expect_drops_in_order(&d, 12);
+    free_rest(&d, 12, bc, b, NULL);
+}
+END_TEST
+
+/* A subscriber joining mid-stream is counted for what is sent after it
+ * joined, not before. */
+START_TEST(test_drop_joining)
+{
+    drops d = {0};
+    sl_chan *bc = mk(8, 8, count_drop, &d);
+    sl_chan *a = sub(bc);
+    send_range(bc, 0, 3);
+    sl_chan *b = sub(bc);
+    send_range(bc, 3, 5);
+    for (uint64_t i = 0; i < 5; i++)
+        expect_u64(a, i);
+    expect_drops_in_order(&d, 3); /* 3, 4 wait for b */
+    expect_u64(b, 3);
+    expect_drops_in_order(&d, 4);
+    sl_chan *c = sub(bc); /* counted for nothing held: leaving drops nothing */
+    sl_chan_free(c);
+    expect_drops_in_order(&d, 4);
+    expect_u64(b, 4);
+    expect_drops_in_order(&d, 5);
+    free_rest(&d, 5, bc, a, b);
 }
 END_TEST
 
@@ -539,9 +742,11 @@ START_TEST(test_threads_never_torn)
         pthread_join(rcv[i], NULL);
         /* Subscribed before the first send, drained to the close. */
         ck_assert_uint_eq(rs[i].received + sl_chan_missed(rs[i].rx), total);
-        sl_chan_free(rs[i].rx);
     }
-    ck_assert_uint_eq(atomic_load(&r.drops), total - 2); /* all but the two held */
+    /* Each message read by both or overwritten: all dropped, the handles alive. */
+    ck_assert_uint_eq(atomic_load(&r.drops), total);
+    for (int i = 0; i < T_SUBS; i++)
+        sl_chan_free(rs[i].rx);
     sl_chan_free(r.bc);
     ck_assert_uint_eq(atomic_load(&r.drops), total);
     for (uint64_t id = 0; id < total; id++)
@@ -549,6 +754,77 @@ START_TEST(test_threads_never_torn)
                       ULL(id), (unsigned)atomic_load(&r.dropped[id]));
     free(r.dropped);
     sl_test_account("broadcast messages accounted", total * T_SUBS);
+}
+END_TEST
+
+/* A subscribe racing a send that claimed its position before the subscribe
+ * but counts subscribers after it: the subscriber is counted for that
+ * message without ever reading it, and must give the share up itself (the
+ * subscribe waits for that send to finish). Staged: sender A holds its drop
+ * of 100 open, so sender B, a lap later, waits between its claim and its
+ * count while J subscribes. Whatever the interleaving, once every
+ * subscriber has read all it can, every message is dropped. */
+typedef struct gate {
+    drops d;
+    atomic_int in_drop, open;
+    sl_chan *bc, *j;
+} gate;
+
+static void gate_drop(void *elem, void *ctx)
+{
+    gate *g = ctx;
+    uint64_t v;
+    memcpy(&v, elem, sizeof v);
+    if (v == 100) {
+        atomic_store(&g->in_drop, 1);
+        while (!atomic_load(&g->open))
+            sched_yield();
+    }
+    count_drop(elem, &g->d);
+}
+
+static void *gate_send(void *p)
+{
+    gate *g = p;
+    send_u64(g->bc, atomic_load(&g->in_drop) ? 102 : 101);
+    return NULL;
+}
+
+static void *gate_subscribe(void *p)
+{
+    gate *g = p;
+    g->j = sub(g->bc);
+    return NULL;
+}
+
+START_TEST(test_drop_join_racing_send)
+{
+    gate g = {0};
+    g.bc = mk(8, 1, gate_drop, &g);
+    sl_chan *r0 = sub(g.bc);
+    send_u64(g.bc, 100);
+    pthread_t a, b, j;
+    ck_assert_int_eq(pthread_create(&a, NULL, gate_send, &g), 0); /* 101: drops 100, held */
+    while (!atomic_load(&g.in_drop))
+        sched_yield();
+    ck_assert_int_eq(pthread_create(&b, NULL, gate_send, &g), 0); /* 102: waits for 101 */
+    sl_test_sleep_ns(20 * MS); /* B claims (the case the test is for) */
+    ck_assert_int_eq(pthread_create(&j, NULL, gate_subscribe, &g), 0);
+    sl_test_sleep_ns(20 * MS); /* J joins while B waits */
+    atomic_store(&g.open, 1);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    pthread_join(j, NULL);
+    uint64_t v;
+    sl_chan *rx[2] = {r0, g.j};
+    for (int r = 0; r < 2; r++)
+        while (sl_chan_try_recv(rx[r], &v) != SL_EMPTY)
+            ;
+    ck_assert_uint_eq(atomic_load(&g.d.n), 3); /* 100, 101 overwritten; 102 read by all */
+    sl_chan_free(r0);
+    sl_chan_free(g.j);
+    sl_chan_free(g.bc);
+    ck_assert_uint_eq(atomic_load(&g.d.n), 3);
 }
 END_TEST
 
@@ -563,6 +839,10 @@ static Suite *broadcast_suite(void)
     tcase_add_test(tc, test_lag_exact);
     tcase_add_test(tc, test_close);
     tcase_add_test(tc, test_drops_once);
+    tcase_add_test(tc, test_drop_at_last_read);
+    tcase_add_test(tc, test_drop_leaver);
+    tcase_add_test(tc, test_drop_lagging);
+    tcase_add_test(tc, test_drop_joining);
     tcase_add_test(tc, test_typed);
     suite_add_tcase(s, tc);
     tc = tcase_create("waking");
@@ -573,6 +853,7 @@ static Suite *broadcast_suite(void)
     tc = tcase_create("threads");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_threads_never_torn);
+    tcase_add_test(tc, test_drop_join_racing_send);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/membarrier.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -47,6 +48,7 @@
 #include <unistd.h>
 
 #include <sluice/chanfd.h>
+#include <sluice/park.h>
 #include <sluice/select.h>
 #include <sluice/shm.h>
 
@@ -481,6 +483,7 @@ START_TEST(test_open_refusals)
     unsigned char *raw = map_raw(fd, 64);
     check_word(fd, raw, 0, 8, 0x1234);            /* magic */
     check_word(fd, raw, 8, 4, 1);                 /* version: the one before peer death */
+    check_word(fd, raw, 8, 4, 2);                 /* the one before the barrier mode */
     check_word(fd, raw, 12, 4, SL_LIST);          /* flavour: not shareable */
     check_word(fd, raw, 16, 8, 0);                /* message size 0 */
     check_word(fd, raw, 24, 8, 0);                /* capacity 0 */
@@ -835,6 +838,70 @@ START_TEST(test_killed_while_parked)
     produce(ch, o.elem_size, 50);
     join_ok(rx);
     ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_CLOSED);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* The shared futex wakes this process makes (through the system layer). */
+static _Atomic unsigned long n_wakes;
+
+static int counting_wake_shared(SL_ATOMIC(uint32_t) *word, int count)
+{
+    atomic_fetch_add(&n_wakes, 1);
+    return sl__sys_default_ops.futex_wake_shared(word, count);
+}
+
+static const sl_sys_ops counting_wake_ops = {.futex_wake_shared = counting_wake_shared};
+
+/* Waits until the u32 at off in raw reads want (a child's registration). */
+static void await_word(const unsigned char *raw, size_t off, uint32_t want)
+{
+    for (int i = 0; i < 10000; i++) {
+        if (atomic_load((const _Atomic uint32_t *)(const void *)(raw + off)) == want)
+            return;
+        sl_test_sleep_ns(MS);
+    }
+    ck_abort_msg("the word at %zu never read %u", off, want);
+}
+
+/* A process killed while parked: its registration is discounted at the next
+ * look (its record's parked count), and then a send makes no system call.
+ * The planted bug SHM_PARKED_KEPT leaves it counted. */
+START_TEST(test_killed_parked_discounted)
+{
+    sl_chan_opts o = opts_of(_i, 4);
+    sl_chan *ch;
+    unsigned char buf[64];
+    const uint64_t look = sl__shm_look_ns;
+    sl__shm_look_ns = 3600 * SEC; /* the child sleeps in the futex, registered */
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    death_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o};
+    pid_t pid = spawn(park_forever, &a);
+    unsigned char *raw = map_raw(a.fd, 4096);
+    await_word(raw, 48, 1);        /* not_empty.waiters */
+    await_word(raw, 2048 + 16, 1); /* and its record's parked count (record 0) */
+    kill(pid, SIGKILL);
+    ck_assert_int_eq(reap(pid), 128 + SIGKILL);
+    sl_test_sys_install(&counting_wake_ops);
+    sl_test_seq_fill(buf, o.elem_size, 1);
+    ck_assert_int_eq(sl_chan_send(ch, buf), SL_OK);
+    ck_assert_uint_eq(atomic_load(&n_wakes), 1); /* the leak: a wake for nobody */
+    ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_OK);
+    /* An empty receive after a period looks, and finds the owner dead. */
+    sl__shm_look_ns = MS;
+    sl_test_sleep_ns(5 * MS);
+    ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_EMPTY);
+    sl__shm_look_ns = look;
+    uint32_t waiters_left = atomic_load((_Atomic uint32_t *)(void *)(raw + 48));
+    ck_assert_uint_eq(waiters_left, 0);
+    atomic_store(&n_wakes, 0);
+    for (int i = 0; i < 100; i++) {
+        ck_assert_int_eq(sl_chan_send(ch, buf), SL_OK);
+        ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_OK);
+    }
+    ck_assert_uint_eq(atomic_load(&n_wakes), 0);
+    sl_test_sys_restore();
+    munmap(raw, 4096);
     sl_chan_free(ch);
 }
 END_TEST
@@ -1462,6 +1529,199 @@ START_TEST(test_fd_watch_list)
 }
 END_TEST
 
+/* ---- the barrier mode ---------------------------------------------------------
+ * Decided once per process, at its first shared channel (channels/shm.c):
+ * Check runs every test in its own forked process, whose parent made no
+ * shared channel, so each test below decides it afresh under its own
+ * scripted membarrier; under CK_FORK=no they cannot run. The mode word is
+ * at 84 (docs/shm-layout.md, "The barrier mode"). */
+#define MODE_AT 84
+
+static _Atomic int bar_register, bar_global;     /* what each command returns */
+static _Atomic unsigned long n_bar_register, n_bar_global;
+
+static int scripted_membarrier(int cmd)
+{
+    if (cmd == MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) {
+        atomic_fetch_add(&n_bar_register, 1);
+        return atomic_load(&bar_register);
+    }
+    if (cmd == MEMBARRIER_CMD_GLOBAL_EXPEDITED) {
+        atomic_fetch_add(&n_bar_global, 1);
+        return atomic_load(&bar_global);
+    }
+    return sl__sys_default_ops.membarrier(cmd); /* the in-process mode's, as it is */
+}
+
+static const sl_sys_ops scripted_barrier_ops = {.membarrier = scripted_membarrier};
+
+static bool script_barrier(int reg, int global)
+{
+    const char *fork = getenv("CK_FORK");
+    if (fork && strcmp(fork, "no") == 0) {
+        fprintf(stderr, "barrier-mode tests need a fresh process: not run under CK_FORK=no\n");
+        return false;
+    }
+    atomic_store(&bar_register, reg);
+    atomic_store(&bar_global, global);
+    atomic_store(&n_bar_register, 0);
+    atomic_store(&n_bar_global, 0);
+    sl_test_sys_install(&scripted_barrier_ops);
+    return true;
+}
+
+static unsigned long globals(void) { return atomic_load(&n_bar_global); }
+
+static uint32_t mode_word(sl_chan *ch)
+{
+    unsigned char *raw = map_raw(sl_chan_shm_fd(ch), 128);
+    uint32_t m;
+    memcpy(&m, raw + MODE_AT, 4);
+    munmap(raw, 128);
+    return m;
+}
+
+/* A fresh segment whose mode word says `mode`, as if its creator had been
+ * another process (registered or not); the caller frees *made. */
+static int segment_in_mode(sl_chan **made, const sl_chan_opts *o, uint32_t mode)
+{
+    ck_assert_int_eq(sl_chan_shm_create(made, NULL, o, 0), SL_OK);
+    int fd = sl_chan_shm_fd(*made);
+    unsigned char *raw = map_raw(fd, 128);
+    memcpy(raw + MODE_AT, &mode, 4);
+    munmap(raw, 128);
+    return fd;
+}
+
+/* Registered: the segment is asymmetric, this process's fast sides use a
+ * compiler barrier, and every waiter's registration and every SL_CLOSED
+ * decision issues the global barrier (the planted bug SHM_NO_GLOBAL_BARRIER
+ * skips it: the counts below stay 0). */
+START_TEST(test_barrier_asymmetric)
+{
+    if (!script_barrier(0, 0))
+        return;
+    sl_chan_opts o = opts_of(_i, 4);
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    ck_assert_uint_eq(atomic_load(&n_bar_register), 1);
+    ck_assert_uint_eq(mode_word(ch), 1);
+    ck_assert_int_eq(atomic_load(&sl__shm_light), 1);
+    /* A receiver in another process parks; this send wakes it. */
+    const uint64_t look = sl__shm_look_ns;
+    sl__shm_look_ns = 3600 * SEC;
+    park_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o};
+    pid_t pid = spawn(park_recv, &a);
+    unsigned char *words = map_raw(a.fd, 128);
+    await_word(words, 48, 1); /* the child is registered on not_empty */
+    munmap(words, 128);
+    /* This process parks too: a receive that times out registers and waits. */
+    unsigned char buf[64];
+    unsigned long before = globals();
+    ck_assert_int_eq(sl_chan_recv_for(ch, buf, 5 * MS), SL_TIMEDOUT);
+    ck_assert_uint_gt(globals(), before);
+    sl_test_seq_fill(buf, o.elem_size, 7);
+    ck_assert_int_eq(sl_chan_send(ch, buf), SL_OK);
+    sl_chan_close(ch);
+    join_ok(pid);
+    sl__shm_look_ns = look;
+    /* The SL_CLOSED decision (a channel nobody drained yet): the marks are
+     * read after the global barrier. */
+    sl_chan *second;
+    ck_assert_int_eq(sl_chan_shm_create(&second, NULL, &o, 0), SL_OK);
+    sl_chan_close(second);
+    before = globals();
+    ck_assert_int_eq(sl_chan_try_recv(second, buf), SL_CLOSED);
+    ck_assert_uint_gt(globals(), before);
+    sl_chan_free(second);
+    /* A fenced segment opened here: this process's fast sides fence from now on. */
+    sl_chan *fenced, *h;
+    int fd = segment_in_mode(&fenced, &o, 0);
+    ck_assert_int_eq(sl_chan_shm_open_fd(&h, fd, &o), SL_OK);
+    ck_assert_int_eq(atomic_load(&sl__shm_light), 0);
+    sl_chan_free(h);
+    /* Garbage in the mode word is refused. */
+    sl_chan *bad;
+    unsigned char *raw = map_raw(fd, 128);
+    uint32_t junk = 7;
+    memcpy(raw + MODE_AT, &junk, 4);
+    munmap(raw, 128);
+    ck_assert_int_eq(sl_chan_shm_open_fd(&bad, fd, &o), SL_EINVAL);
+    sl_chan_free(fenced);
+    sl_chan_free(ch);
+    sl_test_sys_restore();
+}
+END_TEST
+
+/* Registration refused (old kernel, seccomp): this process creates fenced
+ * segments and fences its own fast sides; it issues no global barrier; it
+ * may open an asymmetric segment only if it can still issue that barrier. */
+START_TEST(test_barrier_refused)
+{
+    if (!script_barrier(-EPERM, -EPERM))
+        return;
+    sl_chan_opts o = opts_of(_i, 4);
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    ck_assert_uint_eq(mode_word(ch), 0);
+    ck_assert_int_eq(atomic_load(&sl__shm_light), 0);
+    park_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o};
+    pid_t pid = spawn(park_recv, &a); /* parks and is woken, with fences alone */
+    unsigned char *words = map_raw(a.fd, 128);
+    await_word(words, 48, 1);
+    munmap(words, 128);
+    unsigned char buf[64];
+    sl_test_seq_fill(buf, o.elem_size, 7);
+    ck_assert_int_eq(sl_chan_send(ch, buf), SL_OK);
+    sl_chan_close(ch);
+    join_ok(pid);
+    ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_CLOSED);
+    ck_assert_uint_eq(globals(), 0);
+    ck_assert_int_eq(atomic_load(&sl__event_global), 0);
+    /* An asymmetric segment: others' fast sides rely on this process's
+     * waiters, which cannot issue the barrier: refused. */
+    sl_chan *asym, *h;
+    int fd = segment_in_mode(&asym, &o, 1);
+    ck_assert_int_eq(sl_chan_shm_open_fd(&h, fd, &o), SL_EINVAL);
+    /* Registration refused but the barrier allowed: joins, fencing itself. */
+    atomic_store(&bar_global, 0);
+    ck_assert_int_eq(sl_chan_shm_open_fd(&h, fd, &o), SL_OK);
+    ck_assert_int_eq(atomic_load(&sl__event_global), 1);
+    ck_assert_int_eq(atomic_load(&sl__shm_light), 0);
+    sl_chan_free(h);
+    sl_chan_free(asym);
+    sl_chan_free(ch);
+    sl_test_sys_restore();
+}
+END_TEST
+
+/* The global barrier fails after registration succeeded (a filter installed
+ * later): the same rule as the in-process barrier, abort with the reason. */
+static int closed_verdict_child(void *p)
+{
+    sl_chan *ch = p;
+    unsigned char buf[64];
+    (void)sl_chan_try_recv(ch, buf); /* aborts inside */
+    return 1;
+}
+
+START_TEST(test_barrier_fails_after_registration)
+{
+    if (!script_barrier(0, -EPERM))
+        return;
+    sl_chan_opts o = opts_of(_i, 4);
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    sl_chan_close(ch);
+    pid_t pid = spawn(closed_verdict_child, ch);
+    int ws = 0;
+    ck_assert_int_eq(waitpid(pid, &ws, 0), pid);
+    ck_assert_msg(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGABRT, "the child was to abort");
+    sl_chan_free(ch);
+    sl_test_sys_restore();
+}
+END_TEST
+
 static Suite *shm_suite(void)
 {
     Suite *s = suite_create("shm");
@@ -1480,6 +1740,7 @@ static Suite *shm_suite(void)
     tcase_add_test(tc, test_sender_records_full);
     tcase_add_loop_test(tc, test_mark_owner_identity, 0, N_OF(k_cfg));
     tcase_add_loop_test(tc, test_killed_while_parked, 0, N_OF(k_cfg));
+    tcase_add_loop_test(tc, test_killed_parked_discounted, 0, N_OF(k_cfg));
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
     tcase_add_loop_test(tc, test_death_at_every_step, 0, 16);
 #endif
@@ -1510,6 +1771,12 @@ static Suite *shm_suite(void)
     tcase_add_test(tc, test_open_refusals);
     tcase_add_test(tc, test_short_segment);
     tcase_add_loop_test(tc, test_garbage, 0, N_OF(k_cfg));
+    suite_add_tcase(s, tc);
+    tc = tcase_create("barrier");
+    tcase_set_timeout(tc, 30);
+    tcase_add_loop_test(tc, test_barrier_asymmetric, 0, N_OF(k_cfg));
+    tcase_add_loop_test(tc, test_barrier_refused, 0, N_OF(k_cfg));
+    tcase_add_test(tc, test_barrier_fails_after_registration); /* SL_SPSC, 8 bytes */
     suite_add_tcase(s, tc);
     return s;
 }

@@ -97,4 +97,14 @@ sl_status sl__event_await_set(const sl__event_set *set, sl__ready_fn ready, void
  * SL__AWAIT_SPIN. */
 bool sl__await_spin(sl__ready_fn ready, void *ctx, uint64_t deadline_ns);
 
+/* A second count of this thread's registration on a shared eventcount, in a
+ * word of its own process's (channels/shm.c: the parked counts of its
+ * sender record), so that a process that dies while registered can be
+ * discounted. Set by the waiting thread around its wait, NULL otherwise.
+ * sl_event_prepare adds 1 after the eventcount's own `waiters`, and the end
+ * of the registration takes 1 before it: the second count never exceeds
+ * what the process still has in `waiters` (docs/guarantees.md, "A peer
+ * that dies"). */
+extern _Thread_local SL_ATOMIC(uint32_t) *sl__park_account;
+
 #endif /* SLUICE_INTERNAL_AWAIT_H */

@@ -38,6 +38,10 @@ size_t sl__epoch_records(void);
  * is in use. */
 extern uint64_t sl__shm_look_ns;
 
+/* The shared channels' barrier mode in this process (channels/shm.c; also
+ * declared in chan_impl.h): 1 while its fast sides use a compiler barrier. */
+extern SL_ATOMIC(int) sl__shm_light;
+
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
 /* Fault-injection builds only (channels/fault.c). A thread stopped at a chosen
  * SL_FI() mark: sl__fi_arm makes the calling thread count the marks it passes

@@ -50,9 +50,11 @@
  *                  becomes true once rx has seen the end (after the last
  *                  message) or was closed itself.
  *   free           frees one handle, in any order: freeing a subscriber
- *                  leaves; freeing the send handle closes the channel for
- *                  the subscribers (which may still drain it). The messages
- *                  go when the last handle is freed. As for every channel,
+ *                  leaves (dropping, with a drop function, the messages it
+ *                  was the last unread subscriber of); freeing the send
+ *                  handle closes the channel for the subscribers (which
+ *                  may still drain it). The ring goes when the last handle
+ *                  is freed. As for every channel,
  *                  no thread may still use the handle being freed; a thread
  *                  waiting in a subscriber parks on the shared ring, so
  *                  sl_chan_free of that subscriber does not see it (close the
@@ -69,11 +71,24 @@
  *
  * Ownership (docs/ownership.md): a send moves the message into the channel,
  * which keeps the original; subscribers receive byte copies. With a drop
- * function, the channel drops each original exactly once: when a later send
- * overwrites it, or when the last handle is freed — never when subscribers
- * have read it (so a drop function must not free what the copies still
- * refer to while subscribers use them: drop is for payloads the copies do
- * not own, e.g. by value, or shared with reference counts).
+ * function, the channel drops each original exactly once, as soon as no
+ * subscriber can read it: when the last subscriber counted for it (those
+ * subscribed when it was sent) has received it or left without it
+ * (sl_chan_free; a closed subscriber keeps its claim until freed), or when
+ * a later send overwrites it, whichever comes first; a message sent with
+ * nobody subscribed is dropped in its send. A drop function may assume:
+ * it runs once per message, on a copy of the message's bytes as sent; no
+ * receive is copying the message or will return it after it runs; it may
+ * run on the sender's thread or on any subscriber's, inside a receive,
+ * sl_chan_subscribe or sl_chan_free (so it must be thread-safe). It must
+ * not assume the subscribers are done with what their copies point to:
+ * the last subscriber's receive returns after the drop ran, so a payload
+ * the subscribers go on using needs its own claim for each of them (a
+ * value, or a reference count set for its readers). A drop function must
+ * not send on its own channel, subscribe to it or free one of its
+ * subscribers: a send runs the drop while its own message is being
+ * written, which those wait for. Without a drop function nothing is
+ * counted and nothing is dropped.
  *
  * Progress (docs/guarantees.md, "Broadcast channels"):
  *   send     never waits for a receiver. With one sender thread wait-free
@@ -85,6 +100,12 @@
  *            subscriber's next message is not there while its sender is
  *            mid-copy: a sender stalled there leaves the subscriber empty
  *            (later messages wait behind it, in order) until it resumes.
+ *            With a drop function a receive also gives up its share of
+ *            the message (a CAS loop: lock-free) and may run the drop.
+ *   subscribe, free of a subscriber: with a drop function, settle the
+ *            shares of up to `capacity` messages at the boundary of the
+ *            subscription, waiting for a send among them still being
+ *            written (blocking only on a sender stalled mid-copy).
  * Ordering: what a sender wrote before a send is visible to a subscriber
  * that received the message; a subscriber that sees SL_CLOSED has seen every
  * message it could (every send that returned SL_OK before the close, not yet
@@ -101,11 +122,18 @@ SL_BEGIN_DECLS
 
 /* Subscribes to the broadcast channel bc (its send handle): *rx becomes a
  * receive-only handle that sees every message sent after this call returns
- * (none sent before), until it is freed, closed, or bc is closed and it has
- * seen the rest. Returns SL_OK; SL_EINVAL for NULL bc or rx, a channel of
- * another flavour, or a subscriber handle; SL_ENOMEM (*rx untouched). Also on
- * a closed bc (the subscriber then receives SL_CLOSED). Lock-free: one
- * allocation, one reference count increment. Free rx with sl_chan_free. */
+ * (none sent before; a send running concurrently with this call may be seen
+ * or not), until it is freed, closed, or bc is closed and it has seen the
+ * rest. Returns SL_OK; SL_EINVAL for NULL bc or rx, a channel of another
+ * flavour, or a subscriber handle; SL_ENOMEM (*rx untouched), also when bc
+ * has a drop function and 2^24 - 1 subscribers already. Also on a closed bc
+ * (the subscriber then receives SL_CLOSED). Without a drop function
+ * lock-free: one allocation, one reference count increment. With one, a
+ * second allocation (a message's worth of scratch), and the subscription's
+ * count settled with the sends in flight: it may wait for a send still
+ * being written, and may run the drop function (docs/guarantees.md,
+ * "Broadcast channels", shares). Free rx with sl_chan_free, which with a
+ * drop function gives up rx's claim on every message it did not read. */
 SL_API sl_status sl_chan_subscribe(sl_chan *bc, sl_chan **rx);
 
 /* How many messages subscriber rx has skipped since it subscribed, in all:

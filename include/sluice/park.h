@@ -67,6 +67,20 @@ SL_API void sl_event_init(sl_event *ev);
  * waiters in every process that maps it. Not concurrent with any other use. */
 SL_API void sl__event_init_shared(sl_event *ev);
 
+/* 1 once this process must issue membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED)
+ * as the heavy barrier of a shared eventcount, because a shared channel it
+ * has open is in asymmetric mode (internal: decided by channels/shm.c before
+ * that channel's handle exists; never changed back). */
+SL_API extern SL_ATOMIC(int) sl__event_global;
+
+/* The heavy barrier of a waiter on a shared eventcount, or of anything that
+ * registers interest in a shared channel by other means (a receiver deciding
+ * SL_CLOSED): a seq_cst fence, and with sl__event_global the global
+ * expedited membarrier, which forces a full barrier on every running thread
+ * of every process registered for it (internal; docs/guarantees.md "Across
+ * processes"). A failure is handled as sl_event_heavy_fence's. */
+SL_API void sl__event_heavy_fence_shared(void);
+
 /* Registers the caller as a waiter and returns the key to pass to
  * sl_event_wait. Acts as a full (seq_cst) fence after the registration, so the
  * caller's re-check of its condition cannot be reordered before it.

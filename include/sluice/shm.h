@@ -85,6 +85,16 @@
  * between processes; the timeouts read CLOCK_MONOTONIC, which all processes
  * share.
  *
+ * Barriers. Where the kernel allows it (membarrier(2)'s global expedited
+ * commands, Linux 4.16), a segment is made in asymmetric mode: the sleeping
+ * side of a wait (and a receive deciding SL_CLOSED) issues
+ * membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED), and an SL_SPSC send or
+ * receive then needs no fence. A process whose registration for it is
+ * refused (old kernel, seccomp) makes fenced segments, fences on its own
+ * sends and receives, and can open an asymmetric segment only if it can
+ * still issue that barrier (else SL_EINVAL). The mode is the segment's,
+ * fixed by its creator (docs/shm-layout.md, "The barrier mode").
+ *
  * A peer that dies. A process may die anywhere — killed inside a send, a
  * receive, a park or a notify — and the others go on with the channel
  * (docs/guarantees.md, "A peer that dies", has the argument per step):
@@ -108,11 +118,16 @@
  *    shrinks by one, for good, per such death (SL_SPSC and SL_MPMC of 8
  *    bytes or less lose nothing);
  *  - a process killed while parked leaves its registration in the
- *    eventcount's waiter count: from then on every send (for a dead
- *    receiver) or receive (for a dead sender) of that channel makes a
- *    futex wake system call even with nobody asleep (a try_send and
- *    try_recv pair measured 60 ns before, 1.5 µs after, on one machine),
- *    for the segment's life;
+ *    eventcount's waiter count until the next look finds it dead (within
+ *    SL_SHM_LOOK_MS of the death while anyone waits on the channel or
+ *    finds it empty; the look then takes the registrations its record
+ *    counted out again). Until then every send (for a dead receiver) or
+ *    receive (for a dead sender) of that channel makes a futex wake system
+ *    call with nobody asleep (a try_send and try_recv pair measured 60 ns
+ *    before, 1.5 µs after, on one machine). It stays for the segment's
+ *    life where the process held no record (all 64 held by living
+ *    processes) or died inside the few instructions between the two counts
+ *    of its registration;
  *  - a process killed while selecting on a shared channel leaves its count
  *    in the channel's `selectors` word: from then on every send, receive
  *    and close of that channel takes the select ring's slow path (an
@@ -175,7 +190,9 @@ SL_API sl_status sl_chan_shm_create(sl_chan **out, const char *name, const sl_ch
  * Returns SL_OK; SL_EINVAL for NULL out or expect, a bad descriptor, a
  * segment that is not a sluice channel (magic), of another layout version,
  * flavour or message size than expected, of another capacity where one is
- * expected, or smaller than its geometry needs, or a drop function;
+ * expected, or smaller than its geometry needs, or a drop function, or in
+ * asymmetric barrier mode while this process cannot issue
+ * membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) (see "Barriers" above);
  * SL_ENOMEM when out of memory or descriptors. */
 SL_API sl_status sl_chan_shm_open_fd(sl_chan **out, int fd, const sl_chan_opts *expect);
 
@@ -205,8 +222,10 @@ SL_API sl_status sl_chan_shm_unlink(const char *name);
 SL_API sl_status sl_chan_shm_sender(sl_chan *ch);
 
 /* The most handles that send into one shared channel at once (living
- * processes' handles; a dead process's record is reclaimed), and how often
- * a dead sender is looked for, in milliseconds (docs/shm-layout.md). */
+ * processes' handles; a dead process's record is reclaimed; a receiving
+ * handle holds a record too from its first wait, for its parked count), and
+ * how often a dead sender is looked for, in milliseconds
+ * (docs/shm-layout.md). */
 #define SL_SHM_SENDERS 64
 #define SL_SHM_LOOK_MS 50
 

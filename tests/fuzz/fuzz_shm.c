@@ -60,12 +60,14 @@
 #include "chan_impl.h" /* SL__CHAN_SHARED_AT: where a handle maps the segment */
 #include "sysops.h"
 
-/* The layout (docs/shm-layout.md, version 3: the select bell after the
- * control words, the sender records, then the storage). */
+/* The layout (docs/shm-layout.md, version 4: the barrier mode in the
+ * control words, the select bell after them, the sender records, then the
+ * storage). */
 #define S_RECORDS_AT 2048u /* 64 records of 64 bytes: marks, sender, owner */
 #define S_DATA_AT 6144u
 #define S_CLOSED 40u
-#define S_BELL 88u /* the select bell: epoch, waiters, armed */
+#define S_BARRIERS 84u /* the barrier mode: 0 fenced, 1 asymmetric */
+#define S_BELL 88u     /* the select bell: epoch, waiters, armed */
 #define S_IN_FLIGHT 128u
 #define S_TAIL 1152u      /* SL_SPSC tail; SL_MPMC tail */
 #define S_FREE_HEAD 1160u /* SL_MPMC; SL_SPSC: tail_cache */
@@ -608,7 +610,9 @@ static void shm_open_again(shm_run *r, fz_in *in)
         e.capacity = r->cap + 1;
     sl_chan *c = NULL;
     sl_status st = sl_chan_shm_open_fd(&c, r->fd, &e);
-    bool intact = memcmp(r->raw, r->fresh, S_CLOSED) == 0;
+    /* The header, and the barrier mode (which an open checks too). */
+    bool intact = memcmp(r->raw, r->fresh, S_CLOSED) == 0 &&
+                  memcmp(r->raw + S_BARRIERS, r->fresh + S_BARRIERS, 4) == 0;
     /* (A garbled header may describe the other channel the caller expects.) */
     if (intact && wrong)
         FZ_CHECK(st == SL_EINVAL, "an open expecting another channel: %s", fz_st(st));

@@ -36,6 +36,15 @@
  *   -DSC makes every store write memory at once (sequential consistency, as
  *   in park.pml): the same model with the store buffers taken away.
  *
+ * Channels between processes (sluice/shm.h) are this model too: the threads
+ * may be in different processes, which changes nothing above but the
+ * barrier's reach. A shared SL_SPSC channel in asymmetric barrier mode
+ * (docs/shm-layout.md, "The barrier mode") has a compiler barrier on the
+ * fast side, and its waiters (W1) and its SL_CLOSED decision (R4) issue
+ * membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED), which drains the buffer of
+ * every thread of every registered process: the ASYM configuration's
+ * membarrier step, as it stands. A fenced segment is the fence mode.
+ *
  * Variables: in memory and behind the buffers, the addresses plain stores
  * write — the sender's in-flight flag (ch->in_flight[0].n), the ring's head
  * (cons.index) and tail (prod.index), the CAP message slots. Written only by

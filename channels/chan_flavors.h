@@ -121,6 +121,30 @@ static bool senders_in_flight(const sl_chan *ch)
     return false;
 }
 
+/* ---- batches one message at a time ---------------------------------------
+ * For a flavour whose queue has no batch step of its own: messages go (or
+ * come) one by one until one is refused, and the count is what went. Inlined
+ * with the single step it is given, so each adapter's loop is its own. */
+static inline __attribute__((always_inline)) size_t
+push_each(sl_chan *ch, const void *elems, size_t n, sl_status (*push)(sl_chan *, const void *))
+{
+    const unsigned char *p = elems;
+    size_t k = 0;
+    while (k < n && push(ch, p + k * ch->elem_size) == SL_OK)
+        k++;
+    return k;
+}
+
+static inline __attribute__((always_inline)) size_t
+pop_each(sl_chan *ch, void *out, size_t n, sl_status (*pop)(sl_chan *, void *))
+{
+    unsigned char *p = out;
+    size_t k = 0;
+    while (k < n && pop(ch, p + k * ch->elem_size) == SL_OK)
+        k++;
+    return k;
+}
+
 /* ---- the adapters ---------------------------------------------------------
  * One per flavour: its raw queue's operations in the façade's terms, and the
  * ordering the façade relies on. After every push or pop that changed the
@@ -472,11 +496,7 @@ static inline sl_status bcast_pop(sl_chan *ch, void *out) { return sl__bcast_pop
 /* Every send into the send handle succeeds (the oldest is overwritten). */
 static inline size_t bcast_push_n(sl_chan *ch, const void *elems, size_t n)
 {
-    const unsigned char *p = elems;
-    size_t k = 0;
-    while (k < n && sl__bcast_push(ch, p + k * ch->elem_size) == SL_OK)
-        k++;
-    return k;
+    return push_each(ch, elems, n, sl__bcast_push);
 }
 
 static inline size_t bcast_pop_n(sl_chan *ch, void *out, size_t n)
@@ -541,20 +561,12 @@ static inline sl_status rdv_pop(sl_chan *ch, void *out) { return sl__rdv_take(ch
 /* Batches go one message at a time, each to its own waiting partner. */
 static inline size_t rdv_push_n(sl_chan *ch, const void *elems, size_t n)
 {
-    const unsigned char *p = elems;
-    size_t k = 0;
-    while (k < n && sl__rdv_give(ch, p + k * ch->elem_size) == SL_OK)
-        k++;
-    return k;
+    return push_each(ch, elems, n, sl__rdv_give);
 }
 
 static inline size_t rdv_pop_n(sl_chan *ch, void *out, size_t n)
 {
-    unsigned char *p = out;
-    size_t k = 0;
-    while (k < n && sl__rdv_take(ch, p + k * ch->elem_size) == SL_OK)
-        k++;
-    return k;
+    return pop_each(ch, out, n, sl__rdv_take);
 }
 
 static inline size_t rdv_len(const sl_chan *ch) { return 0; }

@@ -137,22 +137,24 @@ static inline sl_status mpmc_shared_pop(sl_chan *ch, void *out)
     return st == SL_EMPTY ? shared_empty(ch) : st;
 }
 
+static inline sl_status mpmc_shared_push_one(sl_chan *ch, const void *elem)
+{
+    return sl__mpmc_push_in(&ch->geom.mpmc, elem);
+}
+
+static inline sl_status mpmc_shared_pop_one(sl_chan *ch, void *out)
+{
+    return sl__mpmc_pop_in(&ch->geom.mpmc, out);
+}
+
 static inline size_t mpmc_shared_push_n(sl_chan *ch, const void *elems, size_t n)
 {
-    const unsigned char *p = elems;
-    size_t done = 0;
-    while (done < n && sl__mpmc_push_in(&ch->geom.mpmc, p + done * ch->elem_size) == SL_OK)
-        done++;
-    return done;
+    return push_each(ch, elems, n, mpmc_shared_push_one);
 }
 
 static inline size_t mpmc_shared_pop_n(sl_chan *ch, void *out, size_t n)
 {
-    unsigned char *p = out;
-    size_t done = 0;
-    while (done < n && sl__mpmc_pop_in(&ch->geom.mpmc, p + done * ch->elem_size) == SL_OK)
-        done++;
-    return done;
+    return pop_each(ch, out, n, mpmc_shared_pop_one);
 }
 
 static inline size_t mpmc_shared_len(const sl_chan *ch)

@@ -1105,9 +1105,38 @@ typedef struct sel_arg {
 
 enum { SEL_SEND_THEN_CLOSE, SEL_RECV_THEN_CLOSE };
 
-/* The child: after the parent has had time to sleep in its select, sends
- * message 7 (or takes message 0 from the full channel); once the parent has
- * taken that change, and had time to sleep again, closes. */
+/* Whether the parent sleeps in its select on the segment of fd: registered
+ * on the segment's bell (bell.waiters, docs/shm-layout.md) and in the
+ * kernel's sleeping state. The child acts only then, so that the parent's
+ * wake-ups come through the bell whatever the load (a fixed pause let a
+ * descheduled parent find the change without sleeping). */
+static void await_parent_asleep(int fd)
+{
+    const unsigned char *raw = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+    if (raw == MAP_FAILED)
+        _exit(5);
+    char path[64], stat[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)getppid());
+    for (int i = 0; i < 20000; i++) {
+        FILE *f = fopen(path, "r");
+        size_t len = f ? fread(stat, 1, sizeof stat - 1, f) : 0;
+        if (f)
+            fclose(f);
+        stat[len] = 0;
+        const char *paren = strrchr(stat, ')'); /* "pid (comm) S ..." */
+        if (atomic_load((const _Atomic uint32_t *)(const void *)(raw + 92)) != 0 && paren &&
+            paren[1] == ' ' && paren[2] == 'S') {
+            munmap((void *)raw, 4096);
+            return;
+        }
+        sl_test_sleep_ns(MS / 2);
+    }
+    _exit(6); /* the parent never slept in 10 s */
+}
+
+/* The child: once the parent sleeps in its select, sends message 7 (or
+ * takes message 0 from the full channel); once the parent has taken that
+ * change and sleeps again, closes. */
 static int sel_peer(void *p)
 {
     sel_arg *a = p;
@@ -1115,9 +1144,7 @@ static int sel_peer(void *p)
     unsigned char buf[64];
     if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK)
         return 1;
-    /* Long enough that the parent's spin is over and it sleeps (if it were
-     * not, the test would pass without sleeping: never falsely fail). */
-    sl_test_sleep_ns(20 * MS);
+    await_parent_asleep(a->fd);
     if (a->what == SEL_SEND_THEN_CLOSE) {
         sl_test_seq_fill(buf, a->opts.elem_size, 7);
         if (sl_chan_try_send(ch, buf) != SL_OK)
@@ -1130,7 +1157,7 @@ static int sel_peer(void *p)
     size_t after = a->what == SEL_SEND_THEN_CLOSE ? 0 : sl_chan_cap(ch);
     while (sl_chan_len(ch) != after)
         sl_test_sleep_ns(MS);
-    sl_test_sleep_ns(20 * MS);
+    await_parent_asleep(a->fd);
     sl_chan_close(ch);
     sl_chan_free(ch);
     return 0;

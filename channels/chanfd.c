@@ -171,7 +171,10 @@ static int publish(sl_chan *ch, sl__chan_fd *e, int fd)
     sl_event_heavy_fence();
     SL_FI(); /* counted, not yet published */
     int none = 0;
-    e->gen = atomic_load_explicit(&sl__shm_gen, memory_order_relaxed); /* before the CAS */
+    /* Relaxed, before the CAS that publishes it: racing creators all store
+     * this process's generation. */
+    atomic_store_explicit(&e->gen, atomic_load_explicit(&sl__shm_gen, memory_order_relaxed),
+                          memory_order_relaxed);
     /* acq_rel: publishes the descriptor (and the count before it) to the
      * threads that acquire it; on failure acquires the winner's. */
     if (atomic_compare_exchange_strong_explicit(&e->fd1, &none, fd + 1, memory_order_acq_rel,
@@ -217,7 +220,9 @@ void sl__chanfd_release(sl_chan *ch)
         atomic_store_explicit(&ch->fds[i].fd1, 0, memory_order_relaxed); /* free is alone */
         /* A fork()ed child's copy of a shared channel's handle: the count in
          * the segment is the parent's descriptor's. */
-        if (ch->fds[i].gen != gen && sl__chan_is_shared(ch))
+        /* Relaxed: free is alone, after every creator. */
+        if (atomic_load_explicit(&ch->fds[i].gen, memory_order_relaxed) != gen &&
+            sl__chan_is_shared(ch))
             continue;
         /* seq_cst like every update of the count (select.c). */
         atomic_fetch_sub_explicit(&ch->selectors, 1u, memory_order_seq_cst);

@@ -53,11 +53,13 @@ static inline SL_ATOMIC(uint32_t) *mpmc_shared_mark(sl_chan *ch)
     return n;
 }
 
-/* An empty look may be the one that finds every registered sender gone. */
-static inline sl_status shared_empty(sl_chan *ch)
+/* An empty (full) look may be the one that finds every registered sender
+ * (receiver) gone: st passes through. */
+static inline sl_status shared_stuck(sl_chan *ch, sl_status st)
 {
-    sl__shm_on_empty(ch);
-    return SL_EMPTY;
+    if (st == SL_EMPTY || st == SL_FULL)
+        sl__shm_on_stuck(ch);
+    return st;
 }
 
 /* Debug builds: the misuse word of an SL_SPSC side lives in the segment,
@@ -83,14 +85,14 @@ static inline sl_status spsc_shared_push(sl_chan *ch, const void *elem, sl_visit
                                          void *ctx)
 {
     spsc_shared_side(ch, 0);
-    return sl__spsc_push_in(&ch->q.spsc, &ch->geom.spsc, elem);
+    return shared_stuck(ch, sl__spsc_push_in(&ch->q.spsc, &ch->geom.spsc, elem));
 }
 
 static inline sl_status spsc_shared_pop(sl_chan *ch, void *out)
 {
     spsc_shared_side(ch, 1);
     if (sl__spsc_pop_in(&ch->q.spsc, &ch->geom.spsc, out) != SL_OK)
-        return shared_empty(ch);
+        return shared_stuck(ch, SL_EMPTY);
     store_load_fence(true); /* head store before the notify's waiter load */
     return SL_OK;
 }
@@ -128,13 +130,12 @@ static const flavor_adapter spsc_shared_adapter = {
 static inline sl_status mpmc_shared_push(sl_chan *ch, const void *elem, sl_visit_fn displaced,
                                          void *ctx)
 {
-    return sl__mpmc_push_in(&ch->geom.mpmc, elem);
+    return shared_stuck(ch, sl__mpmc_push_in(&ch->geom.mpmc, elem));
 }
 
 static inline sl_status mpmc_shared_pop(sl_chan *ch, void *out)
 {
-    sl_status st = sl__mpmc_pop_in(&ch->geom.mpmc, out);
-    return st == SL_EMPTY ? shared_empty(ch) : st;
+    return shared_stuck(ch, sl__mpmc_pop_in(&ch->geom.mpmc, out));
 }
 
 static inline sl_status mpmc_shared_push_one(sl_chan *ch, const void *elem)

@@ -134,12 +134,13 @@ void sl__shm_release(sl_chan *ch);
  * the generation of this process (bumped in a fork()ed child); the slow
  * path of a shared channel's mark (claims the handle's sender record);
  * whether a sender is in flight, discounting the marks of dead processes;
- * the periodic look for "every registered sender is gone" on an empty
- * receive, and the instant a waiter must look again for it. */
+ * the periodic look for "every registered sender (receiver) is gone" on
+ * an empty receive or a full send, and the instant a waiter must look again
+ * for it. */
 extern SL_ATOMIC(unsigned) sl__shm_gen;
 SL_ATOMIC(uint32_t) *sl__shm_claim_mark(sl_chan *ch);
 bool sl__shm_senders_in_flight(sl_chan *ch);
-void sl__shm_on_empty(sl_chan *ch);
+void sl__shm_on_stuck(sl_chan *ch);
 uint64_t sl__shm_ready_at(const sl_chan *ch);
 /* Where a thread about to wait on ev (ch's not_empty or not_full) counts
  * itself a second time: its process's record's parked count for that side

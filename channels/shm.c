@@ -38,14 +38,15 @@
 #include "sluice/shm.h"
 
 #define SHM_MAGIC 0x4D48534349554C53ull /* "SLUICSHM", little-endian */
-#define SHM_VERSION 4u
+#define SHM_VERSION 5u
 #define SHM_CTL_AT ((size_t)72)    /* the peer-death control words */
 #define SHM_BELL_AT ((size_t)88)   /* the select bell (version 4) */
 #define SHM_RECS_AT ((size_t)2048) /* the sender records */
 #define SHM_RECS SL_SHM_SENDERS
 #define SHM_DATA_AT (SHM_RECS_AT + SHM_RECS * (size_t)64) /* the storage */
-/* How often waiters and empty receives look for "every registered sender
- * is gone", and for a dead sender's mark after a close. */
+/* How often waiters, empty receives and full sends look for "every
+ * registered sender (receiver) is gone", and for a dead sender's mark after
+ * a close. */
 #define SHM_LOOK_NS sl__shm_look_ns
 uint64_t sl__shm_look_ns = (uint64_t)SL_SHM_LOOK_MS * 1000 * 1000; /* internal/testing.h */
 #define SHM_CAP_MAX ((uint64_t)1 << 40)
@@ -200,16 +201,21 @@ static void init_shared(sl_chan *ch, const geometry *g)
  * docs/guarantees.md, "A peer that dies", has the argument; the words are
  * docs/shm-layout.md's "Sender records" and the control words at 72, 80.
  *
- * Every handle that sends claims a record: an owner word naming its process
- * ({start time, pid}: a pid reused by a later process does not match), its
- * in-flight mark, and whether it is a registered sender. A receiver deciding
- * SL_CLOSED counts only the marks of living owners; a look every
- * SHM_LOOK_NS, made by an empty receive or a waiter, reclaims the records of
- * dead owners and closes the channel once senders were registered and none
- * is left. */
+ * Every handle that sends, waits or registers claims a record: an owner
+ * word naming its process ({start time, pid}: a pid reused by a later
+ * process does not match), its in-flight mark, and the roles it registered
+ * (ROLE_SENDER, ROLE_RECEIVER). A receiver deciding SL_CLOSED counts only
+ * the marks of living owners; a look every SHM_LOOK_NS, made by an empty
+ * receive, a full send or a waiter, reclaims the records of dead owners and
+ * closes the channel once a role was registered and no handle of that role
+ * is left (close_if_gone: senders and receivers alike). */
+#define ROLE_SENDER 1u   /* sl_chan_shm_sender */
+#define ROLE_RECEIVER 2u /* sl_chan_shm_receiver */
+#define ROLES (ROLE_SENDER | ROLE_RECEIVER) /* other bits are a peer's garbage */
+
 typedef struct shm_rec {
     SL_ATOMIC(uint32_t) marks;  /* the in-flight mark (flag or count) */
-    SL_ATOMIC(uint32_t) sender; /* 1: a registered sender (sl_chan_shm_sender) */
+    SL_ATOMIC(uint32_t) roles;  /* the registered roles: ROLE_SENDER | ROLE_RECEIVER */
     SL_ATOMIC(uint64_t) owner;  /* 0 free; OWNER_BUSY being reclaimed; else an identity */
     SL_ATOMIC(uint32_t) parked[2]; /* the owner's threads registered on not_empty, not_full */
     unsigned char pad[40];
@@ -218,7 +224,7 @@ _Static_assert(sizeof(shm_rec) == 64, "a record per line");
 
 typedef struct shm_ctl {
     SL_ATOMIC(uint64_t) next_look;   /* CLOCK_MONOTONIC ns of the next look */
-    SL_ATOMIC(uint32_t) senders_ever; /* 1 once a sender registered */
+    SL_ATOMIC(uint32_t) roles_ever;  /* each role's bit, once a handle registered it */
     SL_ATOMIC(uint32_t) barriers;    /* the barrier mode (SHM_FENCED, SHM_ASYMMETRIC) */
 } shm_ctl;
 _Static_assert(SHM_CTL_AT >= AT(drained) + 4 && SHM_CTL_AT + sizeof(shm_ctl) <= AT(in_flight),
@@ -351,7 +357,7 @@ static void reclaim(sl_chan *ch, shm_rec *r, uint64_t seen)
 #endif
     discount(&ch->not_empty, &r->parked[0]);
     discount(&ch->not_full, &r->parked[1]);
-    atomic_store_explicit(&r->sender, 0u, memory_order_relaxed);
+    atomic_store_explicit(&r->roles, 0u, memory_order_relaxed);
     /* Release: the clears before a new owner's claim. */
     atomic_store_explicit(&r->owner, 0, memory_order_release);
 }
@@ -399,37 +405,53 @@ SL_ATOMIC(uint32_t) *sl__shm_claim_mark(sl_chan *ch)
     return ch->shm.mark;
 }
 
-/* Whether a registered sender's record is held (by a living or not yet
- * found dead process). */
-static bool senders_left(const sl_chan *ch)
+/* Whether a handle registered in `role` holds its record (a living or not
+ * yet found dead process's). */
+static bool role_left(const sl_chan *ch, uint32_t role)
 {
     const shm_rec *rs = records(ch);
     for (int i = 0; i < SHM_RECS; i++)
         /* seq_cst: after this caller's own clear, before its close (the
-         * Dekker pair with sl_chan_shm_sender's store and closed load). */
-        if (atomic_load_explicit(&rs[i].sender, memory_order_seq_cst) != 0)
+         * Dekker pair with register_role's store and closed load). */
+        if (atomic_load_explicit(&rs[i].roles, memory_order_seq_cst) & role)
             return true;
     return false;
 }
 
-/* sl_chan_free's part: the record goes back; a registered sender that was
- * the last one closes the channel. */
+/* "Every registered X is gone": closes the channel when, for a role in
+ * `gone` (roles the caller saw a handle of leave, or saw no living handle
+ * of), no record has that role any more. The one check for both sides. */
+static void close_if_gone(sl_chan *ch, uint32_t gone)
+{
+#ifdef SL_MUTANT_SHM_RECEIVERS_IGNORED
+    gone &= ~ROLE_RECEIVER; /* planted bug: the last receiver's going closes nothing */
+#endif
+    for (uint32_t role = ROLE_SENDER; role <= ROLE_RECEIVER; role <<= 1)
+        if ((gone & role) && !role_left(ch, role)) {
+            sl_chan_close(ch);
+            return;
+        }
+}
+
+/* sl_chan_free's part: the record goes back; a registered sender or
+ * receiver that was the last of its role closes the channel. */
 static void drop_record(sl_chan *ch)
 {
     if (!claimed_here(ch) || ch->shm.rec < 0)
         return; /* none, or the parent's (a fork()ed child's copy of the handle) */
     shm_rec *r = &records(ch)[ch->shm.rec];
-    uint32_t was = atomic_exchange_explicit(&r->sender, 0u, memory_order_seq_cst);
+    uint32_t was = atomic_exchange_explicit(&r->roles, 0u, memory_order_seq_cst);
     atomic_store_explicit(&r->marks, 0u, memory_order_relaxed); /* the caller's threads are done */
     atomic_store_explicit(&r->parked[0], 0u, memory_order_relaxed); /* and wait no more */
     atomic_store_explicit(&r->parked[1], 0u, memory_order_relaxed);
     /* Release: the clears before a new owner's claim. */
     atomic_store_explicit(&r->owner, 0, memory_order_release);
-    if (was && !senders_left(ch))
-        sl_chan_close(ch);
+    close_if_gone(ch, was & ROLES);
 }
 
-SL_API sl_status sl_chan_shm_sender(sl_chan *ch)
+/* Registers ch's handle in `role`: its record claimed, the role's bit set,
+ * then the channel's closed state read (shm.h: sl_chan_shm_sender). */
+static sl_status register_role(sl_chan *ch, uint32_t role)
 {
     if (!ch || !sl__chan_is_shared(ch))
         return SL_EINVAL;
@@ -438,12 +460,16 @@ SL_API sl_status sl_chan_shm_sender(sl_chan *ch)
     if (ch->shm.rec < 0)
         return SL_ENOMEM;
     shm_rec *r = &records(ch)[ch->shm.rec];
-    /* seq_cst: registered before the closed load below (the last sender's
-     * free sees this, or this sees its close). */
-    atomic_store_explicit(&r->sender, 1u, memory_order_seq_cst);
-    atomic_store_explicit(&control(ch)->senders_ever, 1u, memory_order_seq_cst);
+    /* seq_cst: registered before the closed load below (the last of the
+     * role's free sees this, or this sees its close). */
+    atomic_fetch_or_explicit(&r->roles, role, memory_order_seq_cst);
+    atomic_fetch_or_explicit(&control(ch)->roles_ever, role, memory_order_seq_cst);
     return atomic_load_explicit(&ch->closed, memory_order_seq_cst) ? SL_CLOSED : SL_OK;
 }
+
+SL_API sl_status sl_chan_shm_sender(sl_chan *ch) { return register_role(ch, ROLE_SENDER); }
+
+SL_API sl_status sl_chan_shm_receiver(sl_chan *ch) { return register_role(ch, ROLE_RECEIVER); }
 
 bool sl__shm_senders_in_flight(sl_chan *ch)
 {
@@ -472,24 +498,23 @@ bool sl__shm_senders_in_flight(sl_chan *ch)
 
 /* The look for dead owners: reclaims their records (their marks stop
  * counting, their parked threads stop counting as waiters), and closes the
- * channel when senders registered and none is left. */
-static void look_for_senders(sl_chan *ch)
+ * channel when a role was registered and no living handle of it is left. */
+static void look_for_the_gone(sl_chan *ch)
 {
     shm_rec *rs = records(ch);
-    bool any = false;
+    uint32_t living = 0;
     for (int i = 0; i < SHM_RECS; i++) {
         uint64_t o = atomic_load_explicit(&rs[i].owner, memory_order_acquire);
         if (o == 0 || o == OWNER_BUSY)
             continue;
         if (owner_dead(o))
             reclaim(ch, &rs[i], o);
-        else if (atomic_load_explicit(&rs[i].sender, memory_order_relaxed))
-            any = true;
+        else
+            living |= atomic_load_explicit(&rs[i].roles, memory_order_relaxed);
     }
     /* Relaxed: a registration the look misses is found by the next one. */
-    if (!any && atomic_load_explicit(&control(ch)->senders_ever, memory_order_relaxed) &&
-        !senders_left(ch))
-        sl_chan_close(ch);
+    uint32_t ever = atomic_load_explicit(&control(ch)->roles_ever, memory_order_relaxed);
+    close_if_gone(ch, ever & ROLES & ~living);
 }
 
 /* The look, if it is due at `now` and this caller wins it; the instant
@@ -503,18 +528,18 @@ static uint64_t look_if_due(sl_chan *ch, uint64_t now)
     /* Relaxed: only who looks is decided here; the look reads with its own orders. */
     if (atomic_compare_exchange_strong_explicit(&c->next_look, &at, now + SHM_LOOK_NS,
                                                 memory_order_relaxed, memory_order_relaxed))
-        look_for_senders(ch);
+        look_for_the_gone(ch);
     return now + SHM_LOOK_NS;
 }
 
-void sl__shm_on_empty(sl_chan *ch)
+void sl__shm_on_stuck(sl_chan *ch)
 {
-    /* Relaxed: a look missed now is made by the next empty receive or
-     * waiter. Looks are for registered senders, or for waiters counted that
-     * may be dead ones; otherwise an empty receive reads no clock. */
+    /* Relaxed: a look missed now is made by the next empty receive, full
+     * send or waiter. Looks are for registered roles, or for waiters
+     * counted that may be dead ones; otherwise it reads no clock. */
     if (atomic_load_explicit(&ch->closed, memory_order_relaxed))
         return;
-    if (atomic_load_explicit(&control(ch)->senders_ever, memory_order_relaxed) ||
+    if (atomic_load_explicit(&control(ch)->roles_ever, memory_order_relaxed) ||
         atomic_load_explicit(&ch->not_empty.waiters, memory_order_relaxed) ||
         atomic_load_explicit(&ch->not_full.waiters, memory_order_relaxed))
         (void)look_if_due(ch, sl__now_ns());
@@ -541,7 +566,8 @@ uint64_t sl__shm_ready_at(const sl_chan *ch)
     /* Every waiter looks again each period: for a dead sender's mark after
      * a close, for a notify lost with a process killed between its epoch
      * bump and its futex wake, and for dead owners' records: their
-     * registered senders and their parked threads (docs/guarantees.md). */
+     * registered senders and receivers and their parked threads
+     * (docs/guarantees.md). */
     uint64_t now = sl__now_ns();
     if (atomic_load_explicit(&ch->closed, memory_order_relaxed))
         return now + SHM_LOOK_NS;

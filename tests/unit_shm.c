@@ -712,6 +712,142 @@ START_TEST(test_sender_refusals)
 }
 END_TEST
 
+/* ---- the last receiver is gone ---- */
+enum { RECEIVER_KILLED, RECEIVER_FREED };
+
+/* A registered receiver: tells the parent (one byte on `pipe`), waits
+ * until the parent has filled the channel, lets it block in its send, then
+ * is killed (no sl_chan_free) or frees its handle. */
+static int registered_receiver(void *p)
+{
+    death_arg *a = p;
+    sl_chan *ch;
+    if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK)
+        return 1;
+    if (sl_chan_shm_receiver(ch) != SL_OK || sl_chan_shm_receiver(ch) != SL_OK)
+        return 2;
+    char c = 1;
+    if (write((int)a->v, &c, 1) != 1)
+        return 3;
+    while (sl_chan_len(ch) < a->opts.capacity)
+        usleep(1000);
+    usleep(20 * 1000); /* the parent's send is (most likely) parked by now */
+    if (a->op == RECEIVER_KILLED)
+        raise(SIGKILL);
+    sl_chan_free(ch);
+    return 0;
+}
+
+/* The sender's end, by form: blocked, timed, or polling with the try form. */
+static sl_status send_by_form(sl_chan *ch, const void *buf, int form)
+{
+    if (form == 0)
+        return sl_chan_send(ch, buf);
+    if (form == 1)
+        return sl_chan_send_for(ch, buf, survivor_wait());
+    sl_status st = SL_FULL;
+    for (uint64_t i = 0; i < survivor_wait() / MS && st == SL_FULL; i++)
+        if ((st = sl_chan_try_send(ch, buf)) == SL_FULL)
+            usleep(1000);
+    return st;
+}
+
+/* A sender blocked on a full channel learns that the last registered
+ * receiver is gone, killed or freed, in each form: its send returns
+ * SL_CLOSED, and the messages inside stay receivable. _i: the
+ * configuration, the form, killed or freed. */
+START_TEST(test_last_receiver_gone)
+{
+    int cfg = _i % 4, form = (_i / 4) % 3;
+    const uint64_t look = sl__shm_look_ns;
+    sl__shm_look_ns = 5 * MS; /* a prompt look: the test stays short */
+    sl_chan_opts o = opts_of(cfg, 4);
+    sl_chan *ch;
+    unsigned char buf[64];
+    int ready[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    death_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o, .v = (uint64_t)ready[1],
+                   .op = _i < 12 ? RECEIVER_KILLED : RECEIVER_FREED};
+    pid_t pid = spawn(registered_receiver, &a);
+    char c;
+    ck_assert_int_eq(read(ready[0], &c, 1), 1); /* registered */
+    for (uint64_t i = 0; i < o.capacity; i++) {
+        sl_test_seq_fill(buf, o.elem_size, i);
+        ck_assert_int_eq(sl_chan_try_send(ch, buf), SL_OK);
+    }
+    sl_test_seq_fill(buf, o.elem_size, 99);
+    ck_assert_int_eq(send_by_form(ch, buf, form), SL_CLOSED);
+    ck_assert_int_eq(reap(pid), a.op == RECEIVER_KILLED ? 128 + SIGKILL : 0);
+    /* Closed for everyone; what was sent stays, in order, then SL_CLOSED. */
+    ck_assert_int_eq(sl_chan_shm_receiver(ch), SL_CLOSED);
+    for (uint64_t i = 0; i < o.capacity; i++) {
+        ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_OK);
+        ck_assert(sl_test_seq_is(buf, o.elem_size, i));
+    }
+    ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_CLOSED);
+    sl_chan_free(ch);
+    close(ready[0]);
+    close(ready[1]);
+    sl__shm_look_ns = look;
+}
+END_TEST
+
+/* An unregistered receiver (it waited, so it held a record) dies: nothing
+ * closes while a registered one lives; that one's free then closes the
+ * channel at once. */
+static int unregistered_receiver(void *p)
+{
+    death_arg *a = p;
+    sl_chan *ch;
+    unsigned char buf[64];
+    if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK)
+        return 1;
+    if (sl_chan_recv_for(ch, buf, MS) != SL_TIMEDOUT) /* a wait: claims a record */
+        return 2;
+    raise(SIGKILL);
+    return 3;
+}
+
+START_TEST(test_unregistered_receiver_dies)
+{
+    const uint64_t look = sl__shm_look_ns;
+    sl__shm_look_ns = MS; /* many looks within the wait below */
+    sl_chan_opts o = opts_of(_i, 2);
+    sl_chan *tx, *rx;
+    unsigned char buf[64] = {0};
+    ck_assert_int_eq(sl_chan_shm_create(&tx, NULL, &o, 0), SL_OK);
+    ck_assert_int_eq(sl_chan_shm_receiver(NULL), SL_EINVAL);
+    ck_assert_int_eq(sl_chan_shm_open_fd(&rx, sl_chan_shm_fd(tx), &o), SL_OK);
+    ck_assert_int_eq(sl_chan_shm_receiver(rx), SL_OK);
+    death_arg a = {.fd = sl_chan_shm_fd(tx), .opts = o};
+    ck_assert_int_eq(reap(spawn(unregistered_receiver, &a)), 128 + SIGKILL);
+    ck_assert_int_eq(sl_chan_try_send(tx, buf), SL_OK);
+    ck_assert_int_eq(sl_chan_try_send(tx, buf), SL_OK);
+    ck_assert_int_eq(sl_chan_send_for(tx, buf, 30 * MS), SL_TIMEDOUT); /* looked, still open */
+    ck_assert_int_eq(sl_chan_try_send(tx, buf), SL_FULL);
+    sl_chan_free(rx); /* the last registered receiver: closed at once */
+    ck_assert_int_eq(sl_chan_try_send(tx, buf), SL_CLOSED);
+    ck_assert_int_eq(sl_chan_try_recv(tx, buf), SL_OK);
+    ck_assert_int_eq(sl_chan_try_recv(tx, buf), SL_OK);
+    ck_assert_int_eq(sl_chan_try_recv(tx, buf), SL_CLOSED);
+    sl_chan_free(tx);
+    sl__shm_look_ns = look;
+}
+END_TEST
+
+START_TEST(test_receiver_refusal)
+{
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 8, .capacity = 4};
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_new(&ch, &o), SL_OK);
+    ck_assert_int_eq(sl_chan_shm_receiver(ch), SL_EINVAL);
+    uint64_t v = 5;
+    ck_assert_int_eq(sl_chan_try_send(ch, &v), SL_OK); /* nothing consumed, still open */
+    sl_chan_free(ch);
+}
+END_TEST
+
 /* A child takes every sender record (SL_SHM_SENDERS handles, one send
  * each) and dies holding them. */
 static int hold_all_records(void *p)
@@ -728,7 +864,8 @@ static int hold_all_records(void *p)
         return 2;
     /* Every record held by a living process: no registration, but the
      * handle still sends (with an anonymous mark). */
-    if (sl_chan_shm_sender(extra) != SL_ENOMEM || sl_chan_try_send(extra, &v) != SL_OK)
+    if (sl_chan_shm_sender(extra) != SL_ENOMEM || sl_chan_shm_receiver(extra) != SL_ENOMEM ||
+        sl_chan_try_send(extra, &v) != SL_OK)
         return 3;
     raise(SIGKILL);
     return 4;
@@ -1066,7 +1203,8 @@ static int typed_child(void *p)
     if (pair_chan_shm_open_fd(&c, *(int *)p, &o) != SL_OK)
         return 1;
     pair v = {3, 4};
-    if (pair_chan_shm_sender(c) != SL_OK || pair_chan_send(c, &v) != SL_OK)
+    if (pair_chan_shm_sender(c) != SL_OK || pair_chan_shm_receiver(c) != SL_OK ||
+        pair_chan_send(c, &v) != SL_OK)
         return 2;
     pair_chan_free(c);
     return 0;
@@ -1771,6 +1909,12 @@ static Suite *shm_suite(void)
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
     tcase_add_loop_test(tc, test_death_at_every_step, 0, 16);
 #endif
+    suite_add_tcase(s, tc);
+    tc = tcase_create("receivers"); /* the last registered receiver is gone */
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_last_receiver_gone, 0, 24);
+    tcase_add_loop_test(tc, test_unregistered_receiver_dies, 0, N_OF(k_cfg));
+    tcase_add_test(tc, test_receiver_refusal);
     suite_add_tcase(s, tc);
     tc = tcase_create("park");
     tcase_set_timeout(tc, 60);

@@ -155,8 +155,16 @@
  * (one of SL_SHM_SENDERS). A process that calls exec without freeing its
  * handles is the same process (same pid and start time): its records, and
  * its registration, last until it exits. Unregistered handles never close
- * the channel, and nothing here tells a sender that every receiver is
- * gone: a full channel then stays full.
+ * the channel.
+ * "The last receiver is gone" is the mirror, by the same mechanism: a
+ * handle registered with sl_chan_shm_receiver counts as a receiver until
+ * it is freed or its process dies; once receivers were registered and none
+ * is left, the channel closes itself, so a sender blocked on a full channel
+ * (or parked, or selecting) gets SL_CLOSED within SL_SHM_LOOK_MS of the
+ * death, and a try_send on the full channel once a look has found it (a
+ * full send looks as an empty receive does). The messages inside stay
+ * receivable by any handle still there (an unregistered one, or a new
+ * one). A handle may hold both roles.
  */
 #ifndef SLUICE_SHM_H
 #define SLUICE_SHM_H
@@ -221,11 +229,29 @@ SL_API sl_status sl_chan_shm_unlink(const char *name);
  * records of dead processes. */
 SL_API sl_status sl_chan_shm_sender(sl_chan *ch);
 
-/* The most handles that send into one shared channel at once (living
- * processes' handles; a dead process's record is reclaimed; a receiving
- * handle holds a record too from its first wait, for its parked count), and
- * how often a dead sender is looked for, in milliseconds
- * (docs/shm-layout.md). */
+/* Registers ch's handle as one of the channel's receivers: the mirror of
+ * sl_chan_shm_sender. From the first registration on, the channel closes
+ * itself (as sl_chan_close, for every process: its senders then get
+ * SL_CLOSED, the messages inside stay receivable) once no registered
+ * receiver is left: each has been freed (sl_chan_free: at once), or its
+ * process has died — found by a waiter (a blocked, parked or selecting
+ * sender), a full send or an empty receive within SL_SHM_LOOK_MS of the
+ * death (see "A peer that dies" above). Per handle and per process (a
+ * fork()ed child registers its own); idempotent; a handle may also be a
+ * registered sender (one record holds both).
+ * Returns SL_OK; SL_CLOSED when the channel is closed already (registration
+ * does not reopen it); SL_EINVAL for NULL or an in-process channel;
+ * SL_ENOMEM when SL_SHM_SENDERS living handles hold every record. Progress
+ * as sl_chan_shm_sender's. Ordering: the registration comes before its
+ * load of `closed` in the total order of seq_cst operations, so either the
+ * last receiver's free sees it (and does not close) or it sees that close. */
+SL_API sl_status sl_chan_shm_receiver(sl_chan *ch);
+
+/* The most handles that send into, wait on, or register with one shared
+ * channel at once (living processes' handles; a dead process's record is
+ * reclaimed; a receiving handle holds a record from its first wait, for its
+ * parked count, or from sl_chan_shm_receiver), and how often a dead sender
+ * or receiver is looked for, in milliseconds (docs/shm-layout.md). */
 #define SL_SHM_SENDERS 64
 #define SL_SHM_LOOK_MS 50
 
@@ -238,8 +264,8 @@ SL_API int sl_chan_shm_fd(const sl_chan *ch);
  * SL_CHAN_SHM_TYPED(name, T) adds name_shm_create, name_shm_open and
  * name_shm_open_fd, the calls above with elem_size sizeof(T) (the opts'
  * elem_size is ignored, as in name_new); every other name_* call works on
- * the result, name_shm_fd gives the descriptor and name_shm_sender
- * registers a sender. */
+ * the result, name_shm_fd gives the descriptor, name_shm_sender registers a
+ * sender and name_shm_receiver a receiver. */
 #define SL_CHAN_SHM_TYPED(name, T)                                                   \
     SL_TYPED_FN sl_chan_opts name##_shm_opts_(const sl_chan_opts *o)                 \
     {                                                                                \
@@ -275,6 +301,8 @@ SL_API int sl_chan_shm_fd(const sl_chan *ch);
     { return sl_chan_shm_fd((const sl_chan *)(const void *)c); }                     \
     SL_TYPED_FN sl_status name##_shm_sender(name *c)                                 \
     { return sl_chan_shm_sender((sl_chan *)(void *)c); }                             \
+    SL_TYPED_FN sl_status name##_shm_receiver(name *c)                               \
+    { return sl_chan_shm_receiver((sl_chan *)(void *)c); }                           \
     typedef int name##_shm_typed_ /* so that the use takes a semicolon */
 
 SL_END_DECLS

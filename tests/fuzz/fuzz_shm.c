@@ -60,10 +60,11 @@
 #include "chan_impl.h" /* SL__CHAN_SHARED_AT: where a handle maps the segment */
 #include "sysops.h"
 
-/* The layout (docs/shm-layout.md, version 4: the barrier mode in the
- * control words, the select bell after them, the sender records, then the
+/* The layout (docs/shm-layout.md, version 5: the barrier mode in the
+ * control words, the select bell after them, the records, then the
  * storage). */
-#define S_RECORDS_AT 2048u /* 64 records of 64 bytes: marks, sender, owner */
+#define S_RECORDS_AT 2048u /* 64 records of 64 bytes: marks, roles, owner */
+#define S_ROLES_EVER 80u   /* bit 0: a sender registered, bit 1: a receiver */
 #define S_DATA_AT 6144u
 #define S_CLOSED 40u
 #define S_BARRIERS 84u /* the barrier mode: 0 fenced, 1 asymmetric */
@@ -514,7 +515,9 @@ static size_t shm_field(shm_run *r, fz_in *in, size_t *width)
     case 13: /* the select bell's words: rung whenever `selectors` (60) is not 0 */
         *width = 4;
         return S_BELL + 4 * (i % 3);
-    case 12: /* a sender record's marks, sender flag or owner identity */
+    case 12: /* a record's marks, roles or owner identity; or roles_ever */
+        if ((i & 0xC0) == 0xC0 && i % 64 == 63)
+            return *width = 4, S_ROLES_EVER;
         *width = i & 0x80 ? 8 : 4;
         return S_RECORDS_AT + 64 * (i % 64) + (i & 0x80 ? 8 : 4 * ((i >> 6) & 1));
     case 0: *width = 4; return 8 + 4 * (i % 2);            /* version, flavour */

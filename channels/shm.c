@@ -41,7 +41,7 @@
 #define SHM_VERSION 5u
 #define SHM_CTL_AT ((size_t)72)    /* the peer-death control words */
 #define SHM_BELL_AT ((size_t)88)   /* the select bell (version 4) */
-#define SHM_RECS_AT ((size_t)2048) /* the sender records */
+#define SHM_RECS_AT ((size_t)2048) /* the records (senders, waiters, roles) */
 #define SHM_RECS SL_SHM_SENDERS
 #define SHM_DATA_AT (SHM_RECS_AT + SHM_RECS * (size_t)64) /* the storage */
 /* How often waiters, empty receives and full sends look for "every

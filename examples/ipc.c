@@ -5,8 +5,9 @@
  *   ipc [--ms N]     N: how long each phase runs (default 300)
  *
  * 1. The parent makes the channel in a memfd and forks a producer (a
- *    registered sender: sl_chan_shm_sender) and two consumers, each opening
- *    its own handle from the inherited descriptor; it prints the
+ *    registered sender: sl_chan_shm_sender) and two consumers (registered
+ *    receivers), each opening its own handle from the inherited
+ *    descriptor; it prints the
  *    throughput.
  * 2. It kills consumer 1 with SIGKILL mid-stream: consumer 2 carries on.
  * 3. It kills the producer with SIGKILL: nobody calls sl_chan_close, yet
@@ -86,6 +87,7 @@ static void producer(int fd, books *b)
 static void consumer(int fd, books *b, int who)
 {
     sl_chan *ch = open_or_die(fd);
+    sl_chan_shm_receiver(ch); /* with both consumers gone, a blocked producer gets SL_CLOSED */
     msg m;
     sl_status st;
     while ((st = sl_chan_recv(ch, &m)) == SL_OK) {

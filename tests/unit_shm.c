@@ -484,6 +484,7 @@ START_TEST(test_open_refusals)
     check_word(fd, raw, 0, 8, 0x1234);            /* magic */
     check_word(fd, raw, 8, 4, 1);                 /* version: the one before peer death */
     check_word(fd, raw, 8, 4, 2);                 /* the one before the barrier mode */
+    check_word(fd, raw, 8, 4, 4);                 /* the one before registered receivers */
     check_word(fd, raw, 12, 4, SL_LIST);          /* flavour: not shareable */
     check_word(fd, raw, 16, 8, 0);                /* message size 0 */
     check_word(fd, raw, 24, 8, 0);                /* capacity 0 */

@@ -12,9 +12,11 @@
  * every message was received exactly once and accounts for them.
  *
  * The kill loop: producer and consumer processes (each a registered sender,
- * or one receiving thread) are killed with SIGKILL at random instants and
- * replaced, for many rounds, while the parent holds a registered handle of
- * its own; then it frees that handle and kills the last producers, and the
+ * or one receiving thread in a registered receiver) are killed with SIGKILL
+ * at random instants and replaced, for many rounds, while the parent holds
+ * a registered sender and a registered receiver of its own (so the looks
+ * that reclaim dead receivers must never close the channel while one
+ * lives); then it frees its sender and kills the last producers, and the
  * consumers must learn by themselves that the last sender is gone. Every
  * message a producer was told was sent is received exactly once, except at
  * most one per killed consumer (the one it had taken: sluice/shm.h); the
@@ -304,7 +306,7 @@ static void kill_producer(const kill_run *r, unsigned life)
             continue;
         }
         if (st != SL_OK)
-            kill_fail(r->t, 11);
+            kill_fail(r->t, 11); /* SL_CLOSED: closed while the parent's receiver lives */
         atomic_store(&r->t->sent_upto[life], s + 1);
     }
     pause(); /* until killed */
@@ -316,6 +318,9 @@ static void kill_consumer(const kill_run *r)
     unsigned char buf[64];
     if (sl_chan_shm_open_fd(&ch, r->fd, &r->opts) != SL_OK)
         kill_fail(r->t, 12);
+    sl_status reg = sl_chan_shm_receiver(ch); /* SL_CLOSED: spawned as the run ends */
+    if (reg != SL_OK && reg != SL_CLOSED)
+        kill_fail(r->t, 15);
     for (uint64_t i = 0;; i++) {
         sl_status st = i % 2 ? sl_chan_recv(ch, buf) : sl_chan_recv_for(ch, buf, 5 * MS);
         if (st == SL_CLOSED)
@@ -379,10 +384,12 @@ START_TEST(test_kill_loop)
     size_t bytes = sizeof(kill_tally) + 64 * LIFE_MAX;
     r.t = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     ck_assert_ptr_ne(r.t, MAP_FAILED);
-    sl_chan *ch;
+    sl_chan *ch, *rx;
     ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &r.opts, 0), SL_OK);
     ck_assert_int_eq(sl_chan_shm_sender(ch), SL_OK); /* open while lives are replaced */
     r.fd = sl_chan_shm_fd(ch);
+    ck_assert_int_eq(sl_chan_shm_open_fd(&rx, r.fd, &r.opts), SL_OK);
+    ck_assert_int_eq(sl_chan_shm_receiver(rx), SL_OK); /* and while consumers die */
     sl_test_rng rng;
     sl_test_rng_seed(&rng, sl_test_seed("stress_shm", "kill_loop"));
     pid_t prod[2], cons[2];
@@ -408,6 +415,7 @@ START_TEST(test_kill_loop)
     }
     for (unsigned i = 0; i < procs; i++) /* they learn the last sender is gone */
         kill_reap(cons[i], false);
+    sl_chan_free(rx);
     ck_assert_msg(atomic_load(&r.t->bad) == 0, "failed at step %u", atomic_load(&r.t->bad));
     uint64_t lost = kill_books(r.t, lives), sent = 0;
     for (unsigned life = 0; life < lives; life++)

@@ -739,13 +739,20 @@ static int registered_receiver(void *p)
     return 0;
 }
 
-/* The sender's end, by form: blocked, timed, or polling with the try form. */
+/* The sender's end, by form: blocked, timed, selecting, or polling with the
+ * try form. */
 static sl_status send_by_form(sl_chan *ch, const void *buf, int form)
 {
     if (form == 0)
         return sl_chan_send(ch, buf);
     if (form == 1)
         return sl_chan_send_for(ch, buf, survivor_wait());
+    if (form == 3) {
+        sl_select_case c[] = {{NULL, SL_SEL_RECV, NULL}, {ch, SL_SEL_SEND, (void *)buf}};
+        size_t idx = 0;
+        sl_status st = sl_select(c, 2, survivor_wait(), &idx);
+        return st == SL_CLOSED && idx != 1 ? SL_EINVAL : st;
+    }
     sl_status st = SL_FULL;
     for (uint64_t i = 0; i < survivor_wait() / MS && st == SL_FULL; i++)
         if ((st = sl_chan_try_send(ch, buf)) == SL_FULL)
@@ -759,7 +766,7 @@ static sl_status send_by_form(sl_chan *ch, const void *buf, int form)
  * configuration, the form, killed or freed. */
 START_TEST(test_last_receiver_gone)
 {
-    int cfg = _i % 4, form = (_i / 4) % 3;
+    int cfg = _i % 4, form = (_i / 4) % 4;
     const uint64_t look = sl__shm_look_ns;
     sl__shm_look_ns = 5 * MS; /* a prompt look: the test stays short */
     sl_chan_opts o = opts_of(cfg, 4);
@@ -769,7 +776,7 @@ START_TEST(test_last_receiver_gone)
     ck_assert_int_eq(pipe(ready), 0);
     ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
     death_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o, .v = (uint64_t)ready[1],
-                   .op = _i < 12 ? RECEIVER_KILLED : RECEIVER_FREED};
+                   .op = _i < 16 ? RECEIVER_KILLED : RECEIVER_FREED};
     pid_t pid = spawn(registered_receiver, &a);
     char c;
     ck_assert_int_eq(read(ready[0], &c, 1), 1); /* registered */
@@ -1913,7 +1920,7 @@ static Suite *shm_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("receivers"); /* the last registered receiver is gone */
     tcase_set_timeout(tc, 60);
-    tcase_add_loop_test(tc, test_last_receiver_gone, 0, 24);
+    tcase_add_loop_test(tc, test_last_receiver_gone, 0, 32);
     tcase_add_loop_test(tc, test_unregistered_receiver_dies, 0, N_OF(k_cfg));
     tcase_add_test(tc, test_receiver_refusal);
     suite_add_tcase(s, tc);

@@ -119,8 +119,8 @@
  *    bytes or less lose nothing);
  *  - a process killed while parked leaves its registration in the
  *    eventcount's waiter count until the next look finds it dead (within
- *    SL_SHM_LOOK_MS of the death while anyone waits on the channel or
- *    finds it empty; the look then takes the registrations its record
+ *    SL_SHM_LOOK_MS of the death while anyone waits on the channel, finds
+ *    it empty or finds it full; the look then takes the registrations its record
  *    counted out again). Until then every send (for a dead receiver) or
  *    receive (for a dead sender) of that channel makes a futex wake system
  *    call with nobody asleep (a try_send and try_recv pair measured 60 ns
@@ -145,7 +145,8 @@
  * were registered and none is left, the channel closes itself (so its
  * receivers get SL_CLOSED once drained, as after sl_chan_close, and no
  * distinct status: a receiver's loop needs no new case). A free closes at
- * once; a death is found by the next look — an empty receive or a waiter,
+ * once; a death is found by the next look — an empty receive, a full send
+ * or a waiter,
  * at most SL_SHM_LOOK_MS after the death plus the time to read /proc once
  * per record (microseconds). Processes are told apart by /proc/<pid>/stat;
  * where /proc does not show the process (not mounted, or mounted with

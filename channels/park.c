@@ -207,23 +207,36 @@ static void unregister(sl_event *ev)
     atomic_fetch_sub_explicit(&ev->waiters, 1u, memory_order_seq_cst);
 }
 
+/* The start of a registration (W1): `waiters`, then the second count
+ * (seq_cst: after the registration it counts again). Returns whether ev is
+ * shared (relaxed: bit 0 of the epoch never changes). */
+static bool register_on(sl_event *ev)
+{
+    atomic_fetch_add_explicit(&ev->waiters, 1u, memory_order_seq_cst);
+    SL_ATOMIC(uint32_t) *acct = account_of(ev);
+    if (acct)
+        atomic_fetch_add_explicit(acct, 1u, memory_order_seq_cst);
+    return epoch_shared(atomic_load_explicit(&ev->epoch, memory_order_relaxed));
+}
+
+/* The registrations before the caller's re-check of its condition (the
+ * Dekker pair with the notifier's condition change); a shared eventcount's
+ * notifiers may be in other processes. */
+static void registered_barrier(bool shared)
+{
+    if (shared)
+        sl__event_heavy_fence_shared();
+    else
+        sl_event_heavy_fence();
+}
+
 SL_API uint32_t sl_event_prepare(sl_event *ev)
 {
     if (!ev)
         return 0;
-    atomic_fetch_add_explicit(&ev->waiters, 1u, memory_order_seq_cst);
-    SL_ATOMIC(uint32_t) *acct = account_of(ev);
-    if (acct) /* seq_cst: after the registration it counts again */
-        atomic_fetch_add_explicit(acct, 1u, memory_order_seq_cst);
+    bool shared = register_on(ev);
     SL_FI();
-    /* The registration above is ordered before the caller's re-check of its
-     * condition (the Dekker pair with the notifier's condition change); a
-     * shared eventcount's notifiers may be in other processes. Relaxed: bit
-     * 0 of the epoch never changes. */
-    if (epoch_shared(atomic_load_explicit(&ev->epoch, memory_order_relaxed)))
-        sl__event_heavy_fence_shared();
-    else
-        sl_event_heavy_fence();
+    registered_barrier(shared);
     /* Acquire: the re-check that follows cannot move above the key load. */
     return atomic_load_explicit(&ev->epoch, memory_order_acquire);
 }
@@ -407,27 +420,11 @@ bool sl__await_spin(sl__ready_fn ready, void *ctx, uint64_t deadline_ns)
  * them all, then each key (sl_event_prepare, for a set of one). */
 static void set_prepare(const sl__event_set *s)
 {
-    if (s->n == 1) {
-        uint32_t key = sl_event_prepare(s->evs[0]);
-        s->w[0] = (sl__futex_word){&s->evs[0]->epoch, key, epoch_shared(key)};
-        return;
-    }
     bool shared = false;
-    for (size_t i = 0; i < s->n; i++) {
-        atomic_fetch_add_explicit(&s->evs[i]->waiters, 1u, memory_order_seq_cst);
-        SL_ATOMIC(uint32_t) *acct = account_of(s->evs[i]);
-        if (acct) /* seq_cst: after the registration it counts again */
-            atomic_fetch_add_explicit(acct, 1u, memory_order_seq_cst);
-        /* Relaxed: bit 0 of the epoch never changes. */
-        shared |= epoch_shared(atomic_load_explicit(&s->evs[i]->epoch, memory_order_relaxed));
-    }
+    for (size_t i = 0; i < s->n; i++)
+        shared |= register_on(s->evs[i]);
     SL_FI();
-    /* Every registration before the re-check, as sl_event_prepare's: the
-     * shared barrier when a member's notifiers may be in other processes. */
-    if (shared)
-        sl__event_heavy_fence_shared();
-    else
-        sl_event_heavy_fence();
+    registered_barrier(shared);
     for (size_t i = 0; i < s->n; i++) {
         /* Acquire: the re-check cannot move above the key loads. */
         uint32_t key = atomic_load_explicit(&s->evs[i]->epoch, memory_order_acquire);

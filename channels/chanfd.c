@@ -113,6 +113,15 @@ sl_status sl__chanfd_rearm_recv(sl_chan *ch, void *out)
     return st;
 }
 
+/* Whether `end` of ch is ready now: a message (room) to take, or closed. */
+static bool end_ready(sl_chan *ch, unsigned end)
+{
+    if (sl_chan_is_closed(ch))
+        return true;
+    size_t len = sl_chan_len(ch);
+    return end == SL_END_RECV ? len > 0 : len < ch->capacity;
+}
+
 sl_status sl__chanfd_full(sl_chan *ch)
 {
     sl__chan_fd *e = &ch->fds[SL_END_SEND];
@@ -122,18 +131,9 @@ sl_status sl__chanfd_full(sl_chan *ch)
      * pointer past its push: the same instructions with or without a
      * descriptor): room, or a close, since the failed push makes the
      * descriptor readable again, and the loop's next try decides. */
-    if (sl_chan_len(ch) < ch->capacity || sl_chan_is_closed(ch))
+    if (end_ready(ch, SL_END_SEND))
         signal_end(e);
     return SL_FULL;
-}
-
-/* Whether `end` of ch is ready now: a message (room) to take, or closed. */
-static bool end_ready(sl_chan *ch, unsigned end)
-{
-    if (sl_chan_is_closed(ch))
-        return true;
-    size_t len = sl_chan_len(ch);
-    return end == SL_END_RECV ? len > 0 : len < ch->capacity;
 }
 
 /* The watcher's look (shm_watch.c) at a shared channel, after its bells'

@@ -143,6 +143,15 @@ PER_FLAVOR void send_end(const flavor_adapter *a, sl_chan *ch, SL_ATOMIC(uint32_
         sl_event_notify_all(&ch->not_empty);
 }
 
+/* A shared channel's full send: the periodic look, which may find every
+ * registered receiver gone (channels/shm.c), then a send-end descriptor's
+ * re-arm (chanfd.c). */
+static __attribute__((noinline, cold)) sl_status shared_full(sl_chan *ch)
+{
+    sl__shm_on_stuck(ch);
+    return sl__chanfd_full(ch);
+}
+
 /* send_once for one flavour's adapter. */
 PER_FLAVOR sl_status send_with(const flavor_adapter *a, sl_chan *ch, const void *elem,
                                sl_visit_fn displaced, void *ctx)
@@ -159,10 +168,10 @@ PER_FLAVOR sl_status send_with(const flavor_adapter *a, sl_chan *ch, const void 
     SL_FI(); /* pushed, still marked */
     send_end(a, ch, mark);
     if (st != SL_OK && st != SL_EVICTED)
-        /* A full shared channel re-arms a send-end descriptor here, off the
-         * success path, not in its push as the in-process rows do: there
-         * the call cost the shared pair 16 to 19 instructions. */
-        return a->shared && st == SL_FULL ? sl__chanfd_full(ch) : st;
+        /* A full shared channel's slow work is here, off the success path,
+         * not in its push as the in-process rows' descriptor re-arm is:
+         * there it cost the shared pair 16 to 19 instructions. */
+        return a->shared && st == SL_FULL ? shared_full(ch) : st;
     sl_event_notify_one(&ch->not_empty);
     ring_selectors(ch);
     return st;

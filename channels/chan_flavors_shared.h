@@ -53,13 +53,12 @@ static inline SL_ATOMIC(uint32_t) *mpmc_shared_mark(sl_chan *ch)
     return n;
 }
 
-/* An empty (full) look may be the one that finds every registered sender
- * (receiver) gone: st passes through. */
-static inline sl_status shared_stuck(sl_chan *ch, sl_status st)
+/* An empty look may be the one that finds every registered sender gone
+ * (a full send's look is send_with's, chan.c). */
+static inline sl_status shared_empty(sl_chan *ch)
 {
-    if (st == SL_EMPTY || st == SL_FULL)
-        sl__shm_on_stuck(ch);
-    return st;
+    sl__shm_on_stuck(ch);
+    return SL_EMPTY;
 }
 
 /* Debug builds: the misuse word of an SL_SPSC side lives in the segment,
@@ -85,14 +84,14 @@ static inline sl_status spsc_shared_push(sl_chan *ch, const void *elem, sl_visit
                                          void *ctx)
 {
     spsc_shared_side(ch, 0);
-    return shared_stuck(ch, sl__spsc_push_in(&ch->q.spsc, &ch->geom.spsc, elem));
+    return sl__spsc_push_in(&ch->q.spsc, &ch->geom.spsc, elem);
 }
 
 static inline sl_status spsc_shared_pop(sl_chan *ch, void *out)
 {
     spsc_shared_side(ch, 1);
     if (sl__spsc_pop_in(&ch->q.spsc, &ch->geom.spsc, out) != SL_OK)
-        return shared_stuck(ch, SL_EMPTY);
+        return shared_empty(ch);
     store_load_fence(true); /* head store before the notify's waiter load */
     return SL_OK;
 }
@@ -130,12 +129,13 @@ static const flavor_adapter spsc_shared_adapter = {
 static inline sl_status mpmc_shared_push(sl_chan *ch, const void *elem, sl_visit_fn displaced,
                                          void *ctx)
 {
-    return shared_stuck(ch, sl__mpmc_push_in(&ch->geom.mpmc, elem));
+    return sl__mpmc_push_in(&ch->geom.mpmc, elem);
 }
 
 static inline sl_status mpmc_shared_pop(sl_chan *ch, void *out)
 {
-    return shared_stuck(ch, sl__mpmc_pop_in(&ch->geom.mpmc, out));
+    sl_status st = sl__mpmc_pop_in(&ch->geom.mpmc, out);
+    return st == SL_EMPTY ? shared_empty(ch) : st;
 }
 
 static inline sl_status mpmc_shared_push_one(sl_chan *ch, const void *elem)

@@ -57,12 +57,12 @@ static inline __attribute__((always_inline)) void store_load_fence(bool across)
         sl_event_fence();
 }
 
-/* One sender at a time (SL_SPSC): slot 0 as a plain flag, each store
- * followed by the fence above — no read-modify-write on the path. */
+/* One sender at a time (SL_SPSC): a plain flag (slot 0; a shared channel's
+ * sender record), each store followed by the fence above — no
+ * read-modify-write on the path. */
 static inline __attribute__((always_inline)) SL_ATOMIC(uint32_t) *
-flag_mark_as(sl_chan *ch, bool across)
+flag_mark_as(SL_ATOMIC(uint32_t) *flag, bool across)
 {
-    SL_ATOMIC(uint32_t) *flag = &ch->in_flight[0].n;
     /* Relaxed: only this sender writes the flag; the fence orders it. */
     atomic_store_explicit(flag, 1u, memory_order_relaxed);
     store_load_fence(across); /* the mark before the closed-check */
@@ -79,9 +79,11 @@ static inline __attribute__((always_inline)) void flag_unmark_as(SL_ATOMIC(uint3
     store_load_fence(across);
 }
 
-static inline SL_ATOMIC(uint32_t) *flag_mark(sl_chan *ch) { return flag_mark_as(ch, false); }
+static inline SL_ATOMIC(uint32_t) *flag_mark(sl_chan *ch)
+{
+    return flag_mark_as(&ch->in_flight[0].n, false);
+}
 static inline void flag_unmark(SL_ATOMIC(uint32_t) *flag) { flag_unmark_as(flag, false); }
-static inline SL_ATOMIC(uint32_t) *flag_mark_across(sl_chan *ch) { return flag_mark_as(ch, true); }
 static inline void flag_unmark_across(SL_ATOMIC(uint32_t) *flag) { flag_unmark_as(flag, true); }
 
 /* Any number of senders: a count in a slot picked once per thread, a line

@@ -38,11 +38,7 @@ static inline __attribute__((always_inline)) SL_ATOMIC(uint32_t) *shm_mark_word(
 
 static inline SL_ATOMIC(uint32_t) *spsc_shared_mark(sl_chan *ch)
 {
-    SL_ATOMIC(uint32_t) *flag = shm_mark_word(ch);
-    /* Relaxed: only this sender writes its record's flag; the fence orders it. */
-    atomic_store_explicit(flag, 1u, memory_order_relaxed);
-    store_load_fence(true); /* the mark before the closed-check */
-    return flag;
+    return flag_mark_as(shm_mark_word(ch), true);
 }
 
 static inline SL_ATOMIC(uint32_t) *mpmc_shared_mark(sl_chan *ch)

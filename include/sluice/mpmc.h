@@ -62,6 +62,13 @@ typedef struct sl_mpmc {
      * full and empty are read from the cells. */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) tail;
     SL_ATOMIC(uint64_t) free_head;
+    /* The swap form's spare slots (messages of 9 to SL__MPMC_SWAP_MAX bytes):
+     * spare_count words, each a slot index or SL__MPMC_NO_SPARE; NULL in the
+     * other forms. Read-only pointers, kept on the producers' line, which
+     * every push reads anyway; consumers never need them. */
+    SL_ATOMIC(uint64_t) *spares;
+    size_t spare_count;
+    size_t spare_mask;            /* the power of two above spare_count, less 1 */
     /* Consumers advance the used ring's head and the free ring's tail. */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) head;
     SL_ATOMIC(uint64_t) free_tail;

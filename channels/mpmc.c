@@ -33,9 +33,6 @@ static sl__cellring free_ring(const sl_mpmc *q)
 }
 
 
-/* The swap form's marker for a spare entry whose slot a push holds now. */
-#define SL__MPMC_NO_SPARE UINT64_MAX
-
 /* Bytes between slots in the swap form: whole words, which are copied with
  * relaxed atomic accesses (a losing consumer's copy may overlap a later
  * producer's write into the same slot, see pop_swap). */

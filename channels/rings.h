@@ -34,11 +34,6 @@ sl_status sl__mpmc_init_mode(sl_mpmc *q, size_t elem_size, size_t capacity, uint
  * messages, and the overwrite ring, keep the indexed form. */
 #define SL__MPMC_SWAP_MAX ((size_t)256)
 
-/* sl__mpmc_init_at with `spares` spare slots in the swap form (a test's way
- * to run out of them; 0 or more than the capacity: the capacity). */
-sl_status sl__mpmc_init_spares(sl_mpmc *q, size_t elem_size, size_t capacity, uint64_t start,
-                               size_t spares);
-
 /* Slots an SL_SPSC ring of this geometry stores (a power of two: the
  * capacity and its slack); the caller has checked the sizes as
  * sl_spsc_init does. */

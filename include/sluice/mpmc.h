@@ -55,6 +55,9 @@ typedef struct sl_mpmc_cell {
     SL_ATOMIC(uint64_t) value;
 } sl_mpmc_cell;
 
+/* A spare entry whose slot a push in progress holds (the swap form). */
+#define SL__MPMC_NO_SPARE UINT64_MAX
+
 typedef struct sl_mpmc {
     /* Producers advance the used ring's tail (and, indexed, the free ring's
      * head) on every push: one line for the producers' counters, on purpose.
@@ -62,9 +65,8 @@ typedef struct sl_mpmc {
      * full and empty are read from the cells. */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) tail;
     SL_ATOMIC(uint64_t) free_head;
-    /* The swap form's spare slots (messages of 9 to SL__MPMC_SWAP_MAX bytes):
-     * spare_count words, each a slot index or SL__MPMC_NO_SPARE; NULL in the
-     * other forms. Read-only pointers, kept on the producers' line, which
+    /* The swap form's spare slots (messages of 9 to 256 bytes): spare_count
+     * words, each a slot index or SL__MPMC_NO_SPARE; NULL in the other forms. Read-only pointers, kept on the producers' line, which
      * every push reads anyway; consumers never need them. */
     SL_ATOMIC(uint64_t) *spares;
     size_t spare_count;

@@ -157,14 +157,14 @@ static inline void sl__cellring_raise(const sl__cellring *r, SL_ATOMIC(uint64_t)
 
 /* Appends value. Returns 0 when pushed; 1 when the ring was full and
  * `displace` was false (nothing changed); 2 when it was full and the oldest
- * value was displaced into *evicted. On 0, *evicted (unless NULL) gets the
- * value the free cell held before: in SL_MPMC's swap form, the slot index
- * the cell gives back (channels/mpmc.c). Lock-free; the publishing step is a
+ * value was displaced into *evicted. On 0, with `give_back`, stores there
+ * the value the free cell held, before the tail moves: SL_MPMC's swap form
+ * (channels/mpmc.c), where it is the slot the cell hands the push. Lock-free; the publishing step is a
  * double-width CAS (a full barrier: releases the value's bytes, and is the
  * condition change a parked receiver pairs with). */
 static inline __attribute__((always_inline)) int
 sl__cellring_push_as(const sl__cellring *r, uint64_t value, bool displace, uint64_t *evicted,
-                     bool guarded)
+                     bool guarded, SL_ATOMIC(uint64_t) *give_back)
 {
     uint64_t t = atomic_load_explicit(r->tail, memory_order_seq_cst);
     for (;;) {
@@ -197,10 +197,17 @@ sl__cellring_push_as(const sl__cellring *r, uint64_t value, bool displace, uint6
              * from the consumer for nothing. */
             if (atomic_load_explicit(r->tail, memory_order_relaxed) == t &&
                 sl__dwcas(c, s, old, t + 1, value)) {
-                if (d < 0)
+                if (d < 0) {
                     sl__cellring_raise(r, r->head, s - 1);
-                if (evicted)
-                    *evicted = old; /* displaced, or the swap form's free slot */
+                    *evicted = old;
+                } else if (give_back) {
+                    /* Release: the pops that took old's bytes (before this
+                     * cell was free) before the push that takes it next.
+                     * Before the tail's CAS, a locked instruction: a full
+                     * barrier between this store and whatever the caller
+                     * loads next (channels/mpmc.c, the starved flag). */
+                    atomic_store_explicit(give_back, old, memory_order_release);
+                }
                 sl__cellring_advance(r, r->tail, t);
                 return d < 0 ? 2 : 0;
             }
@@ -297,7 +304,7 @@ sl__cellring_pop_as(const sl__cellring *r, uint64_t *value, bool guarded,
 static inline int sl__cellring_push(const sl__cellring *r, uint64_t value, bool displace,
                                     uint64_t *evicted)
 {
-    return sl__cellring_push_as(r, value, displace, evicted, false);
+    return sl__cellring_push_as(r, value, displace, evicted, false, NULL);
 }
 
 static inline bool sl__cellring_pop(const sl__cellring *r, uint64_t *value)
@@ -307,7 +314,7 @@ static inline bool sl__cellring_pop(const sl__cellring *r, uint64_t *value)
 
 static inline int sl__cellring_push_guarded(const sl__cellring *r, uint64_t value)
 {
-    return sl__cellring_push_as(r, value, false, NULL, true);
+    return sl__cellring_push_as(r, value, false, NULL, true, NULL);
 }
 
 static inline bool sl__cellring_pop_guarded(const sl__cellring *r, uint64_t *value)

@@ -16,6 +16,7 @@
 
 #include "cellring.h"
 #include "rings.h"
+#include "sluice/park.h"
 #include "internal/sysops.h"
 
 /* ---- the queue's rings ---------------------------------------------------- */
@@ -292,10 +293,11 @@ pop_one(const sl_mpmc *q, const sl__mpmc_view *v, void *out, bool shared)
  * gets back as its spare; a pop copies the slot out before its taking CAS and
  * leaves the slot in the cell. Two ring steps per message, not four. */
 
-/* The spare entry a thread tries first, times nothing: each thread is given a
- * number once; number * 9 words apart puts the first eight threads' entries on
- * eight lines (and 9 is odd, so no two numbers below the table's power of two
- * share an entry). */
+/* The spare entry a thread tries first, at no cost after the first: each
+ * thread is given a number once, and entries number * 9 words apart put the
+ * first eight threads on eight lines (9 is odd: below the table's power of
+ * two no two numbers share an entry, though folding that onto the table
+ * may). Two threads on one entry only cost each other a probe. */
 static _Thread_local size_t spare_home __attribute__((tls_model("initial-exec"))) = SIZE_MAX;
 static SL_ATOMIC(size_t) spare_homes;
 
@@ -308,17 +310,15 @@ static inline __attribute__((always_inline)) size_t home_entry(const sl_mpmc *q)
     return j >= q->spare_count ? j - q->spare_count : j; /* mask + 1 <= 2 * count */
 }
 
-/* The other entries, when the home one is empty (its slot is with another
- * push in progress): the first one holding a slot, or NULL. */
-static __attribute__((noinline)) SL_ATOMIC(uint64_t) *
-probe_spares(sl_mpmc *q, size_t home, uint64_t *slot)
+/* Every entry once, from `from` on: the first one holding a slot, or NULL.
+ * seq_cst looks: the starving push's second sweep must follow its store of
+ * the flag (starve). */
+static SL_ATOMIC(uint64_t) *sweep_spares(sl_mpmc *q, size_t from, uint64_t *slot)
 {
-    for (size_t i = 1, j = home; i < q->spare_count; i++) {
-        j = j + 1 == q->spare_count ? 0 : j + 1;
+    for (size_t i = 0, j = from; i < q->spare_count; i++, j = j + 1 == q->spare_count ? 0 : j + 1) {
         SL_ATOMIC(uint64_t) *e = &q->spares[j];
-        /* Relaxed look first: an empty entry is not written. Acquire: as in
-         * take_spare. */
-        if (atomic_load_explicit(e, memory_order_relaxed) != SL__MPMC_NO_SPARE &&
+        /* A look first: an empty entry is not written. Acquire: as in take_spare. */
+        if (atomic_load_explicit(e, memory_order_seq_cst) != SL__MPMC_NO_SPARE &&
             (*slot = atomic_exchange_explicit(e, SL__MPMC_NO_SPARE, memory_order_acquire)) !=
                 SL__MPMC_NO_SPARE)
             return e;
@@ -326,8 +326,29 @@ probe_spares(sl_mpmc *q, size_t home, uint64_t *slot)
     return NULL;
 }
 
-/* Takes a spare slot into *slot and returns its entry, where the push puts
- * the slot it ends up with; NULL when every entry is empty. */
+/* The home entry was empty (its slot is with another push in progress): the
+ * other entries; if none holds a slot either, the push will say SL_FULL,
+ * perhaps with room in the ring. A blocked sender must not sleep through the
+ * give-back that ends that: it raises `starved`, then sweeps again. A push
+ * that gives a slot back loads the flag after a full barrier (the give-back
+ * comes before its tail's CAS), and, finding it raised, wakes the channel's
+ * senders (wake_starved): either this second sweep sees the slot, or that
+ * push sees the flag (docs/guarantees.md, "SL_MPMC"). */
+static __attribute__((noinline, cold)) SL_ATOMIC(uint64_t) *
+starve(sl_mpmc *q, size_t home, uint64_t *slot)
+{
+    SL_ATOMIC(uint64_t) *e = sweep_spares(q, home, slot);
+    if (e)
+        return e;
+#ifndef SL_MUTANT_MPMC_STARVED_UNSAID
+    /* seq_cst: before the second sweep's looks. */
+    atomic_store_explicit(&q->starved, 1u, memory_order_seq_cst);
+#endif
+    return sweep_spares(q, home, slot);
+}
+
+/* Takes a spare slot into *slot and returns its entry, where the push gives
+ * back the slot it ends up with; NULL when no entry holds one. */
 static inline __attribute__((always_inline)) SL_ATOMIC(uint64_t) *
 take_spare(sl_mpmc *q, uint64_t *slot)
 {
@@ -339,7 +360,16 @@ take_spare(sl_mpmc *q, uint64_t *slot)
     *slot = atomic_exchange_explicit(e, SL__MPMC_NO_SPARE, memory_order_acquire);
     if (__builtin_expect(*slot != SL__MPMC_NO_SPARE, 1))
         return e;
-    return probe_spares(q, home, slot);
+    return starve(q, home, slot);
+}
+
+/* After a give-back (and a full barrier): a starving push raised the flag,
+ * so wake the senders waiting on `wake`, which look again. */
+static __attribute__((noinline, cold)) void wake_starved(sl_mpmc *q, sl_event *wake)
+{
+    /* An exchange: a flag raised after it stays raised for the next give-back. */
+    if (atomic_exchange_explicit(&q->starved, 0u, memory_order_seq_cst))
+        sl_event_notify_all(wake);
 }
 
 /* Writes a message into a slot, in relaxed atomic words (a pop that will
@@ -362,27 +392,37 @@ static inline __attribute__((always_inline)) void slot_put(unsigned char *slot, 
     }
 }
 
-static inline __attribute__((always_inline)) sl_status push_swap(sl_mpmc *q, const void *elem)
+/* The swap form's push; `wake`: the channel's not_full (NULL for the raw
+ * queue, whose callers do not sleep in it). */
+static inline __attribute__((always_inline)) sl_status push_swap(sl_mpmc *q, const void *elem,
+                                                                 sl_event *wake)
 {
-    uint64_t mine, back;
+    uint64_t mine;
     SL_ATOMIC(uint64_t) *e = take_spare(q, &mine);
     if (!e)
         return SL_FULL; /* every spare is with a push in progress */
     slot_put(q->slots + (size_t)mine * swap_stride(q->elem_size), elem, q->elem_size);
+    SL_ATOMIC(uint64_t) *give_back = e;
+#ifdef SL_MUTANT_MPMC_SPARE_BACK_EARLY
+    /* Planted bug: the slot about to be published stays among the spares. */
+    atomic_store_explicit(e, mine, memory_order_release);
+    give_back = NULL;
+#endif
     SL_FI(); /* holding a spare: others must not wait for us */
     sl__cellring r = used_ring(q);
-    /* The cell's CAS publishes the bytes (release), is the condition change a
-     * parked receiver pairs with, and hands back the cell's free slot. */
-    int full = sl__cellring_push_as(&r, mine, false, &back, false);
-#ifdef SL_MUTANT_MPMC_SPARE_BACK_EARLY
-    (void)back; /* planted bug: the written slot goes back to the spares as well */
-    atomic_store_explicit(e, mine, memory_order_release);
-    return full ? SL_FULL : SL_OK;
-#endif
+    /* The cell's CAS publishes the bytes (release), is the condition change
+     * a parked receiver pairs with, and swaps our slot for the cell's free
+     * one, which goes back into e before the tail's CAS. */
+    int full = sl__cellring_push_as(&r, mine, false, NULL, false, give_back);
+    if (__builtin_expect(full, 0)) {
+        /* Release: as the give-back. seq_cst fence: the give-back before the
+         * flag's load, as the tail's CAS orders it on success. */
+        atomic_store_explicit(e, mine, memory_order_release);
+        atomic_thread_fence(memory_order_seq_cst);
+    }
     SL_FI();
-    /* Release: the pops that took this slot (ordered before us by the CAS)
-     * before whichever push takes it from the entry next. */
-    atomic_store_explicit(e, full ? mine : back, memory_order_release);
+    if (wake && atomic_load_explicit(&q->starved, memory_order_seq_cst))
+        wake_starved(q, wake);
     return full ? SL_FULL : SL_OK;
 }
 
@@ -407,7 +447,16 @@ SL_API sl_status sl_mpmc_try_push(sl_mpmc *q, const void *elem)
     if (!q || !elem)
         return SL_EINVAL;
     if (q->spares)
-        return push_swap(q, elem);
+        return push_swap(q, elem, NULL);
+    return push_one(q, NULL, elem, false);
+}
+
+sl_status sl__mpmc_send(sl_mpmc *q, const void *elem, sl_event *not_full)
+{
+    if (!q || !elem)
+        return SL_EINVAL;
+    if (q->spares)
+        return push_swap(q, elem, not_full);
     return push_one(q, NULL, elem, false);
 }
 
@@ -454,15 +503,20 @@ void sl__mpmc_drain(sl_mpmc *q, sl_visit_fn fn, void *ctx)
     }
 }
 
-SL_API size_t sl_mpmc_push_n(sl_mpmc *q, const void *elems, size_t n)
+size_t sl__mpmc_send_n(sl_mpmc *q, const void *elems, size_t n, sl_event *not_full)
 {
     const unsigned char *p = elems;
     size_t done = 0;
     if (!q || !elems)
         return 0;
-    while (done < n && sl_mpmc_try_push(q, p + done * q->elem_size) == SL_OK)
+    while (done < n && sl__mpmc_send(q, p + done * q->elem_size, not_full) == SL_OK)
         done++;
     return done;
+}
+
+SL_API size_t sl_mpmc_push_n(sl_mpmc *q, const void *elems, size_t n)
+{
+    return sl__mpmc_send_n(q, elems, n, NULL);
 }
 
 SL_API size_t sl_mpmc_pop_n(sl_mpmc *q, void *out, size_t n)

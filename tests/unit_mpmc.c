@@ -14,8 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sluice/chan.h>
 #include <sluice/mpmc.h>
 #include "testing.h"
+#include "../channels/chan_impl.h" /* the channel's queue: its spares, held by hand */
 
 #define Q_T sl_mpmc
 #define Q_NAME "mpmc"
@@ -244,6 +246,64 @@ START_TEST(test_swap_model_near_wrap)
         for (size_t e = 0; e < sizeof ssizes / sizeof ssizes[0]; e++)
             run_model(scaps[c], ssizes[e], starts[(c + e) % 3], 500 + c * 10 + e,
                       (unsigned)sl_test_scaled(1500, 800));
+}
+END_TEST
+
+/* A blocked sender that slept on a SL_FULL said for want of a spare, with
+ * room in the ring, is woken by the push that gives one back. Both spares of
+ * a capacity-2 channel are held by hand (two pushes between taking a spare
+ * and giving one back); the sender blocks; one spare comes back and a
+ * try_send uses it and gives a slot back: that must wake the sender, whose
+ * send then finds the slot (no receive ever comes to wake it otherwise). */
+typedef struct starve_arg {
+    sl_chan *ch;
+    _Atomic int done;
+    sl_status st;
+} starve_arg;
+
+static void *starved_sender(void *p)
+{
+    starve_arg *a = p;
+    msg24 m = m24(7);
+    a->st = sl_chan_send(a->ch, &m);
+    atomic_store(&a->done, 1);
+    return NULL;
+}
+
+START_TEST(test_swap_starved_sender_woken)
+{
+    sl_chan *ch;
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = sizeof(msg24), .capacity = 2};
+    ck_assert_int_eq(sl_chan_new(&ch, &o), SL_OK);
+    sl_mpmc *q = &ch->q.mpmc;
+    ck_assert_uint_eq(q->spare_count, 2);
+    uint64_t held[2];
+    for (size_t j = 0; j < 2; j++)
+        held[j] = atomic_exchange(&q->spares[j], SL__MPMC_NO_SPARE);
+    starve_arg a = {.ch = ch};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, starved_sender, &a), 0);
+    uint64_t until = sl_test_now_ns() + 10ull * 1000000000;
+    while (sl_event_waiters(&ch->not_full) == 0 && sl_test_now_ns() < until)
+        sched_yield();
+    ck_assert_msg(sl_event_waiters(&ch->not_full) == 1, "the sender never slept");
+    ck_assert_int_eq(atomic_load(&a.done), 0);
+    atomic_store(&q->spares[0], held[0]);
+    msg24 m = m24(1);
+    ck_assert_int_eq(sl_chan_try_send(ch, &m), SL_OK);
+    until = sl_test_now_ns() + 5ull * 1000000000;
+    while (!atomic_load(&a.done) && sl_test_now_ns() < until)
+        sched_yield();
+    ck_assert_msg(atomic_load(&a.done), "the sender slept on with room and a spare free");
+    pthread_join(t, NULL);
+    ck_assert_int_eq(a.st, SL_OK);
+    atomic_store(&q->spares[1], held[1]);
+    for (uint64_t want = 1; want != 0; want = want == 1 ? 7 : 0) {
+        ck_assert_int_eq(sl_chan_try_recv(ch, &m), SL_OK);
+        ck_assert_uint_eq(m.w[0], want);
+    }
+    check_slots_conserved(q);
+    sl_chan_free(ch);
 }
 END_TEST
 
@@ -505,6 +565,11 @@ static Suite *mpmc_suite(void)
     tcase_add_test(tc, test_many_threads);
     tcase_add_test(tc, test_many_threads_tiny);
     tcase_add_test(tc, test_many_threads_near_wrap);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("starve"); /* its own case: the planted bug's check */
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_swap_starved_sender_woken);
     suite_add_tcase(s, tc);
 
     return s;

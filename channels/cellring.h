@@ -158,10 +158,10 @@ static inline void sl__cellring_raise(const sl__cellring *r, SL_ATOMIC(uint64_t)
 /* Appends value. Returns 0 when pushed; 1 when the ring was full and
  * `displace` was false (nothing changed); 2 when it was full and the oldest
  * value was displaced into *evicted. On 0, with `give_back`, stores there
- * the value the free cell held, before the tail moves: SL_MPMC's swap form
- * (channels/mpmc.c), where it is the slot the cell hands the push. Lock-free; the publishing step is a
- * double-width CAS (a full barrier: releases the value's bytes, and is the
- * condition change a parked receiver pairs with). */
+ * the value the free cell held, before the tail moves (SL_MPMC's swap form,
+ * channels/mpmc.c: the slot the cell hands the push). Lock-free; the
+ * publishing step is a double-width CAS (a full barrier: releases the
+ * value's bytes, and is the condition change a parked receiver pairs with). */
 static inline __attribute__((always_inline)) int
 sl__cellring_push_as(const sl__cellring *r, uint64_t value, bool displace, uint64_t *evicted,
                      bool guarded, SL_ATOMIC(uint64_t) *give_back)

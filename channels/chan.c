@@ -132,6 +132,13 @@ static inline void ring_selectors(sl_chan *ch, unsigned ready)
         sl__chan_ring_watchers(ch, ready); /* the bells, and any descriptor (chanfd.c) */
 }
 
+/* After a send (receive cases may be ready) and after a receive (send
+ * cases): one function each, with no argument, so that where gcc does not
+ * inline them (the shared rows) the success path sets up nothing more than
+ * the call. */
+static inline void ring_receivers(sl_chan *ch) { ring_selectors(ch, SL__READY_RECV); }
+static inline void ring_senders(sl_chan *ch) { ring_selectors(ch, SL__READY_SEND); }
+
 /* After the push: the unmark, and the wake-up a close makes it owe. */
 PER_FLAVOR void send_end(const flavor_adapter *a, sl_chan *ch, SL_ATOMIC(uint32_t) *mark)
 {
@@ -172,7 +179,7 @@ PER_FLAVOR sl_status send_with(const flavor_adapter *a, sl_chan *ch, const void 
          * there it cost the shared pair 16 to 19 instructions. */
         return a->shared && st == SL_FULL ? shared_full(ch) : st;
     sl_event_notify_one(&ch->not_empty);
-    ring_selectors(ch, SL__READY_RECV);
+    ring_receivers(ch);
     return st;
 }
 
@@ -202,7 +209,7 @@ PER_FLAVOR sl_status pop_with(const flavor_adapter *a, sl_chan *ch, void *out)
     sl_status st = a->pop(ch, out);
     if (st == SL_OK) {
         sl_event_notify_one(&ch->not_full);
-        ring_selectors(ch, SL__READY_SEND);
+        ring_senders(ch);
     }
     return st;
 }
@@ -502,7 +509,7 @@ PER_FLAVOR size_t send_n_with(const flavor_adapter *a, sl_chan *ch, const void *
     send_end(a, ch, mark);
     if (sent) {
         sl_event_notify_n(&ch->not_empty, sent);
-        ring_selectors(ch, SL__READY_RECV);
+        ring_receivers(ch);
     }
     return sent;
 }
@@ -523,7 +530,7 @@ PER_FLAVOR size_t pop_n_with(const flavor_adapter *a, sl_chan *ch, void *out, si
     size_t got = a->pop_n(ch, out, n);
     if (got) {
         sl_event_notify_n(&ch->not_full, got);
-        ring_selectors(ch, SL__READY_SEND);
+        ring_senders(ch);
     }
     return got;
 }

@@ -266,7 +266,7 @@ static void wake_subscribers(sl__bcast *b)
     /* seq_cst: after the change in the total order; the other side is the
      * flag's setting in end_or_mark (heavy-fenced there). */
     if (atomic_load_explicit(&b->selected, memory_order_seq_cst))
-        sl__select_ring(); /* notifies while a selector has armed the bell (select.c) */
+        sl__select_ring(SL__READY_RECV); /* notifies while a selector has armed a bell (select.c) */
 }
 
 void sl__bcast_release(sl__bcast_end *e)

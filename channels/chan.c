@@ -119,19 +119,25 @@ static inline bool is_closed(const sl_chan *ch)
     return atomic_load_explicit(&ch->closed, memory_order_acquire) != 0;
 }
 
-sl_event sl__select_bell;
-
-/* A selecting thread may wait for this channel: ring the bell. The caller's
- * state change was a seq_cst RMW or fenced, so this seq_cst load cannot miss
- * a selector whose registration came before its re-check (select.c). */
-static inline void ring_selectors(sl_chan *ch)
+/* A selecting thread may wait for this channel: ring the bells of the
+ * cases the change can make ready (SL__READY_*). The caller's state change
+ * was a seq_cst RMW or fenced, so this seq_cst load cannot miss a selector
+ * whose registration came before its re-check (select.c). */
+static inline void ring_selectors(sl_chan *ch, unsigned ready)
 {
 #ifdef SL_MUTANT_CHAN_NO_SELECT_BELL
     return; /* planted bug: sends and receives never ring the select bell */
 #endif
     if (atomic_load_explicit(&ch->selectors, memory_order_seq_cst) != 0)
-        sl__chan_ring_watchers(ch); /* the bell, and any descriptor (chanfd.c) */
+        sl__chan_ring_watchers(ch, ready); /* the bells, and any descriptor (chanfd.c) */
 }
+
+/* After a send (receive cases may be ready) and after a receive (send
+ * cases): one function each, with no argument, so that where gcc does not
+ * inline them (the shared rows) the success path sets up nothing more than
+ * the call. */
+static inline void ring_receivers(sl_chan *ch) { ring_selectors(ch, SL__READY_RECV); }
+static inline void ring_senders(sl_chan *ch) { ring_selectors(ch, SL__READY_SEND); }
 
 /* After the push: the unmark, and the wake-up a close makes it owe. */
 PER_FLAVOR void send_end(const flavor_adapter *a, sl_chan *ch, SL_ATOMIC(uint32_t) *mark)
@@ -173,7 +179,7 @@ PER_FLAVOR sl_status send_with(const flavor_adapter *a, sl_chan *ch, const void 
          * there it cost the shared pair 16 to 19 instructions. */
         return a->shared && st == SL_FULL ? shared_full(ch) : st;
     sl_event_notify_one(&ch->not_empty);
-    ring_selectors(ch);
+    ring_receivers(ch);
     return st;
 }
 
@@ -203,7 +209,7 @@ PER_FLAVOR sl_status pop_with(const flavor_adapter *a, sl_chan *ch, void *out)
     sl_status st = a->pop(ch, out);
     if (st == SL_OK) {
         sl_event_notify_one(&ch->not_full);
-        ring_selectors(ch);
+        ring_senders(ch);
     }
     return st;
 }
@@ -503,7 +509,7 @@ PER_FLAVOR size_t send_n_with(const flavor_adapter *a, sl_chan *ch, const void *
     send_end(a, ch, mark);
     if (sent) {
         sl_event_notify_n(&ch->not_empty, sent);
-        ring_selectors(ch);
+        ring_receivers(ch);
     }
     return sent;
 }
@@ -524,7 +530,7 @@ PER_FLAVOR size_t pop_n_with(const flavor_adapter *a, sl_chan *ch, void *out, si
     size_t got = a->pop_n(ch, out, n);
     if (got) {
         sl_event_notify_n(&ch->not_full, got);
-        ring_selectors(ch);
+        ring_senders(ch);
     }
     return got;
 }
@@ -633,7 +639,7 @@ SL_API void sl_chan_close(sl_chan *ch)
         SL_FI(); /* closed, nobody woken yet */
         sl_event_notify_all(&ch->not_empty);
         sl_event_notify_all(&ch->not_full);
-        ring_selectors(ch);
+        ring_selectors(ch, SL__READY_BOTH);
         const flavor_adapter *a = adapter_of(ch->flavor);
         if (a->on_close) /* waiters elsewhere (a broadcast's subscribers, rendezvous offers) */
             a->on_close(ch);

@@ -212,7 +212,7 @@ sl_status sl__chan_await(const sl__event_set *set, sl__ready_fn ready, void *ctx
  * full: a send found ch full; if the send end has a descriptor, re-arms it
  * and, since there is no message to send again, signals it if it finds
  * room or a close; returns SL_FULL. release: at sl_chan_free, closes them. */
-void sl__chan_ring_watchers(sl_chan *ch);
+void sl__chan_ring_watchers(sl_chan *ch, unsigned ready);
 sl_status sl__chanfd_rearm_recv(sl_chan *ch, void *out);
 sl_status sl__chanfd_full(sl_chan *ch);
 void sl__chanfd_release(sl_chan *ch);
@@ -224,12 +224,21 @@ static inline bool sl__chanfd_has(const sl_chan *ch, sl_chan_end end)
     return atomic_load_explicit(&ch->fds[end].fd1, memory_order_relaxed) != 0;
 }
 
-/* Threads blocked in sl_select park on this process-wide eventcount; a
- * channel with selectors rings it on every state change, through
- * sl__select_ring (select.c), which notifies only while a selector has
- * armed the bell since the last ring. */
-extern sl_event sl__select_bell;
-void sl__select_ring(void);
+/* Which select cases a change can make ready: receive cases (a send, a
+ * displacing send), send cases (a receive), or both (a close, a rendezvous
+ * offer). */
+#define SL__READY_RECV 1u
+#define SL__READY_SEND 2u
+#define SL__READY_BOTH 3u
+
+/* Threads blocked in sl_select park on one of the process's bells, the one
+ * for the directions of their cases; a channel with selectors rings, on
+ * every state change, the bells of the directions it can make ready,
+ * through sl__select_ring (select.c), which notifies a bell only while a
+ * selector has armed it since its last ring. waiters: how many threads wait
+ * on the bells now (tests). */
+void sl__select_ring(unsigned ready);
+uint32_t sl__select_waiters(void);
 
 /* The armed-bell protocol of sl__select_ring (select.c; docs/guarantees.md,
  * "The select bell's arm") for any bell: notifies all of ev's waiters only

@@ -18,7 +18,9 @@
  *     A3 heavy barrier ; A4 look again: the receive end tries the receive
  *     once more; the send end looks for room or a close (its length and
  *     `closed`, seq_cst loads) and, finding either, signals itself
- *   signal (ring: after a state change; the other side's)
+ *   signal (ring: after a state change that can make this end ready — a
+ *   send or displacing send for the receive end, a receive for the send
+ *   end, a close or a rendezvous offer for both; the other side's)
  *     S1 the change (seq_cst RMW, or store + sl_event_fence) ; S2 load
  *     `selectors` (seq_cst) ; S3 load armed (seq_cst) ; if 1:
  *     S4 exchange armed 0 (seq_cst) ; if it was 1: S5 write(fd, 1)
@@ -67,13 +69,18 @@ static void signal_end(sl__chan_fd *e)
     (void)r;
 }
 
-void sl__chan_ring_watchers(sl_chan *ch)
+void sl__chan_ring_watchers(sl_chan *ch, unsigned ready)
 {
-    sl__select_ring();
+    sl__select_ring(ready);
     if (sl__chan_is_shared(ch)) /* selectors in other processes too */
         sl__shm_ring(ch);
-    signal_end(&ch->fds[SL_END_RECV]);
-    signal_end(&ch->fds[SL_END_SEND]);
+    /* Only the ends the change can make ready: an end is re-armed after a
+     * try on it failed, and only a change of its direction (or a close)
+     * can undo that failure. */
+    if (ready & SL__READY_RECV)
+        signal_end(&ch->fds[SL_END_RECV]);
+    if (ready & SL__READY_SEND)
+        signal_end(&ch->fds[SL_END_SEND]);
 }
 
 /* A1–A3. false when the end is armed already: a change since that re-arm

@@ -8,15 +8,21 @@
  * array: poll_round's `order` is NULL), so the lowest ready index wins.
  *
  * Sleeping: a selector that finds no case ready spins on rounds, then adds
- * itself to each case's channel `selectors` count and waits on the
- * process-wide bell through the await protocol (internal/await.h), its
+ * itself to each case's channel `selectors` count and waits on one of the
+ * process's bells through the await protocol (internal/await.h), its
  * condition one round over the cases, each re-check after the prepare
  * preceded by arming the bell.
- * A channel whose count is non-zero rings the bell after every send, receive
- * and close (chan.c); a ring notifies only when the bell is armed, and takes
+ * A channel whose count is non-zero rings after every send, receive and
+ * close (chan.c); a ring notifies only when the bell is armed, and takes
  * the arm, so the changes that follow a ring cost no system call until a
  * woken selector has run and armed it again (docs/guarantees.md, "The select
  * bell's arm").
+ * The process has a bell per set of directions a selector can wait for:
+ * receive cases only, send cases only, or both. A change says which cases
+ * it can make ready (a send: receive cases; a receive: send cases; a close
+ * or a rendezvous offer: both) and rings every bell whose set includes one
+ * of them, so a selector is woken by the changes that can concern it, and
+ * senders blocked in a select sleep through the sends of their peers.
  *
  * Shared channels (sluice/shm.h): a change made in another process cannot
  * ring this process's bell, so each segment has a bell of its own, rung by
@@ -41,9 +47,24 @@
 /* Cases up to this many need no allocation for the shuffle. */
 #define SELECT_STACK_CASES 64
 
-/* 1 while a selector that may sleep on the bell has re-checked since the last
- * ring took the arm; its own line, loaded by every ring. */
-static SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint32_t) bell_armed;
+/* The process's bells, by the set of directions (SL__READY_*) of the
+ * selectors that sleep on each; [0], for a select whose every case is
+ * disabled, is never rung. `armed`: 1 while a selector that may sleep on the
+ * bell has re-checked since the last ring took the arm; loaded by every
+ * ring. A line each: a ring of one direction leaves the others' lines
+ * alone. */
+static struct process_bell {
+    SL_ALIGNAS(SL_CACHELINE) sl_event ev;
+    SL_ATOMIC(uint32_t) armed;
+} process_bells[SL__READY_BOTH + 1];
+
+uint32_t sl__select_waiters(void)
+{
+    uint32_t n = 0;
+    for (unsigned b = 0; b <= SL__READY_BOTH; b++)
+        n += sl_event_waiters(&process_bells[b].ev);
+    return n;
+}
 
 void sl__bell_ring(sl_event *ev, SL_ATOMIC(uint32_t) *armed)
 {
@@ -62,11 +83,20 @@ void sl__bell_ring(sl_event *ev, SL_ATOMIC(uint32_t) *armed)
     sl_event_notify_all(ev);
 }
 
-void sl__select_ring(void) { sl__bell_ring(&sl__select_bell, &bell_armed); }
+void sl__select_ring(unsigned ready)
+{
+#ifdef SL_MUTANT_SELECT_RING_ONE_WAY
+    ready &= SL__READY_RECV; /* planted bug: a receive never wakes a selecting sender */
+#endif
+    for (unsigned b = SL__READY_RECV; b <= SL__READY_BOTH; b++)
+        if (b & ready)
+            sl__bell_ring(&process_bells[b].ev, &process_bells[b].armed);
+}
 
-/* The bells a selector waits on: this process's, then the bell of each
- * distinct shared segment among its cases (sluice/shm.h), as an event set
- * (internal/await.h) with each bell's arm beside it. */
+/* The bells a selector waits on: this process's bell for the directions of
+ * its cases, then the bell of each distinct shared segment among them
+ * (sluice/shm.h), as an event set (internal/await.h) with each bell's arm
+ * beside it. */
 typedef struct select_bells {
     sl_event **evs;
     SL_ATOMIC(uint32_t) **armed;
@@ -104,8 +134,15 @@ static bool bells_collect(select_bells *b, const sl_select_case *cases, size_t n
     b->w = (sl__futex_word *)mem; /* the widest first: each part stays aligned */
     b->evs = (sl_event **)(mem + (shared + 1) * sizeof *b->w);
     b->armed = (SL_ATOMIC(uint32_t) **)(mem + (shared + 1) * (sizeof *b->w + sizeof *b->evs));
-    b->evs[0] = &sl__select_bell;
-    b->armed[0] = &bell_armed;
+    unsigned ready = 0;
+    for (size_t i = 0; i < n; i++)
+        if (cases[i].ch)
+            ready |= cases[i].op == SL_SEL_SEND ? SL__READY_SEND : SL__READY_RECV;
+#ifdef SL_MUTANT_SELECT_ONE_BELL
+    ready = SL__READY_BOTH; /* planted bug: every selector wakes for every change */
+#endif
+    b->evs[0] = &process_bells[ready].ev;
+    b->armed[0] = &process_bells[ready].armed;
     b->n = 1;
     for (size_t i = 0; i < n; i++)
         if (cases[i].ch && sl__chan_is_shared(cases[i].ch))

@@ -104,6 +104,8 @@ mutants=(
 "SHM_RECEIVERS_IGNORED|default|unit_shm|CK_RUN_CASE=receivers SL_SHM_CHILD_ALARM=2 SL_SHM_WAIT_S=1 CK_TIMEOUT_MULTIPLIER=0.05||1|0|the check \`every registered X is gone\` closes for senders only: a sender blocked on a full shared channel whose registered receivers were all freed or killed waits for ever (or until its timeout)"
 "SELECT_BIASED_SHUFFLES|default|unit_select|CK_RUN_CASE=biased||1|1|biased select shuffles its cases like the fair one"
 "SELECT_ARM_ONCE|default|unit_select|CK_RUN_CASE=blocking||1|0|select arms the bell at its first re-check only, not after a wake that found nothing"
+"SELECT_ONE_BELL|default|unit_select|CK_RUN_CASE=bells||1|1|every selector sleeps on the bell that every change rings, whatever its cases' directions"
+"SELECT_RING_ONE_WAY|default|unit_select|TIMEOUT=90 CK_RUN_CASE=blocking CK_TIMEOUT_MULTIPLIER=0.05||1|0|a receive never rings the bells of selectors waiting to send"
 "RECV_N_EMPTY_AT_ZERO|fuzz|fuzz_mpmc||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/mpmc|1|1|\`recv_n_for\` with a zero timeout on an empty channel answers SL_EMPTY instead of SL_TIMEDOUT"
 "RECV_N_NO_LAST_LOOK|faults|stress_chan|CK_RUN_CASE=close_drains||1|0|batch receive skips the last look after close (\`recv_n\` answers SL_CLOSED with messages inside)"
 "CHANFD_NO_RECHECK|default|unit_chanfd|CK_RUN_CASE=contract||1|1|event-loop descriptor: a receive's re-arm resets and arms without its re-check"

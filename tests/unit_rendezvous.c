@@ -509,7 +509,7 @@ static bool held_now(const held_stop *h)
 {
     /* A's offer is alone on the senders' side, linked by A itself. */
     const sl__rdv_offer *o = h->ch->q.rdv.waiting[1].first;
-    return o && atomic_load(o->claim) == SL__RDV_SELF && sl_event_waiters(&sl__select_bell) >= 1;
+    return o && atomic_load(o->claim) == SL__RDV_SELF && sl__select_waiters() >= 1;
 }
 
 static void held_stop_fn(void *ctx, unsigned step)

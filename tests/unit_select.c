@@ -28,9 +28,11 @@
 #include <time.h>
 
 #include <sluice/chan.h>
+#include <sluice/chanfd.h>
 #include <sluice/select.h>
 
 #include "../channels/chan_impl.h" /* the channels' selector counts, to check they are released */
+#include "internal/sysops.h"    /* counting the selector's futex waits */
 
 static const sl_flavor all_flavors[] = {SL_SPSC, SL_MPMC, SL_LIST, SL_RING};
 
@@ -784,6 +786,71 @@ START_TEST(test_wake_after_foreign_ring)
 }
 END_TEST
 
+/* A selector sleeps on the bell of its cases' directions: one waiting only
+ * to receive sleeps through the process's receives, one waiting only to send
+ * through its sends, and each still wakes for its own channel. A descriptor
+ * on the busy channel keeps its `selectors` count up, so every change there
+ * rings; the futex waits counted while the selector sleeps are its wake-ups
+ * (each one re-checks and sleeps again). */
+static atomic_uint bell_waits;
+
+static int counting_wait(SL_ATOMIC(uint32_t) *word, uint32_t expected, uint64_t deadline_ns)
+{
+    atomic_fetch_add(&bell_waits, 1u);
+    return sl__sys_default_ops.futex_wait(word, expected, deadline_ns);
+}
+
+START_TEST(test_bells_by_direction)
+{
+    static const sl_sys_ops ops = {.futex_wait = counting_wait};
+    const bool sender = _i == 1; /* the selector waits to send (else to receive) */
+    enum { CHANGES = 40 };
+    sl_chan *mine = mk(SL_MPMC, 1, NULL, NULL), *busy = mk(SL_MPMC, CHANGES, NULL, NULL);
+    int fd;
+    ck_assert_int_eq(sl_chan_fd(busy, sender ? SL_END_RECV : SL_END_SEND, &fd), SL_OK);
+    if (sender)
+        put(mine, 1); /* full: the send case waits */
+    else
+        for (uint64_t i = 0; i < CHANGES; i++)
+            put(busy, i); /* for the receives below */
+    sel_thread *t = calloc(1, sizeof *t);
+    ck_assert_ptr_nonnull(t);
+    uint64_t v = 2;
+    t->cases[0] = (sl_select_case){mine, sender ? SL_SEL_SEND : SL_SEL_RECV, &v};
+    atomic_store(&bell_waits, 0u);
+    sl_test_sys_install(&ops);
+    sel_start(t, 1, SL_FOREVER);
+    for (uint64_t give_up = sl_test_now_ns() + 10 * SEC;
+         atomic_load(&bell_waits) == 0 && sl_test_now_ns() < give_up;)
+        sl_test_sleep_ns(MS);
+    unsigned before = atomic_load(&bell_waits);
+    for (uint64_t i = 0; i < CHANGES; i++) {
+        if (sender)
+            put(busy, i);
+        else
+            ck_assert_uint_eq(get(busy), i);
+        sl_test_sleep_ns(MS); /* a woken selector would arm and sleep again meanwhile */
+    }
+    unsigned woken = atomic_load(&bell_waits) - before;
+    if (sender)
+        ck_assert_uint_eq(get(mine), 1);
+    else
+        put(mine, 5);
+    sl_status st = sel_join(t);
+    sl_test_sys_restore();
+    ck_assert_msg(st == SL_OK && t->index == 0, "its own change: %s index %zu",
+                  sl_status_str(st), t->index);
+    ck_assert_uint_eq(sender ? get(mine) : v, sender ? 2 : 5);
+    ck_assert_msg(before >= 1 && woken <= CHANGES / 4,
+                  "a selector waiting to %s was woken %u times by %d %s on another channel",
+                  sender ? "send" : "receive", woken, (int)CHANGES,
+                  sender ? "sends" : "receives");
+    sl_chan_free(mine);
+    sl_chan_free(busy);
+    free(t);
+}
+END_TEST
+
 /* =========================================================================
  * No busy waiting
  * ========================================================================= */
@@ -1088,6 +1155,11 @@ static Suite *select_suite(void)
     tcase_add_test(tc, test_wake_timed_and_duplicate);
     tcase_add_test(tc, test_wake_after_foreign_ring);
     tcase_add_test(tc, test_no_busy_wait);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("bells");
+    tcase_set_timeout(tc, 30);
+    tcase_add_loop_test(tc, test_bells_by_direction, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

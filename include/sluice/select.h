@@ -10,9 +10,12 @@
  *
  * Blocking: a selecting thread tries every case, then spins briefly, then
  * sleeps until one of its channels changes state — no busy waiting. It is
- * woken through a process-wide eventcount that a channel rings only while some
- * thread is selecting on it, so a channel nobody selects on keeps its fast
- * path (one extra load of a counter on a line it already reads).
+ * woken through a process-wide eventcount — one for selects with receive
+ * cases only, one for send cases only, one for both — that a channel rings
+ * only while some thread is selecting on it, and only those whose cases the
+ * change can make ready (a send: receive cases; a receive: send cases; a
+ * close: both). A channel nobody selects on keeps its fast path (one extra
+ * load of a counter on a line it already reads).
  *
  * Timer channels (sluice/timer.h) are receive cases like any other: ready
  * once a fire is due, and a sleeping selector wakes no later than the

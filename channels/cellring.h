@@ -322,6 +322,18 @@ static inline bool sl__cellring_pop_guarded(const sl__cellring *r, uint64_t *val
     return sl__cellring_pop_as(r, value, true, NULL);
 }
 
+/* The push's own full test, alone: the cell at the tail still holds the
+ * previous lap's value. The push answers SL_FULL on exactly these two loads
+ * (sl__cellring_push_as, s < t), so a caller may answer it here, before
+ * work that only a push with room needs (SL_MPMC's swap form: taking a
+ * spare slot). A stale tail never looks full: its cell was written since. */
+static inline bool sl__cellring_full(const sl__cellring *r)
+{
+    uint64_t t = atomic_load_explicit(r->tail, memory_order_seq_cst);
+    uint64_t s = atomic_load_explicit(&sl__cell_at(r, t)->stamp, memory_order_seq_cst);
+    return (int64_t)(s - t) < 0;
+}
+
 /* Values between head and tail: a snapshot in [0, capacity], exact when no
  * operation is in progress (meanwhile a counter may lag by one position per
  * operation in progress; the clamp keeps the answer in range). */

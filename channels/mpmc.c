@@ -212,7 +212,9 @@ static inline __attribute__((always_inline)) bool bad_index(uint64_t index, size
  * a peer). `shared` is a constant at every call: the raw queue builds each
  * ring from q's fields where it is used, after any copy, as it did before
  * there was a view (building them first kept them live across the copy:
- * 4 to 23 instructions more per pair). */
+ * 4 to 23 instructions more per pair). `direct`, also a constant: the caller
+ * has tested the form already (the raw queue's public calls), so the slots
+ * are not loaded and tested a second time after the ring step. */
 #define GEOM(field) (shared ? v->field : q->field)
 #define USED() (shared ? v->used : used_ring(q))
 #define FREE() (shared ? v->free : free_ring(q))
@@ -230,9 +232,9 @@ static inline __attribute__((always_inline)) bool ring_pop(sl__cellring r, uint6
 }
 
 static inline __attribute__((always_inline)) sl_status
-push_one(const sl_mpmc *q, const sl__mpmc_view *v, const void *elem, bool shared)
+push_one(const sl_mpmc *q, const sl__mpmc_view *v, const void *elem, bool shared, bool direct)
 {
-    if (!GEOM(slots)) {
+    if (direct || !GEOM(slots)) {
         uint64_t w = 0;
         memcpy(&w, elem, GEOM(elem_size));
         return ring_push(USED(), w, shared) == 0 ? SL_OK : SL_FULL;
@@ -259,12 +261,12 @@ push_one(const sl_mpmc *q, const sl__mpmc_view *v, const void *elem, bool shared
 }
 
 static inline __attribute__((always_inline)) sl_status
-pop_one(const sl_mpmc *q, const sl__mpmc_view *v, void *out, bool shared)
+pop_one(const sl_mpmc *q, const sl__mpmc_view *v, void *out, bool shared, bool direct)
 {
     uint64_t w;
     if (!ring_pop(USED(), &w, shared))
         return SL_EMPTY;
-    if (!GEOM(slots)) {
+    if (direct || !GEOM(slots)) {
         memcpy(out, &w, GEOM(elem_size));
         return SL_OK;
     }
@@ -397,6 +399,11 @@ static inline __attribute__((always_inline)) void slot_put(unsigned char *slot, 
 static inline __attribute__((always_inline)) sl_status push_swap(sl_mpmc *q, const void *elem,
                                                                  sl_event *wake)
 {
+    /* Full: answered before a spare is taken, so that a sender waiting for
+     * room tries with two loads, not an exchange, a store and a fence. */
+    sl__cellring r = used_ring(q);
+    if (sl__cellring_full(&r))
+        return SL_FULL;
     uint64_t mine;
     SL_ATOMIC(uint64_t) *e = take_spare(q, &mine);
     if (!e)
@@ -409,7 +416,6 @@ static inline __attribute__((always_inline)) sl_status push_swap(sl_mpmc *q, con
     give_back = NULL;
 #endif
     SL_FI(); /* holding a spare: others must not wait for us */
-    sl__cellring r = used_ring(q);
     /* The cell's CAS publishes the bytes (release), is the condition change
      * a parked receiver pairs with, and swaps our slot for the cell's free
      * one, which goes back into e before the tail's CAS. */
@@ -449,12 +455,12 @@ static inline __attribute__((always_inline)) sl_status pop_swap(sl_mpmc *q, void
  * (callgrind). */
 static __attribute__((noinline)) sl_status push_indexed(sl_mpmc *q, const void *elem)
 {
-    return push_one(q, NULL, elem, false);
+    return push_one(q, NULL, elem, false, false);
 }
 
 static __attribute__((noinline)) sl_status pop_indexed(sl_mpmc *q, void *out)
 {
-    return pop_one(q, NULL, out, false);
+    return pop_one(q, NULL, out, false, false);
 }
 
 static __attribute__((noinline)) sl_status push_slots(sl_mpmc *q, const void *elem,
@@ -480,7 +486,7 @@ static inline __attribute__((always_inline)) sl_status push_any(sl_mpmc *q, cons
         return SL_EINVAL;
     if (__builtin_expect(q->slots != NULL, 0))
         return push_slots(q, elem, wake);
-    return push_one(q, NULL, elem, false);
+    return push_one(q, NULL, elem, false, true);
 }
 
 SL_API sl_status sl_mpmc_try_push(sl_mpmc *q, const void *elem)
@@ -499,17 +505,17 @@ SL_API sl_status sl_mpmc_try_pop(sl_mpmc *q, void *out)
         return SL_EINVAL;
     if (__builtin_expect(q->slots != NULL, 0))
         return pop_slots(q, out);
-    return pop_one(q, NULL, out, false);
+    return pop_one(q, NULL, out, false, true);
 }
 
 sl_status sl__mpmc_push_in(const sl__mpmc_view *v, const void *elem)
 {
-    return push_one(NULL, v, elem, true);
+    return push_one(NULL, v, elem, true, false);
 }
 
 sl_status sl__mpmc_pop_in(const sl__mpmc_view *v, void *out)
 {
-    return pop_one(NULL, v, out, true);
+    return pop_one(NULL, v, out, true, false);
 }
 
 void sl__mpmc_drain(sl_mpmc *q, sl_visit_fn fn, void *ctx)

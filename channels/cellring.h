@@ -157,12 +157,14 @@ static inline void sl__cellring_raise(const sl__cellring *r, SL_ATOMIC(uint64_t)
 
 /* Appends value. Returns 0 when pushed; 1 when the ring was full and
  * `displace` was false (nothing changed); 2 when it was full and the oldest
- * value was displaced into *evicted. Lock-free; the publishing step is a
- * double-width CAS (a full barrier: releases the value's bytes, and is the
- * condition change a parked receiver pairs with). */
+ * value was displaced into *evicted. On 0, with `give_back`, stores there
+ * the value the free cell held, before the tail moves (SL_MPMC's swap form,
+ * channels/mpmc.c: the slot the cell hands the push). Lock-free; the
+ * publishing step is a double-width CAS (a full barrier: releases the
+ * value's bytes, and is the condition change a parked receiver pairs with). */
 static inline __attribute__((always_inline)) int
 sl__cellring_push_as(const sl__cellring *r, uint64_t value, bool displace, uint64_t *evicted,
-                     bool guarded)
+                     bool guarded, SL_ATOMIC(uint64_t) *give_back)
 {
     uint64_t t = atomic_load_explicit(r->tail, memory_order_seq_cst);
     for (;;) {
@@ -198,6 +200,13 @@ sl__cellring_push_as(const sl__cellring *r, uint64_t value, bool displace, uint6
                 if (d < 0) {
                     sl__cellring_raise(r, r->head, s - 1);
                     *evicted = old;
+                } else if (give_back) {
+                    /* Release: the pops that took old's bytes (before this
+                     * cell was free) before the push that takes it next.
+                     * Before the tail's CAS, a locked instruction: a full
+                     * barrier between this store and whatever the caller
+                     * loads next (channels/mpmc.c, the starved flag). */
+                    atomic_store_explicit(give_back, old, memory_order_release);
                 }
                 sl__cellring_advance(r, r->tail, t);
                 return d < 0 ? 2 : 0;
@@ -211,11 +220,35 @@ sl__cellring_push_as(const sl__cellring *r, uint64_t value, bool displace, uint6
     }
 }
 
-/* Removes the oldest value into *value; false when the ring is empty.
+/* A pop's speculative copy (SL_MPMC's swap form, channels/mpmc.c): the
+ * value is a slot index, and the slot's `words` words go into `into` between
+ * the read of the value and the taking CAS. Each word is read with a relaxed
+ * atomic load: a pop that then loses its CAS may have read a slot a later
+ * push was writing (its copy is discarded); one that wins read the bytes
+ * published with the value (docs/guarantees.md, "SL_MPMC"). */
+typedef struct sl__cellring_copy {
+    const unsigned char *slots;
+    size_t stride; /* bytes per slot, a multiple of 8 */
+    size_t words;
+    uint64_t *into;
+} sl__cellring_copy;
+
+static inline __attribute__((always_inline)) void
+sl__cellring_copy_out(const sl__cellring_copy *cp, uint64_t index)
+{
+    const SL_ATOMIC(uint64_t) *w =
+        (const SL_ATOMIC(uint64_t) *)(const void *)(cp->slots + (size_t)index * cp->stride);
+    for (size_t i = 0; i < cp->words; i++)
+        cp->into[i] = atomic_load_explicit(&w[i], memory_order_relaxed);
+}
+
+/* Removes the oldest value into *value; false when the ring is empty. With
+ * `cp`, also copies the value's slot out (above) before taking the cell.
  * Lock-free; acts as acquire, and the taking CAS is seq_cst (what a parked
  * sender's re-check pairs with). */
 static inline __attribute__((always_inline)) bool
-sl__cellring_pop_as(const sl__cellring *r, uint64_t *value, bool guarded)
+sl__cellring_pop_as(const sl__cellring *r, uint64_t *value, bool guarded,
+                    const sl__cellring_copy *cp)
 {
     uint64_t h = atomic_load_explicit(r->head, memory_order_seq_cst);
     for (;;) {
@@ -229,6 +262,10 @@ sl__cellring_pop_as(const sl__cellring *r, uint64_t *value, bool guarded)
              * displacing push writes it, and either changes the stamp too. */
             uint64_t v = atomic_load_explicit(&c->value, memory_order_relaxed);
 #endif
+#ifndef SL_MUTANT_MPMC_COPY_AFTER_TAKE
+            if (cp)
+                sl__cellring_copy_out(cp, v); /* discarded unless the CAS below wins */
+#endif
             SL_FI();
             if (atomic_load_explicit(r->head, memory_order_relaxed) == h &&
                 atomic_compare_exchange_strong_explicit(&c->stamp, &s, h + r->one_lap,
@@ -238,6 +275,13 @@ sl__cellring_pop_as(const sl__cellring *r, uint64_t *value, bool guarded)
                 /* Planted bug: the cell is free for the next lap already. */
                 SL_FI();
                 uint64_t v = atomic_load_explicit(&c->value, memory_order_relaxed);
+#endif
+#ifdef SL_MUTANT_MPMC_COPY_AFTER_TAKE
+                /* Planted bug: the slot is copied once the cell is free for
+                 * the next lap, whose push may be writing it already. */
+                SL_FI();
+                if (cp)
+                    sl__cellring_copy_out(cp, v);
 #endif
                 sl__cellring_advance(r, r->head, h);
                 *value = v;
@@ -260,22 +304,34 @@ sl__cellring_pop_as(const sl__cellring *r, uint64_t *value, bool guarded)
 static inline int sl__cellring_push(const sl__cellring *r, uint64_t value, bool displace,
                                     uint64_t *evicted)
 {
-    return sl__cellring_push_as(r, value, displace, evicted, false);
+    return sl__cellring_push_as(r, value, displace, evicted, false, NULL);
 }
 
 static inline bool sl__cellring_pop(const sl__cellring *r, uint64_t *value)
 {
-    return sl__cellring_pop_as(r, value, false);
+    return sl__cellring_pop_as(r, value, false, NULL);
 }
 
 static inline int sl__cellring_push_guarded(const sl__cellring *r, uint64_t value)
 {
-    return sl__cellring_push_as(r, value, false, NULL, true);
+    return sl__cellring_push_as(r, value, false, NULL, true, NULL);
 }
 
 static inline bool sl__cellring_pop_guarded(const sl__cellring *r, uint64_t *value)
 {
-    return sl__cellring_pop_as(r, value, true);
+    return sl__cellring_pop_as(r, value, true, NULL);
+}
+
+/* The push's own full test, alone: the cell at the tail still holds the
+ * previous lap's value. The push answers SL_FULL on exactly these two loads
+ * (sl__cellring_push_as, s < t), so a caller may answer it here, before
+ * work that only a push with room needs (SL_MPMC's swap form: taking a
+ * spare slot). A stale tail never looks full: its cell was written since. */
+static inline bool sl__cellring_full(const sl__cellring *r)
+{
+    uint64_t t = atomic_load_explicit(r->tail, memory_order_seq_cst);
+    uint64_t s = atomic_load_explicit(&sl__cell_at(r, t)->stamp, memory_order_seq_cst);
+    return (int64_t)(s - t) < 0;
 }
 
 /* Values between head and tail: a snapshot in [0, capacity], exact when no

@@ -291,7 +291,9 @@ static inline void mpmc_drain_destroy(sl_chan *ch, sl_visit_fn fn, void *ctx)
 
 static inline sl_status mpmc_push(sl_chan *ch, const void *elem, sl_visit_fn displaced, void *ctx)
 {
-    sl_status st = sl_mpmc_try_push(&ch->q.mpmc, elem);
+    /* not_full: a push that gives back the spare another push found missing
+     * wakes the senders that may have slept on it (channels/mpmc.c). */
+    sl_status st = sl__mpmc_send(&ch->q.mpmc, elem, &ch->not_full);
     if (__builtin_expect(st == SL_OK, 1))
         return SL_OK;
     return st == SL_FULL ? sl__chanfd_full(ch) : st;
@@ -304,7 +306,7 @@ static inline sl_status mpmc_pop(sl_chan *ch, void *out)
 
 static inline size_t mpmc_push_n(sl_chan *ch, const void *elems, size_t n)
 {
-    return sl_mpmc_push_n(&ch->q.mpmc, elems, n);
+    return sl__mpmc_send_n(&ch->q.mpmc, elems, n, &ch->not_full);
 }
 
 static inline size_t mpmc_pop_n(sl_chan *ch, void *out, size_t n)

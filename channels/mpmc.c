@@ -16,6 +16,7 @@
 
 #include "cellring.h"
 #include "rings.h"
+#include "sluice/park.h"
 #include "internal/sysops.h"
 
 /* ---- the queue's rings ---------------------------------------------------- */
@@ -33,36 +34,69 @@ static sl__cellring free_ring(const sl_mpmc *q)
 }
 
 
-static sl_status alloc_storage(sl_mpmc *q, size_t elem_size, size_t capacity, size_t slots)
+/* Bytes between slots in the swap form: whole words, which are copied with
+ * relaxed atomic accesses (a losing consumer's copy may overlap a later
+ * producer's write into the same slot, see pop_swap). */
+static inline size_t swap_stride(size_t elem_size)
+{
+    return (elem_size + 7) & ~(size_t)7;
+}
+
+static sl_status alloc_storage(sl_mpmc *q, size_t stride, size_t capacity, size_t slots,
+                               bool free_ring, size_t spares)
 {
     q->used = sl__alloc(SL_CACHELINE, capacity * sizeof(sl_mpmc_cell));
-    if (slots) {
+    if (slots)
+        q->slots = sl__alloc(SL_CACHELINE, sl__round_to_line(slots * stride));
+    if (free_ring)
         q->free = sl__alloc(SL_CACHELINE, slots * sizeof(sl_mpmc_cell));
-        q->slots = sl__alloc(SL_CACHELINE, slots * elem_size);
-    }
-    if (!q->used || (slots && (!q->free || !q->slots))) {
+    if (spares)
+        q->spares = sl__alloc(SL_CACHELINE, sl__round_to_line(spares * sizeof(uint64_t)));
+    if (!q->used || (slots && !q->slots) || (free_ring && !q->free) || (spares && !q->spares)) {
         free(q->used);
         free(q->free);
         free(q->slots);
+        free((void *)q->spares);
         return SL_ENOMEM;
     }
     return SL_OK;
 }
 
-sl_status sl__mpmc_init_mode(sl_mpmc *q, size_t elem_size, size_t capacity, uint64_t start,
-                             size_t spare)
+/* The swap form's start: cell i holds slot i (free for position base + i),
+ * spare entry j holds slot capacity + j. */
+static void init_swap(sl_mpmc *q, size_t spares)
+{
+    for (size_t i = 0; i < q->capacity; i++)
+        atomic_init(&q->used[i].value, i);
+    for (size_t j = 0; j < spares; j++)
+        atomic_init(&q->spares[j], q->capacity + j);
+    q->spare_count = spares;
+    q->spare_mask = sl__cellring_lap(spares) - 1;
+}
+
+/* One init for every form: `ring_spare` > 0 is the overwrite ring's indexed
+ * form (free ring, capacity + ring_spare slots); otherwise messages of 9 to
+ * SL__MPMC_SWAP_MAX bytes take the swap form with `swap_spares` spares and
+ * larger ones the indexed form. */
+static sl_status init_any(sl_mpmc *q, size_t elem_size, size_t capacity, uint64_t start,
+                          size_t ring_spare, size_t swap_spares)
 {
     if (!q || elem_size == 0 || elem_size > SL_ELEM_MAX || capacity == 0)
         return SL_EINVAL;
     /* Slot indices and positions must fit easily in 64 bits. */
-    if (capacity > ((size_t)1 << 40) || capacity + spare > SIZE_MAX / elem_size)
+    if (capacity > ((size_t)1 << 40) || ring_spare > ((size_t)1 << 40))
         return SL_EINVAL;
     memset(q, 0, sizeof *q);
 #ifdef SL_MUTANT_MPMC_CAP_PLUS_ONE
     capacity += 1; /* planted bug: one cell more than asked */
 #endif
-    size_t slots = elem_size > sizeof(uint64_t) ? capacity + spare : 0;
-    sl_status st = alloc_storage(q, elem_size, capacity, slots);
+    bool swap = ring_spare == 0 && elem_size > sizeof(uint64_t) && elem_size <= SL__MPMC_SWAP_MAX;
+    size_t spares = swap ? (swap_spares && swap_spares < capacity ? swap_spares : capacity) : 0;
+    size_t slots = elem_size <= sizeof(uint64_t) ? 0 : capacity + (swap ? spares : ring_spare);
+    size_t stride = swap ? swap_stride(elem_size) : elem_size;
+    if (slots > SIZE_MAX / stride - SL_CACHELINE)
+        return SL_EINVAL; /* the storage's size overflows */
+    sl_status st = alloc_storage(q, stride, capacity, slots, slots && !swap, spares);
     if (st != SL_OK) {
         memset(q, 0, sizeof *q);
         return st;
@@ -76,7 +110,9 @@ sl_status sl__mpmc_init_mode(sl_mpmc *q, size_t elem_size, size_t capacity, uint
     sl__cellring_init(q->used, capacity, base, false);
     atomic_init(&q->head, base);
     atomic_init(&q->tail, base);
-    if (slots) {
+    if (swap)
+        init_swap(q, spares);
+    else if (slots) {
         /* The free ring starts full: a whole lap written, its tail one lap on. */
         q->free_one_lap = sl__cellring_lap(slots);
         uint64_t free_base = start & ~(q->free_one_lap - 1);
@@ -87,14 +123,26 @@ sl_status sl__mpmc_init_mode(sl_mpmc *q, size_t elem_size, size_t capacity, uint
     return SL_OK;
 }
 
+sl_status sl__mpmc_init_mode(sl_mpmc *q, size_t elem_size, size_t capacity, uint64_t start,
+                             size_t spare)
+{
+    return init_any(q, elem_size, capacity, start, spare, 0);
+}
+
+sl_status sl__mpmc_init_spares(sl_mpmc *q, size_t elem_size, size_t capacity, uint64_t start,
+                               size_t spares)
+{
+    return init_any(q, elem_size, capacity, start, 0, spares);
+}
+
 sl_status sl__mpmc_init_at(sl_mpmc *q, size_t elem_size, size_t capacity, uint64_t start)
 {
-    return sl__mpmc_init_mode(q, elem_size, capacity, start, 0);
+    return init_any(q, elem_size, capacity, start, 0, 0);
 }
 
 SL_API sl_status sl_mpmc_init(sl_mpmc *q, size_t elem_size, size_t capacity)
 {
-    return sl__mpmc_init_mode(q, elem_size, capacity, 0, 0);
+    return init_any(q, elem_size, capacity, 0, 0, 0);
 }
 
 SL_API void sl_mpmc_destroy(sl_mpmc *q)
@@ -104,8 +152,10 @@ SL_API void sl_mpmc_destroy(sl_mpmc *q)
     free(q->used);
     free(q->free);
     free(q->slots);
+    free((void *)q->spares);
     q->used = q->free = NULL;
     q->slots = NULL;
+    q->spares = NULL;
 }
 
 /* ---- the indexed form's four steps, shared with the overwrite ring ------- */
@@ -143,7 +193,7 @@ unsigned char *sl__mpmc_slot(sl_mpmc *q, uint64_t index)
     return q->slots + (size_t)index * q->elem_size;
 }
 
-/* ---- the public operations ------------------------------------------------ */
+/* ---- the direct and indexed forms, raw and shared ------------------------ */
 
 /* Whether a slot index read from a shared ring is out of range. */
 static inline __attribute__((always_inline)) bool bad_index(uint64_t index, size_t slot_count)
@@ -162,7 +212,9 @@ static inline __attribute__((always_inline)) bool bad_index(uint64_t index, size
  * a peer). `shared` is a constant at every call: the raw queue builds each
  * ring from q's fields where it is used, after any copy, as it did before
  * there was a view (building them first kept them live across the copy:
- * 4 to 23 instructions more per pair). */
+ * 4 to 23 instructions more per pair). `direct`, also a constant: the caller
+ * has tested the form already (the raw queue's public calls), so the slots
+ * are not loaded and tested a second time after the ring step. */
 #define GEOM(field) (shared ? v->field : q->field)
 #define USED() (shared ? v->used : used_ring(q))
 #define FREE() (shared ? v->free : free_ring(q))
@@ -180,9 +232,9 @@ static inline __attribute__((always_inline)) bool ring_pop(sl__cellring r, uint6
 }
 
 static inline __attribute__((always_inline)) sl_status
-push_one(const sl_mpmc *q, const sl__mpmc_view *v, const void *elem, bool shared)
+push_one(const sl_mpmc *q, const sl__mpmc_view *v, const void *elem, bool shared, bool direct)
 {
-    if (!GEOM(slots)) {
+    if (direct || !GEOM(slots)) {
         uint64_t w = 0;
         memcpy(&w, elem, GEOM(elem_size));
         return ring_push(USED(), w, shared) == 0 ? SL_OK : SL_FULL;
@@ -209,12 +261,12 @@ push_one(const sl_mpmc *q, const sl__mpmc_view *v, const void *elem, bool shared
 }
 
 static inline __attribute__((always_inline)) sl_status
-pop_one(const sl_mpmc *q, const sl__mpmc_view *v, void *out, bool shared)
+pop_one(const sl_mpmc *q, const sl__mpmc_view *v, void *out, bool shared, bool direct)
 {
     uint64_t w;
     if (!ring_pop(USED(), &w, shared))
         return SL_EMPTY;
-    if (!GEOM(slots)) {
+    if (direct || !GEOM(slots)) {
         memcpy(out, &w, GEOM(elem_size));
         return SL_OK;
     }
@@ -235,28 +287,235 @@ pop_one(const sl_mpmc *q, const sl__mpmc_view *v, void *out, bool shared)
     return SL_OK;
 }
 
-SL_API sl_status sl_mpmc_try_push(sl_mpmc *q, const void *elem)
+/* ---- the swap form (messages of 9 to SL__MPMC_SWAP_MAX bytes) -------------
+ * Every used-ring cell always holds a slot index: while written, the slot of
+ * its message; while free, a slot the next push there may have. A push copies
+ * into a spare slot and swaps it for the cell's free one in the cell's
+ * double-width CAS (the same step as the direct form's), keeping the one it
+ * gets back as its spare; a pop copies the slot out before its taking CAS and
+ * leaves the slot in the cell. Two ring steps per message, not four. */
+
+/* The spare entry a thread tries first, at no cost after the first: each
+ * thread is given a number once, and entries number * 9 words apart put the
+ * first eight threads on eight lines (9 is odd: below the table's power of
+ * two no two numbers share an entry, though folding that onto the table
+ * may). Two threads on one entry only cost each other a probe. */
+static _Thread_local size_t spare_home __attribute__((tls_model("initial-exec"))) = SIZE_MAX;
+static SL_ATOMIC(size_t) spare_homes;
+
+static inline __attribute__((always_inline)) size_t home_entry(const sl_mpmc *q)
+{
+    if (__builtin_expect(spare_home == SIZE_MAX, 0))
+        /* Relaxed: any spread of the threads over the entries will do. */
+        spare_home = 9 * atomic_fetch_add_explicit(&spare_homes, 1, memory_order_relaxed);
+    size_t j = spare_home & q->spare_mask;
+    return j >= q->spare_count ? j - q->spare_count : j; /* mask + 1 <= 2 * count */
+}
+
+/* Every entry once, from `from` on: the first one holding a slot, or NULL.
+ * seq_cst looks: the starving push's second sweep must follow its store of
+ * the flag (starve). */
+static SL_ATOMIC(uint64_t) *sweep_spares(sl_mpmc *q, size_t from, uint64_t *slot)
+{
+    for (size_t i = 0, j = from; i < q->spare_count; i++, j = j + 1 == q->spare_count ? 0 : j + 1) {
+        SL_ATOMIC(uint64_t) *e = &q->spares[j];
+        /* A look first: an empty entry is not written. Acquire: as in take_spare. */
+        if (atomic_load_explicit(e, memory_order_seq_cst) != SL__MPMC_NO_SPARE &&
+            (*slot = atomic_exchange_explicit(e, SL__MPMC_NO_SPARE, memory_order_acquire)) !=
+                SL__MPMC_NO_SPARE)
+            return e;
+    }
+    return NULL;
+}
+
+/* The home entry was empty (its slot is with another push in progress): the
+ * other entries; if none holds a slot either, the push will say SL_FULL,
+ * perhaps with room in the ring. A blocked sender must not sleep through the
+ * give-back that ends that: it raises `starved`, then sweeps again. A push
+ * that gives a slot back loads the flag after a full barrier (the give-back
+ * comes before its tail's CAS), and, finding it raised, wakes the channel's
+ * senders (wake_starved): either this second sweep sees the slot, or that
+ * push sees the flag (docs/guarantees.md, "SL_MPMC"). */
+static __attribute__((noinline, cold)) SL_ATOMIC(uint64_t) *
+starve(sl_mpmc *q, size_t home, uint64_t *slot)
+{
+    SL_ATOMIC(uint64_t) *e = sweep_spares(q, home, slot);
+    if (e)
+        return e;
+#ifndef SL_MUTANT_MPMC_STARVED_UNSAID
+    /* seq_cst: before the second sweep's looks. */
+    atomic_store_explicit(&q->starved, 1u, memory_order_seq_cst);
+#endif
+    return sweep_spares(q, home, slot);
+}
+
+/* Takes a spare slot into *slot and returns its entry, where the push gives
+ * back the slot it ends up with; NULL when no entry holds one. */
+static inline __attribute__((always_inline)) SL_ATOMIC(uint64_t) *
+take_spare(sl_mpmc *q, uint64_t *slot)
+{
+    size_t home = home_entry(q);
+    SL_ATOMIC(uint64_t) *e = &q->spares[home];
+    /* Acquire: pairs with the release that put the slot there, so this
+     * push's writes into it come after the reads of every pop that took it
+     * (docs/guarantees.md, "SL_MPMC"). */
+    *slot = atomic_exchange_explicit(e, SL__MPMC_NO_SPARE, memory_order_acquire);
+    if (__builtin_expect(*slot != SL__MPMC_NO_SPARE, 1))
+        return e;
+    return starve(q, home, slot);
+}
+
+/* After a give-back (and a full barrier): a starving push raised the flag,
+ * so wake the senders waiting on `wake`, which look again. */
+static __attribute__((noinline, cold)) void wake_starved(sl_mpmc *q, sl_event *wake)
+{
+    /* An exchange: a flag raised after it stays raised for the next give-back. */
+    if (atomic_exchange_explicit(&q->starved, 0u, memory_order_seq_cst))
+        sl_event_notify_all(wake);
+}
+
+/* Writes a message into a slot, in relaxed atomic words (a pop that will
+ * lose its race may be reading them). */
+static inline __attribute__((always_inline)) void slot_put(unsigned char *slot, const void *elem,
+                                                           size_t size)
+{
+    SL_ATOMIC(uint64_t) *w = (SL_ATOMIC(uint64_t) *)(void *)slot;
+    const unsigned char *src = elem;
+    size_t words = size / 8;
+    for (size_t i = 0; i < words; i++) {
+        uint64_t x;
+        memcpy(&x, src + i * 8, 8);
+        atomic_store_explicit(&w[i], x, memory_order_relaxed);
+    }
+    if (size & 7) {
+        uint64_t x = 0;
+        memcpy(&x, src + words * 8, size & 7);
+        atomic_store_explicit(&w[words], x, memory_order_relaxed);
+    }
+}
+
+/* The swap form's push; `wake`: the channel's not_full (NULL for the raw
+ * queue, whose callers do not sleep in it). */
+static inline __attribute__((always_inline)) sl_status push_swap(sl_mpmc *q, const void *elem,
+                                                                 sl_event *wake)
+{
+    /* Full: answered before a spare is taken, so that a sender waiting for
+     * room tries with two loads, not an exchange, a store and a fence. */
+    sl__cellring r = used_ring(q);
+    if (sl__cellring_full(&r))
+        return SL_FULL;
+    uint64_t mine;
+    SL_ATOMIC(uint64_t) *e = take_spare(q, &mine);
+    if (!e)
+        return SL_FULL; /* every spare is with a push in progress */
+    slot_put(q->slots + (size_t)mine * swap_stride(q->elem_size), elem, q->elem_size);
+    SL_ATOMIC(uint64_t) *give_back = e;
+#ifdef SL_MUTANT_MPMC_SPARE_BACK_EARLY
+    /* Planted bug: the slot about to be published stays among the spares. */
+    atomic_store_explicit(e, mine, memory_order_release);
+    give_back = NULL;
+#endif
+    SL_FI(); /* holding a spare: others must not wait for us */
+    /* The cell's CAS publishes the bytes (release), is the condition change
+     * a parked receiver pairs with, and swaps our slot for the cell's free
+     * one, which goes back into e before the tail's CAS. */
+    int full = sl__cellring_push_as(&r, mine, false, NULL, false, give_back);
+    if (__builtin_expect(full, 0)) {
+        /* Release: as the give-back. seq_cst fence: the give-back before the
+         * flag's load, as the tail's CAS orders it on success. */
+        atomic_store_explicit(e, mine, memory_order_release);
+        atomic_thread_fence(memory_order_seq_cst);
+    }
+    SL_FI();
+    if (wake && atomic_load_explicit(&q->starved, memory_order_seq_cst))
+        wake_starved(q, wake);
+    return full ? SL_FULL : SL_OK;
+}
+
+static inline __attribute__((always_inline)) sl_status pop_swap(sl_mpmc *q, void *out)
+{
+    uint64_t buf[SL__MPMC_SWAP_MAX / 8], index;
+    size_t stride = swap_stride(q->elem_size);
+    sl__cellring_copy cp = {q->slots, stride, stride / 8, buf};
+    sl__cellring r = used_ring(q);
+    if (!sl__cellring_pop_as(&r, &index, false, &cp))
+        return SL_EMPTY;
+    /* Through buf: a lost race's copy never reaches out, which a pop that
+     * answers SL_EMPTY leaves untouched. */
+    memcpy(out, buf, q->elem_size);
+    return SL_OK;
+}
+
+/* ---- the public operations ------------------------------------------------ */
+
+/* Messages over 8 bytes: the swap form, or the indexed one (SL_RING's, and
+ * over 256 bytes). Each out of line on its own, so that each path keeps the
+ * registers and frame it has alone: the three inlined in one function cost
+ * the direct form 10 instructions a pair, and two in one the swap form 26
+ * (callgrind). */
+static __attribute__((noinline)) sl_status push_indexed(sl_mpmc *q, const void *elem)
+{
+    return push_one(q, NULL, elem, false, false);
+}
+
+static __attribute__((noinline)) sl_status pop_indexed(sl_mpmc *q, void *out)
+{
+    return pop_one(q, NULL, out, false, false);
+}
+
+static __attribute__((noinline)) sl_status push_slots(sl_mpmc *q, const void *elem,
+                                                      sl_event *wake)
+{
+    if (!q->spares)
+        return push_indexed(q, elem);
+    return push_swap(q, elem, wake);
+}
+
+static __attribute__((noinline)) sl_status pop_slots(sl_mpmc *q, void *out)
+{
+    if (q->free)
+        return pop_indexed(q, out);
+    return pop_swap(q, out);
+}
+
+/* The push for either caller; `wake` as in push_swap. */
+static inline __attribute__((always_inline)) sl_status push_any(sl_mpmc *q, const void *elem,
+                                                                sl_event *wake)
 {
     if (!q || !elem)
         return SL_EINVAL;
-    return push_one(q, NULL, elem, false);
+    if (__builtin_expect(q->slots != NULL, 0))
+        return push_slots(q, elem, wake);
+    return push_one(q, NULL, elem, false, true);
+}
+
+SL_API sl_status sl_mpmc_try_push(sl_mpmc *q, const void *elem)
+{
+    return push_any(q, elem, NULL);
+}
+
+sl_status sl__mpmc_send(sl_mpmc *q, const void *elem, sl_event *not_full)
+{
+    return push_any(q, elem, not_full);
 }
 
 SL_API sl_status sl_mpmc_try_pop(sl_mpmc *q, void *out)
 {
     if (!q || !out)
         return SL_EINVAL;
-    return pop_one(q, NULL, out, false);
+    if (__builtin_expect(q->slots != NULL, 0))
+        return pop_slots(q, out);
+    return pop_one(q, NULL, out, false, true);
 }
 
 sl_status sl__mpmc_push_in(const sl__mpmc_view *v, const void *elem)
 {
-    return push_one(NULL, v, elem, true);
+    return push_one(NULL, v, elem, true, false);
 }
 
 sl_status sl__mpmc_pop_in(const sl__mpmc_view *v, void *out)
 {
-    return pop_one(NULL, v, out, true);
+    return pop_one(NULL, v, out, true, false);
 }
 
 void sl__mpmc_drain(sl_mpmc *q, sl_visit_fn fn, void *ctx)
@@ -272,21 +531,31 @@ void sl__mpmc_drain(sl_mpmc *q, sl_visit_fn fn, void *ctx)
                 fn(&v, ctx);
             continue;
         }
+        if (q->spares) { /* swap form: the slot stays in its cell */
+            if (fn)
+                fn(q->slots + (size_t)v * swap_stride(q->elem_size), ctx);
+            continue;
+        }
         if (fn)
             fn(sl__mpmc_slot(q, v), ctx);
         sl__mpmc_release(q, v);
     }
 }
 
-SL_API size_t sl_mpmc_push_n(sl_mpmc *q, const void *elems, size_t n)
+size_t sl__mpmc_send_n(sl_mpmc *q, const void *elems, size_t n, sl_event *not_full)
 {
     const unsigned char *p = elems;
     size_t done = 0;
     if (!q || !elems)
         return 0;
-    while (done < n && sl_mpmc_try_push(q, p + done * q->elem_size) == SL_OK)
+    while (done < n && sl__mpmc_send(q, p + done * q->elem_size, not_full) == SL_OK)
         done++;
     return done;
+}
+
+SL_API size_t sl_mpmc_push_n(sl_mpmc *q, const void *elems, size_t n)
+{
+    return sl__mpmc_send_n(q, elems, n, NULL);
 }
 
 SL_API size_t sl_mpmc_pop_n(sl_mpmc *q, void *out, size_t n)

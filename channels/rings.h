@@ -9,6 +9,7 @@
 
 #include "sluice/list.h"
 #include "sluice/mpmc.h"
+#include "sluice/park.h"
 #include "sluice/ring.h"
 #include "sluice/spsc.h"
 
@@ -29,13 +30,27 @@ static inline size_t sl__round_to_line(size_t bytes)
 sl_status sl__mpmc_init_mode(sl_mpmc *q, size_t elem_size, size_t capacity, uint64_t start,
                              size_t spare);
 
+/* SL_MPMC's swap form serves messages of 9 to SL__MPMC_SWAP_MAX bytes: a pop
+ * copies through a buffer of this size on its stack (channels/mpmc.c). Larger
+ * messages, and the overwrite ring, keep the indexed form. */
+#define SL__MPMC_SWAP_MAX ((size_t)256)
+
+/* sl_mpmc_try_push for the SL_MPMC channel: the same, and, when a push of
+ * the swap form had found every spare held (so a sender may have gone to
+ * sleep on SL_FULL with room in the ring), the push that gives a slot back
+ * wakes everyone waiting on not_full (channels/mpmc.c). */
+sl_status sl__mpmc_send(sl_mpmc *q, const void *elem, sl_event *not_full);
+/* sl_mpmc_push_n, likewise. */
+size_t sl__mpmc_send_n(sl_mpmc *q, const void *elems, size_t n, sl_event *not_full);
+
 /* Slots an SL_SPSC ring of this geometry stores (a power of two: the
  * capacity and its slack); the caller has checked the sizes as
  * sl_spsc_init does. */
 size_t sl__spsc_storage(size_t elem_size, size_t capacity);
 
 /* Messages of at most 8 bytes live in the used ring's cells ("direct");
- * larger ones in slots whose indices travel through the free and used rings. */
+ * larger ones in slots whose indices travel through the used ring and either
+ * the free ring ("indexed") or the spare table ("swap", channels/mpmc.c). */
 static inline bool sl__mpmc_direct(const sl_mpmc *q) { return q->slots == NULL; }
 
 /* The indexed form's steps: take a free slot index, take the oldest used one,

@@ -49,6 +49,9 @@ LIMIT=${MUTANT_TIMEOUT:-120}
 mutants=(
 "MPMC_SPLIT_PUBLISH|faults|unit_mpmc|CK_RUN_CASE=threads||1|1|a push claims the cell with a stamp CAS and writes the value afterwards (the window the double-width CAS closes)"
 "MPMC_FREE_BEFORE_READ|faults|unit_mpmc|CK_RUN_CASE=threads||1|1|a pop frees the cell for the next lap before reading its value"
+"MPMC_COPY_AFTER_TAKE|faults|unit_mpmc|CK_RUN_CASE=threads||1|1|MPMC swap form (9-256 bytes): a pop copies its slot out after taking the cell, when the next lap's pushes may be writing that slot"
+"MPMC_STARVED_UNSAID|default|unit_mpmc|CK_RUN_CASE=starve||1|1|MPMC swap form: a push that finds no spare never raises the starved flag, so the give-back that ends its SL_FULL wakes no blocked sender"
+"MPMC_SPARE_BACK_EARLY|faults|unit_mpmc|CK_RUN_CASE=threads||1|1|MPMC swap form: a push puts the slot it just published back among the spares too, for another push to overwrite"
 "LIST_EARLY_FREE|asan|unit_list|CK_RUN_CASE=threads||1|1|SL_LIST frees a segment without waiting for threads still inside it"
 "MPMC_CAP_PLUS_ONE|fuzz|fuzz_mpmc||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/mpmc|1|1|MPMC holds capacity + 1"
 "MPMC_POP_N_ONE_FEWER|fuzz|fuzz_mpmc||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/mpmc|1|1|MPMC \`pop_n\` (under \`try_recv_n\`) reports one fewer than it took"

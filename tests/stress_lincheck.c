@@ -39,6 +39,12 @@
  *     needs size + held slots >= c. Such histories are counted and the first
  *     one of each configuration is printed; they do not fail the test. A
  *     history without SL_FULL, or one the relaxed model rejects too, fails.
+ *   - SL_MPMC's swap form (9 to 256 bytes) holds spares, not ring slots, so
+ *     its relaxed model differs: a push, whatever it returns, may hold one of
+ *     the c spares between two events (take; then publish, which needs
+ *     size < c, or SL_FULL, which needs size == c); a push that holds none
+ *     says SL_FULL when size == c or when c other pushes hold spares; a pop
+ *     is one event (it copies before its take and holds nothing).
  *
  * Timestamps: CLOCK_MONOTONIC (the TSC through the vDSO here, synchronised
  * across cores) read immediately around the call, with a full fence between
@@ -209,6 +215,7 @@ typedef struct lc_memo_ent {
 typedef struct lc_search {
     const lc_hist *h;
     bool relaxed;     /* SL_FULL counts slots held by calls in progress */
+    bool swap;        /* ... as SL_MPMC's swap form holds them (spares) */
     size_t cap;       /* 0: unbounded */
     uint32_t all;
     uint32_t pred[LC_OPS]; /* calls that responded before call j was invoked */
@@ -293,15 +300,27 @@ static bool lc_dfs(lc_search *s, uint32_t started, uint32_t done, uint64_t q, un
         if (done & bit)
             continue;
         if (started & bit) {
-            /* Relaxed model, second event: publish (push) or free the slot. */
+            /* Relaxed model, second event: publish (push) or free the slot;
+             * swap form: publish, or a held push's SL_FULL. */
             ev |= LC_SECOND;
-            if (op->push)
-                ok = lc_step(s, ev, started, done | bit, q | (uint64_t)op->id << (4 * len),
-                             len + 1);
-            else
+            if (op->push && op->st == SL_FULL) {
+                if (len >= s->cap)
+                    ok = lc_step(s, ev, started, done | bit, q, len);
+            } else if (op->push) {
+                if (!s->swap || len < s->cap)
+                    ok = lc_step(s, ev, started, done | bit,
+                                 q | (uint64_t)op->id << (4 * len), len + 1);
+            } else {
                 ok = lc_step(s, ev, started, done | bit, q, len);
+            }
         } else if ((s->pred[j] & ~done) != 0) {
             continue; /* something that returned before j was invoked is not done */
+        } else if (s->swap && op->push && (op->st == SL_OK || op->st == SL_FULL)) {
+            /* Swap form: take one of the c spares (none free: only SL_FULL). */
+            if (held < s->cap)
+                ok = lc_step(s, ev, started | bit, done, q, len);
+            if (!ok && op->st == SL_FULL && (len >= s->cap || held >= s->cap))
+                ok = lc_step(s, ev, started | bit, done | bit, q, len);
         } else if (op->push && op->st == SL_OK) {
             if (s->relaxed) {
                 if (len + held >= s->cap)
@@ -320,7 +339,8 @@ static bool lc_dfs(lc_search *s, uint32_t started, uint32_t done, uint64_t q, un
         } else if (!op->push && op->st == SL_OK) {
             if (op->id == 0 || len == 0 || (q & 15) != op->id)
                 continue;
-            ok = lc_step(s, ev, started | bit, s->relaxed ? done : done | bit, q >> 4, len - 1);
+            bool two = s->relaxed && !s->swap; /* claim, then free the slot */
+            ok = lc_step(s, ev, started | bit, two ? done : done | bit, q >> 4, len - 1);
         } else if (!op->push && op->st == SL_EMPTY) {
             if (len != 0)
                 continue;
@@ -365,6 +385,9 @@ static bool lc_search_init(lc_search *s, const lc_hist *h, lc_memo_ent *memo, ui
 static bool lc_search_run(lc_search *s, bool relaxed)
 {
     s->relaxed = relaxed;
+    /* SL_MPMC's swap form: messages of 9 to 256 bytes (channels/mpmc.c). */
+    s->swap = relaxed && s->h->cfg->kind == LC_MPMC && s->h->esz > sizeof(uint64_t) &&
+              s->h->esz <= 256;
     s->depth = s->best_depth = 0;
     return lc_dfs(s, 0, 0, s->init_q, s->init_len);
 }
@@ -445,7 +468,7 @@ static void lc_print(const lc_hist *h, const lc_search *s, const char *what)
     if (s) {
         unsigned events = h->nops;
         for (unsigned j = 0; s->relaxed && j < h->nops; j++)
-            events += h->ops[j].st == SL_OK;
+            events += s->swap ? h->ops[j].push : h->ops[j].st == SL_OK;
         const char *model = s->relaxed ? "the held-slot model" : "the strict FIFO";
         if (s->best_depth == events)
             fprintf(f, "  an order %s accepts:", model);
@@ -456,7 +479,8 @@ static void lc_print(const lc_hist *h, const lc_search *s, const char *what)
             unsigned j = s->best[k] & ~LC_SECOND;
             const lc_op *op = &h->ops[j];
             fprintf(f, " [%u]%s", j,
-                    (s->best[k] & LC_SECOND) ? (op->push ? ".publish" : ".free")
+                    (s->best[k] & LC_SECOND)
+                        ? (op->push ? (op->st == SL_OK ? ".publish" : ".full") : ".free")
                     : (s->relaxed && op->st == SL_OK) ? (op->push ? ".take" : ".claim") : "");
         }
         fprintf(f, "\n");

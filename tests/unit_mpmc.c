@@ -14,8 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sluice/chan.h>
 #include <sluice/mpmc.h>
 #include "testing.h"
+#include "../channels/chan_impl.h" /* the channel's queue: its spares, held by hand */
 
 #define Q_T sl_mpmc
 #define Q_NAME "mpmc"
@@ -138,6 +140,173 @@ START_TEST(test_stopped_states)
 }
 END_TEST
 
+/* ---- the swap form (messages of 9 to 256 bytes) --------------------------- */
+
+/* Every slot is in exactly one place at rest: a used-ring cell or a spare
+ * entry (none is lost or doubled by the swaps). */
+static void check_slots_conserved(sl_mpmc *q)
+{
+    size_t n = q->slot_count;
+    unsigned char *seen = calloc(n, 1);
+    ck_assert_ptr_nonnull(seen);
+    for (size_t i = 0; i < q->capacity; i++) {
+        uint64_t v = atomic_load(&q->used[i].value);
+        ck_assert_msg(v < n && !seen[v], "cell %zu holds slot %llu twice or out of range", i,
+                      (unsigned long long)v);
+        seen[v] = 1;
+    }
+    for (size_t j = 0; j < q->spare_count; j++) {
+        uint64_t v = atomic_load(&q->spares[j]);
+        ck_assert_msg(v < n && !seen[v], "spare %zu holds slot %llu twice, out of range or none",
+                      j, (unsigned long long)v);
+        seen[v] = 1;
+    }
+    free(seen);
+}
+
+/* 24-byte messages whose three words all carry the sequence number. */
+typedef struct msg24 { uint64_t w[3]; } msg24;
+
+static msg24 m24(uint64_t seq) { return (msg24){{seq, ~seq, seq * 3}}; }
+
+/* A push with every spare held by pushes in progress (made by hand, as a
+ * push between taking its spare and putting one back leaves it) says
+ * SL_FULL with the queue empty; one spare back is enough again, whichever
+ * entry it is in; and the slots are all accounted for afterwards. */
+START_TEST(test_swap_spares_held)
+{
+    static const uint64_t starts[] = {0, UINT64_MAX - 5};
+    for (size_t k = 0; k < 2; k++) {
+        sl_mpmc q;
+        ck_assert_int_eq(sl__mpmc_init_spares(&q, sizeof(msg24), 4, starts[k], 3), SL_OK);
+        ck_assert_uint_eq(q.spare_count, 3);
+        ck_assert_uint_eq(q.slot_count, 7);
+        for (size_t back = 0; back < 3; back++) {
+            uint64_t held[3];
+            for (size_t j = 0; j < 3; j++)
+                held[j] = atomic_exchange(&q.spares[j], SL__MPMC_NO_SPARE);
+            msg24 m = m24(1), o = m24(99);
+            ck_assert_int_eq(sl_mpmc_try_push(&q, &m), SL_FULL);
+            ck_assert_int_eq(sl_mpmc_try_pop(&q, &o), SL_EMPTY);
+            ck_assert_uint_eq(o.w[0], 99); /* SL_EMPTY leaves out untouched */
+            /* One entry back (a different one each time): the push finds it. */
+            atomic_store(&q.spares[back], held[back]);
+            for (uint64_t i = 0; i < 4; i++) {
+                m = m24(i);
+                ck_assert_int_eq(sl_mpmc_try_push(&q, &m), SL_OK);
+            }
+            m = m24(4);
+            ck_assert_int_eq(sl_mpmc_try_push(&q, &m), SL_FULL); /* really full */
+            for (uint64_t i = 0; i < 4; i++) {
+                ck_assert_int_eq(sl_mpmc_try_pop(&q, &o), SL_OK);
+                msg24 want = m24(i);
+                ck_assert_mem_eq(&o, &want, sizeof o);
+            }
+            for (size_t j = 0; j < 3; j++)
+                if (j != back)
+                    atomic_store(&q.spares[j], held[j]);
+            check_slots_conserved(&q);
+        }
+        sl_mpmc_destroy(&q);
+    }
+    /* 0 and more than the capacity both mean the capacity. */
+    sl_mpmc q;
+    ck_assert_int_eq(sl__mpmc_init_spares(&q, 16, 5, 0, 0), SL_OK);
+    ck_assert_uint_eq(q.spare_count, 5);
+    sl_mpmc_destroy(&q);
+    ck_assert_int_eq(sl__mpmc_init_spares(&q, 16, 5, 0, 50), SL_OK);
+    ck_assert_uint_eq(q.spare_count, 5);
+    sl_mpmc_destroy(&q);
+}
+END_TEST
+
+/* Which form each size takes: 9 to 256 bytes swap (spares, no free ring),
+ * above that the indexed form, up to 8 the cells themselves. */
+START_TEST(test_swap_form_sizes)
+{
+    static const size_t sizes[] = {1, 8, 9, 13, 64, 255, 256, 257, 4096};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        sl_mpmc q;
+        ck_assert_int_eq(sl_mpmc_init(&q, sizes[i], 6), SL_OK);
+        bool swap = sizes[i] > 8 && sizes[i] <= 256;
+        ck_assert_msg((q.spares != NULL) == swap && (q.free != NULL) == (sizes[i] > 256),
+                      "size %zu in the wrong form", sizes[i]);
+        sl_mpmc_destroy(&q);
+    }
+}
+END_TEST
+
+/* The sequential model with swap-form sizes, across the 64-bit wrap. */
+START_TEST(test_swap_model_near_wrap)
+{
+    static const size_t scaps[] = {1, 3, 64};
+    static const size_t ssizes[] = {9, 40, 256};
+    static const uint64_t starts[] = {UINT64_MAX - 50, UINT64_MAX - 1000, (uint64_t)UINT32_MAX - 20};
+    for (size_t c = 0; c < sizeof scaps / sizeof scaps[0]; c++)
+        for (size_t e = 0; e < sizeof ssizes / sizeof ssizes[0]; e++)
+            run_model(scaps[c], ssizes[e], starts[(c + e) % 3], 500 + c * 10 + e,
+                      (unsigned)sl_test_scaled(1500, 800));
+}
+END_TEST
+
+/* A blocked sender that slept on a SL_FULL said for want of a spare, with
+ * room in the ring, is woken by the push that gives one back. Both spares of
+ * a capacity-2 channel are held by hand (two pushes between taking a spare
+ * and giving one back); the sender blocks; one spare comes back and a
+ * try_send uses it and gives a slot back: that must wake the sender, whose
+ * send then finds the slot (no receive ever comes to wake it otherwise). */
+typedef struct starve_arg {
+    sl_chan *ch;
+    _Atomic int done;
+    sl_status st;
+} starve_arg;
+
+static void *starved_sender(void *p)
+{
+    starve_arg *a = p;
+    msg24 m = m24(7);
+    a->st = sl_chan_send(a->ch, &m);
+    atomic_store(&a->done, 1);
+    return NULL;
+}
+
+START_TEST(test_swap_starved_sender_woken)
+{
+    sl_chan *ch;
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = sizeof(msg24), .capacity = 2};
+    ck_assert_int_eq(sl_chan_new(&ch, &o), SL_OK);
+    sl_mpmc *q = &ch->q.mpmc;
+    ck_assert_uint_eq(q->spare_count, 2);
+    uint64_t held[2];
+    for (size_t j = 0; j < 2; j++)
+        held[j] = atomic_exchange(&q->spares[j], SL__MPMC_NO_SPARE);
+    starve_arg a = {.ch = ch};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, starved_sender, &a), 0);
+    uint64_t until = sl_test_now_ns() + 10ull * 1000000000;
+    while (sl_event_waiters(&ch->not_full) == 0 && sl_test_now_ns() < until)
+        sched_yield();
+    ck_assert_msg(sl_event_waiters(&ch->not_full) == 1, "the sender never slept");
+    ck_assert_int_eq(atomic_load(&a.done), 0);
+    atomic_store(&q->spares[0], held[0]);
+    msg24 m = m24(1);
+    ck_assert_int_eq(sl_chan_try_send(ch, &m), SL_OK);
+    until = sl_test_now_ns() + 5ull * 1000000000;
+    while (!atomic_load(&a.done) && sl_test_now_ns() < until)
+        sched_yield();
+    ck_assert_msg(atomic_load(&a.done), "the sender slept on with room and a spare free");
+    pthread_join(t, NULL);
+    ck_assert_int_eq(a.st, SL_OK);
+    atomic_store(&q->spares[1], held[1]);
+    for (uint64_t want = 1; want != 0; want = want == 1 ? 7 : 0) {
+        ck_assert_int_eq(sl_chan_try_recv(ch, &m), SL_OK);
+        ck_assert_uint_eq(m.w[0], want);
+    }
+    check_slots_conserved(q);
+    sl_chan_free(ch);
+}
+END_TEST
+
 /* ---- many producers, many consumers ---------------------------------------- */
 
 enum { MP_PRODUCERS = 3, MP_CONSUMERS = 3 };
@@ -145,6 +314,7 @@ enum { MP_PRODUCERS = 3, MP_CONSUMERS = 3 };
 typedef struct mp_ctx {
     sl_mpmc q;
     size_t cap;
+    size_t esz;                /* 8, or more: every word carries the value (torn check) */
     uint64_t per_producer;
     _Atomic uint64_t received;
     _Atomic unsigned char *seen[MP_PRODUCERS];
@@ -159,6 +329,26 @@ typedef struct mp_arg {
 } mp_arg;
 
 #define MP_VALUE(p, i) (((uint64_t)(p) << 40) | (uint64_t)(i))
+#define MP_MAX_ESZ 64
+
+/* Message bytes for value v: word k is v * (2k + 1), the tail bytes v's. */
+static void mp_fill(unsigned char *m, size_t esz, uint64_t v)
+{
+    for (size_t k = 0; k * 8 < esz; k++) {
+        uint64_t w = v * (2 * k + 1);
+        memcpy(m + k * 8, &w, esz - k * 8 < 8 ? esz - k * 8 : 8);
+    }
+}
+
+/* The value of message m, or UINT64_MAX when its words disagree (torn). */
+static uint64_t mp_value(const unsigned char *m, size_t esz)
+{
+    uint64_t v;
+    unsigned char want[MP_MAX_ESZ];
+    memcpy(&v, m, 8);
+    mp_fill(want, esz, v);
+    return memcmp(want, m, esz) == 0 ? v : UINT64_MAX;
+}
 
 static void mp_flag(mp_ctx *c, int code, uint64_t v)
 {
@@ -170,21 +360,23 @@ static void *mp_producer(void *arg)
 {
     mp_arg *a = arg;
     mp_ctx *c = a->c;
+    const size_t esz = c->esz;
     sl_test_rng rng;
     sl_test_rng_seed(&rng, 0xC0FFEE + a->id);
     sl_test_barrier_wait(&c->start);
-    uint64_t batch[8];
+    unsigned char batch[8 * MP_MAX_ESZ];
     for (uint64_t i = 0; i < c->per_producer && !atomic_load(&c->bad);) {
         if (sl_test_rng_next(&rng) % 4 == 0) {
             size_t k = 0;
-            for (; k < 8 && i + k < c->per_producer; k++) batch[k] = MP_VALUE(a->id, i + k);
+            for (; k < 8 && i + k < c->per_producer; k++)
+                mp_fill(batch + k * esz, esz, MP_VALUE(a->id, i + k));
             size_t got = sl_mpmc_push_n(&c->q, batch, k);
             if (got > k) mp_flag(c, 1, got);
             i += got;
             if (!got) sched_yield();
         } else {
-            uint64_t v = MP_VALUE(a->id, i);
-            sl_status st = sl_mpmc_try_push(&c->q, &v);
+            mp_fill(batch, esz, MP_VALUE(a->id, i));
+            sl_status st = sl_mpmc_try_push(&c->q, batch);
             if (st == SL_OK) {
                 i++;
             } else {
@@ -198,8 +390,14 @@ static void *mp_producer(void *arg)
     return NULL;
 }
 
-static void mp_take(mp_ctx *c, uint64_t v, uint64_t *last)
+static void mp_take(mp_ctx *c, const unsigned char *m, uint64_t *last)
 {
+    uint64_t v = mp_value(m, c->esz);
+    if (v == UINT64_MAX) {
+        memcpy(&v, m, 8);
+        mp_flag(c, 10, v);
+        return;
+    }
     uint64_t p = v >> 40, i = v & (((uint64_t)1 << 40) - 1);
     if (p >= MP_PRODUCERS || i >= c->per_producer) {
         mp_flag(c, 4, v);
@@ -222,7 +420,7 @@ static void *mp_consumer(void *arg)
     for (int p = 0; p < MP_PRODUCERS; p++) last[p] = UINT64_MAX;
     const uint64_t total = c->per_producer * MP_PRODUCERS;
     sl_test_barrier_wait(&c->start);
-    uint64_t batch[8];
+    unsigned char batch[8 * MP_MAX_ESZ];
     const uint64_t give_up = sl_test_now_ns() + 50 * 1000000000ull;
     while (atomic_load(&c->received) < total && !atomic_load(&c->bad)) {
         if (sl_test_now_ns() > give_up) {
@@ -235,12 +433,11 @@ static void *mp_consumer(void *arg)
                 mp_flag(c, 7, got);
                 break;
             }
-            for (size_t k = 0; k < got; k++) mp_take(c, batch[k], last);
+            for (size_t k = 0; k < got; k++) mp_take(c, batch + k * c->esz, last);
             if (!got) sched_yield();
         } else {
-            uint64_t v;
-            sl_status st = sl_mpmc_try_pop(&c->q, &v);
-            if (st == SL_OK) mp_take(c, v, last);
+            sl_status st = sl_mpmc_try_pop(&c->q, batch);
+            if (st == SL_OK) mp_take(c, batch, last);
             else {
                 if (st != SL_EMPTY) mp_flag(c, 8, (uint64_t)st);
                 sched_yield();
@@ -251,18 +448,19 @@ static void *mp_consumer(void *arg)
     return NULL;
 }
 
-static void run_many(size_t cap, uint64_t start)
+static void run_many_sized(size_t cap, size_t esz, uint64_t start, uint64_t per_producer)
 {
     static mp_ctx c;
     c.cap = cap;
-    c.per_producer = sl_test_scaled(30000, 2000);
+    c.esz = esz;
+    c.per_producer = sl_test_scaled(per_producer, 2000);
     atomic_store(&c.received, 0);
     atomic_store(&c.bad, 0);
     for (int p = 0; p < MP_PRODUCERS; p++) {
         c.seen[p] = calloc(c.per_producer, 1);
         ck_assert_ptr_nonnull(c.seen[p]);
     }
-    ck_assert_int_eq(sl__mpmc_init_at(&c.q, sizeof(uint64_t), cap, start), SL_OK);
+    ck_assert_int_eq(sl__mpmc_init_at(&c.q, esz, cap, start), SL_OK);
     sl_test_barrier_init(&c.start, MP_PRODUCERS + MP_CONSUMERS);
     pthread_t t[MP_PRODUCERS + MP_CONSUMERS];
     mp_arg args[MP_PRODUCERS + MP_CONSUMERS];
@@ -276,7 +474,7 @@ static void run_many(size_t cap, uint64_t start)
     sl_test_barrier_destroy(&c.start);
     int bad = atomic_load(&c.bad);
     ck_assert_msg(bad == 0, "cap %zu start %llu: problem %d with value %#llx "
-                  "(1/7 batch count, 2/8 status, 3 len>cap, 4 foreign, 5 order, 6 duplicate, 9 stuck: value = received)",
+                  "(1/7 batch count, 2/8 status, 3 len>cap, 4 foreign, 5 order, 6 duplicate, 9 stuck: value = received, 10 torn)",
                   cap, (unsigned long long)start, bad, (unsigned long long)atomic_load(&c.bad_value));
     ck_assert_uint_eq(atomic_load(&c.received), c.per_producer * MP_PRODUCERS);
     for (int p = 0; p < MP_PRODUCERS; p++) {
@@ -286,13 +484,20 @@ static void run_many(size_t cap, uint64_t start)
         free((void *)c.seen[p]);
     }
     ck_assert_uint_eq(sl_mpmc_len(&c.q), 0);
-    uint64_t v;
-    ck_assert_int_eq(sl_mpmc_try_pop(&c.q, &v), SL_EMPTY);
+    unsigned char m[MP_MAX_ESZ] = {0};
+    ck_assert_int_eq(sl_mpmc_try_pop(&c.q, m), SL_EMPTY);
+    if (c.q.spares)
+        check_slots_conserved(&c.q);
     /* Still exact after the concurrent phase. */
-    for (size_t i = 0; i < cap; i++) ck_assert_int_eq(sl_mpmc_try_push(&c.q, &i), SL_OK);
-    ck_assert_int_eq(sl_mpmc_try_push(&c.q, &v), SL_FULL);
+    for (size_t i = 0; i < cap; i++) ck_assert_int_eq(sl_mpmc_try_push(&c.q, m), SL_OK);
+    ck_assert_int_eq(sl_mpmc_try_push(&c.q, m), SL_FULL);
     ck_assert_uint_eq(sl_mpmc_len(&c.q), cap);
     sl_mpmc_destroy(&c.q);
+}
+
+static void run_many(size_t cap, uint64_t start)
+{
+    run_many_sized(cap, sizeof(uint64_t), start, 30000);
 }
 
 START_TEST(test_many_threads)
@@ -310,6 +515,17 @@ END_TEST
 START_TEST(test_many_threads_near_wrap)
 {
     run_many(4, UINT64_MAX - 3000);
+}
+END_TEST
+
+/* The swap form: a pop's copy races the next lap's writes into the slot it
+ * read (a message whose words disagree is torn), a spare goes back twice or
+ * not at all (lost or duplicated messages, slots not conserved). */
+START_TEST(test_many_threads_swap)
+{
+    run_many_sized(1, 64, 0, 10000);
+    run_many_sized(3, 24, UINT64_MAX - 3000, 5000);
+    run_many_sized(16, 13, 0, 5000);
 }
 END_TEST
 
@@ -336,15 +552,24 @@ static Suite *mpmc_suite(void)
     tcase_add_test(tc, test_model_random);
     tcase_add_test(tc, test_model_random_near_wrap);
     tcase_add_test(tc, test_stopped_states);
+    tcase_add_test(tc, test_swap_spares_held);
+    tcase_add_test(tc, test_swap_form_sizes);
+    tcase_add_test(tc, test_swap_model_near_wrap);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("threads");
     tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_many_threads_swap); /* first: the swap form's planted bugs */
     tcase_add_test(tc, test_two_threads_fifo);
     tcase_add_test(tc, test_two_threads_fifo_near_wrap);
     tcase_add_test(tc, test_many_threads);
     tcase_add_test(tc, test_many_threads_tiny);
     tcase_add_test(tc, test_many_threads_near_wrap);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("starve"); /* its own case: the planted bug's check */
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_swap_starved_sender_woken);
     suite_add_tcase(s, tc);
 
     return s;

@@ -25,6 +25,11 @@ struct sl_chan_opts;
 sl_status sl__spsc_init_at(struct sl_spsc *q, size_t elem_size, size_t capacity, uint64_t start);
 sl_status sl__mpmc_init_at(struct sl_mpmc *q, size_t elem_size, size_t capacity, uint64_t start);
 sl_status sl__chan_new_at(struct sl_chan **out, const struct sl_chan_opts *opts, uint64_t start);
+/* As sl__mpmc_init_at, with `spares` spare slots in SL_MPMC's swap form
+ * (messages of 9 to 256 bytes; 0 or more than the capacity: the capacity),
+ * so that a test can hold every spare (channels/mpmc.c). */
+sl_status sl__mpmc_init_spares(struct sl_mpmc *q, size_t elem_size, size_t capacity,
+                               uint64_t start, size_t spares);
 
 /* Reclamation records ever registered (internal/epoch.h): the most threads
  * that were using lists at once, since records are reused after thread exit. */

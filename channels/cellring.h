@@ -262,7 +262,7 @@ sl__cellring_pop_as(const sl__cellring *r, uint64_t *value, bool guarded,
              * displacing push writes it, and either changes the stamp too. */
             uint64_t v = atomic_load_explicit(&c->value, memory_order_relaxed);
 #endif
-#ifndef SL_MUTANT_MPMC_COPY_AFTER_TAKE
+#if !defined(SL_MUTANT_MPMC_COPY_AFTER_TAKE) && !defined(SL_MUTANT_MPMC_FREE_BEFORE_READ)
             if (cp)
                 sl__cellring_copy_out(cp, v); /* discarded unless the CAS below wins */
 #endif
@@ -275,6 +275,8 @@ sl__cellring_pop_as(const sl__cellring *r, uint64_t *value, bool guarded,
                 /* Planted bug: the cell is free for the next lap already. */
                 SL_FI();
                 uint64_t v = atomic_load_explicit(&c->value, memory_order_relaxed);
+                if (cp)
+                    sl__cellring_copy_out(cp, v);
 #endif
 #ifdef SL_MUTANT_MPMC_COPY_AFTER_TAKE
                 /* Planted bug: the slot is copied once the cell is free for

@@ -596,6 +596,40 @@ START_TEST(test_spare_garbage)
 }
 END_TEST
 
+/* What a sending process killed while holding a spare leaves: the entry it
+ * emptied stays empty. With every spare lost so, sends say SL_FULL (the
+ * timed one SL_TIMEDOUT) though the ring is empty; one spare back and they
+ * go on, as many as the capacity (a send needs one spare at a time). */
+START_TEST(test_spares_all_lost)
+{
+    enum { CAP = 3 };
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 24, .capacity = CAP};
+    size_t spares_at, slots_at, size = mpmc_layout_size(24, CAP, &spares_at, &slots_at);
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    unsigned char *raw = map_raw(sl_chan_shm_fd(ch), size);
+    unsigned char msg[24], out[24];
+    for (size_t j = 0; j < CAP; j++)
+        set_word(raw, spares_at + 8 * j, UINT64_MAX); /* "none": held by the dead */
+    sl_test_seq_fill(msg, 24, 1);
+    ck_assert_int_eq(sl_chan_try_send(ch, msg), SL_FULL);
+    ck_assert_int_eq(sl_chan_send_for(ch, msg, 10 * 1000 * 1000), SL_TIMEDOUT);
+    ck_assert_uint_eq(sl_chan_len(ch), 0);
+    set_word(raw, spares_at + 8 * 1, CAP + 1); /* one spare left */
+    for (uint64_t i = 0; i < CAP; i++) {
+        sl_test_seq_fill(msg, 24, i);
+        ck_assert_int_eq(sl_chan_try_send(ch, msg), SL_OK);
+    }
+    ck_assert_int_eq(sl_chan_try_send(ch, msg), SL_FULL); /* the ring, now */
+    for (uint64_t i = 0; i < CAP; i++) {
+        ck_assert_int_eq(sl_chan_try_recv(ch, out), SL_OK);
+        ck_assert(sl_test_seq_is(out, 24, i));
+    }
+    munmap(raw, size);
+    sl_chan_free(ch);
+}
+END_TEST
+
 /* A named segment can be truncated (no seals): the next open refuses it. */
 START_TEST(test_short_segment)
 {
@@ -2046,6 +2080,7 @@ static Suite *shm_suite(void)
     tcase_add_test(tc, test_open_refusals);
     tcase_add_test(tc, test_short_segment);
     tcase_add_test(tc, test_spare_garbage);
+    tcase_add_test(tc, test_spares_all_lost);
     tcase_add_loop_test(tc, test_garbage, 0, N_OF(k_cfg));
     suite_add_tcase(s, tc);
     tc = tcase_create("barrier");

@@ -563,27 +563,45 @@ END_TEST
  * SL_EMPTY with nothing copied. Put back sound, the channel works again. */
 static void set_word(unsigned char *raw, size_t off, uint64_t v) { memcpy(raw + off, &v, 8); }
 
+/* A swap-form SL_MPMC segment and the peer's mapping of it (*size bytes),
+ * with every spare entry set to `spare` (UINT64_MAX: none). */
+typedef struct swap_seg {
+    sl_chan *ch;
+    unsigned char *raw;
+    size_t size, spares_at;
+} swap_seg;
+
+static swap_seg swap_segment(size_t esz, size_t cap, uint64_t spare)
+{
+    swap_seg g;
+    size_t slots_at;
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = esz, .capacity = cap};
+    g.size = mpmc_layout_size(esz, cap, &g.spares_at, &slots_at);
+    ck_assert_int_eq(sl_chan_shm_create(&g.ch, NULL, &o, 0), SL_OK);
+    g.raw = map_raw(sl_chan_shm_fd(g.ch), g.size);
+    for (size_t j = 0; j < cap; j++)
+        set_word(g.raw, g.spares_at + 8 * j, spare);
+    return g;
+}
+
 START_TEST(test_spare_garbage)
 {
     enum { CAP = 4 };
-    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 64, .capacity = CAP};
-    size_t spares_at, slots_at, size = mpmc_layout_size(64, CAP, &spares_at, &slots_at);
-    sl_chan *ch;
-    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
-    unsigned char *raw = map_raw(sl_chan_shm_fd(ch), size);
-    unsigned char msg[64], out[64];
-    sl_test_seq_fill(msg, 64, 5);
     /* Just past the slots (2 x CAP), and far outside the segment. */
+    swap_seg g = swap_segment(64, CAP, 2 * CAP);
+    sl_chan *ch = g.ch;
+    unsigned char *raw = g.raw, msg[64], out[64];
+    sl_test_seq_fill(msg, 64, 5);
     const uint64_t bad[] = {2 * CAP, (uint64_t)1 << 40};
     for (int b = 0; b < 2; b++) {
         for (size_t j = 0; j < CAP; j++)
-            set_word(raw, spares_at + 8 * j, bad[b]);
+            set_word(raw, g.spares_at + 8 * j, bad[b]);
         for (int k = 0; k < CAP + 2; k++)
             ck_assert_int_eq(sl_chan_try_send(ch, msg), SL_FULL);
         ck_assert_uint_eq(sl_chan_len(ch), 0);
     }
     for (size_t j = 0; j < CAP; j++) /* sound again: slot CAP + j */
-        set_word(raw, spares_at + 8 * j, CAP + j);
+        set_word(raw, g.spares_at + 8 * j, CAP + j);
     ck_assert_int_eq(sl_chan_try_send(ch, msg), SL_OK);
     /* The written cell (position 0, cell 0) names a slot out of range. */
     set_word(raw, 6144 + 8, (uint64_t)1 << 40);
@@ -591,7 +609,7 @@ START_TEST(test_spare_garbage)
     ck_assert_int_eq(sl_chan_try_recv(ch, out), SL_EMPTY);
     for (size_t i = 0; i < sizeof out; i++)
         ck_assert_uint_eq(out[i], 0xA5); /* nothing copied */
-    munmap(raw, size);
+    munmap(raw, g.size);
     sl_chan_free(ch);
 }
 END_TEST
@@ -603,19 +621,14 @@ END_TEST
 START_TEST(test_spares_all_lost)
 {
     enum { CAP = 3 };
-    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 24, .capacity = CAP};
-    size_t spares_at, slots_at, size = mpmc_layout_size(24, CAP, &spares_at, &slots_at);
-    sl_chan *ch;
-    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
-    unsigned char *raw = map_raw(sl_chan_shm_fd(ch), size);
+    swap_seg g = swap_segment(24, CAP, UINT64_MAX); /* "none": held by the dead */
+    sl_chan *ch = g.ch;
     unsigned char msg[24], out[24];
-    for (size_t j = 0; j < CAP; j++)
-        set_word(raw, spares_at + 8 * j, UINT64_MAX); /* "none": held by the dead */
     sl_test_seq_fill(msg, 24, 1);
     ck_assert_int_eq(sl_chan_try_send(ch, msg), SL_FULL);
     ck_assert_int_eq(sl_chan_send_for(ch, msg, 10 * 1000 * 1000), SL_TIMEDOUT);
     ck_assert_uint_eq(sl_chan_len(ch), 0);
-    set_word(raw, spares_at + 8 * 1, CAP + 1); /* one spare left */
+    set_word(g.raw, g.spares_at + 8 * 1, CAP + 1); /* one spare left */
     for (uint64_t i = 0; i < CAP; i++) {
         sl_test_seq_fill(msg, 24, i);
         ck_assert_int_eq(sl_chan_try_send(ch, msg), SL_OK);
@@ -625,7 +638,7 @@ START_TEST(test_spares_all_lost)
         ck_assert_int_eq(sl_chan_try_recv(ch, out), SL_OK);
         ck_assert(sl_test_seq_is(out, 24, i));
     }
-    munmap(raw, size);
+    munmap(g.raw, g.size);
     sl_chan_free(ch);
 }
 END_TEST

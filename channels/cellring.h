@@ -225,12 +225,14 @@ sl__cellring_push_as(const sl__cellring *r, uint64_t value, bool displace, uint6
  * the read of the value and the taking CAS. Each word is read with a relaxed
  * atomic load: a pop that then loses its CAS may have read a slot a later
  * push was writing (its copy is discarded); one that wins read the bytes
- * published with the value (docs/guarantees.md, "SL_MPMC"). */
+ * published with the value (docs/guarantees.md, "SL_MPMC"). In a guarded
+ * ring (shared memory) the index is checked against slot_count first. */
 typedef struct sl__cellring_copy {
     const unsigned char *slots;
     size_t stride; /* bytes per slot, a multiple of 8 */
     size_t words;
     uint64_t *into;
+    uint64_t slot_count; /* a guarded ring: an index at or above it is not copied */
 } sl__cellring_copy;
 
 static inline __attribute__((always_inline)) void
@@ -263,8 +265,11 @@ sl__cellring_pop_as(const sl__cellring *r, uint64_t *value, bool guarded,
             uint64_t v = atomic_load_explicit(&c->value, memory_order_relaxed);
 #endif
 #if !defined(SL_MUTANT_MPMC_COPY_AFTER_TAKE) && !defined(SL_MUTANT_MPMC_FREE_BEFORE_READ)
-            if (cp)
-                sl__cellring_copy_out(cp, v); /* discarded unless the CAS below wins */
+            /* Discarded unless the CAS below wins. A guarded ring's index
+             * may be a peer's garbage: out of range, nothing is read (the
+             * caller drops the index). */
+            if (cp && (!guarded || v < cp->slot_count))
+                sl__cellring_copy_out(cp, v);
 #endif
             SL_FI();
             if (atomic_load_explicit(r->head, memory_order_relaxed) == h &&
@@ -282,7 +287,7 @@ sl__cellring_pop_as(const sl__cellring *r, uint64_t *value, bool guarded,
                 /* Planted bug: the slot is copied once the cell is free for
                  * the next lap, whose push may be writing it already. */
                 SL_FI();
-                if (cp)
+                if (cp && (!guarded || v < cp->slot_count))
                     sl__cellring_copy_out(cp, v);
 #endif
                 sl__cellring_advance(r, r->head, h);

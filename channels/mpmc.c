@@ -19,6 +19,8 @@
 #include "sluice/park.h"
 #include "internal/sysops.h"
 
+#include <unistd.h>
+
 /* ---- the queue's rings ---------------------------------------------------- */
 
 static sl__cellring used_ring(const sl_mpmc *q)
@@ -33,14 +35,6 @@ static sl__cellring free_ring(const sl_mpmc *q)
     return (sl__cellring){m->free, &m->free_head, &m->free_tail, m->free_one_lap, m->slot_count};
 }
 
-
-/* Bytes between slots in the swap form: whole words, which are copied with
- * relaxed atomic accesses (a losing consumer's copy may overlap a later
- * producer's write into the same slot, see pop_swap). */
-static inline size_t swap_stride(size_t elem_size)
-{
-    return (elem_size + 7) & ~(size_t)7;
-}
 
 static sl_status alloc_storage(sl_mpmc *q, size_t stride, size_t capacity, size_t slots,
                                bool free_ring, size_t spares)
@@ -93,7 +87,7 @@ static sl_status init_any(sl_mpmc *q, size_t elem_size, size_t capacity, uint64_
     bool swap = ring_spare == 0 && elem_size > sizeof(uint64_t) && elem_size <= SL__MPMC_SWAP_MAX;
     size_t spares = swap ? (swap_spares && swap_spares < capacity ? swap_spares : capacity) : 0;
     size_t slots = elem_size <= sizeof(uint64_t) ? 0 : capacity + (swap ? spares : ring_spare);
-    size_t stride = swap ? swap_stride(elem_size) : elem_size;
+    size_t stride = swap ? sl__mpmc_swap_stride(elem_size) : elem_size;
     if (slots > SIZE_MAX / stride - SL_CACHELINE)
         return SL_EINVAL; /* the storage's size overflows */
     sl_status st = alloc_storage(q, stride, capacity, slots, slots && !swap, spares);
@@ -299,26 +293,69 @@ pop_one(const sl_mpmc *q, const sl__mpmc_view *v, void *out, bool shared, bool d
  * thread is given a number once, and entries number * 9 words apart put the
  * first eight threads on eight lines (9 is odd: below the table's power of
  * two no two numbers share an entry, though folding that onto the table
- * may). Two threads on one entry only cost each other a probe. */
+ * may). Two threads on one entry only cost each other a probe. A shared
+ * channel's table is used by the threads of several processes, each
+ * numbered from 0: there the number is offset by a seed drawn from the
+ * process's pid (process_seed), so that the processes' first threads do
+ * not all start on entry 0. */
 static _Thread_local size_t spare_home __attribute__((tls_model("initial-exec"))) = SIZE_MAX;
 static SL_ATOMIC(size_t) spare_homes;
+static SL_ATOMIC(size_t) spare_seed; /* 0: not drawn yet in this process */
 
-static inline __attribute__((always_inline)) size_t home_entry(const sl_mpmc *q)
+static __attribute__((noinline, cold)) size_t draw_seed(void)
+{
+    /* Fibonacci hashing spreads neighbouring pids over the table. */
+    size_t seed = (size_t)(((uint64_t)getpid() * 0x9E3779B97F4A7C15ull) >> 24) | 1u;
+    /* Relaxed: any seed will do, and every thread computes the same one. */
+    atomic_store_explicit(&spare_seed, seed, memory_order_relaxed);
+    return seed;
+}
+
+void sl__mpmc_forked_child(void)
+{
+    /* Relaxed: the child runs only this thread now. */
+    atomic_store_explicit(&spare_seed, 0, memory_order_relaxed);
+}
+
+static inline __attribute__((always_inline)) size_t process_seed(void)
+{
+    size_t seed = atomic_load_explicit(&spare_seed, memory_order_relaxed);
+    return __builtin_expect(seed != 0, 1) ? seed : draw_seed();
+}
+
+static inline __attribute__((always_inline)) size_t home_entry(const sl_mpmc *q,
+                                                               const sl__mpmc_view *v,
+                                                               bool shared)
 {
     if (__builtin_expect(spare_home == SIZE_MAX, 0))
         /* Relaxed: any spread of the threads over the entries will do. */
         spare_home = 9 * atomic_fetch_add_explicit(&spare_homes, 1, memory_order_relaxed);
-    size_t j = spare_home & q->spare_mask;
-    return j >= q->spare_count ? j - q->spare_count : j; /* mask + 1 <= 2 * count */
+    size_t j = (spare_home + (shared ? process_seed() : 0)) & GEOM(spare_mask);
+    return j >= GEOM(spare_count) ? j - GEOM(spare_count) : j; /* mask + 1 <= 2 * count */
 }
+
+/* Whether a slot index taken from a shared channel's spare table is out of
+ * range (a peer's garbage): then it is dropped, never written through. */
+static inline __attribute__((always_inline)) bool bad_spare(uint64_t index, size_t slot_count)
+{
+#ifdef SL_MUTANT_SHM_UNCHECKED_SPARE
+    (void)index, (void)slot_count;
+    return false; /* planted bug: a spare entry's index is written through unchecked */
+#endif
+    return bad_index(index, slot_count);
+}
+
+#define STARVED() (shared ? v->starved : &((sl_mpmc *)(uintptr_t)q)->starved)
 
 /* Every entry once, from `from` on: the first one holding a slot, or NULL.
  * seq_cst looks: the starving push's second sweep must follow its store of
  * the flag (starve). */
-static SL_ATOMIC(uint64_t) *sweep_spares(sl_mpmc *q, size_t from, uint64_t *slot)
+static inline __attribute__((always_inline)) SL_ATOMIC(uint64_t) *
+sweep_spares(const sl_mpmc *q, const sl__mpmc_view *v, bool shared, size_t from, uint64_t *slot)
 {
-    for (size_t i = 0, j = from; i < q->spare_count; i++, j = j + 1 == q->spare_count ? 0 : j + 1) {
-        SL_ATOMIC(uint64_t) *e = &q->spares[j];
+    size_t count = GEOM(spare_count);
+    for (size_t i = 0, j = from; i < count; i++, j = j + 1 == count ? 0 : j + 1) {
+        SL_ATOMIC(uint64_t) *e = &GEOM(spares)[j];
         /* A look first: an empty entry is not written. Acquire: as in take_spare. */
         if (atomic_load_explicit(e, memory_order_seq_cst) != SL__MPMC_NO_SPARE &&
             (*slot = atomic_exchange_explicit(e, SL__MPMC_NO_SPARE, memory_order_acquire)) !=
@@ -335,42 +372,44 @@ static SL_ATOMIC(uint64_t) *sweep_spares(sl_mpmc *q, size_t from, uint64_t *slot
  * that gives a slot back loads the flag after a full barrier (the give-back
  * comes before its tail's CAS), and, finding it raised, wakes the channel's
  * senders (wake_starved): either this second sweep sees the slot, or that
- * push sees the flag (docs/guarantees.md, "SL_MPMC"). */
+ * push sees the flag (docs/guarantees.md, "SL_MPMC"). Cold: `shared`
+ * (as in push_one) is tested where it is used. */
 static __attribute__((noinline, cold)) SL_ATOMIC(uint64_t) *
-starve(sl_mpmc *q, size_t home, uint64_t *slot)
+starve(const sl_mpmc *q, const sl__mpmc_view *v, bool shared, size_t home, uint64_t *slot)
 {
-    SL_ATOMIC(uint64_t) *e = sweep_spares(q, home, slot);
+    SL_ATOMIC(uint64_t) *e = sweep_spares(q, v, shared, home, slot);
     if (e)
         return e;
 #ifndef SL_MUTANT_MPMC_STARVED_UNSAID
     /* seq_cst: before the second sweep's looks. */
-    atomic_store_explicit(&q->starved, 1u, memory_order_seq_cst);
+    atomic_store_explicit(STARVED(), 1u, memory_order_seq_cst);
 #endif
-    return sweep_spares(q, home, slot);
+    return sweep_spares(q, v, shared, home, slot);
 }
 
 /* Takes a spare slot into *slot and returns its entry, where the push gives
  * back the slot it ends up with; NULL when no entry holds one. */
 static inline __attribute__((always_inline)) SL_ATOMIC(uint64_t) *
-take_spare(sl_mpmc *q, uint64_t *slot)
+take_spare(const sl_mpmc *q, const sl__mpmc_view *v, bool shared, uint64_t *slot)
 {
-    size_t home = home_entry(q);
-    SL_ATOMIC(uint64_t) *e = &q->spares[home];
+    size_t home = home_entry(q, v, shared);
+    SL_ATOMIC(uint64_t) *e = &GEOM(spares)[home];
     /* Acquire: pairs with the release that put the slot there, so this
      * push's writes into it come after the reads of every pop that took it
      * (docs/guarantees.md, "SL_MPMC"). */
     *slot = atomic_exchange_explicit(e, SL__MPMC_NO_SPARE, memory_order_acquire);
     if (__builtin_expect(*slot != SL__MPMC_NO_SPARE, 1))
         return e;
-    return starve(q, home, slot);
+    return starve(q, v, shared, home, slot);
 }
 
 /* After a give-back (and a full barrier): a starving push raised the flag,
  * so wake the senders waiting on `wake`, which look again. */
-static __attribute__((noinline, cold)) void wake_starved(sl_mpmc *q, sl_event *wake)
+static __attribute__((noinline, cold)) void wake_starved(SL_ATOMIC(uint32_t) *starved,
+                                                          sl_event *wake)
 {
     /* An exchange: a flag raised after it stays raised for the next give-back. */
-    if (atomic_exchange_explicit(&q->starved, 0u, memory_order_seq_cst))
+    if (atomic_exchange_explicit(starved, 0u, memory_order_seq_cst))
         sl_event_notify_all(wake);
 }
 
@@ -394,21 +433,26 @@ static inline __attribute__((always_inline)) void slot_put(unsigned char *slot, 
     }
 }
 
-/* The swap form's push; `wake`: the channel's not_full (NULL for the raw
- * queue, whose callers do not sleep in it). */
-static inline __attribute__((always_inline)) sl_status push_swap(sl_mpmc *q, const void *elem,
-                                                                 sl_event *wake)
+/* The swap form's push, for the raw queue (`shared` false) and the shared
+ * channel (true: from the view, the guarded ring, and the spare's index
+ * checked before anything is written through it); `wake`: the channel's
+ * not_full (NULL for the raw queue, whose callers do not sleep in it). */
+static inline __attribute__((always_inline)) sl_status
+push_swap(const sl_mpmc *q, const sl__mpmc_view *v, const void *elem, sl_event *wake, bool shared)
 {
     /* Full: answered before a spare is taken, so that a sender waiting for
      * room tries with two loads, not an exchange, a store and a fence. */
-    sl__cellring r = used_ring(q);
+    sl__cellring r = USED();
     if (sl__cellring_full(&r))
         return SL_FULL;
     uint64_t mine;
-    SL_ATOMIC(uint64_t) *e = take_spare(q, &mine);
+    SL_ATOMIC(uint64_t) *e = take_spare(q, v, shared, &mine);
     if (!e)
         return SL_FULL; /* every spare is with a push in progress */
-    slot_put(q->slots + (size_t)mine * swap_stride(q->elem_size), elem, q->elem_size);
+    if (shared && bad_spare(mine, v->slot_count))
+        return SL_FULL; /* a peer's garbage: dropped (its entry now reads empty) */
+    slot_put(GEOM(slots) + (size_t)mine * sl__mpmc_swap_stride(GEOM(elem_size)), elem,
+             GEOM(elem_size));
     SL_ATOMIC(uint64_t) *give_back = e;
 #ifdef SL_MUTANT_MPMC_SPARE_BACK_EARLY
     /* Planted bug: the slot about to be published stays among the spares. */
@@ -419,7 +463,7 @@ static inline __attribute__((always_inline)) sl_status push_swap(sl_mpmc *q, con
     /* The cell's CAS publishes the bytes (release), is the condition change
      * a parked receiver pairs with, and swaps our slot for the cell's free
      * one, which goes back into e before the tail's CAS. */
-    int full = sl__cellring_push_as(&r, mine, false, NULL, false, give_back);
+    int full = sl__cellring_push_as(&r, mine, false, NULL, shared, give_back);
     if (__builtin_expect(full, 0)) {
         /* Release: as the give-back. seq_cst fence: the give-back before the
          * flag's load, as the tail's CAS orders it on success. */
@@ -427,22 +471,28 @@ static inline __attribute__((always_inline)) sl_status push_swap(sl_mpmc *q, con
         atomic_thread_fence(memory_order_seq_cst);
     }
     SL_FI();
-    if (wake && atomic_load_explicit(&q->starved, memory_order_seq_cst))
-        wake_starved(q, wake);
+    if (wake && atomic_load_explicit(STARVED(), memory_order_seq_cst))
+        wake_starved(STARVED(), wake);
     return full ? SL_FULL : SL_OK;
 }
 
-static inline __attribute__((always_inline)) sl_status pop_swap(sl_mpmc *q, void *out)
+/* The swap form's pop; `shared` as in push_swap: the index read from the
+ * cell is checked before the slot is copied (cellring.h) and again before
+ * the copy is handed out. */
+static inline __attribute__((always_inline)) sl_status
+pop_swap(const sl_mpmc *q, const sl__mpmc_view *v, void *out, bool shared)
 {
     uint64_t buf[SL__MPMC_SWAP_MAX / 8], index;
-    size_t stride = swap_stride(q->elem_size);
-    sl__cellring_copy cp = {q->slots, stride, stride / 8, buf};
-    sl__cellring r = used_ring(q);
-    if (!sl__cellring_pop_as(&r, &index, false, &cp))
+    size_t stride = sl__mpmc_swap_stride(GEOM(elem_size));
+    sl__cellring_copy cp = {GEOM(slots), stride, stride / 8, buf, shared ? v->slot_count : 0};
+    sl__cellring r = USED();
+    if (!sl__cellring_pop_as(&r, &index, shared, &cp))
         return SL_EMPTY;
+    if (shared && bad_index(index, v->slot_count))
+        return SL_EMPTY; /* a corrupted index: dropped, nothing was copied */
     /* Through buf: a lost race's copy never reaches out, which a pop that
      * answers SL_EMPTY leaves untouched. */
-    memcpy(out, buf, q->elem_size);
+    memcpy(out, buf, GEOM(elem_size));
     return SL_OK;
 }
 
@@ -468,14 +518,14 @@ static __attribute__((noinline)) sl_status push_slots(sl_mpmc *q, const void *el
 {
     if (!q->spares)
         return push_indexed(q, elem);
-    return push_swap(q, elem, wake);
+    return push_swap(q, NULL, elem, wake, false);
 }
 
 static __attribute__((noinline)) sl_status pop_slots(sl_mpmc *q, void *out)
 {
     if (q->free)
         return pop_indexed(q, out);
-    return pop_swap(q, out);
+    return pop_swap(q, NULL, out, false);
 }
 
 /* The push for either caller; `wake` as in push_swap. */
@@ -508,14 +558,35 @@ SL_API sl_status sl_mpmc_try_pop(sl_mpmc *q, void *out)
     return pop_one(q, NULL, out, false, true);
 }
 
+/* A shared channel's messages over 8 bytes: the swap form (up to
+ * SL__MPMC_SWAP_MAX bytes) or the indexed one, out of line as push_slots. */
+static __attribute__((noinline)) sl_status push_slots_in(const sl__mpmc_view *v,
+                                                         const void *elem)
+{
+    if (!v->spares)
+        return push_one(NULL, v, elem, true, false);
+    return push_swap(NULL, v, elem, v->wake, true);
+}
+
+static __attribute__((noinline)) sl_status pop_slots_in(const sl__mpmc_view *v, void *out)
+{
+    if (!v->spares)
+        return pop_one(NULL, v, out, true, false);
+    return pop_swap(NULL, v, out, true);
+}
+
 sl_status sl__mpmc_push_in(const sl__mpmc_view *v, const void *elem)
 {
-    return push_one(NULL, v, elem, true, false);
+    if (__builtin_expect(v->slots != NULL, 0))
+        return push_slots_in(v, elem);
+    return push_one(NULL, v, elem, true, true);
 }
 
 sl_status sl__mpmc_pop_in(const sl__mpmc_view *v, void *out)
 {
-    return pop_one(NULL, v, out, true, false);
+    if (__builtin_expect(v->slots != NULL, 0))
+        return pop_slots_in(v, out);
+    return pop_one(NULL, v, out, true, true);
 }
 
 void sl__mpmc_drain(sl_mpmc *q, sl_visit_fn fn, void *ctx)
@@ -533,7 +604,7 @@ void sl__mpmc_drain(sl_mpmc *q, sl_visit_fn fn, void *ctx)
         }
         if (q->spares) { /* swap form: the slot stays in its cell */
             if (fn)
-                fn(q->slots + (size_t)v * swap_stride(q->elem_size), ctx);
+                fn(q->slots + (size_t)v * sl__mpmc_swap_stride(q->elem_size), ctx);
             continue;
         }
         if (fn)

@@ -78,15 +78,35 @@ typedef struct sl__mpmc_view {
     unsigned char *slots;  /* NULL: the direct form */
     size_t elem_size;
     size_t slot_count;
+    /* The swap form only (spares NULL otherwise): the spare table's
+     * spare_count entries, spare_mask as sl_mpmc's, the starved word, and
+     * the event a give-back that finds it raised wakes (the channel's
+     * not_full). */
+    SL_ATOMIC(uint64_t) *spares;
+    size_t spare_count;
+    size_t spare_mask;
+    SL_ATOMIC(uint32_t) *starved;
+    sl_event *wake;
 } sl__mpmc_view;
 
 /* One push and one pop through a view, with every slot index read from the
- * rings checked against slot_count before use: an index out of range (a
- * corrupted segment) makes the push say SL_FULL and the pop SL_EMPTY, and the
- * index is dropped. For shared channels; the raw queue's own forms skip the
- * check (their rings are private memory). */
+ * rings or the spare table checked against slot_count before use (before
+ * any copy in or out): an index out of range (a corrupted segment) makes
+ * the push say SL_FULL and the pop SL_EMPTY, and the index is dropped. For
+ * shared channels; the raw queue's own forms skip the check (their rings
+ * are private memory). */
 sl_status sl__mpmc_push_in(const sl__mpmc_view *v, const void *elem);
 sl_status sl__mpmc_pop_in(const sl__mpmc_view *v, void *out);
+
+/* A fork()ed child's spare-table entries start from a seed of its own
+ * (channels/mpmc.c, home_entry): called in the child, by its one thread. */
+void sl__mpmc_forked_child(void);
+
+/* The swap form's bytes between slots: whole words (channels/mpmc.c). */
+static inline size_t sl__mpmc_swap_stride(size_t elem_size)
+{
+    return (elem_size + 7) & ~(size_t)7;
+}
 
 /* Called with a pointer to each message's bytes inside the ring. */
 typedef void (*sl_visit_fn)(void *elem, void *ctx);

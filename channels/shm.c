@@ -15,8 +15,9 @@
  *
  * The layout (docs/shm-layout.md): the shared part of struct sl_chan, whose
  * offsets the assertions below pin, then from SHM_DATA_AT the queue's
- * storage: SL_SPSC's slots; SL_MPMC's used ring, then (messages over 8
- * bytes) its free ring and its slots. A ring of cells has one_lap cells (the
+ * storage: SL_SPSC's slots; SL_MPMC's used ring, then (messages of 9 to
+ * 256 bytes, the swap form) its spare table and 2 x capacity slots, or
+ * (larger messages, the indexed form) its free ring and its slots. A ring of cells has one_lap cells (the
  * power of two above the capacity), not just capacity: a position read from
  * a corrupted counter, masked by one_lap - 1, then still lands on a cell.
  */
@@ -38,7 +39,7 @@
 #include "sluice/shm.h"
 
 #define SHM_MAGIC 0x4D48534349554C53ull /* "SLUICSHM", little-endian */
-#define SHM_VERSION 5u
+#define SHM_VERSION 6u
 #define SHM_CTL_AT ((size_t)72)    /* the peer-death control words */
 #define SHM_BELL_AT ((size_t)88)   /* the select bell (version 4) */
 #define SHM_RECS_AT ((size_t)2048) /* the records (senders, waiters, roles) */
@@ -69,6 +70,10 @@ _Static_assert(AT(q.spsc.prod.index) == 1152 && AT(q.spsc.prod.peer_cache) == 11
 _Static_assert(AT(q.mpmc.tail) == 1152 && AT(q.mpmc.free_head) == 1160 &&
                    AT(q.mpmc.head) == 1216 && AT(q.mpmc.free_tail) == 1224,
                "shm layout: SL_MPMC counters");
+/* The swap form's starved word sits on the producers' line, in the raw
+ * queue's own field: the pointer and sizes before it (1168..1191) are
+ * unused in a segment (the handle's view has its own, validated). */
+_Static_assert(AT(q.mpmc.starved) == 1192, "shm layout: SL_MPMC starved word");
 _Static_assert(AT(q.spsc) + sizeof(sl_spsc) <= SHM_RECS_AT &&
                    AT(q.mpmc) + sizeof(sl_mpmc) <= SHM_RECS_AT,
                "shm layout: the counters end before the storage");
@@ -81,6 +86,8 @@ typedef struct geometry {
     size_t capacity;
     size_t storage;  /* SL_SPSC: slots (a power of two); SL_MPMC: one_lap */
     size_t free_at;  /* SL_MPMC indexed: the free ring; 0 otherwise */
+    size_t spares_at; /* SL_MPMC swap form: the spare table (capacity words); 0 otherwise */
+    size_t slot_count; /* slots: capacity (indexed), 2 x capacity (swap); 0 direct */
     size_t slots_at; /* the slots; 0 for SL_MPMC direct */
     size_t size;     /* bytes the segment needs */
 } geometry;
@@ -104,9 +111,16 @@ static bool geometry_of(geometry *g, uint64_t flavor, uint64_t elem_size, uint64
     }
     g->storage = sl__cellring_lap(capacity);
     g->size = SHM_DATA_AT + g->storage * sizeof(sl_mpmc_cell);
-    if (elem_size > sizeof(uint64_t)) {
+    if (elem_size > sizeof(uint64_t) && elem_size <= SL__MPMC_SWAP_MAX) {
+        /* The swap form: a spare slot per cell, whole words per slot. */
+        g->spares_at = line_up(g->size);
+        g->slots_at = line_up(g->spares_at + capacity * sizeof(uint64_t));
+        g->slot_count = 2 * capacity;
+        g->size = g->slots_at + g->slot_count * sl__mpmc_swap_stride(elem_size);
+    } else if (elem_size > sizeof(uint64_t)) {
         g->free_at = g->size;
         g->slots_at = line_up(g->free_at + g->storage * sizeof(sl_mpmc_cell));
+        g->slot_count = capacity;
         g->size = g->slots_at + capacity * elem_size;
     }
     return true;
@@ -133,10 +147,18 @@ static void fill_local(sl_chan *ch, const geometry *g)
                              g->storage, g->capacity};
     v->elem_size = g->elem_size;
     if (g->slots_at) {
+        v->slots = seg + g->slots_at;
+        v->slot_count = g->slot_count;
+    }
+    if (g->free_at)
         v->free = (sl__cellring){(sl_mpmc_cell *)(seg + g->free_at), &m->free_head,
                                  &m->free_tail, g->storage, g->capacity};
-        v->slots = seg + g->slots_at;
-        v->slot_count = g->capacity;
+    if (g->spares_at) {
+        v->spares = (SL_ATOMIC(uint64_t) *)(void *)(seg + g->spares_at);
+        v->spare_count = g->capacity;
+        v->spare_mask = sl__cellring_lap(g->capacity) - 1;
+        v->starved = &m->starved;
+        v->wake = &ch->not_full;
     }
 }
 
@@ -187,7 +209,14 @@ static void init_shared(sl_chan *ch, const geometry *g)
     if (g->flavor == SL_MPMC) {
         sl__mpmc_view *v = &ch->geom.mpmc;
         sl__cellring_init(v->used.cells, g->capacity, 0, false);
-        if (v->slots) {
+        if (v->spares) {
+            /* The swap form: cell i holds slot i, spare entry j slot
+             * capacity + j (as the raw queue's init_swap). */
+            for (size_t i = 0; i < g->capacity; i++)
+                atomic_store_explicit(&v->used.cells[i].value, i, memory_order_relaxed);
+            for (size_t j = 0; j < g->capacity; j++)
+                atomic_store_explicit(&v->spares[j], g->capacity + j, memory_order_relaxed);
+        } else if (v->slots) {
             /* The free ring starts full: every slot index, its tail a lap on. */
             sl__cellring_init(v->free.cells, g->capacity, 0, true);
             atomic_store_explicit(&ch->q.mpmc.free_tail, g->storage, memory_order_relaxed);
@@ -252,6 +281,7 @@ static void forked_child(void)
     pthread_mutex_unlock(&claim_lock);
     /* Relaxed: the child runs only this thread now. */
     atomic_fetch_add_explicit(&sl__shm_gen, 1u, memory_order_relaxed);
+    sl__mpmc_forked_child();
     register_again();
 }
 

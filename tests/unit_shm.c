@@ -56,6 +56,9 @@
  * the planted-bug run shortens it). */
 static unsigned child_alarm(void) { return sl_test_env_uint("SL_SHM_CHILD_ALARM", 20); }
 
+/* The largest message the exchange helpers carry. */
+#define MSG_MAX 320
+
 static const struct {
     sl_flavor flavor;
     size_t esz;
@@ -64,6 +67,14 @@ static const struct {
 static sl_chan_opts opts_of(int i, size_t cap)
 {
     return (sl_chan_opts){.flavor = k_cfg[i].flavor, .elem_size = k_cfg[i].esz, .capacity = cap};
+}
+
+/* The first bytes of fd's segment, mapped read-write, to corrupt. */
+static unsigned char *map_raw(int fd, size_t len)
+{
+    unsigned char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ck_assert_ptr_ne(p, MAP_FAILED);
+    return p;
 }
 
 /* Runs fn(arg) in a child process; its return value is the exit status. */
@@ -106,7 +117,7 @@ static int consume(void *p)
                            : sl_chan_shm_open_fd(&ch, a->fd, &a->opts);
     if (st != SL_OK)
         return 1;
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     for (uint64_t i = 0; i < a->n; i++) {
         /* Alternate the forms: blocking, timed, batch of one. */
         size_t got = 1;
@@ -128,7 +139,7 @@ static int consume(void *p)
  * sender parks on full), then closes. */
 static void produce(sl_chan *ch, size_t esz, uint64_t n)
 {
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     for (uint64_t i = 0; i < n; i++) {
         sl_test_seq_fill(buf, esz, i);
         ck_assert_int_eq(i % 2 ? sl_chan_send(ch, buf) : sl_chan_send_for(ch, buf, 10 * SEC),
@@ -149,6 +160,54 @@ START_TEST(test_exchange)
     consumer_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o, .n = n};
     pid_t pid = spawn(consume, &a);
     produce(ch, o.elem_size, n);
+    join_ok(pid);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* The segment's size for an SL_MPMC channel, from docs/shm-layout.md's
+ * formulas (an independent reading of the layout): the used ring's one_lap
+ * cells from byte 6144; then, for 9 to 256 bytes (the swap form), the spare
+ * table (capacity words) and 2 x capacity slots of whole words; over 256
+ * bytes (the indexed form), the free ring and capacity slots. */
+static size_t mpmc_layout_size(size_t esz, size_t cap, size_t *spares_at, size_t *slots_at)
+{
+    size_t lap = 2, line = 64;
+    while (lap <= cap)
+        lap *= 2;
+    size_t cells_end = 6144 + lap * 16;
+    if (esz <= 8)
+        return *spares_at = *slots_at = 0, cells_end;
+    if (esz <= 256) {
+        *spares_at = (cells_end + line - 1) / line * line;
+        *slots_at = (*spares_at + cap * 8 + line - 1) / line * line;
+        return *slots_at + 2 * cap * ((esz + 7) / 8 * 8);
+    }
+    *spares_at = 0;
+    *slots_at = (cells_end + lap * 16 + line - 1) / line * line;
+    return *slots_at + cap * esz;
+}
+
+/* SL_MPMC by message size: the swap form (9 to 256 bytes) and the indexed
+ * form (over 256) each get the segment size their layout gives, and carry
+ * messages across fork() in order, whole. */
+static const size_t k_mpmc_sizes[] = {9, 100, 256, 257, 300};
+
+START_TEST(test_mpmc_forms_by_size)
+{
+    size_t esz = k_mpmc_sizes[_i], spares_at, slots_at;
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = esz, .capacity = 3};
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    unsigned char *raw = map_raw(sl_chan_shm_fd(ch), 64);
+    uint64_t size;
+    memcpy(&size, raw + 32, 8);
+    ck_assert_uint_eq(size, mpmc_layout_size(esz, 3, &spares_at, &slots_at));
+    munmap(raw, 64);
+    uint64_t n = sl_test_scaled(3000, 600);
+    consumer_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o, .n = n};
+    pid_t pid = spawn(consume, &a);
+    produce(ch, esz, n);
     join_ok(pid);
     sl_chan_free(ch);
 }
@@ -430,14 +489,6 @@ START_TEST(test_use_refusals)
 }
 END_TEST
 
-/* The first bytes of fd's segment, mapped read-write, to corrupt. */
-static unsigned char *map_raw(int fd, size_t len)
-{
-    unsigned char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    ck_assert_ptr_ne(p, MAP_FAILED);
-    return p;
-}
-
 static sl_status open_with(int fd, sl_flavor f, size_t esz, size_t cap)
 {
     sl_chan_opts e = {.flavor = f, .elem_size = esz, .capacity = cap};
@@ -485,6 +536,7 @@ START_TEST(test_open_refusals)
     check_word(fd, raw, 8, 4, 1);                 /* version: the one before peer death */
     check_word(fd, raw, 8, 4, 2);                 /* the one before the barrier mode */
     check_word(fd, raw, 8, 4, 4);                 /* the one before registered receivers */
+    check_word(fd, raw, 8, 4, 5);                 /* the one before the shared swap form */
     check_word(fd, raw, 12, 4, SL_LIST);          /* flavour: not shareable */
     check_word(fd, raw, 16, 8, 0);                /* message size 0 */
     check_word(fd, raw, 24, 8, 0);                /* capacity 0 */
@@ -501,6 +553,92 @@ START_TEST(test_open_refusals)
     ck_assert_int_eq(open_with(STDIN_FILENO, SL_MPMC, 64, 0), SL_EINVAL);
     /* The memfd is sealed: no peer can shrink it under a mapping. */
     ck_assert_int_ne(ftruncate(fd, 100), 0);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* The swap form's spare table holds a peer's garbage: every index taken
+ * from it is checked before the push writes through it (SL_FULL, the entry
+ * dropped), and an index out of range in a written cell makes the pop say
+ * SL_EMPTY with nothing copied. Put back sound, the channel works again. */
+static void set_word(unsigned char *raw, size_t off, uint64_t v) { memcpy(raw + off, &v, 8); }
+
+/* A swap-form SL_MPMC segment and the peer's mapping of it (*size bytes),
+ * with every spare entry set to `spare` (UINT64_MAX: none). */
+typedef struct swap_seg {
+    sl_chan *ch;
+    unsigned char *raw;
+    size_t size, spares_at;
+} swap_seg;
+
+static swap_seg swap_segment(size_t esz, size_t cap, uint64_t spare)
+{
+    swap_seg g;
+    size_t slots_at;
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = esz, .capacity = cap};
+    g.size = mpmc_layout_size(esz, cap, &g.spares_at, &slots_at);
+    ck_assert_int_eq(sl_chan_shm_create(&g.ch, NULL, &o, 0), SL_OK);
+    g.raw = map_raw(sl_chan_shm_fd(g.ch), g.size);
+    for (size_t j = 0; j < cap; j++)
+        set_word(g.raw, g.spares_at + 8 * j, spare);
+    return g;
+}
+
+START_TEST(test_spare_garbage)
+{
+    enum { CAP = 4 };
+    /* Just past the slots (2 x CAP), and far outside the segment. */
+    swap_seg g = swap_segment(64, CAP, 2 * CAP);
+    sl_chan *ch = g.ch;
+    unsigned char *raw = g.raw, msg[64], out[64];
+    sl_test_seq_fill(msg, 64, 5);
+    const uint64_t bad[] = {2 * CAP, (uint64_t)1 << 40};
+    for (int b = 0; b < 2; b++) {
+        for (size_t j = 0; j < CAP; j++)
+            set_word(raw, g.spares_at + 8 * j, bad[b]);
+        for (int k = 0; k < CAP + 2; k++)
+            ck_assert_int_eq(sl_chan_try_send(ch, msg), SL_FULL);
+        ck_assert_uint_eq(sl_chan_len(ch), 0);
+    }
+    for (size_t j = 0; j < CAP; j++) /* sound again: slot CAP + j */
+        set_word(raw, g.spares_at + 8 * j, CAP + j);
+    ck_assert_int_eq(sl_chan_try_send(ch, msg), SL_OK);
+    /* The written cell (position 0, cell 0) names a slot out of range. */
+    set_word(raw, 6144 + 8, (uint64_t)1 << 40);
+    memset(out, 0xA5, sizeof out);
+    ck_assert_int_eq(sl_chan_try_recv(ch, out), SL_EMPTY);
+    for (size_t i = 0; i < sizeof out; i++)
+        ck_assert_uint_eq(out[i], 0xA5); /* nothing copied */
+    munmap(raw, g.size);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* What a sending process killed while holding a spare leaves: the entry it
+ * emptied stays empty. With every spare lost so, sends say SL_FULL (the
+ * timed one SL_TIMEDOUT) though the ring is empty; one spare back and they
+ * go on, as many as the capacity (a send needs one spare at a time). */
+START_TEST(test_spares_all_lost)
+{
+    enum { CAP = 3 };
+    swap_seg g = swap_segment(24, CAP, UINT64_MAX); /* "none": held by the dead */
+    sl_chan *ch = g.ch;
+    unsigned char msg[24], out[24];
+    sl_test_seq_fill(msg, 24, 1);
+    ck_assert_int_eq(sl_chan_try_send(ch, msg), SL_FULL);
+    ck_assert_int_eq(sl_chan_send_for(ch, msg, 10 * 1000 * 1000), SL_TIMEDOUT);
+    ck_assert_uint_eq(sl_chan_len(ch), 0);
+    set_word(g.raw, g.spares_at + 8 * 1, CAP + 1); /* one spare left */
+    for (uint64_t i = 0; i < CAP; i++) {
+        sl_test_seq_fill(msg, 24, i);
+        ck_assert_int_eq(sl_chan_try_send(ch, msg), SL_OK);
+    }
+    ck_assert_int_eq(sl_chan_try_send(ch, msg), SL_FULL); /* the ring, now */
+    for (uint64_t i = 0; i < CAP; i++) {
+        ck_assert_int_eq(sl_chan_try_recv(ch, out), SL_OK);
+        ck_assert(sl_test_seq_is(out, 24, i));
+    }
+    munmap(g.raw, g.size);
     sl_chan_free(ch);
 }
 END_TEST
@@ -569,7 +707,11 @@ START_TEST(test_garbage)
     sl_chan_opts o = opts_of(_i, 5);
     sl_chan *ch;
     ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
-    size_t len = 6144 + 256; /* the control part, counters, sender records, first cells */
+    /* The whole segment: the control part, counters, sender records, the
+     * cells, the spare table (SL_MPMC's swap form) and the slots. */
+    struct stat sb;
+    ck_assert_int_eq(fstat(sl_chan_shm_fd(ch), &sb), 0);
+    size_t len = (size_t)sb.st_size;
     unsigned char *raw = map_raw(sl_chan_shm_fd(ch), len);
     /* Each round starts from the fresh segment (a scribbled counter can
      * leave a ring that refuses everything for good, and then later
@@ -1905,6 +2047,7 @@ static Suite *shm_suite(void)
     tcase_add_loop_test(tc, test_scm_rights, 0, N_OF(k_cfg));
     tcase_add_loop_test(tc, test_named, 0, N_OF(k_cfg));
     tcase_add_test(tc, test_typed);
+    tcase_add_loop_test(tc, test_mpmc_forms_by_size, 0, N_OF(k_mpmc_sizes));
     suite_add_tcase(s, tc);
     tc = tcase_create("death");
     tcase_set_timeout(tc, 60);
@@ -1949,6 +2092,8 @@ static Suite *shm_suite(void)
     tcase_add_loop_test(tc, test_use_refusals, 0, N_OF(k_cfg));
     tcase_add_test(tc, test_open_refusals);
     tcase_add_test(tc, test_short_segment);
+    tcase_add_test(tc, test_spare_garbage);
+    tcase_add_test(tc, test_spares_all_lost);
     tcase_add_loop_test(tc, test_garbage, 0, N_OF(k_cfg));
     suite_add_tcase(s, tc);
     tc = tcase_create("barrier");

@@ -112,11 +112,19 @@
  *    is not taken for the dead process): a receiver deciding SL_CLOSED
  *    counts only the marks of living processes, so a dead sender never
  *    keeps the others from seeing SL_CLOSED;
- *  - SL_MPMC with messages over 8 bytes: a process killed between taking a
- *    slot and returning it (a send between its two ring steps, a receive
- *    between its take and its give-back) keeps that slot: the capacity
- *    shrinks by one, for good, per such death (SL_SPSC and SL_MPMC of 8
- *    bytes or less lose nothing);
+ *  - SL_MPMC with messages over 256 bytes (the indexed form): a process
+ *    killed between taking a slot and returning it (a send between its two
+ *    ring steps, a receive between its take and its give-back) keeps that
+ *    slot: the capacity shrinks by one, for good, per such death;
+ *  - SL_MPMC with messages of 9 to 256 bytes (the swap form): a sending
+ *    process killed while it holds a spare slot (from taking it to giving
+ *    back the one its cell handed it) keeps that spare: the spare table has
+ *    one fewer, for good, per such death; the ring's capacity is unchanged,
+ *    but fewer sends can be in progress at once. Once every one of the
+ *    capacity spares is lost, every send says SL_FULL (a blocking one waits
+ *    until its deadline or a close) whatever the ring holds. A receive
+ *    holds no slot, so a receiving process's death loses none. (SL_SPSC and
+ *    SL_MPMC of 8 bytes or less lose nothing);
  *  - a process killed while parked leaves its registration in the
  *    eventcount's waiter count until the next look finds it dead (within
  *    SL_SHM_LOOK_MS of the death while anyone waits on the channel, finds

@@ -35,6 +35,29 @@
  * compared by their signed difference, as the C code does; with -DBASE near
  * PMOD a run crosses the wrap.
  *
+ * The swap form (-DSWAP: SL_MPMC's messages of 9 to 256 bytes,
+ * channels/mpmc.c): the cells' values are slot indices, every cell always
+ * holds one; CAP spare entries hold the other CAP slots. A slot is two
+ * words, written one at a time, so a torn copy is visible.
+ *
+ *   push  S0 the ring's own full test (P1, P2) before a spare: SL_FULL
+ *         S1 exchange the home entry (producer number mod CAP) with
+ *            NO_SPARE, then the others in turn; none held a slot: SL_FULL
+ *         S2 write the message into the slot, word by word
+ *         P1..P4 as above with the slot index as the value; a successful P4
+ *            swaps our slot in and hands back the cell's free one, `old`
+ *         S3 store `old` into the entry we emptied, before P6; a P2 that
+ *            finds the ring full stores our own slot back (SL_FULL)
+ *   pop   C1..C3 as above (the value is a slot index)
+ *         S4 copy the slot out, word by word (speculatively)
+ *         C4 as above; only a successful take keeps the copy
+ *   Checks added: a pop's copy is whole and the oracle's message; at rest
+ *   every slot is in exactly one place (a cell or a spare entry).
+ *   Planted bugs: BUG_COPY_AFTER_TAKE (S4 after C4:
+ *   SL_MUTANT_MPMC_COPY_AFTER_TAKE), BUG_SPARE_BACK_EARLY (the push puts
+ *   its own slot back before its P4 and keeps `old`:
+ *   SL_MUTANT_MPMC_SPARE_BACK_EARLY).
+ *
  * Threads (spin -D... to change):
  *   CAP=1|2|3  capacity (one_lap: 2, 4, 4)
  *   NP=1|2     producers, MSGS=1|2 messages each (ids p*MSGS + k + 1); a
@@ -157,6 +180,13 @@ byte val[CAP];                 /* 0: never written; else a message id */
 byte head = BASE;
 byte tail = BASE;
 
+#ifdef SWAP
+#define NSLOT (2 * CAP)
+byte w0[NSLOT];                /* a slot's two words: a message id once written */
+byte w1[NSLOT];
+byte spare[CAP];               /* a spare entry: slot index + 1; 0: NO_SPARE */
+#endif
+
 /* ghost state */
 byte q[CAP];                   /* the oracle: messages in the ring, oldest first */
 byte qlen;
@@ -233,8 +263,9 @@ inline raise(ctr, p, mark)
     }
 }
 
-/* sl__cellring_push(m); sets r (and ev when displaced) */
-inline push(m)
+/* sl__cellring_push of value x for message m (x == m but in the swap
+ * form, where x is m's slot); sets r (and ev when displaced) */
+inline push(m, x)
 {
     t = tail;                                          /* P1 */
     do
@@ -253,7 +284,11 @@ inline push(m)
         fi
     };
         if
-        :: OLDER(d) && !DISPLACING -> r = R_FULL; break
+        :: OLDER(d) && !DISPLACING ->
+#ifdef SWAP
+            spare[e] = x + 1;                          /* S3: our own slot back */
+#endif
+            r = R_FULL; break
         :: (OLDER(d) && DISPLACING) || d == 0 ->
             old = val[IDX(t)];                         /* P3 */
 #ifdef BUG_SPLIT_PUBLISH
@@ -270,7 +305,7 @@ inline push(m)
                 };
                 if
                 :: ok ->
-                    val[IDX(t)] = m;                   /* BUG: then the value */
+                    val[IDX(t)] = x;                   /* BUG: then the value */
                     advance(tail, t, 37);
                     r = R_OK;
                     break
@@ -283,7 +318,7 @@ inline push(m)
                 if
                 :: stamp[IDX(t)] == s && val[IDX(t)] == old ->
                     stamp[IDX(t)] = MOD(t + 1);
-                    val[IDX(t)] = m;
+                    val[IDX(t)] = x;
                     if
                     :: d != 0 ->                       /* displacing: full, takes the oldest */
                         assert(qlen == CAP);
@@ -311,7 +346,11 @@ inline push(m)
 #endif
                     ev = old;
                     r = R_DISPLACED
-                :: else -> r = R_OK
+                :: else ->
+#if defined(SWAP) && !defined(BUG_SPARE_BACK_EARLY)
+                    spare[e] = old + 1;                /* S3: the cell's free slot is ours */
+#endif
+                    r = R_OK
                 fi;
                 advance(tail, t, 37);                  /* P6 */
                 break
@@ -331,6 +370,48 @@ reload:
         t = tail                                       /* P1 again */
     od
 }
+
+#ifdef SWAP
+/* The swap form's push of message m (channels/mpmc.c, push_swap). */
+inline push_swap(m)
+{
+    t = tail;                                          /* S0: P1 */
+    d_step {                                           /* S0: P2 */
+        s = stamp[IDX(t)];
+        d = DIFF(s, t);
+        if
+        :: OLDER(d) -> assert(qlen == CAP); REACHED(43)
+        :: else -> skip
+        fi
+    };
+    if
+    :: OLDER(d) -> r = R_FULL
+    :: else ->
+        e = me % CAP;
+        i = 0;
+        took = false;
+        do
+        :: i == CAP -> break
+        :: i < CAP ->
+            d_step { mine = spare[e]; spare[e] = 0 };  /* S1: exchange */
+            if
+            :: mine != 0 -> mine = mine - 1; took = true; break
+            :: else -> e = (e + 1) % CAP; i++
+            fi
+        od;
+        if
+        :: !took -> r = R_FULL; REACHED(44)            /* every spare with a push */
+        :: else ->
+            w0[mine] = m;                              /* S2: the copy in */
+            w1[mine] = m;
+#ifdef BUG_SPARE_BACK_EARLY
+            spare[e] = mine + 1;                       /* BUG: published and spare */
+#endif
+            push(m, mine)
+        fi
+    fi
+}
+#endif
 
 /* sl__cellring_pop; sets r, and v and expect when r == R_OK */
 inline pop()
@@ -352,6 +433,10 @@ inline pop()
         :: d == 0 ->
 #ifndef BUG_FREE_BEFORE_READ
             v = val[IDX(h)];                           /* C3 */
+#endif
+#if defined(SWAP) && !defined(BUG_COPY_AFTER_TAKE)
+            c0 = w0[v];                                /* S4: the copy out */
+            c1 = w1[v];
 #endif
             d_step {                                   /* C4: the take */
                 if
@@ -376,6 +461,14 @@ inline pop()
             :: ok ->
 #ifdef BUG_FREE_BEFORE_READ
                 v = val[IDX(h)];                       /* BUG: after the cell was freed */
+#endif
+#ifdef SWAP
+#ifdef BUG_COPY_AFTER_TAKE
+                c0 = w0[v];                            /* BUG: the cell is free already */
+                c1 = w1[v];
+#endif
+                assert(c0 == c1);                      /* not torn */
+                v = c0;                                /* the message, not its slot */
 #endif
                 advance(head, h, 42);                  /* C5 */
                 r = R_OK;
@@ -408,13 +501,22 @@ inline received(v, expect)
 
 proctype Producer(byte me)
 {
-    byte k, m, t, s, old, r, ev, expect, j;
+    byte k, m, x, t, s, old, r, ev, expect, j;
     short d;
     bool ok;
+#ifdef SWAP
+    byte e, mine, i;
+    bool took;
+#endif
 
     for (k : 0 .. MSGS - 1) {
         m = me * MSGS + k + 1;
-        push(m);
+#ifdef SWAP
+        push_swap(m);
+#else
+        x = m;                 /* the value is the message itself */
+        push(m, x);
+#endif
 progress_push:
         atomic {
             if
@@ -427,7 +529,12 @@ progress_push:
                 assert(got[ev] == 0 && evicted[ev] == 0);
                 evicted[ev] = 1
             fi;
-            t = 0; s = 0; d = 0; old = 0; r = 0; ev = 0; expect = 0; ok = false
+            t = 0; s = 0; d = 0; old = 0; r = 0; ev = 0; expect = 0; ok = false;
+#ifdef SWAP
+            e = 0; mine = 0; i = 0; took = false
+#else
+            skip
+#endif
         }
     }
 }
@@ -437,6 +544,9 @@ proctype Consumer(byte me)
     byte k, h, s, v, expect, r, j;
     short d;
     bool ok;
+#ifdef SWAP
+    byte c0, c1;
+#endif
     byte last[NP];                 /* per producer: 1 + the last sequence number received */
 
     for (k : 1 .. POPS) {
@@ -450,7 +560,12 @@ progress_pop:
                 last[PROD(v)] = SEQ(v) + 1
             :: else -> skip
             fi;
-            h = 0; s = 0; d = 0; v = 0; expect = 0; r = 0; ok = false
+            h = 0; s = 0; d = 0; v = 0; expect = 0; r = 0; ok = false;
+#ifdef SWAP
+            c0 = 0; c1 = 0
+#else
+            skip
+#endif
         }
     }
 }
@@ -459,10 +574,19 @@ init {
     byte i, h, s, v, expect, r, j, k;
     short d, n;
     bool ok;
+#ifdef SWAP
+    byte c0, c1;
+#endif
 
     atomic {
         for (i : 0 .. CAP - 1) {
-            stamp[i] = MOD(BASE + i)
+            stamp[i] = MOD(BASE + i);
+#ifdef SWAP
+            val[i] = i;                /* cell i holds slot i */
+            spare[i] = CAP + i + 1     /* entry i holds slot CAP + i */
+#else
+            skip
+#endif
         }
         for (i : 0 .. NP - 1) {
             run Producer(i)
@@ -500,6 +624,24 @@ init {
         fi;
         d_step { h = 0; s = 0; d = 0; v = 0; expect = 0; r = 0; ok = false }
     od;
+#ifdef SWAP
+    /* every slot in exactly one place: a cell or a spare entry */
+    for (k : 0 .. NSLOT - 1) {
+        n = 0;
+        for (i : 0 .. CAP - 1) {
+            if
+            :: val[i] == k -> n++
+            :: else -> skip
+            fi;
+            if
+            :: spare[i] == k + 1 -> n++
+            :: else -> skip
+            fi
+        }
+        assert(n == 1)
+    }
+    n = 0;
+#endif
 
     assert(qlen == 0 && head == tail && tail == POS(npushed));
     for (i : 1 .. NMSG) {

@@ -120,6 +120,10 @@ checks_default=(
     "cellring-c2-2x1-2x2|cellring.pml|-DCAP=2 -DMSGS=1 -DNC=2 -DPOPS=2|safety"
     "cellring-ow-c1-2x1-2x2|cellring.pml|-DDISPLACE -DCAP=1 -DMSGS=1 -DNC=2 -DPOPS=2|safety"
     "cellring-ow-c2-2x2-1x2-wrap|cellring.pml|-DDISPLACE -DCAP=2 -DMSGS=2 -DNC=1 -DPOPS=2 -DBASE=56|safety progress"
+    # -swap-: SL_MPMC's swap form (slots swapped through the cells, spares)
+    "cellring-swap-c1-2x2-1x2|cellring.pml|-DSWAP -DCAP=1 -DMSGS=2 -DNC=1 -DPOPS=2|safety progress"
+    "cellring-swap-c2-2x1-2x2|cellring.pml|-DSWAP -DCAP=2 -DMSGS=1 -DNC=2 -DPOPS=2|safety"
+    "cellring-swap-c2-2x2-1x2-wrap|cellring.pml|-DSWAP -DCAP=2 -DMSGS=2 -DNC=1 -DPOPS=2 -DBASE=56|safety progress"
     # the SPSC channel's send and receive paths and the parking handshake
     # under x86-TSO (store buffers), asymmetric (membarrier) and fence mode:
     # one sender of 2 messages, one receiver, capacity 1 (both sides park);
@@ -244,6 +248,8 @@ if [ "${1:-}" = "--cover" ]; then
         "40|cellring.pml|C4: a pop loses its message to a displacing push"
         "41|cellring.pml|at rest the head lags on a displaced position"
         "42|cellring.pml|C5: the head CAS fails (another thread moved it)"
+        "43|cellring.pml|S0: a swap-form push answers SL_FULL before taking a spare"
+        "44|cellring.pml|S1: a swap-form push finds every spare held"
         "51|tso.pml|N2: the sender reads no waiter while its tail store is still buffered"
         "52|tso.pml|W1: the membarrier drains another thread's non-empty store buffer"
         "53|tso.pml|W3: the re-check after prepare succeeds (cancel)"
@@ -307,6 +313,8 @@ if [ "${1:-}" = "--mutants" ]; then
         "BUG_STALE_HELP|cellring.pml|1"
         "BUG_NO_HELP|cellring.pml|1"
         "BUG_DISPLACE_NO_HEAD|cellring.pml|1"
+        "BUG_COPY_AFTER_TAKE|cellring.pml|1"
+        "BUG_SPARE_BACK_EARLY|cellring.pml|1"
         "BUG_NO_MEMBARRIER|tso.pml|1"
         "BUG_NO_MEMBARRIER -DSC|tso.pml|0"
         "BUG_SEND_NO_FENCE|tso.pml|1"

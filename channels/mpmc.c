@@ -58,12 +58,18 @@ static sl_status alloc_storage(sl_mpmc *q, size_t stride, size_t capacity, size_
 
 /* The swap form's start: cell i holds slot i (free for position base + i),
  * spare entry j holds slot capacity + j. */
+void sl__mpmc_swap_fill(sl_mpmc_cell *cells, size_t capacity, SL_ATOMIC(uint64_t) *spares,
+                        size_t spare_count)
+{
+    for (size_t i = 0; i < capacity; i++)
+        atomic_init(&cells[i].value, i);
+    for (size_t j = 0; j < spare_count; j++)
+        atomic_init(&spares[j], capacity + j);
+}
+
 static void init_swap(sl_mpmc *q, size_t spares)
 {
-    for (size_t i = 0; i < q->capacity; i++)
-        atomic_init(&q->used[i].value, i);
-    for (size_t j = 0; j < spares; j++)
-        atomic_init(&q->spares[j], q->capacity + j);
+    sl__mpmc_swap_fill(q->used, q->capacity, q->spares, spares);
     q->spare_count = spares;
     q->spare_mask = sl__cellring_lap(spares) - 1;
 }
@@ -523,6 +529,8 @@ static __attribute__((noinline)) sl_status push_slots(sl_mpmc *q, const void *el
 
 static __attribute__((noinline)) sl_status pop_slots(sl_mpmc *q, void *out)
 {
+    /* `free`, not `spares`, tells the forms apart here: the spares' pointer
+     * sits on the producers' line, which a pop does not read. */
     if (q->free)
         return pop_indexed(q, out);
     return pop_swap(q, NULL, out, false);

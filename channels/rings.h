@@ -108,6 +108,12 @@ static inline size_t sl__mpmc_swap_stride(size_t elem_size)
     return (elem_size + 7) & ~(size_t)7;
 }
 
+/* The swap form's start, written once for the raw queue and the shared
+ * segment: cell i holds slot i (free for its first position), spare entry j
+ * slot capacity + j. Before any other thread can see the cells. */
+void sl__mpmc_swap_fill(sl_mpmc_cell *cells, size_t capacity, SL_ATOMIC(uint64_t) *spares,
+                        size_t spare_count);
+
 /* Called with a pointer to each message's bytes inside the ring. */
 typedef void (*sl_visit_fn)(void *elem, void *ctx);
 

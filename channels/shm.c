@@ -209,14 +209,9 @@ static void init_shared(sl_chan *ch, const geometry *g)
     if (g->flavor == SL_MPMC) {
         sl__mpmc_view *v = &ch->geom.mpmc;
         sl__cellring_init(v->used.cells, g->capacity, 0, false);
-        if (v->spares) {
-            /* The swap form: cell i holds slot i, spare entry j slot
-             * capacity + j (as the raw queue's init_swap). */
-            for (size_t i = 0; i < g->capacity; i++)
-                atomic_store_explicit(&v->used.cells[i].value, i, memory_order_relaxed);
-            for (size_t j = 0; j < g->capacity; j++)
-                atomic_store_explicit(&v->spares[j], g->capacity + j, memory_order_relaxed);
-        } else if (v->slots) {
+        if (v->spares)
+            sl__mpmc_swap_fill(v->used.cells, g->capacity, v->spares, g->capacity);
+        else if (v->slots) {
             /* The free ring starts full: every slot index, its tail a lap on. */
             sl__cellring_init(v->free.cells, g->capacity, 0, true);
             atomic_store_explicit(&ch->q.mpmc.free_tail, g->storage, memory_order_relaxed);

@@ -83,8 +83,9 @@ typedef struct sl_mpmc {
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) tail;
     SL_ATOMIC(uint64_t) free_head;
     /* The swap form's spare slots (messages of 9 to 256 bytes): spare_count
-     * words, each a slot index or SL__MPMC_NO_SPARE; NULL in the other forms. Read-only pointers, kept on the producers' line, which
-     * every push reads anyway; consumers never need them. */
+     * words, each a slot index or SL__MPMC_NO_SPARE; NULL in the other
+     * forms. Read-only pointers, kept on the producers' line, which every
+     * push reads anyway; consumers never need them. */
     SL_ATOMIC(uint64_t) *spares;
     size_t spare_count;
     size_t spare_mask;            /* the power of two above spare_count, less 1 */

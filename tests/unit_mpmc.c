@@ -10,6 +10,9 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,6 +260,7 @@ END_TEST
  * send then finds the slot (no receive ever comes to wake it otherwise). */
 typedef struct starve_arg {
     sl_chan *ch;
+    _Atomic int tid; /* the sender thread's, for its /proc state */
     _Atomic int done;
     sl_status st;
 } starve_arg;
@@ -264,10 +268,28 @@ typedef struct starve_arg {
 static void *starved_sender(void *p)
 {
     starve_arg *a = p;
+    atomic_store(&a->tid, (int)syscall(SYS_gettid));
     msg24 m = m24(7);
     a->st = sl_chan_send(a->ch, &m);
     atomic_store(&a->done, 1);
     return NULL;
+}
+
+/* Whether the thread sleeps in the kernel ("S" in /proc/self/task/TID/stat).
+ * Registered on not_full is not enough: until it sleeps, its re-check may
+ * take the spare the test gives back, and the test's own send then finds
+ * none. */
+static bool thread_asleep(int tid)
+{
+    char path[64], stat[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    FILE *f = fopen(path, "r");
+    size_t len = f ? fread(stat, 1, sizeof stat - 1, f) : 0;
+    if (f)
+        fclose(f);
+    stat[len] = 0;
+    const char *paren = strrchr(stat, ')'); /* "tid (comm) S ..." */
+    return paren && paren[1] == ' ' && paren[2] == 'S';
 }
 
 START_TEST(test_swap_starved_sender_woken)
@@ -284,9 +306,12 @@ START_TEST(test_swap_starved_sender_woken)
     pthread_t t;
     ck_assert_int_eq(pthread_create(&t, NULL, starved_sender, &a), 0);
     uint64_t until = sl_test_now_ns() + 10ull * 1000000000;
-    while (sl_event_waiters(&ch->not_full) == 0 && sl_test_now_ns() < until)
+    while ((sl_event_waiters(&ch->not_full) == 0 || atomic_load(&a.tid) == 0 ||
+            !thread_asleep(atomic_load(&a.tid))) &&
+           sl_test_now_ns() < until)
         sched_yield();
-    ck_assert_msg(sl_event_waiters(&ch->not_full) == 1, "the sender never slept");
+    ck_assert_msg(sl_event_waiters(&ch->not_full) == 1 && thread_asleep(atomic_load(&a.tid)),
+                  "the sender never slept");
     ck_assert_int_eq(atomic_load(&a.done), 0);
     atomic_store(&q->spares[0], held[0]);
     msg24 m = m24(1);

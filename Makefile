@@ -42,13 +42,18 @@ build: build-deps
 
 # Each test appends what it checked to build/<preset>/accounted.txt
 # (SL_ACCOUNT_FILE, tests/harness.h); the summary adds them up at the end.
+# ctest runs one test at a time (the suites start threads of their own),
+# except in the fuzz preset: each libFuzzer target is one thread fuzzing for
+# a fixed wall-clock time, so JOBS of them at once each keep a core and the
+# time they were given, and the preset takes a JOBS-th of the time.
 test: deps
 	@set -e; for p in $(PRESETS); do \
 	    echo "==== $$p build ===="; \
 	    cmake --preset $$p >/dev/null; \
 	    cmake --build --preset $$p -j $(JOBS); \
 	    rm -f build/$$p/accounted.txt; \
-	    SL_ACCOUNT_FILE=$(CURDIR)/build/$$p/accounted.txt ctest --preset $$p; \
+	    j=1; [ $$p != fuzz ] || j=$(JOBS); \
+	    SL_ACCOUNT_FILE=$(CURDIR)/build/$$p/accounted.txt ctest --preset $$p -j $$j; \
 	done; \
 	sh scripts/test-summary.sh $(foreach p,$(PRESETS),build/$(p)/accounted.txt); \
 	echo "==== planted bugs (scripts/mutants.sh --fast) ===="; \
@@ -59,7 +64,8 @@ test-%: deps
 	cmake --preset $* >/dev/null
 	cmake --build --preset $* -j $(JOBS)
 	rm -f build/$*/accounted.txt
-	SL_ACCOUNT_FILE=$(CURDIR)/build/$*/accounted.txt ctest --preset $*
+	SL_ACCOUNT_FILE=$(CURDIR)/build/$*/accounted.txt ctest --preset $* \
+	    -j $(if $(filter fuzz,$*),$(JOBS),1)
 	@sh scripts/test-summary.sh build/$*/accounted.txt
 
 bench: bench-deps

@@ -355,6 +355,7 @@ typedef struct mp_arg {
 
 #define MP_VALUE(p, i) (((uint64_t)(p) << 40) | (uint64_t)(i))
 #define MP_MAX_ESZ 64
+#define MP_STALL_NS (10 * 1000000000ull) /* no message received for this long: stuck */
 
 /* Message bytes for value v: word k is v * (2k + 1), the tail bytes v's. */
 static void mp_fill(unsigned char *m, size_t esz, uint64_t v)
@@ -446,10 +447,19 @@ static void *mp_consumer(void *arg)
     const uint64_t total = c->per_producer * MP_PRODUCERS;
     sl_test_barrier_wait(&c->start);
     unsigned char batch[8 * MP_MAX_ESZ];
-    const uint64_t give_up = sl_test_now_ns() + 50 * 1000000000ull;
-    while (atomic_load(&c->received) < total && !atomic_load(&c->bad)) {
-        if (sl_test_now_ns() > give_up) {
-            mp_flag(c, 9, atomic_load(&c->received));
+    /* Stuck: 50 s in all, or MP_STALL_NS in which no consumer received
+     * anything (a correct run receives every few microseconds, a stall of
+     * the whole run means a lost message: reported then, not at 50 s). */
+    uint64_t now = sl_test_now_ns(), moved_at = now, seen = 0, r;
+    const uint64_t give_up = now + 50 * 1000000000ull;
+    while ((r = atomic_load(&c->received)) < total && !atomic_load(&c->bad)) {
+        now = sl_test_now_ns();
+        if (r != seen) {
+            seen = r;
+            moved_at = now;
+        }
+        if (now > give_up || now - moved_at > MP_STALL_NS) {
+            mp_flag(c, 9, r);
             break;
         }
         if (sl_test_rng_next(&rng) % 4 == 0) {

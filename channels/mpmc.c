@@ -18,6 +18,7 @@
 #include "rings.h"
 #include "sluice/park.h"
 #include "internal/sysops.h"
+#include "internal/util.h"
 
 #include <unistd.h>
 
@@ -439,6 +440,32 @@ static inline __attribute__((always_inline)) void slot_put(unsigned char *slot, 
     }
 }
 
+/* Whether this CPU has PREFETCHW (internal/util.h): read once, when the
+ * library loads, before any thread can push. */
+static bool prefetchw_known;
+
+static __attribute__((constructor)) void detect_prefetchw(void)
+{
+    prefetchw_known = sl__cpu_has_prefetchw();
+}
+
+/* After a push: asks for the line of the slot this thread's next push will
+ * write (the one just given back to its entry) ready to be written. The
+ * slot was last read by a pop a lap ago, so its line sits in that
+ * consumer's cache; fetched now, it arrives while the caller does other
+ * work, instead of holding up the next push's cell CAS, which as a locked
+ * instruction waits for the slot's stores to reach the cache. Relaxed: a
+ * hint, and a stale or swept entry (SL__MPMC_NO_SPARE, or a peer's garbage
+ * in shared memory) is out of range and skipped. Measured in
+ * docs/performance.md, "Prefetching the next spare". */
+static inline __attribute__((always_inline)) void
+prefetch_next_spare(const sl_mpmc *q, const sl__mpmc_view *v, SL_ATOMIC(uint64_t) *e, bool shared)
+{
+    uint64_t next = atomic_load_explicit(e, memory_order_relaxed);
+    if (next < GEOM(slot_count) && prefetchw_known)
+        sl__prefetch_for_write(GEOM(slots) + (size_t)next * sl__mpmc_swap_stride(GEOM(elem_size)));
+}
+
 /* The swap form's push, for the raw queue (`shared` false) and the shared
  * channel (true: from the view, the guarded ring, and the spare's index
  * checked before anything is written through it); `wake`: the channel's
@@ -477,6 +504,8 @@ push_swap(const sl_mpmc *q, const sl__mpmc_view *v, const void *elem, sl_event *
         atomic_thread_fence(memory_order_seq_cst);
     }
     SL_FI();
+    if (!full)
+        prefetch_next_spare(q, v, e, shared);
     if (wake && atomic_load_explicit(STARVED(), memory_order_seq_cst))
         wake_starved(STARVED(), wake);
     return full ? SL_FULL : SL_OK;

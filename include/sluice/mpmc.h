@@ -29,7 +29,8 @@
  * that slot in for the free slot the cell held, which becomes its spare;
  * a pop copies the slot out, then takes the cell with its stamp CAS, and the
  * slot stays in the cell for the next lap. Three read-modify-writes per push
- * (one on a spare entry no other thread normally touches), two per pop.
+ * (one on a spare entry no other thread normally touches), two per pop; a
+ * push ends by prefetching, for writing, the slot its next push will fill.
  * Messages over 256 bytes ("indexed" form) keep two rings of slot indices,
  * `free` and `used`: a push takes an index from `free`, copies, and
  * publishes it on `used`, and a pop returns it to `free`.

@@ -85,39 +85,40 @@ static int run_raw(const char *what, long n)
     return (int)(out != v);
 }
 
-/* n try_send + try_recv pairs on ch; 1 if the last message came back wrong. */
-static int pairs(sl_chan *ch, long n)
+/* n try_send + try_recv pairs of elem-byte messages (8 or 64) on ch; 1 if
+ * the last message came back wrong. */
+static int pairs(sl_chan *ch, long n, size_t elem)
 {
-    uint64_t v = 1, out = 0;
+    msg64 v = {{1, 2, 3, 4, 5, 6, 7, 8}}, out = {{0}};
     for (long i = 0; i < n; i++) {
         sl_chan_try_send(ch, &v);
         sl_chan_try_recv(ch, &out);
     }
-    return (int)(n > 0 && out != v);
+    return (int)(n > 0 && memcmp(&out, &v, elem) != 0);
 }
 
-static int run_chan(sl_flavor f, long n)
+static int run_chan(sl_flavor f, long n, size_t elem)
 {
     sl_chan *ch;
-    sl_chan_opts o = {.flavor = f, .elem_size = 8, .capacity = 1024};
+    sl_chan_opts o = {.flavor = f, .elem_size = elem, .capacity = 1024};
     if (sl_chan_new(&ch, &o) != SL_OK)
         return 1;
-    int r = pairs(ch, n);
+    int r = pairs(ch, n, elem);
     sl_chan_free(ch);
     return r;
 }
 
 /* The same pair on a channel in shared memory (sluice/shm.h), through a
  * handle opened from the segment's descriptor as a peer process would. */
-static int run_chan_shm(sl_flavor f, long n)
+static int run_chan_shm(sl_flavor f, long n, size_t elem)
 {
     sl_chan *made, *ch;
-    sl_chan_opts o = {.flavor = f, .elem_size = 8, .capacity = 1024};
+    sl_chan_opts o = {.flavor = f, .elem_size = elem, .capacity = 1024};
     if (sl_chan_shm_create(&made, NULL, &o, 0) != SL_OK)
         return 1;
     if (sl_chan_shm_open_fd(&ch, sl_chan_shm_fd(made), &o) != SL_OK)
         return 1;
-    int r = pairs(ch, n);
+    int r = pairs(ch, n, elem);
     sl_chan_free(ch);
     sl_chan_free(made);
     return r;
@@ -165,7 +166,8 @@ int main(int argc, char **argv)
 {
     if (argc != 3) {
         fprintf(stderr, "usage: sl-opcount spsc|mpmc|mpmc-64|list|ring|ring-full|ring-full-64|"
-                        "chan-spsc|chan-mpmc|chan-spsc-shm|chan-mpmc-shm|chan-list|chan-ring|chan-F-recv16|"
+                        "chan-spsc|chan-mpmc|chan-mpmc-64|chan-spsc-shm|chan-mpmc-shm|chan-mpmc-shm-64|"
+                        "chan-list|chan-ring|chan-F-recv16|"
                         "chan-F-recvn16 "
                         "COUNT\n");
         return 2;
@@ -174,17 +176,21 @@ int main(int argc, char **argv)
     const char *w = argv[1];
     int r;
     if (strcmp(w, "chan-spsc") == 0)
-        r = run_chan(SL_SPSC, n);
+        r = run_chan(SL_SPSC, n, 8);
     else if (strcmp(w, "chan-mpmc") == 0)
-        r = run_chan(SL_MPMC, n);
+        r = run_chan(SL_MPMC, n, 8);
+    else if (strcmp(w, "chan-mpmc-64") == 0)
+        r = run_chan(SL_MPMC, n, 64);
     else if (strcmp(w, "chan-spsc-shm") == 0)
-        r = run_chan_shm(SL_SPSC, n);
+        r = run_chan_shm(SL_SPSC, n, 8);
     else if (strcmp(w, "chan-mpmc-shm") == 0)
-        r = run_chan_shm(SL_MPMC, n);
+        r = run_chan_shm(SL_MPMC, n, 8);
+    else if (strcmp(w, "chan-mpmc-shm-64") == 0)
+        r = run_chan_shm(SL_MPMC, n, 64);
     else if (strcmp(w, "chan-list") == 0)
-        r = run_chan(SL_LIST, n);
+        r = run_chan(SL_LIST, n, 8);
     else if (strcmp(w, "chan-ring") == 0)
-        r = run_chan(SL_RING, n);
+        r = run_chan(SL_RING, n, 8);
     else if ((r = run_recv16_named(w, n)) < 0)
         r = run_raw(w, n);
     if (r < 0) {

@@ -84,6 +84,18 @@ void sl_test_sleep_ns(uint64_t ns)
     }
 }
 
+bool sl_test_task_asleep(const char *stat_path)
+{
+    char stat[512];
+    FILE *f = fopen(stat_path, "r");
+    size_t len = f ? fread(stat, 1, sizeof stat - 1, f) : 0;
+    if (f)
+        fclose(f);
+    stat[len] = 0;
+    const char *paren = strrchr(stat, ')'); /* "pid (comm) S ...": comm may hold ')' */
+    return paren && paren[1] == ' ' && paren[2] == 'S';
+}
+
 uint64_t sl_test_env_seed(const char *env)
 {
     const char *v = getenv(env);

@@ -61,6 +61,12 @@ uint64_t sl_test_now_ns(void);
 /* Sleeps at least ns, resuming after signals (the preemptors interrupt
  * sleeps with EINTR). */
 void sl_test_sleep_ns(uint64_t ns);
+/* Whether the task whose /proc stat file is `stat_path` ("/proc/PID/stat",
+ * "/proc/self/task/TID/stat") sleeps in the kernel (state S). A test that
+ * must act only once another thread or process really sleeps (registered
+ * on an eventcount is not enough: until it sleeps, its re-check runs) polls
+ * this; false when the file cannot be read. */
+bool sl_test_task_asleep(const char *stat_path);
 
 /* A seed: the value of the environment variable `env` when set (to replay a
  * run), else one from the clock and the pid; never 0. */

@@ -275,21 +275,14 @@ static void *starved_sender(void *p)
     return NULL;
 }
 
-/* Whether the thread sleeps in the kernel ("S" in /proc/self/task/TID/stat).
- * Registered on not_full is not enough: until it sleeps, its re-check may
- * take the spare the test gives back, and the test's own send then finds
- * none. */
+/* Whether the thread sleeps in the kernel. Registered on not_full is not
+ * enough: until it sleeps, its re-check may take the spare the test gives
+ * back, and the test's own send then finds none. */
 static bool thread_asleep(int tid)
 {
-    char path[64], stat[512];
+    char path[64];
     snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
-    FILE *f = fopen(path, "r");
-    size_t len = f ? fread(stat, 1, sizeof stat - 1, f) : 0;
-    if (f)
-        fclose(f);
-    stat[len] = 0;
-    const char *paren = strrchr(stat, ')'); /* "tid (comm) S ..." */
-    return paren && paren[1] == ' ' && paren[2] == 'S';
+    return sl_test_task_asleep(path);
 }
 
 START_TEST(test_swap_starved_sender_woken)

@@ -1403,17 +1403,11 @@ static void await_parent_asleep(int fd)
     const unsigned char *raw = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
     if (raw == MAP_FAILED)
         _exit(5);
-    char path[64], stat[512];
+    char path[64];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)getppid());
     for (int i = 0; i < 20000; i++) {
-        FILE *f = fopen(path, "r");
-        size_t len = f ? fread(stat, 1, sizeof stat - 1, f) : 0;
-        if (f)
-            fclose(f);
-        stat[len] = 0;
-        const char *paren = strrchr(stat, ')'); /* "pid (comm) S ..." */
-        if (atomic_load((const _Atomic uint32_t *)(const void *)(raw + 92)) != 0 && paren &&
-            paren[1] == ' ' && paren[2] == 'S') {
+        if (atomic_load((const _Atomic uint32_t *)(const void *)(raw + 92)) != 0 &&
+            sl_test_task_asleep(path)) {
             munmap((void *)raw, 4096);
             return;
         }

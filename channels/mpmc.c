@@ -420,6 +420,12 @@ static __attribute__((noinline, cold)) void wake_starved(SL_ATOMIC(uint32_t) *st
         sl_event_notify_all(wake);
 }
 
+/* Slot `index` of the swap form's slots (whole words each). */
+static inline unsigned char *swap_slot(unsigned char *slots, size_t elem_size, uint64_t index)
+{
+    return slots + (size_t)index * sl__mpmc_swap_stride(elem_size);
+}
+
 /* Writes a message into a slot, in relaxed atomic words (a pop that will
  * lose its race may be reading them). */
 static inline __attribute__((always_inline)) void slot_put(unsigned char *slot, const void *elem,
@@ -463,7 +469,7 @@ prefetch_next_spare(const sl_mpmc *q, const sl__mpmc_view *v, SL_ATOMIC(uint64_t
 {
     uint64_t next = atomic_load_explicit(e, memory_order_relaxed);
     if (next < GEOM(slot_count) && prefetchw_known)
-        sl__prefetch_for_write(GEOM(slots) + (size_t)next * sl__mpmc_swap_stride(GEOM(elem_size)));
+        sl__prefetch_for_write(swap_slot(GEOM(slots), GEOM(elem_size), next));
 }
 
 /* The swap form's push, for the raw queue (`shared` false) and the shared
@@ -484,8 +490,7 @@ push_swap(const sl_mpmc *q, const sl__mpmc_view *v, const void *elem, sl_event *
         return SL_FULL; /* every spare is with a push in progress */
     if (shared && bad_spare(mine, v->slot_count))
         return SL_FULL; /* a peer's garbage: dropped (its entry now reads empty) */
-    slot_put(GEOM(slots) + (size_t)mine * sl__mpmc_swap_stride(GEOM(elem_size)), elem,
-             GEOM(elem_size));
+    slot_put(swap_slot(GEOM(slots), GEOM(elem_size), mine), elem, GEOM(elem_size));
     SL_ATOMIC(uint64_t) *give_back = e;
 #ifdef SL_MUTANT_MPMC_SPARE_BACK_EARLY
     /* Planted bug: the slot about to be published stays among the spares. */
@@ -641,7 +646,7 @@ void sl__mpmc_drain(sl_mpmc *q, sl_visit_fn fn, void *ctx)
         }
         if (q->spares) { /* swap form: the slot stays in its cell */
             if (fn)
-                fn(q->slots + (size_t)v * sl__mpmc_swap_stride(q->elem_size), ctx);
+                fn(swap_slot(q->slots, q->elem_size, v), ctx);
             continue;
         }
         if (fn)

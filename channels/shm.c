@@ -17,9 +17,10 @@
  * offsets the assertions below pin, then from SHM_DATA_AT the queue's
  * storage: SL_SPSC's slots; SL_MPMC's used ring, then (messages of 9 to
  * 256 bytes, the swap form) its spare table and 2 x capacity slots, or
- * (larger messages, the indexed form) its free ring and its slots. A ring of cells has one_lap cells (the
- * power of two above the capacity), not just capacity: a position read from
- * a corrupted counter, masked by one_lap - 1, then still lands on a cell.
+ * (larger messages, the indexed form) its free ring and its slots. A ring
+ * of cells has one_lap cells (the power of two above the capacity), not
+ * just capacity: a position read from a corrupted counter, masked by
+ * one_lap - 1, then still lands on a cell.
  */
 #include "chan_impl.h"
 #include "internal/testing.h"

@@ -557,10 +557,6 @@ START_TEST(test_open_refusals)
 }
 END_TEST
 
-/* The swap form's spare table holds a peer's garbage: every index taken
- * from it is checked before the push writes through it (SL_FULL, the entry
- * dropped), and an index out of range in a written cell makes the pop say
- * SL_EMPTY with nothing copied. Put back sound, the channel works again. */
 static void set_word(unsigned char *raw, size_t off, uint64_t v) { memcpy(raw + off, &v, 8); }
 
 /* A swap-form SL_MPMC segment and the peer's mapping of it (*size bytes),
@@ -584,6 +580,10 @@ static swap_seg swap_segment(size_t esz, size_t cap, uint64_t spare)
     return g;
 }
 
+/* The swap form's spare table holds a peer's garbage: every index taken
+ * from it is checked before the push writes through it (SL_FULL, the entry
+ * dropped), and an index out of range in a written cell makes the pop say
+ * SL_EMPTY with nothing copied. Put back sound, the channel works again. */
 START_TEST(test_spare_garbage)
 {
     enum { CAP = 4 };

@@ -19,9 +19,10 @@
  * arrives exclusive, so a later store or locked instruction on it does not
  * wait for other cores' copies to be invalidated. A hint: never faults,
  * whatever p. On x86-64, PREFETCHW (0F 0D /1), which gcc emits only with
- * -mprfchw (a plain PREFETCHT0 fetches the line shared and measured no
- * better than nothing): call it only where sl__cpu_has_prefetchw() says the
- * CPU knows it (every AMD64 CPU; Intel since Broadwell). */
+ * -mprfchw (what it emits otherwise, PREFETCHT0, fetches the line shared,
+ * and measured slower: docs/performance.md, "Prefetching the next spare"):
+ * call it only where sl__cpu_has_prefetchw() says the CPU knows it (every
+ * AMD64 CPU; Intel since Broadwell). */
 static inline void sl__prefetch_for_write(const void *p)
 {
 #if defined(__x86_64__)

@@ -664,10 +664,14 @@ static sl_flavor row_of(const sl_chan_opts *o)
     case flavor: return fn##_shared(__VA_ARGS__);
 
 /* Defines fn_shared(params), the cold trampoline, and fn_shared_rows, fn
- * for the shared rows, compiled as hot as the rest. args are params' names,
- * the channel among them as `ch`. */
+ * for the shared rows. args are params' names, the channel among them as
+ * `ch`. fn_shared_rows is marked hot: called only from a cold function, gcc
+ * would take it for cold too and compile it for size (a 64-byte message
+ * copied by `rep movsl`, the adapters' mark and unmark called out of line:
+ * SL_SPSC in shared memory at 64 bytes measured ×0.77 of this, and 38
+ * more instructions a pair; docs/performance.md). */
 #define SHARED_DISPATCHER(ret, fn, params, ...)                    \
-    static __attribute__((noinline)) ret fn##_shared_rows params   \
+    static __attribute__((noinline, hot)) ret fn##_shared_rows params \
     {                                                              \
         switch (ch->flavor) {                                      \
             SHARED_FLAVORS(DISPATCH_ROW, fn, __VA_ARGS__)          \

@@ -119,25 +119,12 @@ static inline bool is_closed(const sl_chan *ch)
     return atomic_load_explicit(&ch->closed, memory_order_acquire) != 0;
 }
 
-/* A selecting thread may wait for this channel: ring the bells of the
- * cases the change can make ready (SL__READY_*). The caller's state change
- * was a seq_cst RMW or fenced, so this seq_cst load cannot miss a selector
- * whose registration came before its re-check (select.c). */
-static inline void ring_selectors(sl_chan *ch, unsigned ready)
-{
-#ifdef SL_MUTANT_CHAN_NO_SELECT_BELL
-    return; /* planted bug: sends and receives never ring the select bell */
-#endif
-    if (atomic_load_explicit(&ch->selectors, memory_order_seq_cst) != 0)
-        sl__chan_ring_watchers(ch, ready); /* the bells, and any descriptor (chanfd.c) */
-}
-
 /* After a send (receive cases may be ready) and after a receive (send
  * cases): one function each, with no argument, so that where gcc does not
  * inline them (the shared rows) the success path sets up nothing more than
  * the call. */
-static inline void ring_receivers(sl_chan *ch) { ring_selectors(ch, SL__READY_RECV); }
-static inline void ring_senders(sl_chan *ch) { ring_selectors(ch, SL__READY_SEND); }
+static inline void ring_receivers(sl_chan *ch) { sl__chan_ring_selectors(ch, SL__READY_RECV); }
+static inline void ring_senders(sl_chan *ch) { sl__chan_ring_selectors(ch, SL__READY_SEND); }
 
 /* After the push: the unmark, and the wake-up a close makes it owe. */
 PER_FLAVOR void send_end(const flavor_adapter *a, sl_chan *ch, SL_ATOMIC(uint32_t) *mark)
@@ -639,7 +626,7 @@ SL_API void sl_chan_close(sl_chan *ch)
         SL_FI(); /* closed, nobody woken yet */
         sl_event_notify_all(&ch->not_empty);
         sl_event_notify_all(&ch->not_full);
-        ring_selectors(ch, SL__READY_BOTH);
+        sl__chan_ring_selectors(ch, SL__READY_BOTH);
         const flavor_adapter *a = adapter_of(ch->flavor);
         if (a->on_close) /* waiters elsewhere (a broadcast's subscribers, rendezvous offers) */
             a->on_close(ch);

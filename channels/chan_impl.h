@@ -214,6 +214,21 @@ sl_status sl__chan_await(const sl__event_set *set, sl__ready_fn ready, void *ctx
  * room or a close; returns SL_FULL. release: at sl_chan_free, closes them. */
 void sl__chan_ring_watchers(sl_chan *ch, unsigned ready);
 sl_status sl__chanfd_rearm_recv(sl_chan *ch, void *out);
+
+/* A selecting thread may wait for this channel: ring the bells of the
+ * cases the change can make ready (SL__READY_*). The caller's state change
+ * was a seq_cst RMW or fenced, so this seq_cst load cannot miss a selector
+ * whose registration came before its re-check (select.c). Every change of
+ * a channel's state that a select may wait for calls this (chan.c's sends,
+ * receives and close; rendezvous.c's offers). */
+static inline void sl__chan_ring_selectors(sl_chan *ch, unsigned ready)
+{
+#ifdef SL_MUTANT_CHAN_NO_SELECT_BELL
+    return; /* planted bug: sends and receives never ring the select bell */
+#endif
+    if (atomic_load_explicit(&ch->selectors, memory_order_seq_cst) != 0)
+        sl__chan_ring_watchers(ch, ready); /* the bells, and any descriptor (chanfd.c) */
+}
 sl_status sl__chanfd_full(sl_chan *ch);
 void sl__chanfd_release(sl_chan *ch);
 

@@ -4,10 +4,10 @@
  *
  * A descriptor is a standing watcher of its channel: creating one adds 1 to
  * the channel's `selectors` count, which every send, receive and close
- * already loads (ring_selectors in chan.c) and which is 0 on a channel
- * nobody selects on or watches. So a channel without a descriptor pays
- * nothing; one with a descriptor takes ring_selectors' slow path, which
- * calls sl__chan_ring_watchers here.
+ * already loads (sl__chan_ring_selectors, chan_impl.h) and which is 0 on a
+ * channel nobody selects on or watches. So a channel without a descriptor
+ * pays nothing; one with a descriptor takes sl__chan_ring_selectors' slow
+ * path, which calls sl__chan_ring_watchers here.
  *
  * Per end, `armed` says whether the eventfd was reset (read to 0) since it
  * was last signalled. The protocol, a Dekker pair like the eventcount's

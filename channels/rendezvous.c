@@ -167,8 +167,7 @@ sl_status sl__rdv_take(sl_chan *ch, void *out) { return rdv_try(ch, false, out);
 static void rdv_ring(sl_chan *ch)
 {
     sl_event_fence();
-    if (atomic_load_explicit(&ch->selectors, memory_order_seq_cst) != 0)
-        sl__chan_ring_watchers(ch, SL__READY_BOTH);
+    sl__chan_ring_selectors(ch, SL__READY_BOTH);
 }
 
 sl_status sl__rdv_send(sl_chan *ch, const void *elem)

@@ -53,7 +53,7 @@ sl_status sl__timer_take(sl_timer_state *t, uint64_t *out)
         uint64_t after = t->period ? next_on_grid(due, t->period, now) : SL_FOREVER;
 #endif
         SL_FI(); /* due seen, not yet taken */
-        /* seq_cst: the change of state the channel's notify (ring_selectors)
+        /* seq_cst: the change of state the channel's notify (sl__chan_ring_selectors)
          * is ordered after, as for every flavour's pop. On failure `due` is
          * the fire another receiver left: look again. */
 #ifdef SL_MUTANT_TIMER_TAKE_BY_STORE

@@ -173,11 +173,12 @@ void sl__bells_arm(SL_ATOMIC(uint32_t) *const *armed, size_t n, bool shared)
 
 static _Thread_local uint64_t select_rng;
 
-static uint64_t rng_next(void)
+/* A draw in [0, n). */
+static size_t rng_below(size_t n)
 {
     if (select_rng == 0) /* first use on this thread: seed from the clock and the TLS address */
         select_rng = (sl_now_ns() ^ (uint64_t)(uintptr_t)&select_rng ^ 0x9E3779B97F4A7C15ull) | 1;
-    return sl__xorshift64s(&select_rng);
+    return (size_t)sl__rand_below(&select_rng, n);
 }
 
 /* The arguments both selects refuse with SL_EINVAL, before anything happens. */
@@ -203,7 +204,7 @@ static void shuffle(size_t *order, size_t n)
     for (size_t i = 0; i < n; i++)
         order[i] = i;
     for (size_t i = n - 1; i > 0; i--) { /* Fisher–Yates */
-        size_t j = (size_t)(rng_next() % (i + 1));
+        size_t j = rng_below(i + 1);
         size_t t = order[i];
         order[i] = order[j];
         order[j] = t;

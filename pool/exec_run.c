@@ -90,7 +90,7 @@ sl__task *sl__exec_search(sl__worker *w)
     if (sl_list_try_pop(&w->mailbox, &t) == SL_OK)
         return t;
     unsigned n = ex->nworkers;
-    unsigned start = (unsigned)(sl__xorshift64s(&w->rng) % n);
+    unsigned start = (unsigned)sl__rand_below(&w->rng, n);
     if ((t = sl__exec_steal_deques(ex, start, w->id, NULL)) != NULL)
         return t;
     if (sl_list_try_pop(&ex->injector, &t) == SL_OK)

@@ -77,4 +77,14 @@ static inline uint64_t sl__xorshift64s(uint64_t *state)
     return x * UINT64_C(0x2545F4914F6CDD1D);
 }
 
+/* A draw in [0, n) from the generator above, n > 0: the high half of the
+ * 128-bit product of a 64-bit output and n (Lemire's multiply-shift), not
+ * `% n`, whose 64-bit division took a quarter of select's per-round time
+ * (a bias of at most n / 2^64 is of no account here). */
+static inline uint64_t sl__rand_below(uint64_t *state, uint64_t n)
+{
+    __extension__ typedef unsigned __int128 wide; /* gcc and clang on 64-bit targets */
+    return (uint64_t)(((wide)sl__xorshift64s(state) * n) >> 64);
+}
+
 #endif /* SLUICE_INTERNAL_UTIL_H */

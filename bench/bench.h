@@ -142,6 +142,15 @@ void slb_summarize(slb_workload *w);
 void slb_print_contenders(FILE *f, const slb_ops *const *list, size_t n);
 void slb_print_workload(FILE *f, const slb_workload *w, unsigned rounds);
 void slb_print_verdicts(FILE *f, const slb_workload *w, size_t n);
+/* The median over rounds of a's figure over b's in the same round. Both ran
+ * within a second or two of each other, so a drift of the machine from one
+ * round to the next (on a VM, the host moving the vCPUs: the core-to-core
+ * round trip moves several-fold) cancels out of each ratio; the ratio of the
+ * two medians keeps it. 0 when no round has both. */
+double slb_paired_ratio(const slb_entry *a, const slb_entry *b);
+
+/* chan_targets.c: the targets lines of `sl-bench chan`. */
+void slb_print_chan_targets(FILE *f, const slb_workload *w, size_t n);
 bool slb_write_csv(const char *path, const slb_workload *w, size_t n);
 /* An entry's per-round arrays for `rounds` rounds (exits when out of memory);
  * one round's figures stored at e->done, at position `position` of its

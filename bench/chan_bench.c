@@ -449,6 +449,7 @@ int slb_chan_main(const slb_opts *o)
         slb_print_workload(stdout, &ws[i], o->rounds);
     }
     slb_print_verdicts(stdout, ws, nw);
+    slb_print_chan_targets(stdout, ws, nw);
     bool ok = true;
     if (o->csv && (ok = slb_write_csv(o->csv, ws, nw)))
         printf("csv: %s (one row per workload, contender and round)\n", o->csv);

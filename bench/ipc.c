@@ -166,21 +166,6 @@ static const char *met(bool yes)
     return yes ? "met" : "MISSED";
 }
 
-/* The median over rounds of a's figure over b's in the same round. Both ran
- * within a second or two of each other, so a drift of the machine from one
- * round to the next (on a VM, the host moving the vCPUs: the core-to-core
- * round trip moves several-fold) cancels out of each ratio; the ratio of the
- * two medians keeps it. 0 when no round has both. */
-static double paired_ratio(const slb_entry *a, const slb_entry *b)
-{
-    double r[1000]; /* --rounds is at most 1000 */
-    unsigned n = 0;
-    for (unsigned k = 0; k < a->done && k < b->done; k++)
-        if (a->value[k] > 0 && b->value[k] > 0)
-            r[n++] = a->value[k] / b->value[k];
-    return slb_median(r, n);
-}
-
 /* Round trip: at most 1.2x the same channel between threads. Throughput: at
  * least 10x the best kernel-mediated peer (and, without a target, its ratio
  * to the channel between threads). Judged on the paired ratio; the ratio of
@@ -192,7 +177,7 @@ static void print_target(const slb_workload *w, const ipc_contender *list, size_
     const slb_entry *t = judged ? thread_twin(w, list, e) : NULL;
     if (t && t->med > 0) {
         bool rt = w->test == SLB_PINGPONG;
-        double pr = paired_ratio(e, t);
+        double pr = slb_paired_ratio(e, t);
         printf("  %-16s %-24s %6.*f %s vs %6.*f between threads: x%.2f per round, x%.2f of "
                "medians", w->label, e->ops->name, rt ? 0 : 2, e->med, rt ? "ns" : "Mmsg/s",
                rt ? 0 : 2, t->med, pr, e->med / t->med);
@@ -200,7 +185,7 @@ static void print_target(const slb_workload *w, const ipc_contender *list, size_
     }
     if (!e->best || e->ratio <= 0)
         return;
-    double pr = w->test == SLB_PINGPONG ? paired_ratio(e->best, e) : paired_ratio(e, e->best);
+    double pr = w->test == SLB_PINGPONG ? slb_paired_ratio(e->best, e) : slb_paired_ratio(e, e->best);
     printf("  %-16s %-24s x%.2f per round, x%.2f of medians, against the best kernel peer "
            "(%s)", w->label, e->ops->name, pr, e->ratio, e->best->ops->name);
     if (judged && w->test == SLB_TPUT)

@@ -72,6 +72,16 @@ void slb_summarize(slb_workload *w)
     }
 }
 
+double slb_paired_ratio(const slb_entry *a, const slb_entry *b)
+{
+    double r[1000]; /* --rounds is at most 1000 */
+    unsigned n = 0;
+    for (unsigned k = 0; k < a->done && k < b->done && n < 1000; k++)
+        if (a->value[k] > 0 && b->value[k] > 0)
+            r[n++] = a->value[k] / b->value[k];
+    return slb_median(r, n);
+}
+
 static const char *verdict(const slb_entry *e)
 {
     if (e->skip)

@@ -1,0 +1,110 @@
+/*
+ * chan_targets.c — `sl-bench chan`'s targets: sluice's multi-producer
+ * channels against the channels users pick instead, each judged on the
+ * paired ratio (the median over rounds of the two contenders' ratio within
+ * the same round), with the ratio of the medians beside it.
+ *
+ *   SL_MPMC (raw and channel try) >= crossbeam `bounded` try at 1x1, 2x2, 4x4;
+ *   SL_MPMC send/recv >= crossbeam `bounded`, and >= Go channels at 2x2 and
+ *     4x4 (Go at 1x1 is shown, not judged: its scheduler may run both
+ *     goroutines on one thread there);
+ *   SL_MPMC send/recv ping-pong round trip <= crossbeam `bounded`'s;
+ *   SL_LIST (raw, channel try, send/recv) >= crossbeam `unbounded`, and its
+ *     ratio to moodycamel ConcurrentQueue shown (per-producer FIFO only, not
+ *     linearizable: not a like-for-like target);
+ *   no collapse: at 4x4 the slowest round of every sluice contender >= 0.5x
+ *     its median (from 3 rounds on).
+ * A line is printed only where both contenders ran in the workload (a peer
+ * not built or not selected is simply absent); any message size.
+ */
+#include <string.h>
+
+#include "bench.h"
+
+typedef struct chan_target {
+    const char *ours, *peer;
+    slb_test test;
+    bool judged_1x1; /* false: the 1x1 row is shown, not judged */
+    bool judged;     /* false: shown for orientation only */
+} chan_target;
+
+static const chan_target targets[] = {
+    { "sl_mpmc", "crossbeam bounded try", SLB_TPUT, true, true },
+    { "sl_chan MPMC try", "crossbeam bounded try", SLB_TPUT, true, true },
+    { "sl_chan MPMC send/recv", "crossbeam bounded", SLB_TPUT, true, true },
+    { "sl_chan MPMC send/recv", "Go chan", SLB_TPUT, false, true },
+    { "sl_chan MPMC send/recv", "crossbeam bounded", SLB_PINGPONG, true, true },
+    { "sl_list", "crossbeam unbounded try", SLB_TPUT, true, true },
+    { "sl_chan LIST try", "crossbeam unbounded try", SLB_TPUT, true, true },
+    { "sl_chan LIST send/recv", "crossbeam unbounded", SLB_TPUT, true, true },
+    { "sl_list", "moodycamel CQueue", SLB_TPUT, true, false },
+};
+
+static const slb_entry *find(const slb_workload *w, const char *name)
+{
+    for (size_t i = 0; i < w->n; i++)
+        if (!w->entries[i].skip && w->entries[i].done > 0 &&
+            strcmp(w->entries[i].ops->name, name) == 0)
+            return &w->entries[i];
+    return NULL;
+}
+
+static bool one_to_one(const slb_workload *w)
+{
+    return w->producers == 1 && w->consumers == 1;
+}
+
+/* One target's line for workload w; false when w has no such pair. */
+static bool print_pair(FILE *f, const slb_workload *w, const chan_target *t)
+{
+    const slb_entry *a = find(w, t->ours), *b = find(w, t->peer);
+    if (w->test != t->test || !a || !b || a->med <= 0 || b->med <= 0)
+        return false;
+    bool latency = slb_is_latency(w->test);
+    /* ours / peer: a round trip wants <= 1, a throughput >= 1. */
+    double pr = slb_paired_ratio(a, b), mr = a->med / b->med;
+    bool judged = t->judged && (t->judged_1x1 || !one_to_one(w));
+    fprintf(f, "  %-16s %-23s vs %-24s x%.2f per round, x%.2f of medians", w->label, t->ours,
+            t->peer, pr, mr);
+    if (judged)
+        fprintf(f, " (target %s 1.00: %s)\n", latency ? "<=" : ">=",
+                (latency ? pr <= 1.0 : pr >= 1.0) ? "met" : "MISSED");
+    else
+        fprintf(f, " (%s)\n", t->judged ? "shown, not judged at 1x1" : "for orientation");
+    return true;
+}
+
+/* The slowest round of each sluice contender at 4x4 against its median. */
+static bool print_collapse(FILE *f, const slb_workload *w)
+{
+    if (w->test != SLB_TPUT || w->producers != 4 || w->consumers != 4)
+        return false;
+    bool any = false;
+    for (size_t i = 0; i < w->n; i++) {
+        const slb_entry *e = &w->entries[i];
+        if (!(e->ops->flags & SLB_OURS) || e->skip || e->done < 3 || e->med <= 0)
+            continue; /* one or two rounds say nothing about the slowest */
+        double r = e->min / e->med;
+        fprintf(f, "  %-16s %-23s slowest round x%.2f of its median (target >= 0.50: %s)\n",
+                w->label, e->ops->name, r, r >= 0.5 ? "met" : "MISSED");
+        any = true;
+    }
+    return any;
+}
+
+void slb_print_chan_targets(FILE *f, const slb_workload *w, size_t n)
+{
+    fprintf(f, "### targets: sluice's multi-producer channels against the channels users "
+               "pick instead (paired ratio: the median over rounds of the ratio within a "
+               "round)\n");
+    bool any = false;
+    for (size_t k = 0; k < sizeof(targets) / sizeof(targets[0]); k++)
+        for (size_t i = 0; i < n; i++)
+            any |= print_pair(f, &w[i], &targets[k]);
+    for (size_t i = 0; i < n; i++)
+        any |= print_collapse(f, &w[i]);
+    if (!any)
+        fprintf(f, "  (none in this run: the targets need --flavor mpmc,list and "
+                   "--peers crossbeam,go,moodycamel, tput or pingpong)\n");
+    fputc('\n', f);
+}

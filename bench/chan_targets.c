@@ -11,7 +11,8 @@
  *   SL_MPMC send/recv ping-pong round trip <= crossbeam `bounded`'s;
  *   SL_LIST (raw, channel try, send/recv) >= crossbeam `unbounded`, and its
  *     ratio to moodycamel ConcurrentQueue shown (per-producer FIFO only, not
- *     linearizable: not a like-for-like target);
+ *     linearizable: not a like-for-like target), and SL_MPMC's to
+ *     atomic_queue's (a claimed slot waits for its writer: not lock-free);
  *   no collapse: at 4x4 the slowest round of every sluice contender >= 0.5x
  *     its median (from 3 rounds on).
  * A line is printed only where both contenders ran in the workload (a peer
@@ -38,6 +39,7 @@ static const chan_target targets[] = {
     { "sl_chan LIST try", "crossbeam unbounded try", SLB_TPUT, true, true },
     { "sl_chan LIST send/recv", "crossbeam unbounded", SLB_TPUT, true, true },
     { "sl_list", "moodycamel CQueue", SLB_TPUT, true, false },
+    { "sl_mpmc", "atomic_queue B2", SLB_TPUT, true, false },
 };
 
 static const slb_entry *find(const slb_workload *w, const char *name)

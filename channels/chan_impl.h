@@ -214,6 +214,8 @@ sl_status sl__chan_await(const sl__event_set *set, sl__ready_fn ready, void *ctx
  * room or a close; returns SL_FULL. release: at sl_chan_free, closes them. */
 void sl__chan_ring_watchers(sl_chan *ch, unsigned ready);
 sl_status sl__chanfd_rearm_recv(sl_chan *ch, void *out);
+sl_status sl__chanfd_full(sl_chan *ch);
+void sl__chanfd_release(sl_chan *ch);
 
 /* A selecting thread may wait for this channel: ring the bells of the
  * cases the change can make ready (SL__READY_*). The caller's state change
@@ -229,8 +231,6 @@ static inline void sl__chan_ring_selectors(sl_chan *ch, unsigned ready)
     if (atomic_load_explicit(&ch->selectors, memory_order_seq_cst) != 0)
         sl__chan_ring_watchers(ch, ready); /* the bells, and any descriptor (chanfd.c) */
 }
-sl_status sl__chanfd_full(sl_chan *ch);
-void sl__chanfd_release(sl_chan *ch);
 
 /* Whether `end` of ch has a descriptor. Relaxed: a descriptor made after
  * this look starts readable, so a try that misses it loses nothing. */

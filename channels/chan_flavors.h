@@ -88,7 +88,8 @@ static inline void flag_unmark_across(SL_ATOMIC(uint32_t) *flag) { flag_unmark_a
 
 /* Any number of senders: a count in a slot picked once per thread, a line
  * per slot so that senders on different threads do not share one. */
-static _Thread_local unsigned send_slot_of_thread = UINT32_MAX;
+static _Thread_local unsigned send_slot_of_thread
+    __attribute__((tls_model("initial-exec"))) = UINT32_MAX;
 static SL_ATOMIC(unsigned) send_slot_next;
 
 static inline SL_ATOMIC(uint32_t) *count_mark(sl_chan *ch)

@@ -185,7 +185,7 @@ SL_API void sl__event_heavy_fence_shared(void)
 
 SL_API void sl_event_fence(void) { sl__event_fence_fast(); }
 
-_Thread_local SL_ATOMIC(uint32_t) *sl__park_account;
+_Thread_local SL_ATOMIC(uint32_t) *sl__park_account __attribute__((tls_model("initial-exec")));
 
 /* The thread's second count of a registration on ev (await.h), if any. */
 static inline SL_ATOMIC(uint32_t) *account_of(const sl_event *ev)

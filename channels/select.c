@@ -171,7 +171,7 @@ void sl__bells_arm(SL_ATOMIC(uint32_t) *const *armed, size_t n, bool shared)
         sl_event_heavy_fence();
 }
 
-static _Thread_local uint64_t select_rng;
+static _Thread_local uint64_t select_rng __attribute__((tls_model("initial-exec")));
 
 /* A draw in [0, n). */
 static size_t rng_below(size_t n)

@@ -105,6 +105,7 @@ bool sl__await_spin(sl__ready_fn ready, void *ctx, uint64_t deadline_ns);
  * of the registration takes 1 before it: the second count never exceeds
  * what the process still has in `waiters` (docs/guarantees.md, "A peer
  * that dies"). */
-extern _Thread_local SL_ATOMIC(uint32_t) *sl__park_account;
+extern _Thread_local SL_ATOMIC(uint32_t) *sl__park_account
+    __attribute__((tls_model("initial-exec")));
 
 #endif /* SLUICE_INTERNAL_AWAIT_H */

@@ -185,7 +185,8 @@ static void print_target(const slb_workload *w, const ipc_contender *list, size_
     }
     if (!e->best || e->ratio <= 0)
         return;
-    double pr = w->test == SLB_PINGPONG ? slb_paired_ratio(e->best, e) : slb_paired_ratio(e, e->best);
+    double pr = w->test == SLB_PINGPONG ? slb_paired_ratio(e->best, e)
+                                        : slb_paired_ratio(e, e->best);
     printf("  %-16s %-24s x%.2f per round, x%.2f of medians, against the best kernel peer "
            "(%s)", w->label, e->ops->name, pr, e->ratio, e->best->ops->name);
     if (judged && w->test == SLB_TPUT)

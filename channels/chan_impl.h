@@ -226,7 +226,7 @@ void sl__chanfd_release(sl_chan *ch);
 static inline void sl__chan_ring_selectors(sl_chan *ch, unsigned ready)
 {
 #ifdef SL_MUTANT_CHAN_NO_SELECT_BELL
-    return; /* planted bug: sends and receives never ring the select bell */
+    return; /* planted bug: no change of the channel rings the select bell */
 #endif
     if (atomic_load_explicit(&ch->selectors, memory_order_seq_cst) != 0)
         sl__chan_ring_watchers(ch, ready); /* the bells, and any descriptor (chanfd.c) */

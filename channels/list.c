@@ -3,8 +3,9 @@
  * inline message bytes, reclaimed through the library's epoch domain
  * (internal/epoch.h), with one spare segment kept for reuse.
  *
- * A segment is one allocation: a header, `seg_slots` one-byte slot states, and
- * the slots' message bytes. Positions in a segment are claimed with
+ * A segment is one allocation: a header, then `seg_slots` slots in groups,
+ * each group its slots' one-byte states and then their messages (slot_at).
+ * Positions in a segment are claimed with
  * fetch-and-add on `enq` (producers) and `deq` (consumers); both may run past
  * the end, which means "this segment is used up".
  *
@@ -19,8 +20,8 @@
  *
  * Cache lines: a pop reads the producers' `enq` line only when the slot at
  * `deq` holds nothing yet (the emptiness check); with messages waiting it
- * touches its own `deq` line, the slot's state and the bytes, as a push
- * touches `enq`, the state and the bytes (docs/design.md counts them).
+ * touches its own `deq` line and the slot's line (state and bytes), as a
+ * push touches `enq` and the slot's line (docs/design.md counts them).
  *
  * Reclamation: a pop that moves the head past a used-up segment first makes
  * sure the tail has moved past it too, so no root pointer reaches it; then it
@@ -52,8 +53,7 @@ struct sl_list_seg {
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(sl_list_seg *) next;
     SL_ATOMIC(uint64_t) retired; /* epoch stamp once unlinked; 0 before */
     uint64_t base;        /* list position of slot 0, for len */
-    unsigned char *bytes; /* seg_slots * elem_size */
-    SL_ATOMIC(unsigned char) state[]; /* seg_slots entries */
+    unsigned char *groups; /* the slots, in groups (slot_at) */
 };
 
 static size_t slots_for(size_t elem_size)
@@ -61,6 +61,48 @@ static size_t slots_for(size_t elem_size)
     /* About 32 KiB of messages per segment, between 32 and 1024 slots. */
     size_t n = (32 * 1024) / elem_size;
     return n < 32 ? 32 : n > 1024 ? 1024 : n;
+}
+
+/* Slots in groups. A group is GROUP_STATES bytes of slot states (one per slot
+ * of the group), then the group's messages, each in a whole number of 8-byte
+ * words: as many as fit in one cache line with their states, the group then
+ * padded to the line (seven 8-byte messages fill it exactly); a message too
+ * large for two to a line is a group of its own, state then bytes, unpadded.
+ * A slot's state and its message then share a line, so a push that
+ * publishes next to a pop that takes (a consumer close behind its producer)
+ * moves one line between the two cores per message, where states kept apart
+ * from the bytes moved two; and small messages cost about the bytes they did
+ * in separate arrays (9.1 bytes an 8-byte message). docs/design.md, "SL_LIST's
+ * slot groups". */
+#define GROUP_STATES 8
+
+static void group_layout(sl_list *q)
+{
+    q->word_bytes = (q->elem_size + 7) & ~(size_t)7;
+    size_t k = (SL_CACHELINE - GROUP_STATES) / q->word_bytes;
+    q->group_slots = k ? k : 1;
+    q->group_bytes = k >= 2 ? SL_CACHELINE : GROUP_STATES + q->word_bytes;
+    /* Exact for every slot index below 2^32 / k (a segment has at most 1024). */
+    q->group_recip = (UINT64_C(1) << 32) / q->group_slots + 1;
+}
+
+static size_t seg_groups(const sl_list *q)
+{
+    return (q->seg_slots + q->group_slots - 1) / q->group_slots;
+}
+
+/* Slot i of a segment: its state, and where its message is. */
+typedef struct list_slot {
+    SL_ATOMIC(unsigned char) *state;
+    unsigned char *bytes;
+} list_slot;
+
+static inline list_slot slot_at(const sl_list *q, sl_list_seg *s, uint64_t i)
+{
+    uint64_t g = (i * q->group_recip) >> 32, r = i - g * q->group_slots;
+    unsigned char *group = s->groups + g * q->group_bytes;
+    return (list_slot){(SL_ATOMIC(unsigned char) *)(void *)(group + r),
+                       group + GROUP_STATES + r * q->word_bytes};
 }
 
 /* Empties s for use as a segment of q. No other thread may reach s. */
@@ -72,17 +114,18 @@ static void seg_reset(const sl_list *q, sl_list_seg *s)
     atomic_init(&s->retired, 0);
     /* Plain bytes: nobody else can see s (never published, or past its grace
      * period). */
-    memset((void *)s->state, SLOT_EMPTY, q->seg_slots);
+    for (size_t g = 0; g < seg_groups(q); g++)
+        memset(s->groups + g * q->group_bytes, SLOT_EMPTY, GROUP_STATES);
 }
 
 static sl_list_seg *seg_alloc(sl_list *q)
 {
-    size_t hdr = sl__round_to_line(sizeof(sl_list_seg) + q->seg_slots);
+    size_t hdr = sl__round_to_line(sizeof(sl_list_seg));
     sl_list_seg *s =
-        sl__alloc(SL_CACHELINE, hdr + sl__round_to_line(q->seg_slots * q->elem_size));
+        sl__alloc(SL_CACHELINE, hdr + sl__round_to_line(seg_groups(q) * q->group_bytes));
     if (!s)
         return NULL;
-    s->bytes = (unsigned char *)s + hdr;
+    s->groups = (unsigned char *)s + hdr;
     seg_reset(q, s);
     atomic_fetch_add_explicit(&q->segs_live, 1, memory_order_relaxed);
     return s;
@@ -167,6 +210,7 @@ SL_API sl_status sl_list_init(sl_list *q, size_t elem_size)
     memset(q, 0, sizeof *q);
     q->elem_size = elem_size;
     q->seg_slots = slots_for(elem_size);
+    group_layout(q);
     atomic_init(&q->segs_live, 0);
     atomic_init(&q->spare, NULL);
     atomic_init(&q->reclaiming, 0u);
@@ -180,11 +224,6 @@ SL_API sl_status sl_list_init(sl_list *q, size_t elem_size)
     return SL_OK;
 }
 
-static inline unsigned char *slot_bytes(const sl_list *q, sl_list_seg *s, uint64_t i)
-{
-    return s->bytes + (size_t)i * q->elem_size;
-}
-
 /* The tail segment is used up: link a new one carrying our message in slot 0,
  * or follow the one another producer linked. SL_OK: sent; SL_EMPTY: retry. */
 static sl_status push_grow(sl_list *q, sl_list_seg *seg, const void *elem)
@@ -195,8 +234,9 @@ static sl_status push_grow(sl_list *q, sl_list_seg *seg, const void *elem)
         if (!fresh)
             return SL_ENOMEM;
         fresh->base = seg->base + q->seg_slots;
-        memcpy(slot_bytes(q, fresh, 0), elem, q->elem_size);
-        atomic_init(&fresh->state[0], (unsigned char)SLOT_FULL);
+        list_slot first = slot_at(q, fresh, 0);
+        memcpy(first.bytes, elem, q->elem_size);
+        atomic_init(first.state, (unsigned char)SLOT_FULL);
         atomic_init(&fresh->enq, 1);
 #ifdef SL_MUTANT_LIST_NEW_SEG_ENQ_ZERO
         atomic_init(&fresh->enq, 0); /* planted bug: slot 0 will be claimed again */
@@ -237,12 +277,13 @@ static sl_status push_locked(sl_list *q, const void *elem, sl_epoch_rec *self)
             sl__epoch_refresh(self); /* holds nothing now: stop pinning seg */
             continue;
         }
-        sl__spsc_copy(slot_bytes(q, seg, i), elem, q->elem_size); /* inline for 4-64 B */
+        list_slot slot = slot_at(q, seg, i);
+        sl__spsc_copy(slot.bytes, elem, q->elem_size); /* inline for 4-64 B */
         SL_FI(); /* claimed, not published: a receiver may poison the slot now */
         unsigned char expect = SLOT_EMPTY;
         /* seq_cst: releases the bytes to the consumer that takes the slot and
          * is the condition change a parked receiver pairs with. */
-        if (atomic_compare_exchange_strong_explicit(&seg->state[i], &expect,
+        if (atomic_compare_exchange_strong_explicit(slot.state, &expect,
                                                     (unsigned char)SLOT_FULL,
                                                     memory_order_seq_cst,
                                                     memory_order_relaxed))
@@ -288,11 +329,11 @@ static bool pop_advance(sl_list *q, sl_list_seg *seg, const sl_epoch_rec *self)
     return true;
 }
 
-/* Takes slot i of seg: true with the message in out, or false after
- * poisoning the still-empty slot. */
-static bool pop_take(sl_list *q, sl_list_seg *seg, uint64_t i, void *out)
+/* Takes a slot this pop claimed: true with the message in out, or false
+ * after poisoning the still-empty slot. */
+static bool pop_take(const sl_list *q, list_slot slot, void *out)
 {
-    SL_ATOMIC(unsigned char) *state = &seg->state[i];
+    SL_ATOMIC(unsigned char) *state = slot.state;
     if (atomic_load_explicit(state, memory_order_relaxed) == SLOT_EMPTY) {
         for (unsigned k = 0; k < LIST_EMPTY_SPIN; k++) {
             sl_cpu_relax();
@@ -309,7 +350,7 @@ static bool pop_take(sl_list *q, sl_list_seg *seg, uint64_t i, void *out)
     if (atomic_exchange_explicit(state, (unsigned char)SLOT_TAKEN, memory_order_acq_rel) !=
         SLOT_FULL)
         return false;
-    sl__spsc_copy(out, slot_bytes(q, seg, i), q->elem_size); /* inline for 4-64 B */
+    sl__spsc_copy(out, slot.bytes, q->elem_size); /* inline for 4-64 B */
     return true;
 }
 
@@ -339,14 +380,16 @@ static sl_status pop_locked(sl_list *q, void *out, sl_epoch_rec *self)
             continue;
         }
         /* Acquire: TAKEN means the claim of d is done, so deq is past d. */
-        unsigned char st = atomic_load_explicit(&seg->state[d], memory_order_acquire);
+        list_slot at_d = slot_at(q, seg, d);
+        unsigned char st = atomic_load_explicit(at_d.state, memory_order_acquire);
         if (st == SLOT_TAKEN)
             continue; /* another consumer has slot d: read deq again */
         if (st == SLOT_EMPTY && pop_sees_empty(q, seg, d, self))
             return SL_EMPTY;
         SL_FI();
         uint64_t i = atomic_fetch_add_explicit(&seg->deq, 1, memory_order_seq_cst);
-        if (i < q->seg_slots && pop_take(q, seg, i, out))
+        /* Usually the slot just looked at: no second lookup. */
+        if (i < q->seg_slots && pop_take(q, i == d ? at_d : slot_at(q, seg, i), out))
             return SL_OK;
     }
 }
@@ -422,12 +465,12 @@ void sl__list_drain(sl_list *q, sl_visit_fn fn, void *ctx)
         uint64_t end = atomic_load_explicit(&seg->enq, memory_order_acquire);
         uint64_t i = atomic_load_explicit(&seg->deq, memory_order_acquire);
         for (end = end < q->seg_slots ? end : q->seg_slots; i < end; i++) {
-            if (atomic_load_explicit(&seg->state[i], memory_order_acquire) != SLOT_FULL)
+            list_slot slot = slot_at(q, seg, i);
+            if (atomic_load_explicit(slot.state, memory_order_acquire) != SLOT_FULL)
                 continue;
             if (fn)
-                fn(slot_bytes(q, seg, i), ctx);
-            atomic_store_explicit(&seg->state[i], (unsigned char)SLOT_TAKEN,
-                                  memory_order_relaxed);
+                fn(slot.bytes, ctx);
+            atomic_store_explicit(slot.state, (unsigned char)SLOT_TAKEN, memory_order_relaxed);
         }
         atomic_store_explicit(&seg->deq, end, memory_order_relaxed);
     }

@@ -109,7 +109,10 @@ START_TEST(test_init_bad_input)
 }
 END_TEST
 
-static const size_t fifo_sizes[] = {1, 8, 64, 1000, 4096};
+/* Every slot-group geometry (channels/list.c): seven to a line (1, 8),
+ * three (12, 16) and two (24) to a padded line, one to a group just over a
+ * half line (40) and over a line (64, 1000, 4096). */
+static const size_t fifo_sizes[] = {1, 8, 12, 16, 24, 40, 64, 1000, 4096};
 
 START_TEST(test_fifo_across_segments)
 {

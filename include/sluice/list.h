@@ -66,6 +66,12 @@ typedef struct sl_list {
     /* Read-only after init. */
     SL_ALIGNAS(SL_CACHELINE) size_t elem_size;
     size_t seg_slots;                     /* slots per segment */
+    /* A segment's slots in groups: each group holds the states of its
+     * group_slots slots, then their messages (channels/list.c). */
+    size_t group_slots;
+    size_t group_bytes;
+    size_t word_bytes;                    /* a message's place: elem_size in 8-byte words */
+    uint64_t group_recip;                 /* 2^32 / group_slots, rounded up */
     /* Written about once per segment: growth and reclamation. */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(sl_list_seg *) oldest; /* first not yet freed */
     SL_ATOMIC(sl_list_seg *) spare;       /* an empty segment kept for growth */

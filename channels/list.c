@@ -80,6 +80,9 @@ static void group_layout(sl_list *q)
 {
     q->word_bytes = (q->elem_size + 7) & ~(size_t)7;
     size_t k = (SL_CACHELINE - GROUP_STATES) / q->word_bytes;
+#ifdef SL_MUTANT_LIST_GROUP_FORGETS_STATES
+    k = SL_CACHELINE / q->word_bytes; /* planted bug: the last message overlaps the next states */
+#endif
     q->group_slots = k ? k : 1;
     q->group_bytes = k >= 2 ? SL_CACHELINE : GROUP_STATES + q->word_bytes;
     /* Exact for every slot index below 2^32 / k (a segment has at most 1024). */

@@ -53,6 +53,7 @@ mutants=(
 "MPMC_STARVED_UNSAID|default|unit_mpmc|CK_RUN_CASE=starve||1|1|MPMC swap form: a push that finds no spare never raises the starved flag, so the give-back that ends its SL_FULL wakes no blocked sender"
 "MPMC_SPARE_BACK_EARLY|faults|unit_mpmc|CK_RUN_CASE=threads CK_TIMEOUT_MULTIPLIER=0.2||1|1|MPMC swap form: a push puts the slot it just published back among the spares too, for another push to overwrite"
 "LIST_EARLY_FREE|asan|unit_list|CK_RUN_CASE=threads||1|1|SL_LIST frees a segment without waiting for threads still inside it"
+"LIST_GROUP_FORGETS_STATES|default|unit_list|CK_RUN_CASE=raw CK_TIMEOUT_MULTIPLIER=0.1||1|1|SL_LIST's slot groups hold as many messages as a line holds, forgetting the states' bytes: a group's last message overlaps the next group's states"
 "MPMC_CAP_PLUS_ONE|fuzz|fuzz_mpmc||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/mpmc|1|1|MPMC holds capacity + 1"
 "MPMC_POP_N_ONE_FEWER|fuzz|fuzz_mpmc||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/mpmc|1|1|MPMC \`pop_n\` (under \`try_recv_n\`) reports one fewer than it took"
 "MPMC_PUBLISH_BEFORE_COPY|default|stress_lincheck|||1|0|MPMC push publishes the slot index before copying the bytes"

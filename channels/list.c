@@ -68,12 +68,13 @@ static size_t slots_for(size_t elem_size)
  * words: as many as fit in one cache line with their states, the group then
  * padded to the line (seven 8-byte messages fill it exactly); a message too
  * large for two to a line is a group of its own, state then bytes, unpadded.
- * A slot's state and its message then share a line, so a push that
- * publishes next to a pop that takes (a consumer close behind its producer)
- * moves one line between the two cores per message, where states kept apart
- * from the bytes moved two; and small messages cost about the bytes they did
- * in separate arrays (9.1 bytes an 8-byte message). docs/design.md, "SL_LIST's
- * slot groups". */
+ * Up to 24 bytes a slot's state and its message then share a line (over 24,
+ * the state shares a line with the message's first bytes, in all but at most
+ * one slot in eight), so a push that publishes next to a pop that takes (a
+ * consumer close behind its producer) moves one line between the two cores
+ * per message, where states kept apart from the bytes moved two; and small
+ * messages cost about the bytes they did in separate arrays (9.1 bytes an
+ * 8-byte message). docs/design.md, "SL_LIST's slot groups". */
 #define GROUP_STATES 8
 
 static void group_layout(sl_list *q)
@@ -117,7 +118,7 @@ static void seg_reset(const sl_list *q, sl_list_seg *s)
     atomic_init(&s->retired, 0);
     /* Plain bytes: nobody else can see s (never published, or past its grace
      * period). */
-    for (size_t g = 0; g < seg_groups(q); g++)
+    for (size_t g = 0, n = seg_groups(q); g < n; g++)
         memset(s->groups + g * q->group_bytes, SLOT_EMPTY, GROUP_STATES);
 }
 

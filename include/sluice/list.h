@@ -71,7 +71,7 @@ typedef struct sl_list {
     size_t group_slots;
     size_t group_bytes;
     size_t word_bytes;                    /* a message's place: elem_size in 8-byte words */
-    uint64_t group_recip;                 /* 2^32 / group_slots, rounded up */
+    uint64_t group_recip;                 /* 2^32 / group_slots, rounded down, + 1 */
     /* Written about once per segment: growth and reclamation. */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(sl_list_seg *) oldest; /* first not yet freed */
     SL_ATOMIC(sl_list_seg *) spare;       /* an empty segment kept for growth */

@@ -52,6 +52,9 @@ enum {
     /* Blocking kind: capacity 0 makes a rendezvous channel (a send completes
      * when a receiver takes the message); runs the rendezvous workload. */
     SLB_RENDEZVOUS_OK = 1u << 4,
+    /* A measurement of the machine, not a queue (peers/line_ceiling.c):
+     * shown in the tables, never the best peer, never judged. */
+    SLB_YARDSTICK = 1u << 5,
 };
 
 /*
@@ -64,7 +67,7 @@ typedef struct slb_ops {
     const char *name;  /* shown in the table and the CSV */
     const char *peer;  /* "sluice", or the peer's id for --peers ("ck", "boost", …) */
     slb_kind kind;
-    unsigned flags;    /* SLB_FIFO | SLB_UNBOUNDED | SLB_OURS | SLB_SINGLE */
+    unsigned flags;    /* SLB_FIFO | SLB_UNBOUNDED | SLB_OURS | SLB_SINGLE | SLB_YARDSTICK */
     const char *note;  /* how the capacity is honoured, printed under the table */
     /* Ours only: the sl_flavor exercised (1 SL_SPSC, 2 SL_MPMC, 3 SL_LIST,
      * 4 SL_RING), which --flavor selects by; 0 for peers. A number rather

@@ -36,7 +36,7 @@ bool slb_is_latency(slb_test t)
 
 static bool is_peer(const slb_entry *e)
 {
-    return !(e->ops->flags & SLB_OURS);
+    return !(e->ops->flags & (SLB_OURS | SLB_YARDSTICK));
 }
 
 /* Whether a is better than b, in the workload's direction. */
@@ -86,6 +86,8 @@ static const char *verdict(const slb_entry *e)
 {
     if (e->skip)
         return "";
+    if (e->ops->flags & SLB_YARDSTICK)
+        return "yardstick";
     if (e->ratio == 0)
         return "no peer";
     if (e->best == e)

@@ -34,6 +34,7 @@ const slb_ops *const *slb_peers_flume(void);      /* Rust flume */
 const slb_ops *const *slb_peers_go(void);         /* Go channels */
 /* Between processes, for `sl-bench ipc` only (bench/ipc.c): */
 const slb_ops *const *slb_peers_kernel_ipc(void); /* pipe, Unix dgram, POSIX mq */
+const slb_ops *const *slb_peers_line_ceiling(void); /* a bare ring: the machine's yardstick */
 /* Ours, SLB_HAVE_SHM (contenders_shm.c): the shared-memory channel between
  * processes, and the same between threads. */
 const slb_ops *const *slb_peers_sluice_shm(void);

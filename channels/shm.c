@@ -40,7 +40,7 @@
 #include "sluice/shm.h"
 
 #define SHM_MAGIC 0x4D48534349554C53ull /* "SLUICSHM", little-endian */
-#define SHM_VERSION 6u
+#define SHM_VERSION 7u
 #define SHM_CTL_AT ((size_t)72)    /* the peer-death control words */
 #define SHM_BELL_AT ((size_t)88)   /* the select bell (version 4) */
 #define SHM_RECS_AT ((size_t)2048) /* the records (senders, waiters, roles) */
@@ -241,7 +241,7 @@ static void init_shared(sl_chan *ch, const geometry *g)
 typedef struct shm_rec {
     SL_ATOMIC(uint32_t) marks;  /* the in-flight mark (flag or count) */
     SL_ATOMIC(uint32_t) roles;  /* the registered roles: ROLE_SENDER | ROLE_RECEIVER */
-    SL_ATOMIC(uint64_t) owner;  /* 0 free; OWNER_BUSY being reclaimed; else an identity */
+    SL_ATOMIC(uint64_t) owner;  /* 0 free; OWNER_BUSY | the reclaimer's identity; else an identity */
     SL_ATOMIC(uint32_t) parked[2]; /* the owner's threads registered on not_empty, not_full */
     unsigned char pad[40];
 } shm_rec;
@@ -257,8 +257,12 @@ _Static_assert(SHM_CTL_AT >= AT(drained) + 4 && SHM_CTL_AT + sizeof(shm_ctl) <= 
 _Static_assert(offsetof(shm_ctl, barriers) == 12, "shm layout: the barrier mode at 84");
 
 #define PID_BITS 22 /* PID_MAX_LIMIT is 2^22 */
-#define START_MASK (((uint64_t)1 << (64 - PID_BITS)) - 1)
-#define OWNER_BUSY UINT64_MAX
+#define START_MASK (((uint64_t)1 << (63 - PID_BITS)) - 1) /* the top bit is OWNER_BUSY */
+/* A record being reclaimed: this bit, and the reclaiming process's identity,
+ * so that a reclaim whose process died (killed in a look) is finished by
+ * the next one instead of holding the record, its roles and its mark for
+ * good (version 7). */
+#define OWNER_BUSY ((uint64_t)1 << 63)
 
 SL_ATOMIC(unsigned) sl__shm_gen = 1;
 
@@ -338,11 +342,17 @@ static uint64_t self_identity(void)
     return (start << PID_BITS) | pid;
 }
 
-/* Whether the owner word names a process that is dead. Conservative: a
- * process /proc cannot tell about counts as alive unless kill says ESRCH
- * (then a zombie, and a reused pid, count as alive). */
+/* Whether the owner word names a process that is dead: the record's owner,
+ * or, while OWNER_BUSY is set, its reclaimer. Conservative: a process
+ * /proc cannot tell about counts as alive unless kill says ESRCH (then a
+ * zombie, and a reused pid, count as alive). */
 static bool owner_dead(uint64_t owner)
 {
+#ifdef SL_MUTANT_SHM_RECLAIMER_DEATH_KEPT
+    if (owner & OWNER_BUSY)
+        return false; /* planted bug: a reclaim whose process died holds the record for good */
+#endif
+    owner &= ~OWNER_BUSY;
     uint32_t pid = (uint32_t)(owner & ((1u << PID_BITS) - 1));
     uint64_t start = 0;
     int st = proc_state(pid, &start);
@@ -368,21 +378,30 @@ static void discount(sl_event *ev, SL_ATOMIC(uint32_t) *parked)
     }
 }
 
-/* Frees record r, whose owner `seen` is dead: exclusively (BUSY), so that
- * a second reclaimer cannot clear the mark of a new owner; the owner's
- * parked threads stop counting as waiters. */
+static bool reclaiming(uint64_t owner) { return (owner & OWNER_BUSY) != 0; }
+
+/* Frees record r, whose owner `seen` is dead (or whose reclaimer, `seen`
+ * with OWNER_BUSY, died before it finished): exclusively (BUSY, with this
+ * process's identity), so that a second reclaimer cannot clear the mark of
+ * a new owner; the owner's parked threads stop counting as waiters. Every
+ * clear is a store of 0 or an exchange with 0, so a reclaim finished by
+ * another process leaves the record as one that ran through would; only a
+ * parked count the dead reclaimer had taken out but not yet subtracted
+ * stays in `waiters` (a wake for nobody now and then, never a lost one). */
 static void reclaim(sl_chan *ch, shm_rec *r, uint64_t seen)
 {
     uint64_t want = seen;
     /* seq_cst: one reclaimer wins; the clears below come after its win. */
-    if (!atomic_compare_exchange_strong_explicit(&r->owner, &want, OWNER_BUSY,
+    if (!atomic_compare_exchange_strong_explicit(&r->owner, &want, OWNER_BUSY | self_identity(),
                                                  memory_order_seq_cst, memory_order_relaxed))
         return;
+    SL_FI(); /* busy, nothing cleared */
 #ifndef SL_MUTANT_SHM_DEAD_MARKS_COUNT
     atomic_store_explicit(&r->marks, 0u, memory_order_relaxed);
 #endif
     discount(&ch->not_empty, &r->parked[0]);
     discount(&ch->not_full, &r->parked[1]);
+    SL_FI(); /* counts cleared, the roles not yet */
     atomic_store_explicit(&r->roles, 0u, memory_order_relaxed);
     /* Release: the clears before a new owner's claim. */
     atomic_store_explicit(&r->owner, 0, memory_order_release);
@@ -396,7 +415,7 @@ static int claim_record(sl_chan *ch, uint64_t self)
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < SHM_RECS; i++) {
             uint64_t o = atomic_load_explicit(&rs[i].owner, memory_order_acquire);
-            if (pass == 1 && o != 0 && o != OWNER_BUSY && owner_dead(o))
+            if (pass == 1 && o != 0 && owner_dead(o))
                 reclaim(ch, &rs[i], o), o = atomic_load_explicit(&rs[i].owner, memory_order_acquire);
             /* seq_cst: the claim before this sender's mark and closed-check. */
             if (o == 0 && atomic_compare_exchange_strong_explicit(
@@ -515,8 +534,8 @@ bool sl__shm_senders_in_flight(sl_chan *ch)
 #ifdef SL_MUTANT_SHM_DEAD_MARKS_COUNT
         return true; /* planted bug: a dead sender's mark counts as in flight */
 #endif
-        if (o == 0 || o == OWNER_BUSY || !owner_dead(o))
-            return true;
+        if (o == 0 || !owner_dead(o))
+            return true; /* a living sender's, or one a living reclaimer is clearing */
         reclaim(ch, &rs[i], o); /* dead: what it pushed is in the queue already */
     }
     return false;
@@ -531,11 +550,11 @@ static void look_for_the_gone(sl_chan *ch)
     uint32_t living = 0;
     for (int i = 0; i < SHM_RECS; i++) {
         uint64_t o = atomic_load_explicit(&rs[i].owner, memory_order_acquire);
-        if (o == 0 || o == OWNER_BUSY)
+        if (o == 0)
             continue;
-        if (owner_dead(o))
+        if (owner_dead(o)) /* a dead owner's, or a dead reclaimer's: finish it */
             reclaim(ch, &rs[i], o);
-        else
+        else if (!reclaiming(o))
             living |= atomic_load_explicit(&rs[i].roles, memory_order_relaxed);
     }
     /* Relaxed: a registration the look misses is found by the next one. */

@@ -537,6 +537,7 @@ START_TEST(test_open_refusals)
     check_word(fd, raw, 8, 4, 2);                 /* the one before the barrier mode */
     check_word(fd, raw, 8, 4, 4);                 /* the one before registered receivers */
     check_word(fd, raw, 8, 4, 5);                 /* the one before the shared swap form */
+    check_word(fd, raw, 8, 4, 6);                 /* the one before reclaims name their process */
     check_word(fd, raw, 12, 4, SL_LIST);          /* flavour: not shareable */
     check_word(fd, raw, 16, 8, 0);                /* message size 0 */
     check_word(fd, raw, 24, 8, 0);                /* capacity 0 */
@@ -1339,6 +1340,71 @@ START_TEST(test_death_at_every_step)
 END_TEST
 #endif
 
+#if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+/* A registered sender that exits without freeing its handle: its record
+ * stays held by a dead owner, with the sender's role. */
+static int register_and_exit(void *p)
+{
+    death_arg *a = p;
+    sl_chan *ch;
+    if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK)
+        return 1;
+    return sl_chan_shm_sender(ch) == SL_OK ? 0 : 2;
+}
+
+/* An empty receive whose look reclaims the dead sender's record (and
+ * closes the channel), dying at its k-th SL_FI() step; 0 when it finished. */
+static int die_in_look(void *p)
+{
+    death_arg *a = p;
+    sl_chan *ch;
+    unsigned char buf[64];
+    if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK)
+        return 1;
+    sl__fi_arm(a->k, die_here, NULL);
+    sl_status st = sl_chan_try_recv(ch, buf);
+    sl__fi_disarm();
+    return st == SL_CLOSED ? 0 : 2;
+}
+
+/* A process killed inside a look, at each of its steps — in the middle of
+ * reclaiming a dead owner's record among them — never wedges the others:
+ * the next look finishes that reclaim, the channel closes once its last
+ * registered sender is gone, and the record is free again. */
+START_TEST(test_death_in_a_look)
+{
+    const uint64_t look = sl__shm_look_ns;
+    sl__shm_look_ns = MS; /* every empty receive after a millisecond looks */
+    unsigned k = 1;
+    for (;; k++) {
+        sl_chan_opts o = opts_of(_i, 4);
+        sl_chan *ch;
+        unsigned char buf[64];
+        ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+        death_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o, .k = k};
+        ck_assert_int_eq(reap(spawn(register_and_exit, &a)), 0);
+        sl_test_sleep_ns(2 * MS);
+        int st = reap(spawn(die_in_look, &a));
+        ck_assert_msg(st == 0 || st == 100, "child at step %u: status %d", k, st);
+        ck_assert_msg(sl_chan_recv_for(ch, buf, survivor_wait()) == SL_CLOSED,
+                      "the channel stayed open after a death at step %u", k);
+        unsigned char *raw = map_raw(a.fd, 4096);
+        uint64_t owner = atomic_load((_Atomic uint64_t *)(void *)(raw + 2048 + 8));
+        ck_assert_msg(owner == 0, "record 0 still held after a death at step %u: %llx", k,
+                      ULL(owner));
+        munmap(raw, 4096);
+        sl_chan_free(ch);
+        if (st == 0)
+            break;
+    }
+    sl__shm_look_ns = look;
+    ck_assert_uint_gt(k, 2);
+    printf("[shm death] %s %zu-byte look: killed at each of steps 1..%u\n",
+           k_cfg[_i].flavor == SL_SPSC ? "SL_SPSC" : "SL_MPMC", k_cfg[_i].esz, k - 1);
+}
+END_TEST
+#endif
+
 /* ---- the typed form -------------------------------------------------------- */
 typedef struct pair {
     uint64_t a, b;
@@ -2053,6 +2119,7 @@ static Suite *shm_suite(void)
     tcase_add_loop_test(tc, test_killed_parked_discounted, 0, N_OF(k_cfg));
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
     tcase_add_loop_test(tc, test_death_at_every_step, 0, 16);
+    tcase_add_loop_test(tc, test_death_in_a_look, 0, N_OF(k_cfg));
 #endif
     suite_add_tcase(s, tc);
     tc = tcase_create("receivers"); /* the last registered receiver is gone */

@@ -60,7 +60,7 @@
 #include "chan_impl.h" /* SL__CHAN_SHARED_AT: where a handle maps the segment */
 #include "sysops.h"
 
-/* The layout (docs/shm-layout.md, version 6: the barrier mode in the
+/* The layout (docs/shm-layout.md, version 7: the barrier mode in the
  * control words, the select bell after them, the records, then the
  * storage; SL_MPMC of 9 to 256 bytes in the swap form, with its spare
  * table and its starved word). */

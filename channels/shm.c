@@ -342,6 +342,8 @@ static uint64_t self_identity(void)
     return (start << PID_BITS) | pid;
 }
 
+static bool reclaiming(uint64_t owner) { return (owner & OWNER_BUSY) != 0; }
+
 /* Whether the owner word names a process that is dead: the record's owner,
  * or, while OWNER_BUSY is set, its reclaimer. Conservative: a process
  * /proc cannot tell about counts as alive unless kill says ESRCH (then a
@@ -349,7 +351,7 @@ static uint64_t self_identity(void)
 static bool owner_dead(uint64_t owner)
 {
 #ifdef SL_MUTANT_SHM_RECLAIMER_DEATH_KEPT
-    if (owner & OWNER_BUSY)
+    if (reclaiming(owner))
         return false; /* planted bug: a reclaim whose process died holds the record for good */
 #endif
     owner &= ~OWNER_BUSY;
@@ -377,8 +379,6 @@ static void discount(sl_event *ev, SL_ATOMIC(uint32_t) *parked)
                                                             memory_order_seq_cst)) {
     }
 }
-
-static bool reclaiming(uint64_t owner) { return (owner & OWNER_BUSY) != 0; }
 
 /* Frees record r, whose owner `seen` is dead (or whose reclaimer, `seen`
  * with OWNER_BUSY, died before it finished): exclusively (BUSY, with this

@@ -36,8 +36,8 @@ typedef struct ceiling_side {
 } ceiling_side;
 
 typedef struct ceiling_ring {
+    size_t capacity, mask, elem, map_len; /* read-only: a line of their own */
     ceiling_side prod, cons; /* a line each: only the full or empty look crosses */
-    size_t capacity, mask, elem, map_len;
     _Alignas(64) unsigned char slots[];
 } ceiling_ring;
 

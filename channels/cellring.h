@@ -155,16 +155,64 @@ static inline void sl__cellring_raise(const sl__cellring *r, SL_ATOMIC(uint64_t)
         ;
 }
 
+/* A spare entry of SL_MPMC's swap form in a shared segment while a push
+ * holds its slot (channels/mpmc.c, docs/shm-layout.md "The spare table"):
+ * bit 63 set; the holder's record in bits 56-62 (SL__HELD_NOBODY: none
+ * known); in bits 28-55 the free slot the cell offered the push's latest
+ * CAS (SL__HELD_X_NONE before the first, SL__HELD_X_BAD for an index out
+ * of range); in bits 0-27 the slot the push took. So that the slot a dead
+ * holder leaves can be found again: docs/guarantees.md, "Send, holding a
+ * spare". SL__MPMC_NO_SPARE reads as held by nobody, with no slot. */
+#define SL__HELD_BIT ((uint64_t)1 << 63)
+#define SL__HELD_REC_SHIFT 56
+#define SL__HELD_NOBODY 127u
+#define SL__HELD_X_SHIFT 28
+#define SL__HELD_FIELD (((uint64_t)1 << 28) - 1)
+#define SL__HELD_X_NONE SL__HELD_FIELD
+#define SL__HELD_X_BAD (SL__HELD_FIELD - 1)
+/* The most slots a shared swap form may have: every index below X_BAD. */
+#define SL__HELD_SLOTS_MAX (SL__HELD_FIELD - 1)
+
+/* The held word without its offer (slot < SL__HELD_SLOTS_MAX). */
+static inline uint64_t sl__held_base(uint32_t holder, uint64_t slot)
+{
+    return SL__HELD_BIT | (uint64_t)holder << SL__HELD_REC_SHIFT | slot;
+}
+
+/* An offer's bits, for a held base. */
+static inline uint64_t sl__held_offer(uint64_t offered)
+{
+    return (offered < SL__HELD_X_BAD ? offered : SL__HELD_X_BAD) << SL__HELD_X_SHIFT;
+}
+
+/* A held push's record of the cell's offer before its CAS (true, for the
+ * CAS's condition); nothing without `held`. */
+static inline __attribute__((always_inline)) bool
+sl__cellring_say_offer(SL_ATOMIC(uint64_t) *entry, uint64_t held, uint64_t offered)
+{
+#ifndef SL_MUTANT_SHM_OFFER_UNSAID /* planted bug when defined: the offer goes unrecorded */
+    if (held) {
+        /* Relaxed: read only once this process is dead, after its exit
+         * (docs/guarantees.md, "Send, holding a spare"). */
+        atomic_store_explicit(entry, held | sl__held_offer(offered), memory_order_relaxed);
+        SL_FI(); /* the offer recorded, the CAS not yet made */
+    }
+#endif
+    return true;
+}
+
 /* Appends value. Returns 0 when pushed; 1 when the ring was full and
  * `displace` was false (nothing changed); 2 when it was full and the oldest
  * value was displaced into *evicted. On 0, with `give_back`, stores there
  * the value the free cell held, before the tail moves (SL_MPMC's swap form,
- * channels/mpmc.c: the slot the cell hands the push). Lock-free; the
+ * channels/mpmc.c: the slot the cell hands the push). With `held` (a shared
+ * swap form's push: its sl__held_base), each CAS is preceded by a store of
+ * `held` and the cell's offer into give_back. Lock-free; the
  * publishing step is a double-width CAS (a full barrier: releases the
  * value's bytes, and is the condition change a parked receiver pairs with). */
 static inline __attribute__((always_inline)) int
 sl__cellring_push_as(const sl__cellring *r, uint64_t value, bool displace, uint64_t *evicted,
-                     bool guarded, SL_ATOMIC(uint64_t) *give_back)
+                     bool guarded, SL_ATOMIC(uint64_t) *give_back, uint64_t held)
 {
     uint64_t t = atomic_load_explicit(r->tail, memory_order_seq_cst);
     for (;;) {
@@ -196,11 +244,13 @@ sl__cellring_push_as(const sl__cellring *r, uint64_t value, bool displace, uint6
              * skips the locked CAS, which would pull the cell's line away
              * from the consumer for nothing. */
             if (atomic_load_explicit(r->tail, memory_order_relaxed) == t &&
+                sl__cellring_say_offer(give_back, held, old) &&
                 sl__dwcas(c, s, old, t + 1, value)) {
                 if (d < 0) {
                     sl__cellring_raise(r, r->head, s - 1);
                     *evicted = old;
                 } else if (give_back) {
+                    SL_FI(); /* published, the cell's slot not yet given back */
                     /* Release: the pops that took old's bytes (before this
                      * cell was free) before the push that takes it next.
                      * Before the tail's CAS, a locked instruction: a full
@@ -311,7 +361,7 @@ sl__cellring_pop_as(const sl__cellring *r, uint64_t *value, bool guarded,
 static inline int sl__cellring_push(const sl__cellring *r, uint64_t value, bool displace,
                                     uint64_t *evicted)
 {
-    return sl__cellring_push_as(r, value, displace, evicted, false, NULL);
+    return sl__cellring_push_as(r, value, displace, evicted, false, NULL, 0);
 }
 
 static inline bool sl__cellring_pop(const sl__cellring *r, uint64_t *value)
@@ -321,7 +371,7 @@ static inline bool sl__cellring_pop(const sl__cellring *r, uint64_t *value)
 
 static inline int sl__cellring_push_guarded(const sl__cellring *r, uint64_t value)
 {
-    return sl__cellring_push_as(r, value, false, NULL, true, NULL);
+    return sl__cellring_push_as(r, value, false, NULL, true, NULL, 0);
 }
 
 static inline bool sl__cellring_pop_guarded(const sl__cellring *r, uint64_t *value)

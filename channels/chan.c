@@ -141,7 +141,7 @@ PER_FLAVOR void send_end(const flavor_adapter *a, sl_chan *ch, SL_ATOMIC(uint32_
  * re-arm (chanfd.c). */
 static __attribute__((noinline, cold)) sl_status shared_full(sl_chan *ch)
 {
-    sl__shm_on_stuck(ch);
+    sl__shm_on_full(ch);
     return sl__chanfd_full(ch);
 }
 

@@ -141,6 +141,10 @@ extern SL_ATOMIC(unsigned) sl__shm_gen;
 SL_ATOMIC(uint32_t) *sl__shm_claim_mark(sl_chan *ch);
 bool sl__shm_senders_in_flight(sl_chan *ch);
 void sl__shm_on_stuck(sl_chan *ch);
+/* A shared channel's full send: sl__shm_on_stuck, or, when a push of
+ * SL_MPMC's swap form found every spare held, the look whatever the roles
+ * (spares that dead senders held come back by it). */
+void sl__shm_on_full(sl_chan *ch);
 uint64_t sl__shm_ready_at(const sl_chan *ch);
 /* Where a thread about to wait on ev (ch's not_empty or not_full) counts
  * itself a second time: its process's record's parked count for that side

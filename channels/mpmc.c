@@ -341,15 +341,39 @@ static inline __attribute__((always_inline)) size_t home_entry(const sl_mpmc *q,
     return j >= GEOM(spare_count) ? j - GEOM(spare_count) : j; /* mask + 1 <= 2 * count */
 }
 
-/* Whether a slot index taken from a shared channel's spare table is out of
- * range (a peer's garbage): then it is dropped, never written through. */
-static inline __attribute__((always_inline)) bool bad_spare(uint64_t index, size_t slot_count)
+/* Whether a shared channel's spare entry holds a free slot: an index in
+ * range. Held entries (sl__held_base) have bit 63 set; anything else out
+ * of range is a peer's garbage, never taken, never written through. */
+static inline __attribute__((always_inline)) bool free_spare(uint64_t entry, size_t slot_count)
 {
 #ifdef SL_MUTANT_SHM_UNCHECKED_SPARE
-    (void)index, (void)slot_count;
-    return false; /* planted bug: a spare entry's index is written through unchecked */
+    (void)slot_count;
+    return !(entry & SL__HELD_BIT); /* planted bug: an entry's index is taken unchecked */
 #endif
-    return bad_index(index, slot_count);
+    return !bad_index(entry, slot_count);
+}
+
+/* Takes entry e's slot into *slot, or says false (none there). In shared
+ * memory by a CAS that leaves the entry naming this process and the slot
+ * it took (cellring.h, "held"), so that if the process dies holding it the
+ * slot can be found again; in a process's own memory an exchange (a thread
+ * never dies alone). Acquire: pairs with the release that put the slot
+ * there, so this push's writes into it come after the reads of every pop
+ * that took it (docs/guarantees.md, "SL_MPMC"). seq_cst looks: a starving
+ * push's second sweep must follow its store of the flag (starve). */
+static inline __attribute__((always_inline)) bool
+take_entry(const sl__mpmc_view *v, bool shared, SL_ATOMIC(uint64_t) *e, uint64_t *slot)
+{
+    if (!shared) {
+        *slot = atomic_exchange_explicit(e, SL__MPMC_NO_SPARE, memory_order_acquire);
+        return *slot != SL__MPMC_NO_SPARE;
+    }
+    uint64_t w = atomic_load_explicit(e, memory_order_seq_cst);
+    *slot = w;
+    return free_spare(w, v->slot_count) &&
+           atomic_compare_exchange_strong_explicit(
+               e, &w, sl__held_base(v->holder, w) | SL__HELD_X_NONE << SL__HELD_X_SHIFT,
+               memory_order_acquire, memory_order_relaxed);
 }
 
 #define STARVED() (shared ? v->starved : &((sl_mpmc *)(uintptr_t)q)->starved)
@@ -363,10 +387,9 @@ sweep_spares(const sl_mpmc *q, const sl__mpmc_view *v, bool shared, size_t from,
     size_t count = GEOM(spare_count);
     for (size_t i = 0, j = from; i < count; i++, j = j + 1 == count ? 0 : j + 1) {
         SL_ATOMIC(uint64_t) *e = &GEOM(spares)[j];
-        /* A look first: an empty entry is not written. Acquire: as in take_spare. */
+        /* A look first: an empty entry is not written. */
         if (atomic_load_explicit(e, memory_order_seq_cst) != SL__MPMC_NO_SPARE &&
-            (*slot = atomic_exchange_explicit(e, SL__MPMC_NO_SPARE, memory_order_acquire)) !=
-                SL__MPMC_NO_SPARE)
+            take_entry(v, shared, e, slot))
             return e;
     }
     return NULL;
@@ -401,11 +424,7 @@ take_spare(const sl_mpmc *q, const sl__mpmc_view *v, bool shared, uint64_t *slot
 {
     size_t home = home_entry(q, v, shared);
     SL_ATOMIC(uint64_t) *e = &GEOM(spares)[home];
-    /* Acquire: pairs with the release that put the slot there, so this
-     * push's writes into it come after the reads of every pop that took it
-     * (docs/guarantees.md, "SL_MPMC"). */
-    *slot = atomic_exchange_explicit(e, SL__MPMC_NO_SPARE, memory_order_acquire);
-    if (__builtin_expect(*slot != SL__MPMC_NO_SPARE, 1))
+    if (__builtin_expect(take_entry(v, shared, e, slot), 1))
         return e;
     return starve(q, v, shared, home, slot);
 }
@@ -488,8 +507,6 @@ push_swap(const sl_mpmc *q, const sl__mpmc_view *v, const void *elem, sl_event *
     SL_ATOMIC(uint64_t) *e = take_spare(q, v, shared, &mine);
     if (!e)
         return SL_FULL; /* every spare is with a push in progress */
-    if (shared && bad_spare(mine, v->slot_count))
-        return SL_FULL; /* a peer's garbage: dropped (its entry now reads empty) */
     slot_put(swap_slot(GEOM(slots), GEOM(elem_size), mine), elem, GEOM(elem_size));
     SL_ATOMIC(uint64_t) *give_back = e;
 #ifdef SL_MUTANT_MPMC_SPARE_BACK_EARLY
@@ -501,7 +518,8 @@ push_swap(const sl_mpmc *q, const sl__mpmc_view *v, const void *elem, sl_event *
     /* The cell's CAS publishes the bytes (release), is the condition change
      * a parked receiver pairs with, and swaps our slot for the cell's free
      * one, which goes back into e before the tail's CAS. */
-    int full = sl__cellring_push_as(&r, mine, false, NULL, shared, give_back);
+    int full = sl__cellring_push_as(&r, mine, false, NULL, shared, give_back,
+                                    shared && give_back ? sl__held_base(v->holder, mine) : 0);
     if (__builtin_expect(full, 0)) {
         /* Release: as the give-back. seq_cst fence: the give-back before the
          * flag's load, as the tail's CAS orders it on success. */
@@ -534,6 +552,129 @@ pop_swap(const sl_mpmc *q, const sl__mpmc_view *v, void *out, bool shared)
      * answers SL_EMPTY leaves untouched. */
     memcpy(out, buf, GEOM(elem_size));
     return SL_OK;
+}
+
+/* ---- what a dead holder leaves (shared segments) --------------------------
+ * A process killed between taking a spare and giving a slot back leaves its
+ * entry held (cellring.h): the slot it took, and the slot the cell offered
+ * its latest CAS. If that CAS happened, the slot it took is in circulation
+ * (in the cell, or gone on from there) and the offer died with the process;
+ * if not, the other way round. One of the two is seen where only a slot in
+ * circulation can be, a cell's value or a free entry: seeing the taken slot
+ * there proves the CAS happened (nobody but the holder had it otherwise),
+ * seeing the offer proves it did not (it would be in the dead hand). Each
+ * sighting is sound alone, so the scan need not be atomic; seeing neither
+ * (the other slot is in a live push's hands, or a dead one's) waits for the
+ * next look. docs/guarantees.md, "Send, holding a spare". */
+
+static inline uint32_t held_record(uint64_t w)
+{
+    return (uint32_t)(w >> SL__HELD_REC_SHIFT) & SL__HELD_NOBODY;
+}
+
+/* Whether entry word w is held by a process in `dead`. */
+static bool held_by(uint64_t w, uint64_t dead)
+{
+    return (w & SL__HELD_BIT) && held_record(w) < 64 && ((dead >> held_record(w)) & 1);
+}
+
+static inline bool was_seen(const uint64_t *seen, uint64_t slot)
+{
+    return (seen[slot / 64] >> (slot % 64)) & 1;
+}
+
+static inline void see(uint64_t *seen, uint64_t slot, size_t slot_count)
+{
+    if (slot < slot_count) /* held words, NO_SPARE and garbage are not slots */
+        seen[slot / 64] |= (uint64_t)1 << (slot % 64);
+}
+
+/* Every slot found in a cell or a free entry, each as it was when read. */
+static void observe(const sl__mpmc_view *v, uint64_t *seen)
+{
+    memset(seen, 0, (v->slot_count + 63) / 64 * sizeof *seen);
+    /* seq_cst loads: after the caller learnt of the deaths. */
+    for (uint64_t i = 0; i < v->used.capacity; i++)
+        see(seen, atomic_load_explicit(&v->used.cells[i].value, memory_order_seq_cst),
+            v->slot_count);
+    for (size_t j = 0; j < v->spare_count; j++)
+        see(seen, atomic_load_explicit(&v->spares[j], memory_order_seq_cst), v->slot_count);
+}
+
+/* What a dead holder's entry w becomes: the slot out of circulation; w
+ * itself while neither was seen; NO_SPARE for a peer's garbage (a slot out
+ * of range, or both seen, which no sound segment shows). */
+static uint64_t settled(uint64_t w, const uint64_t *seen, size_t slot_count)
+{
+    uint64_t took = w & SL__HELD_FIELD;
+    uint64_t offer = (w >> SL__HELD_X_SHIFT) & SL__HELD_FIELD;
+    if (took >= slot_count)
+        return SL__MPMC_NO_SPARE;
+    if (offer == SL__HELD_X_NONE)
+        return took; /* no CAS tried */
+    if (offer >= slot_count || offer == took)
+        return SL__MPMC_NO_SPARE;
+    bool took_seen = was_seen(seen, took), offer_seen = was_seen(seen, offer);
+#ifdef SL_MUTANT_SHM_SETTLE_BACKWARDS
+    took_seen = !took_seen; /* planted bug: the slot in circulation is the one given back */
+    offer_seen = !offer_seen;
+#endif
+    if (took_seen == offer_seen)
+        return took_seen ? SL__MPMC_NO_SPARE : w;
+    return took_seen ? offer : took;
+}
+
+/* One pass over the entries: each dead holder's settled by a CAS (another
+ * look may settle it first). Returns whether one was; *left gets the
+ * records still named, *gave whether a slot went back. */
+static bool settle_pass(const sl__mpmc_view *v, uint64_t dead, const uint64_t *seen,
+                        uint64_t *left, bool *gave)
+{
+    bool moved = false;
+    *left = 0;
+    for (size_t j = 0; j < v->spare_count; j++) {
+        SL_ATOMIC(uint64_t) *e = &v->spares[j];
+        uint64_t w = atomic_load_explicit(e, memory_order_seq_cst);
+        if (!held_by(w, dead))
+            continue;
+        uint64_t to = seen ? settled(w, seen, v->slot_count) : w;
+        if (to == w) {
+            *left |= (uint64_t)1 << held_record(w);
+            continue;
+        }
+        SL_FI(); /* decided, not yet given back */
+        /* seq_cst: a give-back, whose release the slot's next taker
+         * acquires (as push_swap's). */
+        if (atomic_compare_exchange_strong_explicit(e, &w, to, memory_order_seq_cst,
+                                                    memory_order_relaxed)) {
+            moved = true;
+            *gave |= to != SL__MPMC_NO_SPARE;
+        }
+    }
+    return moved;
+}
+
+uint64_t sl__mpmc_settle_spares(const sl__mpmc_view *v, uint64_t dead)
+{
+    if (!v->spares || !dead)
+        return 0;
+#ifdef SL_MUTANT_SHM_HELD_NEVER_SETTLED
+    return 0; /* planted bug: a dead holder's spare stays held for good */
+#endif
+    /* The reads below come after the caller's look at the deaths. */
+    atomic_thread_fence(memory_order_seq_cst);
+    uint64_t *seen = malloc((v->slot_count + 63) / 64 * sizeof *seen);
+    uint64_t left;
+    bool gave = false, moved;
+    do { /* a slot given back may be the one another entry waits to see */
+        if (seen)
+            observe(v, seen);
+        moved = settle_pass(v, dead, seen, &left, &gave);
+    } while (moved && left);
+    free(seen);
+    if (gave && atomic_load_explicit(v->starved, memory_order_seq_cst))
+        wake_starved(v->starved, v->wake); /* as a give-back does (push_swap) */
+    return left;
 }
 
 /* ---- the public operations ------------------------------------------------ */

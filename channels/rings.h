@@ -87,6 +87,10 @@ typedef struct sl__mpmc_view {
     size_t spare_mask;
     SL_ATOMIC(uint32_t) *starved;
     sl_event *wake;
+    /* The record that names this process's pushes in the entries they hold
+     * (the handle's sender record; SL__HELD_NOBODY until it is claimed, or
+     * when every record was taken): set before the handle's first push. */
+    uint32_t holder;
 } sl__mpmc_view;
 
 /* One push and one pop through a view, with every slot index read from the
@@ -97,6 +101,15 @@ typedef struct sl__mpmc_view {
  * are private memory). */
 sl_status sl__mpmc_push_in(const sl__mpmc_view *v, const void *elem);
 sl_status sl__mpmc_pop_in(const sl__mpmc_view *v, void *out);
+
+/* Gives back what pushes of the processes in `dead` (a bit per record)
+ * held when they died: for each entry one of them holds, the slot that is
+ * no longer in circulation, once the look tells which (docs/guarantees.md,
+ * "Send, holding a spare"). Returns the records still named by an entry
+ * (their slot was not seen yet: the next look tries again). The caller has
+ * established that every process in `dead` is dead. Cold: it scans the
+ * cells and the spare table, and allocates a bit per slot. */
+uint64_t sl__mpmc_settle_spares(const sl__mpmc_view *v, uint64_t dead);
 
 /* A fork()ed child's spare-table entries start from a seed of its own
  * (channels/mpmc.c, home_entry): called in the child, by its one thread. */

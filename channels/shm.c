@@ -40,7 +40,7 @@
 #include "sluice/shm.h"
 
 #define SHM_MAGIC 0x4D48534349554C53ull /* "SLUICSHM", little-endian */
-#define SHM_VERSION 7u
+#define SHM_VERSION 8u
 #define SHM_CTL_AT ((size_t)72)    /* the peer-death control words */
 #define SHM_BELL_AT ((size_t)88)   /* the select bell (version 4) */
 #define SHM_RECS_AT ((size_t)2048) /* the records (senders, waiters, roles) */
@@ -113,7 +113,10 @@ static bool geometry_of(geometry *g, uint64_t flavor, uint64_t elem_size, uint64
     g->storage = sl__cellring_lap(capacity);
     g->size = SHM_DATA_AT + g->storage * sizeof(sl_mpmc_cell);
     if (elem_size > sizeof(uint64_t) && elem_size <= SL__MPMC_SWAP_MAX) {
-        /* The swap form: a spare slot per cell, whole words per slot. */
+        /* The swap form: a spare slot per cell, whole words per slot; a
+         * held entry names a slot in 28 bits (cellring.h). */
+        if (2 * capacity > SL__HELD_SLOTS_MAX)
+            return false;
         g->spares_at = line_up(g->size);
         g->slots_at = line_up(g->spares_at + capacity * sizeof(uint64_t));
         g->slot_count = 2 * capacity;
@@ -161,6 +164,7 @@ static void fill_local(sl_chan *ch, const geometry *g)
         v->starved = &m->starved;
         v->wake = &ch->not_full;
     }
+    v->holder = SL__HELD_NOBODY; /* until the handle's first send claims a record */
 }
 
 /* ---- the select bell (docs/shm-layout.md, "The select bell") -------------
@@ -388,7 +392,7 @@ static void discount(sl_event *ev, SL_ATOMIC(uint32_t) *parked)
  * another process leaves the record as one that ran through would; only a
  * parked count the dead reclaimer had taken out but not yet subtracted
  * stays in `waiters` (a wake for nobody now and then, never a lost one). */
-static void reclaim(sl_chan *ch, shm_rec *r, uint64_t seen)
+static void reclaim_settled(sl_chan *ch, shm_rec *r, uint64_t seen)
 {
     uint64_t want = seen;
     /* seq_cst: one reclaimer wins; the clears below come after its win. */
@@ -405,6 +409,22 @@ static void reclaim(sl_chan *ch, shm_rec *r, uint64_t seen)
     atomic_store_explicit(&r->roles, 0u, memory_order_relaxed);
     /* Release: the clears before a new owner's claim. */
     atomic_store_explicit(&r->owner, 0, memory_order_release);
+}
+
+/* The spare entries (SL_MPMC's swap form) that pushes of the dead owners
+ * in `dead` held, settled (sl__mpmc_settle_spares); the records still
+ * named by one. */
+static uint64_t settle_spares(sl_chan *ch, uint64_t dead)
+{
+    return ch->flavor == SL__MPMC_SHARED ? sl__mpmc_settle_spares(&ch->geom.mpmc, dead) : 0;
+}
+
+/* reclaim_settled, once no spare entry names the record: a new owner's
+ * pushes would be taken for the dead one's. (Once reclaiming, none does.) */
+static void reclaim(sl_chan *ch, shm_rec *r, uint64_t seen)
+{
+    if (reclaiming(seen) || settle_spares(ch, (uint64_t)1 << (r - records(ch))) == 0)
+        reclaim_settled(ch, r, seen);
 }
 
 /* A free record for `self`, reclaiming dead owners' on a second pass; -1
@@ -443,6 +463,8 @@ SL_ATOMIC(uint32_t) *sl__shm_claim_mark(sl_chan *ch)
         /* A full table: an anonymous mark, which a death can leave set (shm.h). */
         ch->shm.mark = i < 0 ? &ch->in_flight[0].n : &records(ch)[i].marks;
         ch->shm.rec = i;
+        if (ch->flavor == SL__MPMC_SHARED) /* the name its pushes hold spares by */
+            ch->geom.mpmc.holder = i < 0 ? SL__HELD_NOBODY : (uint32_t)i;
         /* Release: mark and rec before gen (claimed_here). */
         atomic_store_explicit(&ch->shm.gen, gen, memory_order_release);
     }
@@ -548,15 +570,21 @@ static void look_for_the_gone(sl_chan *ch)
 {
     shm_rec *rs = records(ch);
     uint32_t living = 0;
+    uint64_t owners[SHM_RECS], dead = 0;
     for (int i = 0; i < SHM_RECS; i++) {
-        uint64_t o = atomic_load_explicit(&rs[i].owner, memory_order_acquire);
-        if (o == 0)
+        owners[i] = atomic_load_explicit(&rs[i].owner, memory_order_acquire);
+        if (owners[i] == 0)
             continue;
-        if (owner_dead(o)) /* a dead owner's, or a dead reclaimer's: finish it */
-            reclaim(ch, &rs[i], o);
-        else if (!reclaiming(o))
+        if (owner_dead(owners[i])) /* a dead owner's, or a dead reclaimer's: finish it */
+            dead |= (uint64_t)1 << i;
+        else if (!reclaiming(owners[i]))
             living |= atomic_load_explicit(&rs[i].roles, memory_order_relaxed);
     }
+    /* The spares of all the dead at once: one may wait for another's. */
+    uint64_t named = dead ? settle_spares(ch, dead) : 0;
+    for (int i = 0; i < SHM_RECS; i++)
+        if (((dead >> i) & 1) && (reclaiming(owners[i]) || !((named >> i) & 1)))
+            reclaim_settled(ch, &rs[i], owners[i]);
     /* Relaxed: a registration the look misses is found by the next one. */
     uint32_t ever = atomic_load_explicit(&control(ch)->roles_ever, memory_order_relaxed);
     close_if_gone(ch, ever & ROLES & ~living);
@@ -588,6 +616,18 @@ void sl__shm_on_stuck(sl_chan *ch)
         atomic_load_explicit(&ch->not_empty.waiters, memory_order_relaxed) ||
         atomic_load_explicit(&ch->not_full.waiters, memory_order_relaxed))
         (void)look_if_due(ch, sl__now_ns());
+}
+
+void sl__shm_on_full(sl_chan *ch)
+{
+    /* Relaxed: as in sl__shm_on_stuck; a raised flag stays raised until a
+     * give-back, so a look missed now is made by the next full send. */
+    if (ch->flavor == SL__MPMC_SHARED && ch->geom.mpmc.starved &&
+        atomic_load_explicit(ch->geom.mpmc.starved, memory_order_relaxed) &&
+        !atomic_load_explicit(&ch->closed, memory_order_relaxed))
+        (void)look_if_due(ch, sl__now_ns());
+    else
+        sl__shm_on_stuck(ch);
 }
 
 SL_ATOMIC(uint32_t) *sl__shm_park_account(sl_chan *ch, const sl_event *ev)

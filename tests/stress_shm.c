@@ -17,7 +17,10 @@
  * a registered sender and a registered receiver of its own (so the looks
  * that reclaim dead receivers must never close the channel while one
  * lives); then it frees its sender and kills the last producers, and the
- * consumers must learn by themselves that the last sender is gone. Every
+ * consumers must learn by themselves that the last sender is gone. Before
+ * that, SL_MPMC of 64 bytes (the swap form) kills its producers once with
+ * none replacing them, and the spare table must be whole within a few
+ * looks: every spare a killed producer held comes back. Every
  * message a producer was told was sent is received exactly once, except at
  * most one per killed consumer (the one it had taken: sluice/shm.h); the
  * message a killed producer was sending arrives once or not at all.
@@ -30,6 +33,8 @@
  */
 #include "harness.h"
 #include "stress_common.h"
+
+#include <sluice/park.h>
 
 #include <signal.h>
 #include <stdio.h>
@@ -376,6 +381,47 @@ static uint64_t kill_books(const kill_tally *t, unsigned lives)
     return lost;
 }
 
+/* SL_MPMC's swap form (9 to 256 bytes), read from the segment as
+ * docs/shm-layout.md gives it (an independent reading): whether each of
+ * the 2 x cap slots is in exactly one place, a cell or a free spare entry,
+ * with no entry held. Meaningful while nobody pushes. */
+static bool spares_whole(int fd, size_t esz, size_t cap)
+{
+    size_t lap = 2;
+    while (lap <= cap)
+        lap *= 2;
+    size_t spares_at = (6144 + 16 * lap + 63) / 64 * 64;
+    size_t len = spares_at + 8 * cap;
+    unsigned char *raw = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+    ck_assert_ptr_ne(raw, MAP_FAILED);
+    unsigned places[256] = {0};
+    ck_assert_uint_le(2 * cap, 256);
+    bool whole = true;
+    for (size_t i = 0; i < 2 * cap && whole; i++) {
+        uint64_t w;
+        memcpy(&w, i < cap ? raw + 6144 + 16 * i + 8 : raw + spares_at + 8 * (i - cap), 8);
+        whole = w < 2 * cap && places[w]++ == 0;
+    }
+    munmap(raw, len);
+    return whole;
+}
+
+/* The producers killed with no new ones: within a few looks (the
+ * consumers' waits make them), every spare a killed producer held is back
+ * (docs/guarantees.md, "Send, holding a spare"). */
+static void spares_come_back(const kill_run *r, pid_t *prod, unsigned procs)
+{
+    for (unsigned i = 0; i < procs; i++) {
+        kill(prod[i], SIGKILL);
+        kill_reap(prod[i], true);
+    }
+    uint64_t until = sl_now_ns() + (uint64_t)sl_test_scaled(5, 2) * 1000000000u;
+    while (!spares_whole(r->fd, r->opts.elem_size, r->opts.capacity)) {
+        ck_assert_msg(sl_now_ns() < until, "spares held by killed producers never came back");
+        usleep(10 * 1000);
+    }
+}
+
 START_TEST(test_kill_loop)
 {
     const shm_cfg *c = &k_cfgs[_i];
@@ -397,7 +443,7 @@ START_TEST(test_kill_loop)
     for (unsigned i = 0; i < procs; i++)
         cons[i] = kill_spawn(&r, false, 0), prod[i] = kill_spawn(&r, true, lives++);
     unsigned rounds = (unsigned)sl_test_scaled(40, 12);
-    for (unsigned round = 0; round < rounds && lives < 64; round++) {
+    for (unsigned round = 0; round < rounds && lives + procs < 64; round++) {
         usleep(500 + sl_test_rng_next(&rng) % 4000);
         unsigned who = (unsigned)(sl_test_rng_next(&rng) % procs);
         bool producer = sl_test_rng_next(&rng) % 2;
@@ -406,6 +452,11 @@ START_TEST(test_kill_loop)
         kill_reap(*slot, true);
         consumer_deaths += !producer;
         *slot = kill_spawn(&r, producer, producer ? lives++ : 0);
+    }
+    if (c->flavor == SL_MPMC && c->esz > 8) {
+        spares_come_back(&r, prod, procs);
+        for (unsigned i = 0; i < procs; i++)
+            prod[i] = kill_spawn(&r, true, lives++);
     }
     usleep(2000);
     sl_chan_free(ch); /* the parent's registration goes; the producers' stay */

@@ -460,6 +460,10 @@ START_TEST(test_create_refusals)
     ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &b, 0), SL_EINVAL);
     b = o, b.capacity = ((size_t)1 << 40) + 1;
     ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &b, 0), SL_EINVAL);
+    /* SL_MPMC's swap form (9 to 256 bytes): a held spare names its slot in
+     * 28 bits, so 2 x capacity slots stay below 2^28 - 1. */
+    b = (sl_chan_opts){.flavor = SL_MPMC, .elem_size = 16, .capacity = (size_t)1 << 27};
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &b, 0), SL_EINVAL);
     ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 01600), SL_EINVAL);
     ck_assert_int_eq(sl_chan_shm_create(&ch, "no-slash/in/middle", &o, 0), SL_EINVAL);
     ck_assert_ptr_null(ch);
@@ -538,6 +542,7 @@ START_TEST(test_open_refusals)
     check_word(fd, raw, 8, 4, 4);                 /* the one before registered receivers */
     check_word(fd, raw, 8, 4, 5);                 /* the one before the shared swap form */
     check_word(fd, raw, 8, 4, 6);                 /* the one before reclaims name their process */
+    check_word(fd, raw, 8, 4, 7);                 /* the one before held spares name theirs */
     check_word(fd, raw, 12, 4, SL_LIST);          /* flavour: not shareable */
     check_word(fd, raw, 16, 8, 0);                /* message size 0 */
     check_word(fd, raw, 24, 8, 0);                /* capacity 0 */
@@ -581,9 +586,9 @@ static swap_seg swap_segment(size_t esz, size_t cap, uint64_t spare)
     return g;
 }
 
-/* The swap form's spare table holds a peer's garbage: every index taken
- * from it is checked before the push writes through it (SL_FULL, the entry
- * dropped), and an index out of range in a written cell makes the pop say
+/* The swap form's spare table holds a peer's garbage: an entry is taken
+ * only if its index is in range (SL_FULL when none is: the garbage is
+ * skipped, never written through), and an index out of range in a written cell makes the pop say
  * SL_EMPTY with nothing copied. Put back sound, the channel works again. */
 START_TEST(test_spare_garbage)
 {
@@ -615,10 +620,32 @@ START_TEST(test_spare_garbage)
 }
 END_TEST
 
-/* What a sending process killed while holding a spare leaves: the entry it
- * emptied stays empty. With every spare lost so, sends say SL_FULL (the
- * timed one SL_TIMEDOUT) though the ring is empty; one spare back and they
- * go on, as many as the capacity (a send needs one spare at a time). */
+/* The swap form's slots at rest, read from the segment: each of the
+ * 2 x cap once, in a cell or a free spare entry, and no entry held. */
+static void check_slots_whole(int fd, size_t esz, size_t cap, unsigned k, int round)
+{
+    size_t spares_at, slots_at, size = mpmc_layout_size(esz, cap, &spares_at, &slots_at);
+    unsigned char *raw = map_raw(fd, size);
+    unsigned count[16] = {0};
+    ck_assert_uint_le(2 * cap, N_OF(count));
+    for (size_t i = 0; i < 2 * cap; i++) {
+        uint64_t w;
+        memcpy(&w, i < cap ? raw + 6144 + 16 * i + 8 : raw + spares_at + 8 * (i - cap), 8);
+        ck_assert_msg(w < 2 * cap, "step %u round %d: %s %zu holds %llx", k, round,
+                      i < cap ? "cell" : "spare entry", i < cap ? i : i - cap, ULL(w));
+        count[w]++;
+    }
+    for (size_t j = 0; j < 2 * cap; j++)
+        ck_assert_msg(count[j] == 1, "step %u round %d: slot %zu is in %u places", k, round, j,
+                      count[j]);
+    munmap(raw, size);
+}
+
+/* What a sending process that held no record (all 64 held) leaves when it
+ * is killed holding a spare: an entry held by nobody, or, as here, empty.
+ * With every spare lost so, sends say SL_FULL (the timed one SL_TIMEDOUT)
+ * though the ring is empty; one spare back and they go on, as many as the
+ * capacity (a send needs one spare at a time). */
 START_TEST(test_spares_all_lost)
 {
     enum { CAP = 3 };
@@ -641,6 +668,81 @@ START_TEST(test_spares_all_lost)
     }
     munmap(g.raw, g.size);
     sl_chan_free(ch);
+}
+END_TEST
+
+static int reap(pid_t pid);
+
+/* A child that claims a record (its first send) and exits: the record's
+ * owner is then a dead process. */
+static int claim_and_exit(void *p)
+{
+    const swap_seg *g = p;
+    sl_chan *ch;
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 24};
+    unsigned char msg[24] = {0};
+    if (sl_chan_shm_open_fd(&ch, sl_chan_shm_fd(g->ch), &o) != SL_OK)
+        return 1;
+    return sl_chan_try_send(ch, msg) == SL_OK && sl_chan_try_recv(ch, msg) == SL_OK ? 0 : 2;
+}
+
+/* An entry held by record `rec` (docs/shm-layout.md, "The spare table"):
+ * the slot the push took, and the slot its cell offered (all ones: none). */
+static uint64_t held_entry(unsigned rec, uint64_t offer, uint64_t took)
+{
+    return (uint64_t)1 << 63 | (uint64_t)rec << 56 | offer << 28 | took;
+}
+
+/* Spare entries held by a process now dead (record 0), each left as a death
+ * at one point of a send leaves it, come back by the look: _i 0, killed
+ * after taking the spare, before any CAS (every entry), the look made by a
+ * send that finds no spare, with no role registered; 1, killed after its
+ * cell's CAS took the slot (entry 0: the offer is what comes back); 2,
+ * killed before that CAS (the slot it took comes back). The slots are then
+ * whole, and the capacity too. */
+START_TEST(test_spares_of_the_dead)
+{
+    enum { CAP = 3 };
+    const uint64_t look = sl__shm_look_ns;
+    swap_seg g = swap_segment(24, CAP, UINT64_MAX);
+    for (size_t j = 0; j < CAP; j++) /* sound again: slot CAP + j */
+        set_word(g.raw, g.spares_at + 8 * j, CAP + j);
+    ck_assert_int_eq(reap(spawn(claim_and_exit, &g)), 0); /* record 0, dead */
+    unsigned char msg[24], out[24];
+    sl__shm_look_ns = 0;
+    if (_i == 0) {
+        for (size_t j = 0; j < CAP; j++) {
+            uint64_t took;
+            memcpy(&took, g.raw + g.spares_at + 8 * j, 8);
+            set_word(g.raw, g.spares_at + 8 * j, held_entry(0, (1u << 28) - 1, took));
+        }
+        ck_assert_int_eq(sl_chan_try_send(g.ch, msg), SL_FULL); /* no spare: it looks */
+    } else {
+        /* Entry 0 as if its push had taken its slot and read cell 0's. */
+        uint64_t took, offer;
+        memcpy(&took, g.raw + g.spares_at, 8);
+        memcpy(&offer, g.raw + 6144 + 8, 8);
+        if (_i == 1) { /* the CAS happened: `took` is in the cell, `offer` in the dead hand */
+            set_word(g.raw, 6144 + 8, took);
+            set_word(g.raw, g.spares_at, held_entry(0, offer, took));
+        } else { /* no CAS: `took` died in the hand, `offer` is still the cell's */
+            set_word(g.raw, g.spares_at, held_entry(0, offer, took));
+        }
+        ck_assert_int_eq(sl_chan_shm_receiver(g.ch), SL_OK); /* its empty receives look */
+        ck_assert_int_eq(sl_chan_try_recv(g.ch, out), SL_EMPTY);
+    }
+    check_slots_whole(sl_chan_shm_fd(g.ch), 24, CAP, 0, _i);
+    for (uint64_t i = 0; i < CAP; i++) {
+        sl_test_seq_fill(msg, 24, i);
+        ck_assert_int_eq(sl_chan_try_send(g.ch, msg), SL_OK);
+    }
+    for (uint64_t i = 0; i < CAP; i++) {
+        ck_assert_int_eq(sl_chan_try_recv(g.ch, out), SL_OK);
+        ck_assert(sl_test_seq_is(out, 24, i));
+    }
+    sl__shm_look_ns = look;
+    munmap(g.raw, g.size);
+    sl_chan_free(g.ch);
 }
 END_TEST
 
@@ -1405,6 +1507,69 @@ START_TEST(test_death_in_a_look)
 END_TEST
 #endif
 
+#if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+/* n sends and receives by the parent with the queue never empty nor full,
+ * so with no look, after a child that sent message v (or died before):
+ * the cells go round. Then the receives that find the queue empty (the
+ * first one looks). Message v comes out once at most, whole. */
+static void laps_then_look(sl_chan *ch, const sl_chan_opts *o, int n, uint64_t v)
+{
+    unsigned char buf[64];
+    bool got = false;
+    for (int i = 0; i < n; i++) {
+        sl_test_seq_fill(buf, o->elem_size, 100 + (uint64_t)i);
+        ck_assert_int_eq(sl_chan_try_send(ch, buf), SL_OK);
+        ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_OK);
+        if (!got && sl_test_seq_is(buf, o->elem_size, v)) {
+            got = true;
+            ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_OK);
+        }
+        ck_assert(sl_test_seq_is(buf, o->elem_size, 100 + (uint64_t)i));
+    }
+    sl__shm_look_ns = 0; /* every empty receive looks */
+    while (sl_chan_try_recv(ch, buf) == SL_OK) {
+        ck_assert(!got && sl_test_seq_is(buf, o->elem_size, v));
+        got = true;
+    }
+}
+
+/* Senders killed at each step of a send of the swap form, three times as
+ * many as there are spares, never use the spare table up: the look that
+ * finds each dead gives back the slot out of circulation, whether it looks
+ * at once or after the cells have gone round (so that the slot it must see
+ * has moved on). _i: 24 or 64 bytes. */
+START_TEST(test_spare_holder_dies)
+{
+    enum { CAP = 2, ROUNDS = 3 * CAP };
+    const uint64_t look = sl__shm_look_ns;
+    unsigned k = 1;
+    for (;; k++) {
+        sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = _i ? 64 : 24, .capacity = CAP};
+        sl_chan *ch;
+        ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+        ck_assert_int_eq(sl_chan_shm_receiver(ch), SL_OK); /* its empty receives look */
+        int st = 0;
+        for (int round = 0; round < ROUNDS; round++) {
+            sl__shm_look_ns = 3600 * SEC; /* no look until the laps are done */
+            death_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o, .op = DIE_SEND, .k = k,
+                           .v = (uint64_t)round};
+            st = reap(spawn(die_at_step, &a));
+            ck_assert_msg(st == 0 || st == 100, "child at step %u: status %d", k, st);
+            laps_then_look(ch, &o, round % 2 ? 2 * CAP + 1 : 0, (uint64_t)round);
+            check_slots_whole(a.fd, o.elem_size, CAP, k, round);
+        }
+        sl_chan_free(ch);
+        if (st == 0)
+            break;
+    }
+    sl__shm_look_ns = look;
+    ck_assert_uint_gt(k, 2);
+    printf("[shm death] SL_MPMC %d-byte send holding a spare: killed %d times at each of steps "
+           "1..%u\n", _i ? 64 : 24, ROUNDS, k - 1);
+}
+END_TEST
+#endif
+
 /* ---- the typed form -------------------------------------------------------- */
 typedef struct pair {
     uint64_t a, b;
@@ -2120,6 +2285,7 @@ static Suite *shm_suite(void)
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
     tcase_add_loop_test(tc, test_death_at_every_step, 0, 16);
     tcase_add_loop_test(tc, test_death_in_a_look, 0, N_OF(k_cfg));
+    tcase_add_loop_test(tc, test_spare_holder_dies, 0, 2);
 #endif
     suite_add_tcase(s, tc);
     tc = tcase_create("receivers"); /* the last registered receiver is gone */
@@ -2155,6 +2321,7 @@ static Suite *shm_suite(void)
     tcase_add_test(tc, test_short_segment);
     tcase_add_test(tc, test_spare_garbage);
     tcase_add_test(tc, test_spares_all_lost);
+    tcase_add_loop_test(tc, test_spares_of_the_dead, 0, 3);
     tcase_add_loop_test(tc, test_garbage, 0, N_OF(k_cfg));
     suite_add_tcase(s, tc);
     tc = tcase_create("barrier");

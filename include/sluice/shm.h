@@ -118,13 +118,16 @@
  *    slot: the capacity shrinks by one, for good, per such death;
  *  - SL_MPMC with messages of 9 to 256 bytes (the swap form): a sending
  *    process killed while it holds a spare slot (from taking it to giving
- *    back the one its cell handed it) keeps that spare: the spare table has
- *    one fewer, for good, per such death; the ring's capacity is unchanged,
- *    but fewer sends can be in progress at once. Once every one of the
- *    capacity spares is lost, every send says SL_FULL (a blocking one waits
- *    until its deadline or a close) whatever the ring holds. A receive
- *    holds no slot, so a receiving process's death loses none. (SL_SPSC and
- *    SL_MPMC of 8 bytes or less lose nothing);
+ *    back the one its cell handed it) leaves its entry naming it, the slot
+ *    it took and the one its cell offered; the look that finds the process
+ *    dead gives back whichever of the two is out of circulation, so the
+ *    spare table is whole again. Where the process held no record (all 64
+ *    held by living processes) its entry names nobody and that spare is
+ *    lost for good: once every one of the capacity spares is lost so, every
+ *    send says SL_FULL (a blocking one waits until its deadline or a
+ *    close) whatever the ring holds. A receive holds no slot, so a
+ *    receiving process's death loses none. (SL_SPSC and SL_MPMC of 8 bytes
+ *    or less lose nothing);
  *  - a process killed while parked leaves its registration in the
  *    eventcount's waiter count until the next look finds it dead (within
  *    SL_SHM_LOOK_MS of the death while anyone waits on the channel, finds
@@ -191,7 +194,8 @@ SL_BEGIN_DECLS
  * flavor SL_SPSC or SL_MPMC and no drop function.
  * Returns SL_OK; SL_EINVAL for NULL out or opts, a flavour other than
  * SL_SPSC or SL_MPMC, a drop function, elem_size 0 or above SL_ELEM_MAX,
- * capacity 0 or above 2^40 or a segment size that overflows, mode with bits
+ * capacity 0 or above 2^40 (SL_MPMC of 9 to 256 bytes: above 2^27 - 1, so
+ * that a held spare can name its slot) or a segment size that overflows, mode with bits
  * beyond 0777, a bad name or one that exists or may not be created (errno
  * says which); SL_ENOMEM when the system is out of memory or descriptors.
  * Nothing is left behind on failure (a named object made is unlinked).

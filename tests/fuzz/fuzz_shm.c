@@ -60,10 +60,10 @@
 #include "chan_impl.h" /* SL__CHAN_SHARED_AT: where a handle maps the segment */
 #include "sysops.h"
 
-/* The layout (docs/shm-layout.md, version 7: the barrier mode in the
+/* The layout (docs/shm-layout.md, version 8: the barrier mode in the
  * control words, the select bell after them, the records, then the
  * storage; SL_MPMC of 9 to 256 bytes in the swap form, with its spare
- * table and its starved word). */
+ * table, whose held entries a look settles, and its starved word). */
 #define S_RECORDS_AT 2048u /* 64 records of 64 bytes: marks, roles, owner */
 #define S_ROLES_EVER 80u   /* bit 0: a sender registered, bit 1: a receiver */
 #define S_DATA_AT 6144u

@@ -625,18 +625,20 @@ static uint64_t settled(uint64_t w, const uint64_t *seen, size_t slot_count)
 }
 
 /* One pass over the entries: each dead holder's settled by a CAS (another
- * look may settle it first). Returns whether one was; *left gets the
- * records still named, *gave whether a slot went back. */
-static bool settle_pass(const sl__mpmc_view *v, uint64_t dead, const uint64_t *seen,
-                        uint64_t *left, bool *gave)
+ * look may settle it first). Returns how many were; *held gets how many
+ * were found held, *left the records still named, *gave whether a slot
+ * went back. */
+static size_t settle_pass(const sl__mpmc_view *v, uint64_t dead, const uint64_t *seen,
+                          size_t *held, uint64_t *left, bool *gave)
 {
-    bool moved = false;
-    *left = 0;
+    size_t moved = 0;
+    *held = 0, *left = 0;
     for (size_t j = 0; j < v->spare_count; j++) {
         SL_ATOMIC(uint64_t) *e = &v->spares[j];
         uint64_t w = atomic_load_explicit(e, memory_order_seq_cst);
         if (!held_by(w, dead))
             continue;
+        ++*held;
         uint64_t to = seen ? settled(w, seen, v->slot_count) : w;
         if (to == w) {
             *left |= (uint64_t)1 << held_record(w);
@@ -647,7 +649,7 @@ static bool settle_pass(const sl__mpmc_view *v, uint64_t dead, const uint64_t *s
          * acquires (as push_swap's). */
         if (atomic_compare_exchange_strong_explicit(e, &w, to, memory_order_seq_cst,
                                                     memory_order_relaxed)) {
-            moved = true;
+            moved++;
             *gave |= to != SL__MPMC_NO_SPARE;
         }
     }
@@ -665,12 +667,22 @@ uint64_t sl__mpmc_settle_spares(const sl__mpmc_view *v, uint64_t dead)
     atomic_thread_fence(memory_order_seq_cst);
     uint64_t *seen = malloc((v->slot_count + 63) / 64 * sizeof *seen);
     uint64_t left;
-    bool gave = false, moved;
-    do { /* a slot given back may be the one another entry waits to see */
+    bool gave = false;
+    /* Again while a pass settled some and left some: a slot given back may
+     * be the one another entry waits to see. A chain of dead holders loses
+     * a link a pass, so as many passes as the first found held entries; the
+     * bound keeps a peer's garbage (a living owner's record made to look
+     * dead, its pushes holding anew) from keeping the look going. */
+    for (size_t pass = 0, limit = 1; pass < limit; pass++) {
+        size_t held;
         if (seen)
             observe(v, seen);
-        moved = settle_pass(v, dead, seen, &left, &gave);
-    } while (moved && left);
+        size_t moved = settle_pass(v, dead, seen, &held, &left, &gave);
+        if (pass == 0)
+            limit = held + 1;
+        if (!moved || !left)
+            break;
+    }
     free(seen);
     if (gave && atomic_load_explicit(v->starved, memory_order_seq_cst))
         wake_starved(v->starved, v->wake); /* as a give-back does (push_swap) */

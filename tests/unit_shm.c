@@ -698,8 +698,11 @@ static uint64_t held_entry(unsigned rec, uint64_t offer, uint64_t took)
  * after taking the spare, before any CAS (every entry), the look made by a
  * send that finds no spare, with no role registered; 1, killed after its
  * cell's CAS took the slot (entry 0: the offer is what comes back); 2,
- * killed before that CAS (the slot it took comes back). The slots are then
- * whole, and the capacity too. */
+ * killed before that CAS (the slot it took comes back); 3, two of its
+ * threads, the second's CAS having taken the first's published slot out of
+ * the cell again (the first's entry is settled once the second's gives
+ * that slot back: a second pass). The slots are then whole, and the
+ * capacity too. */
 START_TEST(test_spares_of_the_dead)
 {
     enum { CAP = 3 };
@@ -725,8 +728,14 @@ START_TEST(test_spares_of_the_dead)
         if (_i == 1) { /* the CAS happened: `took` is in the cell, `offer` in the dead hand */
             set_word(g.raw, 6144 + 8, took);
             set_word(g.raw, g.spares_at, held_entry(0, offer, took));
-        } else { /* no CAS: `took` died in the hand, `offer` is still the cell's */
+        } else if (_i == 2) { /* no CAS: `took` died in the hand, `offer` is still the cell's */
             set_word(g.raw, g.spares_at, held_entry(0, offer, took));
+        } else { /* two threads: the second's CAS swapped the first's slot out again */
+            uint64_t second;
+            memcpy(&second, g.raw + g.spares_at + 8, 8);
+            set_word(g.raw, 6144 + 8, second);
+            set_word(g.raw, g.spares_at, held_entry(0, offer, took));
+            set_word(g.raw, g.spares_at + 8, held_entry(0, took, second));
         }
         ck_assert_int_eq(sl_chan_shm_receiver(g.ch), SL_OK); /* its empty receives look */
         ck_assert_int_eq(sl_chan_try_recv(g.ch, out), SL_EMPTY);
@@ -2321,7 +2330,7 @@ static Suite *shm_suite(void)
     tcase_add_test(tc, test_short_segment);
     tcase_add_test(tc, test_spare_garbage);
     tcase_add_test(tc, test_spares_all_lost);
-    tcase_add_loop_test(tc, test_spares_of_the_dead, 0, 3);
+    tcase_add_loop_test(tc, test_spares_of_the_dead, 0, 4);
     tcase_add_loop_test(tc, test_garbage, 0, N_OF(k_cfg));
     suite_add_tcase(s, tc);
     tc = tcase_create("barrier");

@@ -41,10 +41,13 @@
  *     history without SL_FULL, or one the relaxed model rejects too, fails.
  *   - SL_MPMC's swap form (9 to 256 bytes) holds spares, not ring slots, so
  *     its relaxed model differs: a push, whatever it returns, may hold one of
- *     the c spares between two events (take; then publish, which needs
- *     size < c, or SL_FULL, which needs size == c); a push that holds none
- *     says SL_FULL when size == c or when c other pushes hold spares; a pop
- *     is one event (it copies before its take and holds nothing).
+ *     the c spares from a first event (take) to its last: a successful one
+ *     publishes (needs size < c) and then gives a spare back, a third event
+ *     (the slot its cell handed it: between the two the message is in the
+ *     queue and the spare still held); an SL_FULL one's second event needs
+ *     size == c. A push that holds none says SL_FULL when size == c or when
+ *     c other pushes hold spares; a pop is one event (it copies before its
+ *     take and holds nothing).
  *
  * Timestamps: CLOCK_MONOTONIC (the TSC through the vDSO here, synchronised
  * across cores) read immediately around the call, with a full fence between
@@ -111,6 +114,7 @@
 #define LC_MIN_HISTORIES 2000
 #define LC_TIME_CAP_NS (4ull * 1000000000ull)
 #define LC_SECOND 0x80u /* in a search path: the second event of a call */
+#define LC_THIRD 0x40u  /* ... its third (a swap-form push giving its spare back) */
 #define GOLDEN 0x9E3779B97F4A7C15ull
 #ifndef ULL
 #define ULL(x) ((unsigned long long)(x))
@@ -224,7 +228,7 @@ typedef struct lc_search {
     lc_memo_ent *memo;
     uint32_t epoch;
     unsigned memo_used;
-    uint8_t path[2 * LC_OPS], best[2 * LC_OPS];
+    uint8_t path[3 * LC_OPS], best[3 * LC_OPS];
     unsigned depth, best_depth;
     uint64_t states;
 } lc_search;
@@ -263,31 +267,34 @@ static void lc_memo_add(lc_search *s, uint64_t k0, uint64_t k1)
     }
 }
 
-static bool lc_dfs(lc_search *s, uint32_t started, uint32_t done, uint64_t q, unsigned len);
+static bool lc_dfs(lc_search *s, uint32_t started, uint32_t pub, uint32_t done, uint64_t q,
+                   unsigned len);
 
 /* Takes one event, recurses, and keeps the longest prefix for the report. */
-static bool lc_step(lc_search *s, uint8_t ev, uint32_t started, uint32_t done, uint64_t q,
-                    unsigned len)
+static bool lc_step(lc_search *s, uint8_t ev, uint32_t started, uint32_t pub, uint32_t done,
+                    uint64_t q, unsigned len)
 {
     s->path[s->depth++] = ev;
     if (s->depth > s->best_depth) {
         s->best_depth = s->depth;
         memcpy(s->best, s->path, s->depth);
     }
-    bool ok = lc_dfs(s, started, done, q, len);
+    bool ok = lc_dfs(s, started, pub, done, q, len);
     s->depth--;
     return ok;
 }
 
 /* State: calls started and done (a call is both after its only event; in the
  * relaxed model a successful call is started, and holds a slot, between its
- * two events), and the model queue: value ids packed four bits each, oldest in
- * the low nibble. */
-static bool lc_dfs(lc_search *s, uint32_t started, uint32_t done, uint64_t q, unsigned len)
+ * first and last events), swap-form pushes published and not yet done (their
+ * spare still held), and the model queue: value ids packed four bits each,
+ * oldest in the low nibble. */
+static bool lc_dfs(lc_search *s, uint32_t started, uint32_t pub, uint32_t done, uint64_t q,
+                   unsigned len)
 {
     if (done == s->all)
         return len == s->final_len && q == s->final_q;
-    uint64_t k0 = started | (uint64_t)done << 16 | (uint64_t)len << 32;
+    uint64_t k0 = started | (uint64_t)done << 16 | (uint64_t)len << 32 | (uint64_t)pub << 40;
     if (lc_memo_has(s, k0, q))
         return false;
     s->states++;
@@ -299,52 +306,58 @@ static bool lc_dfs(lc_search *s, uint32_t started, uint32_t done, uint64_t q, un
         bool ok = false;
         if (done & bit)
             continue;
-        if (started & bit) {
+        if (pub & bit) {
+            /* Swap form, third event: the spare given back. */
+            ok = lc_step(s, ev | LC_THIRD, started, pub, done | bit, q, len);
+        } else if (started & bit) {
             /* Relaxed model, second event: publish (push) or free the slot;
-             * swap form: publish, or a held push's SL_FULL. */
+             * swap form: publish (the spare still held), or a held push's
+             * SL_FULL. */
             ev |= LC_SECOND;
             if (op->push && op->st == SL_FULL) {
                 if (len >= s->cap)
-                    ok = lc_step(s, ev, started, done | bit, q, len);
+                    ok = lc_step(s, ev, started, pub, done | bit, q, len);
             } else if (op->push) {
-                if (!s->swap || len < s->cap)
-                    ok = lc_step(s, ev, started, done | bit,
-                                 q | (uint64_t)op->id << (4 * len), len + 1);
+                uint64_t q1 = q | (uint64_t)op->id << (4 * len);
+                if (!s->swap)
+                    ok = lc_step(s, ev, started, pub, done | bit, q1, len + 1);
+                else if (len < s->cap)
+                    ok = lc_step(s, ev, started, pub | bit, done, q1, len + 1);
             } else {
-                ok = lc_step(s, ev, started, done | bit, q, len);
+                ok = lc_step(s, ev, started, pub, done | bit, q, len);
             }
         } else if ((s->pred[j] & ~done) != 0) {
             continue; /* something that returned before j was invoked is not done */
         } else if (s->swap && op->push && (op->st == SL_OK || op->st == SL_FULL)) {
             /* Swap form: take one of the c spares (none free: only SL_FULL). */
             if (held < s->cap)
-                ok = lc_step(s, ev, started | bit, done, q, len);
+                ok = lc_step(s, ev, started | bit, pub, done, q, len);
             if (!ok && op->st == SL_FULL && (len >= s->cap || held >= s->cap))
-                ok = lc_step(s, ev, started | bit, done | bit, q, len);
+                ok = lc_step(s, ev, started | bit, pub, done | bit, q, len);
         } else if (op->push && op->st == SL_OK) {
             if (s->relaxed) {
                 if (len + held >= s->cap)
                     continue; /* no free slot to take */
-                ok = lc_step(s, ev, started | bit, done, q, len);
+                ok = lc_step(s, ev, started | bit, pub, done, q, len);
             } else {
                 if (s->cap && len >= s->cap)
                     continue;
-                ok = lc_step(s, ev, started | bit, done | bit,
+                ok = lc_step(s, ev, started | bit, pub, done | bit,
                              q | (uint64_t)op->id << (4 * len), len + 1);
             }
         } else if (op->push && op->st == SL_FULL) {
             if (!s->cap || (s->relaxed ? len + held : len) < s->cap)
                 continue;
-            ok = lc_step(s, ev, started | bit, done | bit, q, len);
+            ok = lc_step(s, ev, started | bit, pub, done | bit, q, len);
         } else if (!op->push && op->st == SL_OK) {
             if (op->id == 0 || len == 0 || (q & 15) != op->id)
                 continue;
             bool two = s->relaxed && !s->swap; /* claim, then free the slot */
-            ok = lc_step(s, ev, started | bit, two ? done : done | bit, q >> 4, len - 1);
+            ok = lc_step(s, ev, started | bit, pub, two ? done : done | bit, q >> 4, len - 1);
         } else if (!op->push && op->st == SL_EMPTY) {
             if (len != 0)
                 continue;
-            ok = lc_step(s, ev, started | bit, done | bit, q, len);
+            ok = lc_step(s, ev, started | bit, pub, done | bit, q, len);
         } else {
             continue; /* any other status is wrong in every order */
         }
@@ -389,7 +402,7 @@ static bool lc_search_run(lc_search *s, bool relaxed)
     s->swap = relaxed && s->h->cfg->kind == LC_MPMC && s->h->esz > sizeof(uint64_t) &&
               s->h->esz <= 256;
     s->depth = s->best_depth = 0;
-    return lc_dfs(s, 0, 0, s->init_q, s->init_len);
+    return lc_dfs(s, 0, 0, 0, s->init_q, s->init_len);
 }
 
 /* ---- reporting ------------------------------------------------------------ */
@@ -468,7 +481,8 @@ static void lc_print(const lc_hist *h, const lc_search *s, const char *what)
     if (s) {
         unsigned events = h->nops;
         for (unsigned j = 0; s->relaxed && j < h->nops; j++)
-            events += s->swap ? h->ops[j].push : h->ops[j].st == SL_OK;
+            events += s->swap ? h->ops[j].push * (h->ops[j].st == SL_OK ? 2u : 1u)
+                              : h->ops[j].st == SL_OK;
         const char *model = s->relaxed ? "the held-slot model" : "the strict FIFO";
         if (s->best_depth == events)
             fprintf(f, "  an order %s accepts:", model);
@@ -476,10 +490,11 @@ static void lc_print(const lc_hist *h, const lc_search *s, const char *what)
             fprintf(f, "  longest order %s accepts (%u of %u events):", model, s->best_depth,
                     events);
         for (unsigned k = 0; k < s->best_depth; k++) {
-            unsigned j = s->best[k] & ~LC_SECOND;
+            unsigned j = s->best[k] & ~(LC_SECOND | LC_THIRD);
             const lc_op *op = &h->ops[j];
             fprintf(f, " [%u]%s", j,
-                    (s->best[k] & LC_SECOND)
+                    (s->best[k] & LC_THIRD) ? ".back"
+                    : (s->best[k] & LC_SECOND)
                         ? (op->push ? (op->st == SL_OK ? ".publish" : ".full") : ".free")
                     : (s->relaxed && op->st == SL_OK) ? (op->push ? ".take" : ".claim") : "");
         }

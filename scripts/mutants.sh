@@ -121,7 +121,7 @@ mutants=(
 "RDV_NO_RECHECK|faults|unit_rendezvous|CK_RUN_CASE=held CK_TIMEOUT_MULTIPLIER=0.1||1|1|rendezvous: a select re-opens its offers without looking for a partner that posted while they were held"
 "RDV_LEAVE_UNLOCKED|tsan|unit_rendezvous|CK_RUN_CASE=plain||1|0|rendezvous: an owner whose offer was taken returns without taking the channel's lock (before the partner's copy is known done)"
 "BCAST_NO_RECHECK|faults|unit_broadcast|CK_RUN_CASE=threads||1|1|broadcast: a receive does not re-check the slot's stamp after its copy (an overwrite tears the message it returns)"
-"BCAST_SENDERS_SHARE_SLOT|faults|unit_broadcast|CK_RUN_CASE=threads||1|0|broadcast: a sender does not wait for the sender a lap earlier in its slot (two senders write one slot at once)"
+"BCAST_SENDERS_SHARE_SLOT|faults|unit_broadcast|CK_RUN_CASE=threads CK_TIMEOUT_MULTIPLIER=0.1||1|0|broadcast: a sender does not wait for the sender a lap earlier in its slot (two senders write one slot at once)"
 "BCAST_NO_OVERWRITE_DROP|default|unit_broadcast|CK_RUN_CASE=contract||1|1|broadcast: an overwritten original is never dropped"
 "BCAST_LAG_MISCOUNT|default|unit_broadcast|CK_RUN_CASE=contract||1|1|broadcast: a lag skips one message more than SL_LAGGED reports"
 "BCAST_LAG_DOUBLE_RELEASE|default|unit_broadcast|CK_RUN_CASE=contract||1|1|broadcast: a lag gives up the subscriber's share of the message it moves to, and the read of it gives it up again (dropped before the other subscribers read it)"

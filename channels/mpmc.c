@@ -567,9 +567,10 @@ pop_swap(const sl_mpmc *q, const sl__mpmc_view *v, void *out, bool shared)
  * (the other slot is in a live push's hands, or a dead one's) waits for the
  * next look. docs/guarantees.md, "Send, holding a spare". */
 
+/* The record field of a held word (7 bits: SL__HELD_NOBODY is all ones). */
 static inline uint32_t held_record(uint64_t w)
 {
-    return (uint32_t)(w >> SL__HELD_REC_SHIFT) & SL__HELD_NOBODY;
+    return (uint32_t)(w >> SL__HELD_REC_SHIFT) & 127u;
 }
 
 /* Whether entry word w is held by a process in `dead`. */

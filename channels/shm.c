@@ -419,12 +419,20 @@ static uint64_t settle_spares(sl_chan *ch, uint64_t dead)
     return ch->flavor == SL__MPMC_SHARED ? sl__mpmc_settle_spares(&ch->geom.mpmc, dead) : 0;
 }
 
-/* reclaim_settled, once no spare entry names the record: a new owner's
- * pushes would be taken for the dead one's. (Once reclaiming, none does.) */
+/* reclaim_settled, unless a spare entry still names the record (its bit
+ * in `named`): a new owner's pushes would be taken for the dead one's.
+ * (Once reclaiming, none does.) */
+static void reclaim_unnamed(sl_chan *ch, shm_rec *r, uint64_t seen, uint64_t named)
+{
+    if (reclaiming(seen) || !((named >> (r - records(ch))) & 1))
+        reclaim_settled(ch, r, seen);
+}
+
+/* One record's reclaim, its spares settled first. */
 static void reclaim(sl_chan *ch, shm_rec *r, uint64_t seen)
 {
-    if (reclaiming(seen) || settle_spares(ch, (uint64_t)1 << (r - records(ch))) == 0)
-        reclaim_settled(ch, r, seen);
+    uint64_t bit = (uint64_t)1 << (r - records(ch));
+    reclaim_unnamed(ch, r, seen, reclaiming(seen) ? 0 : settle_spares(ch, bit));
 }
 
 /* A free record for `self`, reclaiming dead owners' on a second pass; -1
@@ -583,8 +591,8 @@ static void look_for_the_gone(sl_chan *ch)
     /* The spares of all the dead at once: one may wait for another's. */
     uint64_t named = dead ? settle_spares(ch, dead) : 0;
     for (int i = 0; i < SHM_RECS; i++)
-        if (((dead >> i) & 1) && (reclaiming(owners[i]) || !((named >> i) & 1)))
-            reclaim_settled(ch, &rs[i], owners[i]);
+        if ((dead >> i) & 1)
+            reclaim_unnamed(ch, &rs[i], owners[i], named);
     /* Relaxed: a registration the look misses is found by the next one. */
     uint32_t ever = atomic_load_explicit(&control(ch)->roles_ever, memory_order_relaxed);
     close_if_gone(ch, ever & ROLES & ~living);
@@ -605,29 +613,30 @@ static uint64_t look_if_due(sl_chan *ch, uint64_t now)
     return now + SHM_LOOK_NS;
 }
 
-void sl__shm_on_stuck(sl_chan *ch)
+/* The look, if one is wanted: for registered roles, for waiters counted
+ * that may be dead ones, or (`starved`) for spares that dead senders may
+ * hold; otherwise it reads no clock. Relaxed: a look missed now is made by
+ * the next empty receive, full send or waiter. */
+static void look_if_wanted(sl_chan *ch, bool starved)
 {
-    /* Relaxed: a look missed now is made by the next empty receive, full
-     * send or waiter. Looks are for registered roles, or for waiters
-     * counted that may be dead ones; otherwise it reads no clock. */
     if (atomic_load_explicit(&ch->closed, memory_order_relaxed))
         return;
-    if (atomic_load_explicit(&control(ch)->roles_ever, memory_order_relaxed) ||
+    if (starved || atomic_load_explicit(&control(ch)->roles_ever, memory_order_relaxed) ||
         atomic_load_explicit(&ch->not_empty.waiters, memory_order_relaxed) ||
         atomic_load_explicit(&ch->not_full.waiters, memory_order_relaxed))
         (void)look_if_due(ch, sl__now_ns());
 }
 
+void sl__shm_on_stuck(sl_chan *ch) { look_if_wanted(ch, false); }
+
 void sl__shm_on_full(sl_chan *ch)
 {
-    /* Relaxed: as in sl__shm_on_stuck; a raised flag stays raised until a
-     * give-back, so a look missed now is made by the next full send. */
-    if (ch->flavor == SL__MPMC_SHARED && ch->geom.mpmc.starved &&
-        atomic_load_explicit(ch->geom.mpmc.starved, memory_order_relaxed) &&
-        !atomic_load_explicit(&ch->closed, memory_order_relaxed))
-        (void)look_if_due(ch, sl__now_ns());
-    else
-        sl__shm_on_stuck(ch);
+    /* Relaxed: a raised flag stays raised until a give-back, so a look
+     * missed now is made by the next full send. Only here: an empty
+     * receive does not read the producers' line the flag sits on. */
+    SL_ATOMIC(uint32_t) *starved =
+        ch->flavor == SL__MPMC_SHARED ? ch->geom.mpmc.starved : NULL; /* swap form only */
+    look_if_wanted(ch, starved && atomic_load_explicit(starved, memory_order_relaxed));
 }
 
 SL_ATOMIC(uint32_t) *sl__shm_park_account(sl_chan *ch, const sl_event *ev)

@@ -218,7 +218,7 @@ static inline __attribute__((always_inline)) bool bad_index(uint64_t index, size
  * are not loaded and tested a second time after the ring step. */
 #define GEOM(field) (shared ? v->field : q->field)
 #define USED() (shared ? v->used : used_ring(q))
-#define FREE() (shared ? v->free : free_ring(q))
+#define FREE() free_ring(q) /* a shared channel has no indexed form */
 
 static inline __attribute__((always_inline)) int ring_push(sl__cellring r, uint64_t w,
                                                            bool shared)
@@ -235,7 +235,7 @@ static inline __attribute__((always_inline)) bool ring_pop(sl__cellring r, uint6
 static inline __attribute__((always_inline)) sl_status
 push_one(const sl_mpmc *q, const sl__mpmc_view *v, const void *elem, bool shared, bool direct)
 {
-    if (direct || !GEOM(slots)) {
+    if (shared || direct || !GEOM(slots)) {
         uint64_t w = 0;
         memcpy(&w, elem, GEOM(elem_size));
         return ring_push(USED(), w, shared) == 0 ? SL_OK : SL_FULL;
@@ -243,8 +243,6 @@ push_one(const sl_mpmc *q, const sl__mpmc_view *v, const void *elem, bool shared
     uint64_t index;
     if (!ring_pop(FREE(), &index, shared))
         return SL_FULL;
-    if (shared && bad_index(index, v->slot_count))
-        return SL_FULL; /* a corrupted index: dropped, never used */
     unsigned char *slot = GEOM(slots) + (size_t)index * GEOM(elem_size);
 #ifdef SL_MUTANT_MPMC_PUBLISH_BEFORE_COPY
     ring_push(USED(), index, shared); /* planted bug: published, then written */
@@ -267,12 +265,10 @@ pop_one(const sl_mpmc *q, const sl__mpmc_view *v, void *out, bool shared, bool d
     uint64_t w;
     if (!ring_pop(USED(), &w, shared))
         return SL_EMPTY;
-    if (direct || !GEOM(slots)) {
+    if (shared || direct || !GEOM(slots)) {
         memcpy(out, &w, GEOM(elem_size));
         return SL_OK;
     }
-    if (shared && bad_index(w, v->slot_count))
-        return SL_EMPTY; /* a corrupted index: dropped, never used */
     unsigned char *slot = GEOM(slots) + (size_t)w * GEOM(elem_size);
 #ifdef SL_MUTANT_MPMC_RELEASE_BEFORE_COPY
     ring_push(FREE(), w, shared); /* planted bug: the slot is free before it is read */
@@ -542,7 +538,8 @@ pop_swap(const sl_mpmc *q, const sl__mpmc_view *v, void *out, bool shared)
 {
     uint64_t buf[SL__MPMC_SWAP_MAX / 8], index;
     size_t stride = sl__mpmc_swap_stride(GEOM(elem_size));
-    sl__cellring_copy cp = {GEOM(slots), stride, stride / 8, buf, shared ? v->slot_count : 0};
+    sl__cellring_copy cp = {GEOM(slots), stride, stride / 8, buf, shared ? v->slot_count : 0,
+                            NULL, 0};
     sl__cellring r = USED();
     if (!sl__cellring_pop_as(&r, &index, shared, &cp))
         return SL_EMPTY;
@@ -551,6 +548,25 @@ pop_swap(const sl_mpmc *q, const sl__mpmc_view *v, void *out, bool shared)
     /* Through buf: a lost race's copy never reaches out, which a pop that
      * answers SL_EMPTY leaves untouched. */
     memcpy(out, buf, GEOM(elem_size));
+    return SL_OK;
+}
+
+/* The swap form's pop for a shared channel's messages over
+ * SL__MPMC_SWAP_MAX bytes, too large for pop_swap's stack buffer: the
+ * speculative copy goes straight into `out`. So a pop that loses its race
+ * and then finds the ring empty has written `out` (shm.h says so); one that
+ * wins read the bytes published with the index, as pop_swap's (cellring.h's
+ * sl__cellring_copy_out, docs/guarantees.md "SL_MPMC"). */
+static __attribute__((noinline)) sl_status pop_swap_large(const sl__mpmc_view *v, void *out)
+{
+    uint64_t index;
+    sl__cellring_copy cp = {v->slots, sl__mpmc_swap_stride(v->elem_size), 0,    NULL,
+                            v->slot_count, out, v->elem_size};
+    sl__cellring r = v->used;
+    if (!sl__cellring_pop_as(&r, &index, true, &cp))
+        return SL_EMPTY;
+    if (bad_index(index, v->slot_count))
+        return SL_EMPTY; /* a corrupted index: dropped, nothing was copied */
     return SL_OK;
 }
 
@@ -754,20 +770,19 @@ SL_API sl_status sl_mpmc_try_pop(sl_mpmc *q, void *out)
     return pop_one(q, NULL, out, false, true);
 }
 
-/* A shared channel's messages over 8 bytes: the swap form (up to
- * SL__MPMC_SWAP_MAX bytes) or the indexed one, out of line as push_slots. */
+/* A shared channel's messages over 8 bytes: the swap form at every size
+ * (docs/design.md, "Shared channels over 256 bytes"), out of line as
+ * push_slots. */
 static __attribute__((noinline)) sl_status push_slots_in(const sl__mpmc_view *v,
                                                          const void *elem)
 {
-    if (!v->spares)
-        return push_one(NULL, v, elem, true, false);
     return push_swap(NULL, v, elem, v->wake, true);
 }
 
 static __attribute__((noinline)) sl_status pop_slots_in(const sl__mpmc_view *v, void *out)
 {
-    if (!v->spares)
-        return pop_one(NULL, v, out, true, false);
+    if (v->elem_size > SL__MPMC_SWAP_MAX)
+        return pop_swap_large(v, out);
     return pop_swap(NULL, v, out, true);
 }
 

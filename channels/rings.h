@@ -67,15 +67,14 @@ unsigned char *sl__mpmc_slot(sl_mpmc *q, uint64_t index);
  * returns 2. Returns 0 when published without displacing. */
 int sl__mpmc_publish(sl_mpmc *q, uint64_t value, bool displace, uint64_t *evicted);
 
-/* An SL_MPMC queue seen as its two rings and its slots (cellring.h), apart
+/* A shared SL_MPMC queue seen as its ring, slots and spares (cellring.h), apart
  * from where its counters and geometry are kept: the raw queue builds one
  * from its own fields; a channel in shared memory keeps one, validated once
  * at open, in its process-local handle (sluice/shm.h), with the counters and
  * cells in the segment. The push and pop are written once, against a view. */
 typedef struct sl__mpmc_view {
     sl__cellring used;
-    sl__cellring free;     /* indexed form only */
-    unsigned char *slots;  /* NULL: the direct form */
+    unsigned char *slots;  /* NULL: the direct form; else the swap form's */
     size_t elem_size;
     size_t slot_count;
     /* The swap form only (spares NULL otherwise): the spare table's

@@ -15,9 +15,8 @@
  *
  * The layout (docs/shm-layout.md): the shared part of struct sl_chan, whose
  * offsets the assertions below pin, then from SHM_DATA_AT the queue's
- * storage: SL_SPSC's slots; SL_MPMC's used ring, then (messages of 9 to
- * 256 bytes, the swap form) its spare table and 2 x capacity slots, or
- * (larger messages, the indexed form) its free ring and its slots. A ring
+ * storage: SL_SPSC's slots; SL_MPMC's used ring, then (messages over 8
+ * bytes, the swap form) its spare table and capacity + spares slots. A ring
  * of cells has one_lap cells (the power of two above the capacity), not
  * just capacity: a position read from a corrupted counter, masked by
  * one_lap - 1, then still lands on a cell.
@@ -40,7 +39,7 @@
 #include "sluice/shm.h"
 
 #define SHM_MAGIC 0x4D48534349554C53ull /* "SLUICSHM", little-endian */
-#define SHM_VERSION 8u
+#define SHM_VERSION 9u
 #define SHM_CTL_AT ((size_t)72)    /* the peer-death control words */
 #define SHM_BELL_AT ((size_t)88)   /* the select bell (version 4) */
 #define SHM_RECS_AT ((size_t)2048) /* the records (senders, waiters, roles) */
@@ -68,6 +67,8 @@ _Static_assert(AT(in_flight) == 128 && sizeof(((sl_chan *)0)->in_flight[0]) == 6
 _Static_assert(AT(q.spsc.prod.index) == 1152 && AT(q.spsc.prod.peer_cache) == 1160 &&
                    AT(q.spsc.cons.index) == 1216 && AT(q.spsc.cons.peer_cache) == 1224,
                "shm layout: SL_SPSC counters");
+/* free_head and free_tail (1160, 1224) are unused in a segment since layout
+ * version 9: a shared SL_MPMC has no indexed form. */
 _Static_assert(AT(q.mpmc.tail) == 1152 && AT(q.mpmc.free_head) == 1160 &&
                    AT(q.mpmc.head) == 1216 && AT(q.mpmc.free_tail) == 1224,
                "shm layout: SL_MPMC counters");
@@ -86,14 +87,27 @@ typedef struct geometry {
     size_t elem_size;
     size_t capacity;
     size_t storage;  /* SL_SPSC: slots (a power of two); SL_MPMC: one_lap */
-    size_t free_at;  /* SL_MPMC indexed: the free ring; 0 otherwise */
-    size_t spares_at; /* SL_MPMC swap form: the spare table (capacity words); 0 otherwise */
-    size_t slot_count; /* slots: capacity (indexed), 2 x capacity (swap); 0 direct */
+    size_t spares_at; /* SL_MPMC over 8 bytes (the swap form): the spare table; 0 otherwise */
+    size_t spares;   /* its entries: shm_spares() */
+    size_t slot_count; /* slots: capacity + spares (swap form); 0 direct */
     size_t slots_at; /* the slots; 0 for SL_MPMC direct */
     size_t size;     /* bytes the segment needs */
 } geometry;
 
 static size_t line_up(size_t n) { return (n + SL_CACHELINE - 1) & ~(size_t)(SL_CACHELINE - 1); }
+
+/* The swap form's spare entries: one per cell up to SL__MPMC_SWAP_MAX bytes
+ * a message; above, at most SHM_LARGE_SPARES, so that a channel of large
+ * messages does not double its segment (a push finding every spare held by
+ * pushes in progress says SL_FULL, as at any size: docs/guarantees.md). */
+#define SHM_LARGE_SPARES 64u
+
+static size_t shm_spares(uint64_t elem_size, uint64_t capacity)
+{
+    if (elem_size <= SL__MPMC_SWAP_MAX || capacity <= SHM_LARGE_SPARES)
+        return (size_t)capacity;
+    return SHM_LARGE_SPARES;
+}
 
 /* false for a geometry sluice does not make: the caller's mismatch, or a
  * segment header that no creator wrote. The limits keep every size below
@@ -112,20 +126,16 @@ static bool geometry_of(geometry *g, uint64_t flavor, uint64_t elem_size, uint64
     }
     g->storage = sl__cellring_lap(capacity);
     g->size = SHM_DATA_AT + g->storage * sizeof(sl_mpmc_cell);
-    if (elem_size > sizeof(uint64_t) && elem_size <= SL__MPMC_SWAP_MAX) {
-        /* The swap form: a spare slot per cell, whole words per slot; a
-         * held entry names a slot in 28 bits (cellring.h). */
-        if (2 * capacity > SL__HELD_SLOTS_MAX)
+    if (elem_size > sizeof(uint64_t)) {
+        /* The swap form at every size: whole words per slot; a held entry
+         * names a slot in 28 bits (cellring.h). */
+        g->spares = shm_spares(elem_size, capacity);
+        if (capacity + g->spares > SL__HELD_SLOTS_MAX)
             return false;
         g->spares_at = line_up(g->size);
-        g->slots_at = line_up(g->spares_at + capacity * sizeof(uint64_t));
-        g->slot_count = 2 * capacity;
+        g->slots_at = line_up(g->spares_at + g->spares * sizeof(uint64_t));
+        g->slot_count = capacity + g->spares;
         g->size = g->slots_at + g->slot_count * sl__mpmc_swap_stride(elem_size);
-    } else if (elem_size > sizeof(uint64_t)) {
-        g->free_at = g->size;
-        g->slots_at = line_up(g->free_at + g->storage * sizeof(sl_mpmc_cell));
-        g->slot_count = capacity;
-        g->size = g->slots_at + capacity * elem_size;
     }
     return true;
 }
@@ -154,13 +164,10 @@ static void fill_local(sl_chan *ch, const geometry *g)
         v->slots = seg + g->slots_at;
         v->slot_count = g->slot_count;
     }
-    if (g->free_at)
-        v->free = (sl__cellring){(sl_mpmc_cell *)(seg + g->free_at), &m->free_head,
-                                 &m->free_tail, g->storage, g->capacity};
     if (g->spares_at) {
         v->spares = (SL_ATOMIC(uint64_t) *)(void *)(seg + g->spares_at);
-        v->spare_count = g->capacity;
-        v->spare_mask = sl__cellring_lap(g->capacity) - 1;
+        v->spare_count = g->spares;
+        v->spare_mask = sl__cellring_lap(g->spares) - 1;
         v->starved = &m->starved;
         v->wake = &ch->not_full;
     }
@@ -215,12 +222,7 @@ static void init_shared(sl_chan *ch, const geometry *g)
         sl__mpmc_view *v = &ch->geom.mpmc;
         sl__cellring_init(v->used.cells, g->capacity, 0, false);
         if (v->spares)
-            sl__mpmc_swap_fill(v->used.cells, g->capacity, v->spares, g->capacity);
-        else if (v->slots) {
-            /* The free ring starts full: every slot index, its tail a lap on. */
-            sl__cellring_init(v->free.cells, g->capacity, 0, true);
-            atomic_store_explicit(&ch->q.mpmc.free_tail, g->storage, memory_order_relaxed);
-        }
+            sl__mpmc_swap_fill(v->used.cells, g->capacity, v->spares, g->spares);
     }
     /* Release: everything above before an opener's acquire of the magic. */
     atomic_store_explicit(&ch->hdr.magic, SHM_MAGIC, memory_order_release);

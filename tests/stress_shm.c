@@ -49,6 +49,7 @@
 #define MAX_PROCS 4
 #define MAX_THREADS 2
 #define BATCH 8
+#define MSG_MAX 320 /* the largest message of k_cfgs */
 
 typedef struct shm_cfg {
     sl_flavor flavor;
@@ -74,6 +75,7 @@ static const shm_cfg k_cfgs[] = {
     {SL_SPSC, 64, 1, 1, 1},
     {SL_MPMC, 8, MPMC_PROCS, MPMC_PROCS, 2},
     {SL_MPMC, 64, MPMC_PROCS, MPMC_PROCS, 2},
+    {SL_MPMC, 300, MPMC_PROCS, MPMC_PROCS, 2}, /* copied straight into the receiver's buffer */
 };
 
 /* What every process sees: in a MAP_SHARED anonymous mapping. */
@@ -140,7 +142,7 @@ static void produce(const run *r, unsigned p)
     sl_chan *ch = open_own(r);
     sl_test_rng rng;
     sl_test_rng_seed(&rng, r->seed + p);
-    unsigned char batch[BATCH * 64];
+    unsigned char batch[BATCH * MSG_MAX];
     sl_chan *idle = idle_chan(r, true);
     for (uint64_t s = 0; ch && idle && s < r->n;) {
         size_t k = msg_batch(batch, r->opts.elem_size, p, s, r->n - s, BATCH, &rng);
@@ -170,7 +172,7 @@ static void *receive(void *arg)
     sl_chan *ch = ((void **)arg)[1];
     sl_chan *idle = ((void **)arg)[2];
     uint64_t next[MAX_PROCS] = {0};
-    unsigned char buf[BATCH * 64];
+    unsigned char buf[BATCH * MSG_MAX];
     sl_test_rng rng;
     sl_test_rng_seed(&rng, r->seed ^ (uintptr_t)arg);
     for (;;) {
@@ -300,7 +302,7 @@ static void kill_fail(kill_tally *t, unsigned step)
 static void kill_producer(const kill_run *r, unsigned life)
 {
     sl_chan *ch;
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     if (sl_chan_shm_open_fd(&ch, r->fd, &r->opts) != SL_OK || sl_chan_shm_sender(ch) != SL_OK)
         kill_fail(r->t, 10);
     for (uint64_t s = 0; s < LIFE_MAX; s++) {
@@ -320,7 +322,7 @@ static void kill_producer(const kill_run *r, unsigned life)
 static void kill_consumer(const kill_run *r)
 {
     sl_chan *ch;
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     if (sl_chan_shm_open_fd(&ch, r->fd, &r->opts) != SL_OK)
         kill_fail(r->t, 12);
     sl_status reg = sl_chan_shm_receiver(ch); /* SL_CLOSED: spawned as the run ends */
@@ -381,9 +383,9 @@ static uint64_t kill_books(const kill_tally *t, unsigned lives)
     return lost;
 }
 
-/* SL_MPMC's swap form (9 to 256 bytes), read from the segment as
- * docs/shm-layout.md gives it (an independent reading): whether each of
- * the 2 x cap slots is in exactly one place, a cell or a free spare entry,
+/* SL_MPMC's swap form (over 8 bytes), read from the segment as
+ * docs/shm-layout.md gives it (an independent reading; cap <= 64, so as
+ * many spares as cells): whether each of the 2 x cap slots is in exactly one place, a cell or a free spare entry,
  * with no entry held. Meaningful while nobody pushes. */
 static bool spares_whole(int fd, size_t esz, size_t cap)
 {

@@ -167,9 +167,9 @@ END_TEST
 
 /* The segment's size for an SL_MPMC channel, from docs/shm-layout.md's
  * formulas (an independent reading of the layout): the used ring's one_lap
- * cells from byte 6144; then, for 9 to 256 bytes (the swap form), the spare
- * table (capacity words) and 2 x capacity slots of whole words; over 256
- * bytes (the indexed form), the free ring and capacity slots. */
+ * cells from byte 6144; then, over 8 bytes (the swap form), the spare table
+ * (capacity words, or 64 when messages are over 256 bytes and the capacity
+ * over 64) and capacity + spares slots of whole words. */
 static size_t mpmc_layout_size(size_t esz, size_t cap, size_t *spares_at, size_t *slots_at)
 {
     size_t lap = 2, line = 64;
@@ -178,32 +178,47 @@ static size_t mpmc_layout_size(size_t esz, size_t cap, size_t *spares_at, size_t
     size_t cells_end = 6144 + lap * 16;
     if (esz <= 8)
         return *spares_at = *slots_at = 0, cells_end;
-    if (esz <= 256) {
-        *spares_at = (cells_end + line - 1) / line * line;
-        *slots_at = (*spares_at + cap * 8 + line - 1) / line * line;
-        return *slots_at + 2 * cap * ((esz + 7) / 8 * 8);
-    }
-    *spares_at = 0;
-    *slots_at = (cells_end + lap * 16 + line - 1) / line * line;
-    return *slots_at + cap * esz;
+    size_t spares = esz > 256 && cap > 64 ? 64 : cap;
+    *spares_at = (cells_end + line - 1) / line * line;
+    *slots_at = (*spares_at + spares * 8 + line - 1) / line * line;
+    return *slots_at + (cap + spares) * ((esz + 7) / 8 * 8);
 }
 
-/* SL_MPMC by message size: the swap form (9 to 256 bytes) and the indexed
- * form (over 256) each get the segment size their layout gives, and carry
- * messages across fork() in order, whole. */
+/* SL_MPMC by message size (the swap form at every size over 8 bytes, with
+ * fewer spares than cells for large messages in a large ring): each gets
+ * the segment size its layout gives, and carries messages across fork() in
+ * order, whole. */
 static const size_t k_mpmc_sizes[] = {9, 100, 256, 257, 300};
+
+/* The size a channel's header records. */
+static uint64_t segment_size(size_t esz, size_t cap)
+{
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = esz, .capacity = cap};
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    unsigned char *raw = map_raw(sl_chan_shm_fd(ch), 64);
+    uint64_t size;
+    memcpy(&size, raw + 32, 8);
+    munmap(raw, 64);
+    sl_chan_free(ch);
+    return size;
+}
 
 START_TEST(test_mpmc_forms_by_size)
 {
     size_t esz = k_mpmc_sizes[_i], spares_at, slots_at;
     sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = esz, .capacity = 3};
     sl_chan *ch;
+    ck_assert_uint_eq(segment_size(esz, 3), mpmc_layout_size(esz, 3, &spares_at, &slots_at));
+    ck_assert_uint_eq(segment_size(esz, 100),
+                      mpmc_layout_size(esz, 100, &spares_at, &slots_at));
     ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
-    unsigned char *raw = map_raw(sl_chan_shm_fd(ch), 64);
-    uint64_t size;
-    memcpy(&size, raw + 32, 8);
-    ck_assert_uint_eq(size, mpmc_layout_size(esz, 3, &spares_at, &slots_at));
-    munmap(raw, 64);
+    unsigned char buf[MSG_MAX];
+    sl_test_seq_fill(buf, esz, 5);
+    ck_assert_int_eq(sl_chan_try_send(ch, buf), SL_OK);
+    memset(buf, 0, sizeof buf);
+    ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_OK);
+    ck_assert_msg(sl_test_seq_is(buf, esz, 5), "%zu-byte message not whole", esz);
     uint64_t n = sl_test_scaled(3000, 600);
     consumer_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o, .n = n};
     pid_t pid = spawn(consume, &a);
@@ -227,7 +242,7 @@ static int park_recv(void *p)
     sl_chan *ch;
     if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK)
         return 1;
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     if (sl_chan_recv(ch, buf) != SL_OK || !sl_test_seq_is(buf, a->opts.elem_size, 7))
         return 2;
     if (sl_chan_recv(ch, buf) != SL_CLOSED)
@@ -250,7 +265,7 @@ START_TEST(test_park_and_close_across)
     ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
     park_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o};
     pid_t pid = spawn(park_recv, &a);
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     sl_test_seq_fill(buf, o.elem_size, 7);
     /* Long enough that the child's spin is over and it sleeps in the futex
      * (if it were not, the test would pass without parking: never falsely fail). */
@@ -271,7 +286,7 @@ static int park_send(void *p)
     sl_chan *ch;
     if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK)
         return 1;
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     sl_test_seq_fill(buf, a->opts.elem_size, 99);
     if (sl_chan_len(ch) != sl_chan_cap(ch) || sl_chan_try_send(ch, buf) != SL_FULL ||
         sl_chan_send_for(ch, buf, 0) != SL_TIMEDOUT)
@@ -286,7 +301,7 @@ START_TEST(test_full_empty_timed)
 {
     sl_chan_opts o = opts_of(_i, 3);
     sl_chan *ch;
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
     ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_EMPTY);
     ck_assert_int_eq(sl_chan_recv_for(ch, buf, 5 * MS), SL_TIMEDOUT);
@@ -460,9 +475,12 @@ START_TEST(test_create_refusals)
     ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &b, 0), SL_EINVAL);
     b = o, b.capacity = ((size_t)1 << 40) + 1;
     ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &b, 0), SL_EINVAL);
-    /* SL_MPMC's swap form (9 to 256 bytes): a held spare names its slot in
-     * 28 bits, so 2 x capacity slots stay below 2^28 - 1. */
+    /* SL_MPMC's swap form (over 8 bytes): a held spare names its slot in 28
+     * bits, so capacity + spares slots stay below 2^28 - 1 (spares: the
+     * capacity, or 64 for messages over 256 bytes). */
     b = (sl_chan_opts){.flavor = SL_MPMC, .elem_size = 16, .capacity = (size_t)1 << 27};
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &b, 0), SL_EINVAL);
+    b = (sl_chan_opts){.flavor = SL_MPMC, .elem_size = 300, .capacity = ((size_t)1 << 28) - 64};
     ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &b, 0), SL_EINVAL);
     ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 01600), SL_EINVAL);
     ck_assert_int_eq(sl_chan_shm_create(&ch, "no-slash/in/middle", &o, 0), SL_EINVAL);
@@ -543,6 +561,7 @@ START_TEST(test_open_refusals)
     check_word(fd, raw, 8, 4, 5);                 /* the one before the shared swap form */
     check_word(fd, raw, 8, 4, 6);                 /* the one before reclaims name their process */
     check_word(fd, raw, 8, 4, 7);                 /* the one before held spares name theirs */
+    check_word(fd, raw, 8, 4, 8);                 /* the one before large messages swapped */
     check_word(fd, raw, 12, 4, SL_LIST);          /* flavour: not shareable */
     check_word(fd, raw, 16, 8, 0);                /* message size 0 */
     check_word(fd, raw, 24, 8, 0);                /* capacity 0 */
@@ -888,7 +907,7 @@ static int registered_sender(void *p)
 {
     death_arg *a = p;
     sl_chan *ch;
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK)
         return 1;
     if (sl_chan_shm_sender(ch) != SL_OK || sl_chan_shm_sender(ch) != SL_OK)
@@ -926,7 +945,7 @@ START_TEST(test_last_sender_gone)
     int cfg = _i % 4, form = (_i / 4) % 3;
     sl_chan_opts o = opts_of(cfg, 8);
     sl_chan *ch;
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
     /* Nobody registered yet: empty, not closed. */
     ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_EMPTY);
@@ -1025,7 +1044,7 @@ START_TEST(test_last_receiver_gone)
     sl__shm_look_ns = 5 * MS; /* a prompt look: the test stays short */
     sl_chan_opts o = opts_of(cfg, 4);
     sl_chan *ch;
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     int ready[2];
     ck_assert_int_eq(pipe(ready), 0);
     ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
@@ -1062,7 +1081,7 @@ static int unregistered_receiver(void *p)
 {
     death_arg *a = p;
     sl_chan *ch;
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK)
         return 1;
     if (sl_chan_recv_for(ch, buf, MS) != SL_TIMEDOUT) /* a wait: claims a record */
@@ -1182,7 +1201,7 @@ START_TEST(test_mark_owner_identity)
 {
     sl_chan_opts o = opts_of(_i, 4);
     sl_chan *ch;
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
     unsigned char *raw = map_raw(sl_chan_shm_fd(ch), 4096);
     uint64_t me = ((self_start() << 22) | (uint64_t)getpid());
@@ -1214,7 +1233,7 @@ static int park_forever(void *p)
 {
     death_arg *a = p;
     sl_chan *ch;
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK)
         return 1;
     (void)sl_chan_recv(ch, buf);
@@ -1225,7 +1244,7 @@ START_TEST(test_killed_while_parked)
 {
     sl_chan_opts o = opts_of(_i, 2);
     sl_chan *ch;
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
     death_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o};
     pid_t pid = spawn(park_forever, &a);
@@ -1270,7 +1289,7 @@ START_TEST(test_killed_parked_discounted)
 {
     sl_chan_opts o = opts_of(_i, 4);
     sl_chan *ch;
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     const uint64_t look = sl__shm_look_ns;
     sl__shm_look_ns = 3600 * SEC; /* the child sleeps in the futex, registered */
     ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
@@ -1319,7 +1338,7 @@ static int die_at_step(void *p)
 {
     death_arg *a = p;
     sl_chan *ch;
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK)
         return 1;
     sl_test_seq_fill(buf, a->opts.elem_size, a->v);
@@ -1335,11 +1354,11 @@ static int die_at_step(void *p)
  * messages 0 .. n-1 were queued before; the child sent n (DIE_SEND) or took
  * one (DIE_RECV). Each queued message comes out once and in order, except
  * the one a receiving child took; the child's own message whole or not at
- * all; the capacity whole but for one slot of an SL_MPMC indexed ring that
- * the dead process held; and then the close reads as closed. */
+ * all; the capacity whole (a spare a dead sender held is one of capacity:
+ * the others go round); and then the close reads as closed. */
 static void survive(sl_chan *ch, const sl_chan_opts *o, int op, uint64_t n)
 {
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     uint64_t first = 0, got = 0;
     while (sl_chan_try_recv(ch, buf) == SL_OK) {
         if (got == 0 && op == DIE_RECV && !sl_test_seq_is(buf, o->elem_size, 0))
@@ -1356,9 +1375,7 @@ static void survive(sl_chan *ch, const sl_chan_opts *o, int op, uint64_t n)
     size_t room = 0;
     while (sl_chan_try_send(ch, buf) == SL_OK)
         room++;
-    bool indexed = o->flavor == SL_MPMC && o->elem_size > 8;
-    ck_assert_uint_le(room, o->capacity);
-    ck_assert_uint_ge(room, o->capacity - (indexed ? 1 : 0));
+    ck_assert_uint_eq(room, o->capacity);
     for (size_t i = 0; i < room; i++)
         ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_OK);
     sl_chan_close(ch);
@@ -1370,7 +1387,7 @@ static int parked_receiver(void *p)
 {
     death_arg *a = p;
     sl_chan *ch;
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK)
         return 1;
     if (sl_chan_recv(ch, buf) != SL_OK)
@@ -1388,7 +1405,7 @@ static int parked_receiver(void *p)
  * then wakes the receiver. */
 static void notify_death(sl_chan *ch, death_arg *a)
 {
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     pid_t rx = spawn(parked_receiver, a);
     unsigned char *raw = map_raw(a->fd, 64);
     /* not_empty.waiters (docs/shm-layout.md): wait until it has parked. */
@@ -1415,12 +1432,14 @@ static void notify_death(sl_chan *ch, death_arg *a)
  * at its k-th step, until one finishes. */
 START_TEST(test_death_at_every_step)
 {
-    int cfg = _i % 4, op = _i / 4;
+    int cfg = _i % 5, op = _i / 5;
     unsigned k = 1;
     for (;; k++) {
-        sl_chan_opts o = opts_of(cfg, 4);
+        /* Configuration 4: SL_MPMC with messages over 256 bytes. */
+        sl_chan_opts o = cfg < 4 ? opts_of(cfg, 4)
+                                 : (sl_chan_opts){.flavor = SL_MPMC, .elem_size = 300, .capacity = 4};
         sl_chan *ch;
-        unsigned char buf[64];
+        unsigned char buf[MSG_MAX];
         ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
         uint64_t n = op == DIE_PARK || op == DIE_NOTIFY ? 0 : 2;
         for (uint64_t i = 0; i < n; i++) {
@@ -1445,7 +1464,8 @@ START_TEST(test_death_at_every_step)
     }
     ck_assert_uint_gt(k, 2); /* it died at least at one step before finishing */
     printf("[shm death] %s %zu-byte %s: killed at each of steps 1..%u\n",
-           k_cfg[cfg].flavor == SL_SPSC ? "SL_SPSC" : "SL_MPMC", k_cfg[cfg].esz,
+           cfg < 4 && k_cfg[cfg].flavor == SL_SPSC ? "SL_SPSC" : "SL_MPMC",
+           cfg < 4 ? k_cfg[cfg].esz : 300,
            op == DIE_SEND ? "send" : op == DIE_RECV ? "receive" : op == DIE_PARK ? "parked receive" : "send to a parked receiver", k - 1);
 }
 END_TEST
@@ -1469,7 +1489,7 @@ static int die_in_look(void *p)
 {
     death_arg *a = p;
     sl_chan *ch;
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK)
         return 1;
     sl__fi_arm(a->k, die_here, NULL);
@@ -1490,7 +1510,7 @@ START_TEST(test_death_in_a_look)
     for (;; k++) {
         sl_chan_opts o = opts_of(_i, 4);
         sl_chan *ch;
-        unsigned char buf[64];
+        unsigned char buf[MSG_MAX];
         ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
         death_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o, .k = k};
         ck_assert_int_eq(reap(spawn(register_and_exit, &a)), 0);
@@ -1523,7 +1543,7 @@ END_TEST
  * first one looks). Message v comes out once at most, whole. */
 static void laps_then_look(sl_chan *ch, const sl_chan_opts *o, int n, uint64_t v)
 {
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     bool got = false;
     for (int i = 0; i < n; i++) {
         sl_test_seq_fill(buf, o->elem_size, 100 + (uint64_t)i);
@@ -1546,14 +1566,17 @@ static void laps_then_look(sl_chan *ch, const sl_chan_opts *o, int n, uint64_t v
  * many as there are spares, never use the spare table up: the look that
  * finds each dead gives back the slot out of circulation, whether it looks
  * at once or after the cells have gone round (so that the slot it must see
- * has moved on). _i: 24 or 64 bytes. */
+ * has moved on). _i: 24, 64 or 300 bytes (the last copied straight into
+ * the receiver's buffer). */
+static const size_t k_holder_sizes[] = {24, 64, 300};
+
 START_TEST(test_spare_holder_dies)
 {
     enum { CAP = 2, ROUNDS = 3 * CAP };
     const uint64_t look = sl__shm_look_ns;
     unsigned k = 1;
     for (;; k++) {
-        sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = _i ? 64 : 24, .capacity = CAP};
+        sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = k_holder_sizes[_i], .capacity = CAP};
         sl_chan *ch;
         ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
         ck_assert_int_eq(sl_chan_shm_receiver(ch), SL_OK); /* its empty receives look */
@@ -1574,7 +1597,7 @@ START_TEST(test_spare_holder_dies)
     sl__shm_look_ns = look;
     ck_assert_uint_gt(k, 2);
     printf("[shm death] SL_MPMC %d-byte send holding a spare: killed %d times at each of steps "
-           "1..%u\n", _i ? 64 : 24, ROUNDS, k - 1);
+           "1..%u\n", (int)k_holder_sizes[_i], ROUNDS, k - 1);
 }
 END_TEST
 #endif
@@ -1663,7 +1686,7 @@ static int sel_peer(void *p)
 {
     sel_arg *a = p;
     sl_chan *ch;
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK)
         return 1;
     await_parent_asleep(a->fd);
@@ -1911,7 +1934,7 @@ static int select_forever(void *p)
 {
     park_arg *a = p;
     sl_chan *ch;
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK)
         return 1;
     sl_select_case c[] = {{ch, SL_SEL_RECV, buf}};
@@ -1924,7 +1947,7 @@ START_TEST(test_select_killed_selector)
 {
     sl_chan_opts o = opts_of(_i, 2);
     sl_chan *ch;
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
     park_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o};
     pid_t pid = spawn(select_forever, &a);
@@ -1975,7 +1998,7 @@ static bool readable(int fd, uint64_t timeout_ns)
 static void fd_recv_across(sl_chan *ch, const sl_chan_opts *o)
 {
     int fd = -1;
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     ck_assert_int_eq(sl_chan_fd(ch, SL_END_RECV, &fd), SL_OK);
     ck_assert(readable(fd, 0));
     ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_EMPTY);
@@ -2014,7 +2037,7 @@ static void fd_send_across(int cfg)
 {
     sl_chan_opts o = opts_of(cfg, 2);
     sl_chan *ch;
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     int fd = -1;
     ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
     ck_assert_int_eq(sl_chan_fd(ch, SL_END_SEND, &fd), SL_OK);
@@ -2165,7 +2188,7 @@ START_TEST(test_barrier_asymmetric)
     await_word(words, 48, 1); /* the child is registered on not_empty */
     munmap(words, 128);
     /* This process parks too: a receive that times out registers and waits. */
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     unsigned long before = globals();
     ck_assert_int_eq(sl_chan_recv_for(ch, buf, 5 * MS), SL_TIMEDOUT);
     ck_assert_uint_gt(globals(), before);
@@ -2219,7 +2242,7 @@ START_TEST(test_barrier_refused)
     unsigned char *words = map_raw(a.fd, 128);
     await_word(words, 48, 1);
     munmap(words, 128);
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     sl_test_seq_fill(buf, o.elem_size, 7);
     ck_assert_int_eq(sl_chan_send(ch, buf), SL_OK);
     sl_chan_close(ch);
@@ -2249,7 +2272,7 @@ END_TEST
 static int closed_verdict_child(void *p)
 {
     sl_chan *ch = p;
-    unsigned char buf[64];
+    unsigned char buf[MSG_MAX];
     (void)sl_chan_try_recv(ch, buf); /* aborts inside */
     return 1;
 }
@@ -2292,9 +2315,9 @@ static Suite *shm_suite(void)
     tcase_add_loop_test(tc, test_killed_while_parked, 0, N_OF(k_cfg));
     tcase_add_loop_test(tc, test_killed_parked_discounted, 0, N_OF(k_cfg));
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
-    tcase_add_loop_test(tc, test_death_at_every_step, 0, 16);
+    tcase_add_loop_test(tc, test_death_at_every_step, 0, 20);
     tcase_add_loop_test(tc, test_death_in_a_look, 0, N_OF(k_cfg));
-    tcase_add_loop_test(tc, test_spare_holder_dies, 0, 2);
+    tcase_add_loop_test(tc, test_spare_holder_dies, 0, N_OF(k_holder_sizes));
 #endif
     suite_add_tcase(s, tc);
     tc = tcase_create("receivers"); /* the last registered receiver is gone */

@@ -26,7 +26,16 @@
  * a drop function, which means nothing in another process, and a sender
  * killed holding one of its spare slots would take that slot for good).
  *
- * Messages are byte copies. Pointers mean nothing in another process, so
+ * Messages are byte copies. A receive from a shared SL_MPMC channel of
+ * messages over 256 bytes copies the message straight into the caller's
+ * buffer before it takes it (as every size's receive copies first, into
+ * its stack below that): a receive that lost the message to another
+ * receiver and then found the channel empty, closed or past its deadline
+ * may have written the buffer, which is then not a message. Segments of
+ * messages over 256 bytes in a ring over 64 hold capacity + 64 slots; up
+ * to 256 bytes, twice the capacity.
+ *
+ * Pointers mean nothing in another process, so
  * sl_chan_send_ptr and its forms refuse a shared channel with SL_EINVAL, and
  * so do the constructors given a drop function. sl_chan_fd (event-loop
  * descriptors) works on a shared channel: a watcher thread in the process
@@ -112,18 +121,15 @@
  *    is not taken for the dead process): a receiver deciding SL_CLOSED
  *    counts only the marks of living processes, so a dead sender never
  *    keeps the others from seeing SL_CLOSED;
- *  - SL_MPMC with messages over 256 bytes (the indexed form): a process
- *    killed between taking a slot and returning it (a send between its two
- *    ring steps, a receive between its take and its give-back) keeps that
- *    slot: the capacity shrinks by one, for good, per such death;
- *  - SL_MPMC with messages of 9 to 256 bytes (the swap form): a sending
+ *  - SL_MPMC with messages over 8 bytes (the swap form): a sending
  *    process killed while it holds a spare slot (from taking it to giving
  *    back the one its cell handed it) leaves its entry naming it, the slot
  *    it took and the one its cell offered; the look that finds the process
  *    dead gives back whichever of the two is out of circulation, so the
  *    spare table is whole again. Where the process held no record (all 64
  *    held by living processes) its entry names nobody and that spare is
- *    lost for good: once every one of the capacity spares is lost so, every
+ *    lost for good: once every one of the spares (the capacity, or 64 for
+ *    messages over 256 bytes in a larger ring) is lost so, every
  *    send says SL_FULL (a blocking one waits until its deadline or a
  *    close) whatever the ring holds. A receive holds no slot, so a
  *    receiving process's death loses none. (SL_SPSC and SL_MPMC of 8 bytes
@@ -194,8 +200,9 @@ SL_BEGIN_DECLS
  * flavor SL_SPSC or SL_MPMC and no drop function.
  * Returns SL_OK; SL_EINVAL for NULL out or opts, a flavour other than
  * SL_SPSC or SL_MPMC, a drop function, elem_size 0 or above SL_ELEM_MAX,
- * capacity 0 or above 2^40 (SL_MPMC of 9 to 256 bytes: above 2^27 - 1, so
- * that a held spare can name its slot) or a segment size that overflows, mode with bits
+ * capacity 0 or above 2^40 (SL_MPMC over 8 bytes: above 2^27 - 1 up to 256
+ * bytes a message, 2^28 - 65 above, so that a held spare can name its
+ * slot) or a segment size that overflows, mode with bits
  * beyond 0777, a bad name or one that exists or may not be created (errno
  * says which); SL_ENOMEM when the system is out of memory or descriptors.
  * Nothing is left behind on failure (a named object made is unlinked).

@@ -60,10 +60,10 @@
 #include "chan_impl.h" /* SL__CHAN_SHARED_AT: where a handle maps the segment */
 #include "sysops.h"
 
-/* The layout (docs/shm-layout.md, version 8: the barrier mode in the
+/* The layout (docs/shm-layout.md, version 9: the barrier mode in the
  * control words, the select bell after them, the records, then the
- * storage; SL_MPMC of 9 to 256 bytes in the swap form, with its spare
- * table, whose held entries a look settles, and its starved word). */
+ * storage; SL_MPMC over 8 bytes in the swap form, with its spare table,
+ * whose held entries a look settles, and its starved word). */
 #define S_RECORDS_AT 2048u /* 64 records of 64 bytes: marks, roles, owner */
 #define S_ROLES_EVER 80u   /* bit 0: a sender registered, bit 1: a receiver */
 #define S_DATA_AT 6144u
@@ -203,8 +203,9 @@ typedef struct shm_run {
     unsigned char *fresh;  /* the segment as created */
     size_t size, mapped;   /* its bytes, and page-rounded */
     size_t es, cap, lap;   /* lap: SL_MPMC's L, SL_SPSC's S (its slots) */
-    size_t free_at, slots; /* SL_MPMC indexed: the free ring; the slots */
-    size_t spares_at;      /* SL_MPMC swap form (9-256 bytes): the spare table */
+    size_t slots;          /* where the slots begin */
+    size_t spares_at;      /* SL_MPMC over 8 bytes (the swap form): the spare table */
+    size_t spares;         /* ... its entries */
     bool mpmc;
     int fd;
     fz_model m;
@@ -249,16 +250,13 @@ static void shm_layout(shm_run *r)
         l <<= 1;
     r->lap = l;
     r->size = S_DATA_AT + 16 * l;
-    if (r->es > 8 && r->es <= 256) {
-        /* The swap form: capacity spare entries, 2 x capacity slots of
-         * whole words. */
+    if (r->es > 8) {
+        /* The swap form: capacity spare entries (64 for messages over 256
+         * bytes in a ring over 64), capacity + spares slots of whole words. */
+        r->spares = r->es > 256 && r->cap > 64 ? 64 : r->cap;
         r->spares_at = (r->size + 63) & ~(size_t)63;
-        r->slots = (r->spares_at + 8 * r->cap + 63) & ~(size_t)63;
-        r->size = r->slots + 2 * r->cap * ((r->es + 7) & ~(size_t)7);
-    } else if (r->es > 8) {
-        r->free_at = r->size;
-        r->slots = (S_DATA_AT + 32 * l + 63) & ~(size_t)63;
-        r->size = r->slots + r->cap * r->es;
+        r->slots = (r->spares_at + 8 * r->spares + 63) & ~(size_t)63;
+        r->size = r->slots + (r->cap + r->spares) * ((r->es + 7) & ~(size_t)7);
     }
 }
 
@@ -545,14 +543,11 @@ static size_t shm_field(shm_run *r, fz_in *in, size_t *width)
         return r->mpmc ? S_DATA_AT + 16 * (i % r->lap) + 8 * (f & 1)
                        : r->slots + (i % r->lap) * r->es;
     case 9:
-    case 10: /* a free-ring cell's stamp or slot index; the swap form's spare
-              * entry (a slot index) or its starved word */
+    case 10: /* the swap form's spare entry (a slot index) or its starved word */
         if (r->spares_at && (f & 2) && (i & 1))
             return *width = 4, S_STARVED;
         if (r->spares_at)
-            return r->spares_at + 8 * (i % r->cap);
-        if (r->free_at)
-            return r->free_at + 16 * (i % r->lap) + 8 * (f & 1);
+            return r->spares_at + 8 * (i % r->spares);
         return r->mpmc ? S_DATA_AT + 16 * (i % r->lap) : shm_counter_at[i % 4];
     default: /* a slot's payload */
         if (r->slots) {

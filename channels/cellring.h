@@ -157,7 +157,8 @@ static inline void sl__cellring_raise(const sl__cellring *r, SL_ATOMIC(uint64_t)
         ;
 }
 
-/* A spare entry of SL_MPMC's swap form in a shared segment while a push
+/* A spare entry of SL_MPMC's swap form in a shared segment while a push (or
+ * a pop of messages over SL__MPMC_SWAP_MAX bytes: sl__cellring_pop_swap)
  * holds its slot (channels/mpmc.c, docs/shm-layout.md "The spare table"):
  * bit 63 set; the holder's record in bits 56-62 (SL__HELD_NOBODY: none
  * known); in bits 28-55 the free slot the cell offered the push's latest
@@ -323,6 +324,31 @@ sl__cellring_copy_out(const sl__cellring_copy *cp, uint64_t index)
         cp->into[i] = atomic_load_explicit(&w[i], memory_order_relaxed);
 }
 
+/* A pop's look at the cell of its head h: the cell, its stamp (seq_cst),
+ * and how the stamp stands to h + 1 (0: written for h; below: not yet). */
+static inline __attribute__((always_inline)) int64_t
+sl__cellring_pop_look(const sl__cellring *r, uint64_t h, sl_mpmc_cell **c, uint64_t *s)
+{
+    *c = sl__cell_at(r, h);
+    SL_FI();
+    *s = atomic_load_explicit(&(*c)->stamp, memory_order_seq_cst);
+    return (int64_t)(*s - (h + 1));
+}
+
+/* A pop's step at a cell not written for its head h (stamp s, d = s - h - 1
+ * non-zero): false when the pop must say empty, true when the head was moved
+ * on and the pop looks again. */
+static inline __attribute__((always_inline)) bool
+sl__cellring_pop_past(const sl__cellring *r, int64_t d, uint64_t s, uint64_t h, bool guarded)
+{
+    if (d < 0)
+        return false; /* nothing written at h, so nothing after it */
+    if (guarded && sl__cellring_corrupt(r, r->head, s, h))
+        return false; /* a stamp no sound ring holds: say empty */
+    sl__cellring_advance(r, r->head, h); /* taken or displaced, or h is stale */
+    return true;
+}
+
 /* Removes the oldest value into *value; false when the ring is empty. With
  * `cp`, also copies the value's slot out (above) before taking the cell.
  * Lock-free; acts as acquire, and the taking CAS is seq_cst (what a parked
@@ -333,10 +359,9 @@ sl__cellring_pop_as(const sl__cellring *r, uint64_t *value, bool guarded,
 {
     uint64_t h = atomic_load_explicit(r->head, memory_order_seq_cst);
     for (;;) {
-        sl_mpmc_cell *c = sl__cell_at(r, h);
-        SL_FI();
-        uint64_t s = atomic_load_explicit(&c->stamp, memory_order_seq_cst);
-        int64_t d = (int64_t)(s - (h + 1));
+        sl_mpmc_cell *c;
+        uint64_t s;
+        int64_t d = sl__cellring_pop_look(r, h, &c, &s);
         if (d == 0) {
 #ifndef SL_MUTANT_MPMC_FREE_BEFORE_READ
             /* Stable while the stamp is h + 1: only the next lap's push or a
@@ -376,12 +401,49 @@ sl__cellring_pop_as(const sl__cellring *r, uint64_t *value, bool guarded,
 #ifdef SL_MUTANT_MPMC_EMPTY_ON_LOST_CAS
             return false; /* planted bug: one lost race reads as empty */
 #endif
-        } else if (d < 0) {
-            return false; /* nothing written at h, so nothing after it */
-        } else if (guarded && sl__cellring_corrupt(r, r->head, s, h)) {
-            return false; /* a stamp no sound ring holds: say empty */
-        } else {
-            sl__cellring_advance(r, r->head, h); /* taken or displaced, or h is stale */
+        } else if (!sl__cellring_pop_past(r, d, s, h, guarded)) {
+            return false;
+        }
+        h = atomic_load_explicit(r->head, memory_order_seq_cst);
+    }
+}
+
+/* Removes the oldest value (a slot index) into *value and leaves `mine`, a
+ * spare slot, in its cell, in one double-width CAS: the message's slot
+ * leaves the ring in the caller's hands, to read at leisure and give back
+ * (a shared SL_MPMC's pop of messages over SL__MPMC_SWAP_MAX bytes,
+ * channels/mpmc.c). Before each CAS it stores `held` and the cell's value
+ * into `entry` (sl__cellring_say_offer), as a held push does, so that the
+ * look that finds the caller dead knows which slot it kept. A value of
+ * slot_count or more (a peer's garbage) is taken as a guarded pop takes it,
+ * by the stamp alone, `mine` kept: the caller drops it. false when empty.
+ * Lock-free; the CAS is a full barrier (acquires the message's bytes, and is
+ * what a parked sender's re-check pairs with). */
+static inline bool sl__cellring_pop_swap(const sl__cellring *r, uint64_t *value, uint64_t mine,
+                                         SL_ATOMIC(uint64_t) *entry, uint64_t held,
+                                         uint64_t slot_count)
+{
+    uint64_t h = atomic_load_explicit(r->head, memory_order_seq_cst);
+    for (;;) {
+        sl_mpmc_cell *c;
+        uint64_t s;
+        int64_t d = sl__cellring_pop_look(r, h, &c, &s);
+        if (d == 0) {
+            uint64_t v = atomic_load_explicit(&c->value, memory_order_relaxed);
+            bool taken = atomic_load_explicit(r->head, memory_order_relaxed) == h &&
+                         (v < slot_count
+                              ? sl__cellring_say_offer(entry, held, v) &&
+                                    sl__dwcas(c, s, v, h + r->one_lap, mine)
+                              : atomic_compare_exchange_strong_explicit(
+                                    &c->stamp, &s, h + r->one_lap, memory_order_seq_cst,
+                                    memory_order_relaxed));
+            if (taken) {
+                sl__cellring_advance(r, r->head, h);
+                *value = v;
+                return true;
+            }
+        } else if (!sl__cellring_pop_past(r, d, s, h, true)) {
+            return false;
         }
         h = atomic_load_explicit(r->head, memory_order_seq_cst);
     }
@@ -418,6 +480,17 @@ static inline bool sl__cellring_full(const sl__cellring *r)
     uint64_t t = atomic_load_explicit(r->tail, memory_order_seq_cst);
     uint64_t s = atomic_load_explicit(&sl__cell_at(r, t)->stamp, memory_order_seq_cst);
     return (int64_t)(s - t) < 0;
+}
+
+/* Whether the ring looks empty, on the loads a pop starts with: the head,
+ * then its cell's stamp, not yet written for it (the same answer and the
+ * same linearization point as the pop's SL_EMPTY; a stale head's cell was
+ * written or taken since, so a stale head never looks empty). */
+static inline bool sl__cellring_empty(const sl__cellring *r)
+{
+    uint64_t h = atomic_load_explicit(r->head, memory_order_seq_cst);
+    uint64_t s = atomic_load_explicit(&sl__cell_at(r, h)->stamp, memory_order_seq_cst);
+    return (int64_t)(s - (h + 1)) < 0;
 }
 
 /* Values between head and tail: a snapshot in [0, capacity], exact when no

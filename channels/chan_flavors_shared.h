@@ -128,9 +128,20 @@ static inline sl_status mpmc_shared_push(sl_chan *ch, const void *elem, sl_visit
     return sl__mpmc_push_in(&ch->geom.mpmc, elem);
 }
 
+/* The view a pop goes through. A pop of messages over SL__MPMC_SWAP_MAX
+ * bytes holds a spare named by the handle's record, as a push does
+ * (channels/mpmc.c, pop_swap_large): the record is claimed in this process
+ * first (one load and a compare once claimed). */
+static inline const sl__mpmc_view *mpmc_shared_pop_view(sl_chan *ch)
+{
+    if (ch->elem_size > SL__MPMC_SWAP_MAX)
+        (void)shm_mark_word(ch);
+    return &ch->geom.mpmc;
+}
+
 static inline sl_status mpmc_shared_pop(sl_chan *ch, void *out)
 {
-    sl_status st = sl__mpmc_pop_in(&ch->geom.mpmc, out);
+    sl_status st = sl__mpmc_pop_in(mpmc_shared_pop_view(ch), out);
     return st == SL_EMPTY ? shared_empty(ch) : st;
 }
 
@@ -141,7 +152,7 @@ static inline sl_status mpmc_shared_push_one(sl_chan *ch, const void *elem)
 
 static inline sl_status mpmc_shared_pop_one(sl_chan *ch, void *out)
 {
-    return sl__mpmc_pop_in(&ch->geom.mpmc, out);
+    return sl__mpmc_pop_in(mpmc_shared_pop_view(ch), out);
 }
 
 static inline size_t mpmc_shared_push_n(sl_chan *ch, const void *elems, size_t n)

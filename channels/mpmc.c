@@ -552,12 +552,14 @@ pop_swap(const sl_mpmc *q, const sl__mpmc_view *v, void *out, bool shared)
 }
 
 /* The swap form's pop for a shared channel's messages over
- * SL__MPMC_SWAP_MAX bytes, too large for pop_swap's stack buffer: the
- * speculative copy goes straight into `out`. So a pop that loses its race
- * and then finds the ring empty has written `out` (shm.h says so); one that
- * wins read the bytes published with the index, as pop_swap's (cellring.h's
- * sl__cellring_copy_out, docs/guarantees.md "SL_MPMC"). */
-static __attribute__((noinline)) sl_status pop_swap_large(const sl__mpmc_view *v, void *out)
+ * SL__MPMC_SWAP_MAX bytes when it holds no spare (every entry was empty, or
+ * the handle has no record to name it by): too large for pop_swap's stack
+ * buffer, the speculative copy goes straight into `out`. So a pop that
+ * loses its race and then finds the ring empty has written `out` (shm.h
+ * says so); one that wins read the bytes published with the index, as
+ * pop_swap's (cellring.h's sl__cellring_copy_out, docs/guarantees.md
+ * "SL_MPMC"). */
+static sl_status pop_copy_large(const sl__mpmc_view *v, void *out)
 {
     uint64_t index;
     sl__cellring_copy cp = {v->slots, sl__mpmc_swap_stride(v->elem_size), 0,    NULL,
@@ -567,6 +569,66 @@ static __attribute__((noinline)) sl_status pop_swap_large(const sl__mpmc_view *v
         return SL_EMPTY;
     if (bad_index(index, v->slot_count))
         return SL_EMPTY; /* a corrupted index: dropped, nothing was copied */
+    return SL_OK;
+}
+
+/* A slot back into the entry a pop took its spare from, as a push's
+ * give-back: release (the pop's reads of the slot before the push that
+ * takes it next writes it); then the starved flag (a sender that found
+ * every spare held may be asleep: starve). An exchange, not a store: a
+ * locked instruction, the full barrier between the give-back and the
+ * flag's load that a push gets from its tail's CAS. */
+static void pop_give_back(const sl__mpmc_view *v, SL_ATOMIC(uint64_t) *e, uint64_t slot)
+{
+    (void)atomic_exchange_explicit(e, slot, memory_order_seq_cst);
+    if (atomic_load_explicit(v->starved, memory_order_seq_cst))
+        wake_starved(v->starved, v->wake);
+}
+
+/* The pop of a shared channel's messages over SL__MPMC_SWAP_MAX bytes. It
+ * takes a spare as a push does (an entry held in its record's name) and
+ * swaps it into the oldest message's cell, taking the message's slot out
+ * (sl__cellring_pop_swap); it then owns that slot alone and copies it out
+ * with no race (a plain memcpy, whatever the size), and gives it back as
+ * its spare. Receivers so copy at once, each from its own slot, where a
+ * copy before the take would hold the ring's head for the whole copy. A
+ * pop killed while it holds a spare is settled as a push is
+ * (docs/guarantees.md, "Receive, holding a spare"). With no spare to take
+ * (pushes and pops in flight hold them all) or no record to name it by,
+ * the copy-first pop instead: never SL_EMPTY for want of a spare. */
+static __attribute__((noinline)) sl_status pop_swap_large(const sl__mpmc_view *v, void *out)
+{
+    uint64_t mine, index;
+    sl__cellring r = v->used;
+    /* Empty: answered before a spare is taken, so that an empty poll
+     * writes nothing and never holds the spare a send needs. */
+    if (sl__cellring_empty(&r))
+        return SL_EMPTY;
+    size_t home = home_entry(NULL, v, true);
+    SL_ATOMIC(uint64_t) *e = &v->spares[home];
+    if (v->holder == SL__HELD_NOBODY ||
+        (!take_entry(v, true, e, &mine) && !(e = sweep_spares(NULL, v, true, home, &mine))))
+        return pop_copy_large(v, out);
+    SL_FI(); /* holding a spare */
+    if (!sl__cellring_pop_swap(&r, &index, mine, e, sl__held_base(v->holder, mine),
+                               v->slot_count)) {
+        pop_give_back(v, e, mine);
+        return SL_EMPTY;
+    }
+    if (bad_index(index, v->slot_count)) {
+        pop_give_back(v, e, mine); /* taken by the stamp alone: still ours */
+        return SL_EMPTY;
+    }
+    SL_FI(); /* the message's slot taken, not yet copied */
+#ifndef SL_MUTANT_SHM_POP_SWAP_BACK_EARLY
+    memcpy(out, swap_slot(v->slots, v->elem_size, index), v->elem_size);
+    SL_FI(); /* copied, the slot not yet given back */
+    pop_give_back(v, e, index);
+#else
+    pop_give_back(v, e, index); /* planted bug: the slot goes back before its copy */
+    SL_FI();
+    memcpy(out, swap_slot(v->slots, v->elem_size, index), v->elem_size);
+#endif
     return SL_OK;
 }
 
@@ -581,7 +643,9 @@ static __attribute__((noinline)) sl_status pop_swap_large(const sl__mpmc_view *v
  * seeing the offer proves it did not (it would be in the dead hand). Each
  * sighting is sound alone, so the scan need not be atomic; seeing neither
  * (the other slot is in a live push's hands, or a dead one's) waits for the
- * next look. docs/guarantees.md, "Send, holding a spare". */
+ * next look. A pop holding a spare (pop_swap_large) leaves the same entry,
+ * the message's slot as its offer, and is settled alike.
+ * docs/guarantees.md, "Send, holding a spare", "Receive, holding a spare". */
 
 /* The record field of a held word (7 bits: SL__HELD_NOBODY is all ones). */
 static inline uint32_t held_record(uint64_t w)

@@ -1566,9 +1566,13 @@ static void laps_then_look(sl_chan *ch, const sl_chan_opts *o, int n, uint64_t v
  * many as there are spares, never use the spare table up: the look that
  * finds each dead gives back the slot out of circulation, whether it looks
  * at once or after the cells have gone round (so that the slot it must see
- * has moved on). _i: 24, 64 or 300 bytes (the last copied straight into
- * the receiver's buffer). */
-static const size_t k_holder_sizes[] = {24, 64, 300};
+ * has moved on). Receivers too, over 256 bytes, where a receive holds a
+ * spare while it copies the message's slot out (channels/mpmc.c,
+ * pop_swap_large): the message it took is lost, its spare is not. */
+static const struct {
+    size_t esz;
+    int op;
+} k_holders[] = {{24, DIE_SEND}, {64, DIE_SEND}, {300, DIE_SEND}, {300, DIE_RECV}};
 
 START_TEST(test_spare_holder_dies)
 {
@@ -1576,15 +1580,20 @@ START_TEST(test_spare_holder_dies)
     const uint64_t look = sl__shm_look_ns;
     unsigned k = 1;
     for (;; k++) {
-        sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = k_holder_sizes[_i], .capacity = CAP};
+        sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = k_holders[_i].esz, .capacity = CAP};
         sl_chan *ch;
         ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
         ck_assert_int_eq(sl_chan_shm_receiver(ch), SL_OK); /* its empty receives look */
         int st = 0;
         for (int round = 0; round < ROUNDS; round++) {
             sl__shm_look_ns = 3600 * SEC; /* no look until the laps are done */
-            death_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o, .op = DIE_SEND, .k = k,
+            death_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o, .op = k_holders[_i].op, .k = k,
                            .v = (uint64_t)round};
+            if (a.op == DIE_RECV) { /* the message the child takes, or dies before taking */
+                unsigned char buf[MSG_MAX];
+                sl_test_seq_fill(buf, o.elem_size, a.v);
+                ck_assert_int_eq(sl_chan_try_send(ch, buf), SL_OK);
+            }
             st = reap(spawn(die_at_step, &a));
             ck_assert_msg(st == 0 || st == 100, "child at step %u: status %d", k, st);
             laps_then_look(ch, &o, round % 2 ? 2 * CAP + 1 : 0, (uint64_t)round);
@@ -1596,8 +1605,120 @@ START_TEST(test_spare_holder_dies)
     }
     sl__shm_look_ns = look;
     ck_assert_uint_gt(k, 2);
-    printf("[shm death] SL_MPMC %d-byte send holding a spare: killed %d times at each of steps "
-           "1..%u\n", (int)k_holder_sizes[_i], ROUNDS, k - 1);
+    printf("[shm death] SL_MPMC %d-byte %s holding a spare: killed %d times at each of steps "
+           "1..%u\n", (int)k_holders[_i].esz, k_holders[_i].op == DIE_SEND ? "send" : "receive",
+           ROUNDS, k - 1);
+}
+END_TEST
+
+/* A receive of messages over 256 bytes owns the message's slot from its take
+ * until it gives it back, after its copy: stopped for 20 ms at each of its
+ * steps in turn while the main thread keeps trying to send (one spare, so a
+ * send needs the slot the receive holds), it still returns the message it
+ * took, whole. */
+typedef struct slow_receive {
+    sl_chan *ch;
+    unsigned k, passed;
+    sl_status st;
+    unsigned char buf[MSG_MAX];
+} slow_receive;
+
+static void stall(void *ctx, unsigned step)
+{
+    (void)ctx, (void)step;
+    usleep(20 * 1000);
+}
+
+static void *receive_slowly(void *p)
+{
+    slow_receive *r = p;
+    sl__fi_arm(r->k, stall, NULL);
+    r->st = sl_chan_try_recv(r->ch, r->buf);
+    r->passed = sl__fi_disarm();
+    return NULL;
+}
+
+/* A sender stopped for 20 ms at each of its steps in turn, on a channel of
+ * one spare: while it holds that spare (its message published, its cell's
+ * slot not yet given back, at one of those steps) a receive finds no spare
+ * to take and copies the message first instead (channels/mpmc.c,
+ * pop_copy_large): it still gets the message, whole, and never SL_EMPTY
+ * for want of a spare. */
+typedef struct slow_send {
+    sl_chan *ch;
+    unsigned k, passed;
+    sl_status st;
+} slow_send;
+
+static void *send_slowly(void *p)
+{
+    slow_send *w = p;
+    unsigned char buf[MSG_MAX];
+    sl_test_seq_fill(buf, 300, 1);
+    sl__fi_arm(w->k, stall, NULL);
+    w->st = sl_chan_try_send(w->ch, buf);
+    w->passed = sl__fi_disarm();
+    return NULL;
+}
+
+START_TEST(test_receive_while_spare_held)
+{
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 300, .capacity = 1};
+    unsigned k = 1;
+    for (;; k++) {
+        slow_send w = {.k = k};
+        ck_assert_int_eq(sl_chan_shm_create(&w.ch, NULL, &o, 0), SL_OK);
+        pthread_t t;
+        ck_assert_int_eq(pthread_create(&t, NULL, send_slowly, &w), 0);
+        unsigned char buf[MSG_MAX];
+        memset(buf, 0, sizeof buf); /* no earlier round's bytes */
+        sl_status st;
+        uint64_t until = sl_now_ns() + 10 * SEC;
+        while ((st = sl_chan_try_recv(w.ch, buf)) == SL_EMPTY && sl_now_ns() < until)
+            sched_yield();
+        ck_assert_msg(st == SL_OK, "sender stopped at step %u (it returned %d): receive %d", k,
+                      (int)w.st, (int)st);
+        ck_assert_msg(sl_test_seq_is(buf, o.elem_size, 1), "sender stopped at step %u: torn", k);
+        ck_assert_int_eq(pthread_join(t, NULL), 0);
+        ck_assert_int_eq(w.st, SL_OK);
+        sl_chan_free(w.ch);
+        if (w.passed < k)
+            break;
+    }
+    ck_assert_uint_gt(k, 3);
+}
+END_TEST
+
+START_TEST(test_receiver_owns_its_slot)
+{
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 300, .capacity = 1};
+    unsigned k = 1;
+    for (;; k++) {
+        slow_receive r = {.k = k};
+        ck_assert_int_eq(sl_chan_shm_create(&r.ch, NULL, &o, 0), SL_OK);
+        unsigned char buf[MSG_MAX];
+        sl_test_seq_fill(buf, o.elem_size, 1);
+        ck_assert_int_eq(sl_chan_try_send(r.ch, buf), SL_OK);
+        pthread_t t;
+        ck_assert_int_eq(pthread_create(&t, NULL, receive_slowly, &r), 0);
+        uint64_t sent = 0, until = sl_now_ns() + 40 * MS;
+        while (sl_now_ns() < until) {
+            sl_test_seq_fill(buf, o.elem_size, 2 + sent);
+            sent += sl_chan_try_send(r.ch, buf) == SL_OK;
+            if (sent)
+                break; /* the ring is full again: nothing more to try */
+        }
+        ck_assert_int_eq(pthread_join(t, NULL), 0);
+        ck_assert_int_eq(r.st, SL_OK);
+        ck_assert_msg(sl_test_seq_is(r.buf, o.elem_size, 1),
+                      "stopped at step %u, the receive returned bytes not of the message it took", k);
+        sl_chan_free(r.ch);
+        if (r.passed < k)
+            break;
+    }
+    ck_assert_uint_gt(k, 3);
+    printf("[shm death] SL_MPMC 300-byte receive stopped at each of steps 1..%u: its message whole\n",
+           k - 1);
 }
 END_TEST
 #endif
@@ -2306,6 +2427,13 @@ static Suite *shm_suite(void)
     tcase_add_test(tc, test_typed);
     tcase_add_loop_test(tc, test_mpmc_forms_by_size, 0, N_OF(k_mpmc_sizes));
     suite_add_tcase(s, tc);
+#if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+    tc = tcase_create("owner");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_receiver_owns_its_slot);
+    tcase_add_test(tc, test_receive_while_spare_held);
+    suite_add_tcase(s, tc);
+#endif
     tc = tcase_create("death");
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, test_last_sender_gone, 0, 24);
@@ -2317,7 +2445,7 @@ static Suite *shm_suite(void)
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
     tcase_add_loop_test(tc, test_death_at_every_step, 0, 20);
     tcase_add_loop_test(tc, test_death_in_a_look, 0, N_OF(k_cfg));
-    tcase_add_loop_test(tc, test_spare_holder_dies, 0, N_OF(k_holder_sizes));
+    tcase_add_loop_test(tc, test_spare_holder_dies, 0, N_OF(k_holders));
 #endif
     suite_add_tcase(s, tc);
     tc = tcase_create("receivers"); /* the last registered receiver is gone */

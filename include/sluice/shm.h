@@ -27,13 +27,14 @@
  * killed holding one of its spare slots would take that slot for good).
  *
  * Messages are byte copies. A receive from a shared SL_MPMC channel of
- * messages over 256 bytes copies the message straight into the caller's
- * buffer before it takes it (as every size's receive copies first, into
- * its stack below that): a receive that lost the message to another
- * receiver and then found the channel empty, closed or past its deadline
- * may have written the buffer, which is then not a message. Segments of
- * messages over 256 bytes in a ring over 64 hold capacity + 64 slots; up
- * to 256 bytes, twice the capacity.
+ * messages over 256 bytes holds a spare slot while it copies the message
+ * out; when every spare is held by sends and receives in flight (or its
+ * handle could claim no record) it copies the message into the caller's
+ * buffer before taking it instead, so such a receive that lost the
+ * message to another receiver and then found the channel empty, closed or
+ * past its deadline may have written the buffer, which is then not a
+ * message. Segments of messages over 256 bytes in a ring over 64 hold
+ * capacity + 64 slots; up to 256 bytes, twice the capacity.
  *
  * Pointers mean nothing in another process, so
  * sl_chan_send_ptr and its forms refuse a shared channel with SL_EINVAL, and
@@ -131,9 +132,10 @@
  *    lost for good: once every one of the spares (the capacity, or 64 for
  *    messages over 256 bytes in a larger ring) is lost so, every
  *    send says SL_FULL (a blocking one waits until its deadline or a
- *    close) whatever the ring holds. A receive holds no slot, so a
- *    receiving process's death loses none. (SL_SPSC and SL_MPMC of 8 bytes
- *    or less lose nothing);
+ *    close) whatever the ring holds. A receive of up to 256 bytes holds no
+ *    slot; one of more holds a spare while it copies, which comes back as
+ *    a sender's does (the message it had taken is lost). (SL_SPSC and
+ *    SL_MPMC of 8 bytes or less lose nothing);
  *  - a process killed while parked leaves its registration in the
  *    eventcount's waiter count until the next look finds it dead (within
  *    SL_SHM_LOOK_MS of the death while anyone waits on the channel, finds

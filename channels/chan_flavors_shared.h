@@ -131,10 +131,11 @@ static inline sl_status mpmc_shared_push(sl_chan *ch, const void *elem, sl_visit
 /* The view a pop goes through. A pop of messages over SL__MPMC_SWAP_MAX
  * bytes holds a spare named by the handle's record, as a push does
  * (channels/mpmc.c, pop_swap_large): the record is claimed in this process
- * first (one load and a compare once claimed). */
+ * first, by the handle's first receive that finds a message (an empty poll
+ * claims nothing: a handle that never receives one keeps no record). */
 static inline const sl__mpmc_view *mpmc_shared_pop_view(sl_chan *ch)
 {
-    if (ch->elem_size > SL__MPMC_SWAP_MAX)
+    if (ch->elem_size > SL__MPMC_SWAP_MAX && !sl__cellring_empty(&ch->geom.mpmc.used))
         (void)shm_mark_word(ch);
     return &ch->geom.mpmc;
 }

@@ -601,7 +601,8 @@ static __attribute__((noinline)) sl_status pop_swap_large(const sl__mpmc_view *v
     uint64_t mine, index;
     sl__cellring r = v->used;
     /* Empty: answered before a spare is taken, so that an empty poll
-     * writes nothing and never holds the spare a send needs. */
+     * writes nothing and holds no spare a send needs (but for a head that
+     * lags a pop in progress: then the spare goes back at once). */
     if (sl__cellring_empty(&r))
         return SL_EMPTY;
     size_t home = home_entry(NULL, v, true);

@@ -303,8 +303,13 @@ static void kill_producer(const kill_run *r, unsigned life)
 {
     sl_chan *ch;
     unsigned char buf[MSG_MAX];
-    if (sl_chan_shm_open_fd(&ch, r->fd, &r->opts) != SL_OK || sl_chan_shm_sender(ch) != SL_OK)
+    sl_status opened = sl_chan_shm_open_fd(&ch, r->fd, &r->opts);
+    sl_status registered = opened == SL_OK ? sl_chan_shm_sender(ch) : opened;
+    if (registered != SL_OK) {
+        fprintf(stderr, "producer life %u: open or register: %s\n", life,
+                sl_status_str(registered));
         kill_fail(r->t, 10);
+    }
     for (uint64_t s = 0; s < LIFE_MAX; s++) {
         sl_test_seq_fill(buf, r->opts.elem_size, life * LIFE_MAX + s);
         sl_status st = s % 3 ? sl_chan_send(ch, buf) : sl_chan_send_for(ch, buf, 10 * MS);
@@ -459,6 +464,12 @@ START_TEST(test_kill_loop)
         spares_come_back(&r, prod, procs);
         for (unsigned i = 0; i < procs; i++)
             prod[i] = kill_spawn(&r, true, lives++);
+        /* Registered (a send made) before the parent's registration goes
+         * below: else the channel closes with no sender registered, and a
+         * producer still starting up is refused with SL_CLOSED. */
+        for (unsigned life = lives - procs, waited = 0; life < lives && waited < 10000; life++)
+            while (atomic_load(&r.t->sent_upto[life]) == 0 && waited++ < 10000)
+                usleep(1000);
     }
     usleep(2000);
     sl_chan_free(ch); /* the parent's registration goes; the producers' stay */

@@ -476,11 +476,12 @@ START_TEST(test_create_refusals)
     b = o, b.capacity = ((size_t)1 << 40) + 1;
     ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &b, 0), SL_EINVAL);
     /* SL_MPMC's swap form (over 8 bytes): a held spare names its slot in 28
-     * bits, so capacity + spares slots stay below 2^28 - 1 (spares: the
-     * capacity, or 64 for messages over 256 bytes). */
+     * bits, so capacity + spares slots stay at most 2^28 - 2 (spares: the
+     * capacity, or 64 for messages over 256 bytes): the first capacity
+     * refused, each side of 256 bytes. */
     b = (sl_chan_opts){.flavor = SL_MPMC, .elem_size = 16, .capacity = (size_t)1 << 27};
     ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &b, 0), SL_EINVAL);
-    b = (sl_chan_opts){.flavor = SL_MPMC, .elem_size = 300, .capacity = ((size_t)1 << 28) - 64};
+    b = (sl_chan_opts){.flavor = SL_MPMC, .elem_size = 300, .capacity = ((size_t)1 << 28) - 65};
     ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &b, 0), SL_EINVAL);
     ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 01600), SL_EINVAL);
     ck_assert_int_eq(sl_chan_shm_create(&ch, "no-slash/in/middle", &o, 0), SL_EINVAL);
@@ -1167,6 +1168,34 @@ START_TEST(test_sender_records_full)
         ck_assert_uint_eq(v, 1);
     sl_chan_close(ch);
     ck_assert_int_eq(sl_chan_recv_for(ch, &v, survivor_wait()), SL_CLOSED);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* A receive of SL_MPMC messages over 256 bytes claims its handle's record
+ * (to name the spare it holds) only once it finds a message: as many
+ * handles as there are records polling an empty channel leave every record
+ * free for a sender, and the first receive that finds one claims one. */
+START_TEST(test_empty_polls_claim_no_record)
+{
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 300, .capacity = 4};
+    sl_chan *ch, *h[SL_SHM_SENDERS], *tx;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    unsigned char buf[MSG_MAX];
+    for (int i = 0; i < SL_SHM_SENDERS; i++) {
+        ck_assert_int_eq(sl_chan_shm_open_fd(&h[i], sl_chan_shm_fd(ch), &o), SL_OK);
+        ck_assert_int_eq(sl_chan_try_recv(h[i], buf), SL_EMPTY);
+    }
+    ck_assert_int_eq(sl_chan_shm_open_fd(&tx, sl_chan_shm_fd(ch), &o), SL_OK);
+    ck_assert_int_eq(sl_chan_shm_sender(tx), SL_OK); /* a record was free */
+    sl_test_seq_fill(buf, o.elem_size, 9);
+    ck_assert_int_eq(sl_chan_try_send(tx, buf), SL_OK);
+    memset(buf, 0, sizeof buf);
+    ck_assert_int_eq(sl_chan_try_recv(h[0], buf), SL_OK); /* claims one, holds a spare */
+    ck_assert(sl_test_seq_is(buf, o.elem_size, 9));
+    for (int i = 0; i < SL_SHM_SENDERS; i++)
+        sl_chan_free(h[i]);
+    sl_chan_free(tx);
     sl_chan_free(ch);
 }
 END_TEST
@@ -2439,6 +2468,7 @@ static Suite *shm_suite(void)
     tcase_add_loop_test(tc, test_last_sender_gone, 0, 24);
     tcase_add_test(tc, test_sender_refusals);
     tcase_add_test(tc, test_sender_records_full);
+    tcase_add_test(tc, test_empty_polls_claim_no_record);
     tcase_add_loop_test(tc, test_mark_owner_identity, 0, N_OF(k_cfg));
     tcase_add_loop_test(tc, test_killed_while_parked, 0, N_OF(k_cfg));
     tcase_add_loop_test(tc, test_killed_parked_discounted, 0, N_OF(k_cfg));

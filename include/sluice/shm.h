@@ -203,7 +203,7 @@ SL_BEGIN_DECLS
  * Returns SL_OK; SL_EINVAL for NULL out or opts, a flavour other than
  * SL_SPSC or SL_MPMC, a drop function, elem_size 0 or above SL_ELEM_MAX,
  * capacity 0 or above 2^40 (SL_MPMC over 8 bytes: above 2^27 - 1 up to 256
- * bytes a message, 2^28 - 65 above, so that a held spare can name its
+ * bytes a message, 2^28 - 66 above, so that a held spare can name its
  * slot) or a segment size that overflows, mode with bits
  * beyond 0777, a bad name or one that exists or may not be created (errno
  * says which); SL_ENOMEM when the system is out of memory or descriptors.
@@ -272,7 +272,9 @@ SL_API sl_status sl_chan_shm_receiver(sl_chan *ch);
 /* The most handles that send into, wait on, or register with one shared
  * channel at once (living processes' handles; a dead process's record is
  * reclaimed; a receiving handle holds a record from its first wait, for its
- * parked count, or from sl_chan_shm_receiver), and how often a dead sender
+ * parked count, from sl_chan_shm_receiver, or, with SL_MPMC messages over
+ * 256 bytes, from its first receive that finds a message, to name the
+ * spare it holds), and how often a dead sender
  * or receiver is looked for, in milliseconds (docs/shm-layout.md). */
 #define SL_SHM_SENDERS 64
 #define SL_SHM_LOOK_MS 50

@@ -274,8 +274,10 @@ sl__cellring_push_as(const sl__cellring *r, uint64_t value, bool displace, uint6
 }
 
 /* A pop's speculative copy (SL_MPMC's swap form, channels/mpmc.c): the
- * value is a slot index, and the slot's `words` words go into `into` between
- * the read of the value and the taking CAS. Each word is read with a relaxed
+ * value is a slot index, and the slot's first `bytes` bytes go into `to`
+ * (any alignment: the pop's stack buffer, or, for a shared channel's
+ * messages over SL__MPMC_SWAP_MAX bytes, the caller's) between the read of
+ * the value and the taking CAS. Each word is read with a relaxed
  * atomic load: a pop that then loses its CAS may have read a slot a later
  * push was writing (its copy is discarded); one that wins read the bytes
  * published with the value (docs/guarantees.md, "SL_MPMC"). In a guarded
@@ -283,19 +285,15 @@ sl__cellring_push_as(const sl__cellring *r, uint64_t value, bool displace, uint6
 typedef struct sl__cellring_copy {
     const unsigned char *slots;
     size_t stride; /* bytes per slot, a multiple of 8 */
-    size_t words;
-    uint64_t *into;
     uint64_t slot_count; /* a guarded ring: an index at or above it is not copied */
-    /* Instead of `into` (NULL then): the caller's buffer of `bytes` bytes, any
-     * alignment (a shared channel's messages over SL__MPMC_SWAP_MAX bytes). */
     unsigned char *to;
     size_t bytes;
 } sl__cellring_copy;
 
-/* Word by word into the caller's buffer: whole words, then the last
- * word's first bytes (the slot's padding never reaches the buffer). */
-static inline void sl__cellring_copy_to(const SL_ATOMIC(uint64_t) *w, unsigned char *to,
-                                        size_t bytes)
+/* Word by word: whole words, then the last word's first bytes (the slot's
+ * padding never reaches the buffer). */
+static inline __attribute__((always_inline)) void
+sl__cellring_copy_to(const SL_ATOMIC(uint64_t) *w, unsigned char *to, size_t bytes)
 {
     size_t words = bytes / 8;
     for (size_t i = 0; i < words; i++) {
@@ -316,12 +314,7 @@ sl__cellring_copy_out(const sl__cellring_copy *cp, uint64_t index)
 {
     const SL_ATOMIC(uint64_t) *w =
         (const SL_ATOMIC(uint64_t) *)(const void *)(cp->slots + (size_t)index * cp->stride);
-    if (__builtin_expect(cp->to != NULL, 0)) {
-        sl__cellring_copy_to(w, cp->to, cp->bytes);
-        return;
-    }
-    for (size_t i = 0; i < cp->words; i++)
-        cp->into[i] = atomic_load_explicit(&w[i], memory_order_relaxed);
+    sl__cellring_copy_to(w, cp->to, cp->bytes);
 }
 
 /* A pop's look at the cell of its head h: the cell, its stamp (seq_cst),

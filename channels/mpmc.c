@@ -538,8 +538,8 @@ pop_swap(const sl_mpmc *q, const sl__mpmc_view *v, void *out, bool shared)
 {
     uint64_t buf[SL__MPMC_SWAP_MAX / 8], index;
     size_t stride = sl__mpmc_swap_stride(GEOM(elem_size));
-    sl__cellring_copy cp = {GEOM(slots), stride, stride / 8, buf, shared ? v->slot_count : 0,
-                            NULL, 0};
+    sl__cellring_copy cp = {GEOM(slots), stride, shared ? v->slot_count : 0,
+                            (unsigned char *)buf, stride};
     sl__cellring r = USED();
     if (!sl__cellring_pop_as(&r, &index, shared, &cp))
         return SL_EMPTY;
@@ -562,8 +562,8 @@ pop_swap(const sl_mpmc *q, const sl__mpmc_view *v, void *out, bool shared)
 static sl_status pop_copy_large(const sl__mpmc_view *v, void *out)
 {
     uint64_t index;
-    sl__cellring_copy cp = {v->slots, sl__mpmc_swap_stride(v->elem_size), 0,    NULL,
-                            v->slot_count, out, v->elem_size};
+    sl__cellring_copy cp = {v->slots, sl__mpmc_swap_stride(v->elem_size), v->slot_count, out,
+                            v->elem_size};
     sl__cellring r = v->used;
     if (!sl__cellring_pop_as(&r, &index, true, &cp))
         return SL_EMPTY;

@@ -171,7 +171,7 @@ static void fill_local(sl_chan *ch, const geometry *g)
         v->starved = &m->starved;
         v->wake = &ch->not_full;
     }
-    v->holder = SL__HELD_NOBODY; /* until the handle's first send claims a record */
+    v->holder = SL__HELD_NOBODY; /* until the handle claims a record (sl__shm_claim_mark) */
 }
 
 /* ---- the select bell (docs/shm-layout.md, "The select bell") -------------
@@ -413,16 +413,16 @@ static void reclaim_settled(sl_chan *ch, shm_rec *r, uint64_t seen)
     atomic_store_explicit(&r->owner, 0, memory_order_release);
 }
 
-/* The spare entries (SL_MPMC's swap form) that pushes of the dead owners
- * in `dead` held, settled (sl__mpmc_settle_spares); the records still
- * named by one. */
+/* The spare entries (SL_MPMC's swap form) that the dead owners in `dead`
+ * held (their pushes, and their pops over 256 bytes), settled
+ * (sl__mpmc_settle_spares); the records still named by one. */
 static uint64_t settle_spares(sl_chan *ch, uint64_t dead)
 {
     return ch->flavor == SL__MPMC_SHARED ? sl__mpmc_settle_spares(&ch->geom.mpmc, dead) : 0;
 }
 
 /* reclaim_settled, unless a spare entry still names the record (its bit
- * in `named`): a new owner's pushes would be taken for the dead one's.
+ * in `named`): a new owner's holds would be taken for the dead one's.
  * (Once reclaiming, none does.) */
 static void reclaim_unnamed(sl_chan *ch, shm_rec *r, uint64_t seen, uint64_t named)
 {
@@ -473,7 +473,7 @@ SL_ATOMIC(uint32_t) *sl__shm_claim_mark(sl_chan *ch)
         /* A full table: an anonymous mark, which a death can leave set (shm.h). */
         ch->shm.mark = i < 0 ? &ch->in_flight[0].n : &records(ch)[i].marks;
         ch->shm.rec = i;
-        if (ch->flavor == SL__MPMC_SHARED) /* the name its pushes hold spares by */
+        if (ch->flavor == SL__MPMC_SHARED) /* the name its holds of spares go by */
             ch->geom.mpmc.holder = i < 0 ? SL__HELD_NOBODY : (uint32_t)i;
         /* Release: mark and rec before gen (claimed_here). */
         atomic_store_explicit(&ch->shm.gen, gen, memory_order_release);

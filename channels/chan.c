@@ -126,6 +126,19 @@ static inline bool is_closed(const sl_chan *ch)
 static inline void ring_receivers(sl_chan *ch) { sl__chan_ring_selectors(ch, SL__READY_RECV); }
 static inline void ring_senders(sl_chan *ch) { sl__chan_ring_selectors(ch, SL__READY_SEND); }
 
+/* channels/rings.h. The operation that gave the spare back rings receive
+ * cases (a send) or nothing (a push that found the ring full at its cell, a
+ * shared pop over 256 bytes that found it empty), so without this a selector
+ * whose send case failed for want of that spare would sleep with room and a
+ * spare free, in process with no periodic look to fall back on (unit_mpmc,
+ * `starve`). */
+void sl__chan_wake_starved(sl_event *not_full)
+{
+    sl_chan *ch = (sl_chan *)(void *)((char *)not_full - offsetof(sl_chan, not_full));
+    sl_event_notify_all(not_full);
+    ring_senders(ch);
+}
+
 /* After the push: the unmark, and the wake-up a close makes it owe. */
 PER_FLAVOR void send_end(const flavor_adapter *a, sl_chan *ch, SL_ATOMIC(uint32_t) *mark)
 {

@@ -426,13 +426,19 @@ take_spare(const sl_mpmc *q, const sl__mpmc_view *v, bool shared, uint64_t *slot
 }
 
 /* After a give-back (and a full barrier): a starving push raised the flag,
- * so wake the senders waiting on `wake`, which look again. */
+ * so wake the senders waiting on `wake`, and the channel's selectors and
+ * descriptors with a send case, which look again. */
 static __attribute__((noinline, cold)) void wake_starved(SL_ATOMIC(uint32_t) *starved,
                                                           sl_event *wake)
 {
     /* An exchange: a flag raised after it stays raised for the next give-back. */
-    if (atomic_exchange_explicit(starved, 0u, memory_order_seq_cst))
-        sl_event_notify_all(wake);
+    if (atomic_exchange_explicit(starved, 0u, memory_order_seq_cst)) {
+#ifdef SL_MUTANT_MPMC_STARVED_SELECTORS_UNRUNG
+        sl_event_notify_all(wake); /* planted bug: a selector's send case sleeps on */
+        return;
+#endif
+        sl__chan_wake_starved(wake);
+    }
 }
 
 /* Slot `index` of the swap form's slots (whole words each). */

@@ -42,6 +42,12 @@ sl_status sl__mpmc_init_mode(sl_mpmc *q, size_t elem_size, size_t capacity, uint
 sl_status sl__mpmc_send(sl_mpmc *q, const void *elem, sl_event *not_full);
 /* sl_mpmc_push_n, likewise. */
 size_t sl__mpmc_send_n(sl_mpmc *q, const void *elems, size_t n, sl_event *not_full);
+/* That wake (channels/chan.c): everyone on not_full, which is always an
+ * SL_MPMC channel's, and the channel's send-side selectors and descriptors,
+ * which wait on the select bell and their eventfds, not on not_full. The
+ * caller's give-back is fenced and its take of the flag a seq_cst RMW, as
+ * sl__chan_ring_selectors asks. */
+void sl__chan_wake_starved(sl_event *not_full);
 
 /* Slots an SL_SPSC ring of this geometry stores (a power of two: the
  * capacity and its slack); the caller has checked the sizes as

@@ -19,6 +19,7 @@
 
 #include <sluice/chan.h>
 #include <sluice/mpmc.h>
+#include <sluice/select.h>
 #include "testing.h"
 #include "../channels/chan_impl.h" /* the channel's queue: its spares, held by hand */
 
@@ -257,9 +258,13 @@ END_TEST
  * a capacity-2 channel are held by hand (two pushes between taking a spare
  * and giving one back); the sender blocks; one spare comes back and a
  * try_send uses it and gives a slot back: that must wake the sender, whose
- * send then finds the slot (no receive ever comes to wake it otherwise). */
+ * send then finds the slot (no receive ever comes to wake it otherwise).
+ * The same for a selector whose one case is that send (loop 1): it sleeps
+ * on the select bell, not on not_full, and in process it has no periodic
+ * look to fall back on. */
 typedef struct starve_arg {
     sl_chan *ch;
+    bool select; /* blocks in sl_select, its one case a send, not in sl_chan_send */
     _Atomic int tid; /* the sender thread's, for its /proc state */
     _Atomic int done;
     sl_status st;
@@ -270,9 +275,23 @@ static void *starved_sender(void *p)
     starve_arg *a = p;
     atomic_store(&a->tid, (int)syscall(SYS_gettid));
     msg24 m = m24(7);
-    a->st = sl_chan_send(a->ch, &m);
+    if (a->select) {
+        sl_select_case c = {a->ch, SL_SEL_SEND, &m};
+        size_t index = 99;
+        a->st = sl_select(&c, 1, 10ull * 1000000000, &index); /* the test's limit, not forever */
+        if (a->st == SL_OK && index != 0)
+            a->st = SL_EINVAL;
+    } else {
+        a->st = sl_chan_send(a->ch, &m);
+    }
     atomic_store(&a->done, 1);
     return NULL;
+}
+
+/* Whether the sender blocked where it waits: not_full, or the select bell. */
+static bool sender_waits(const starve_arg *a)
+{
+    return a->select ? atomic_load(&a->ch->selectors) == 1 : sl_event_waiters(&a->ch->not_full) == 1;
 }
 
 /* Whether the thread sleeps in the kernel. Registered on not_full is not
@@ -295,16 +314,15 @@ START_TEST(test_swap_starved_sender_woken)
     uint64_t held[2];
     for (size_t j = 0; j < 2; j++)
         held[j] = atomic_exchange(&q->spares[j], SL__MPMC_NO_SPARE);
-    starve_arg a = {.ch = ch};
+    starve_arg a = {.ch = ch, .select = _i == 1};
     pthread_t t;
     ck_assert_int_eq(pthread_create(&t, NULL, starved_sender, &a), 0);
     uint64_t until = sl_test_now_ns() + 10ull * 1000000000;
-    while ((sl_event_waiters(&ch->not_full) == 0 || atomic_load(&a.tid) == 0 ||
-            !thread_asleep(atomic_load(&a.tid))) &&
+    while ((!sender_waits(&a) || atomic_load(&a.tid) == 0 || !thread_asleep(atomic_load(&a.tid))) &&
            sl_test_now_ns() < until)
         sched_yield();
-    ck_assert_msg(sl_event_waiters(&ch->not_full) == 1 && thread_asleep(atomic_load(&a.tid)),
-                  "the sender never slept");
+    ck_assert_msg(sender_waits(&a) && thread_asleep(atomic_load(&a.tid)), "the %s never slept",
+                  a.select ? "selector" : "sender");
     ck_assert_int_eq(atomic_load(&a.done), 0);
     atomic_store(&q->spares[0], held[0]);
     msg24 m = m24(1);
@@ -312,7 +330,8 @@ START_TEST(test_swap_starved_sender_woken)
     until = sl_test_now_ns() + 5ull * 1000000000;
     while (!atomic_load(&a.done) && sl_test_now_ns() < until)
         sched_yield();
-    ck_assert_msg(atomic_load(&a.done), "the sender slept on with room and a spare free");
+    ck_assert_msg(atomic_load(&a.done), "the %s slept on with room and a spare free",
+                  a.select ? "selector" : "sender");
     pthread_join(t, NULL);
     ck_assert_int_eq(a.st, SL_OK);
     atomic_store(&q->spares[1], held[1]);
@@ -597,7 +616,7 @@ static Suite *mpmc_suite(void)
 
     tc = tcase_create("starve"); /* its own case: the planted bug's check */
     tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_swap_starved_sender_woken);
+    tcase_add_loop_test(tc, test_swap_starved_sender_woken, 0, 2); /* sl_chan_send, sl_select */
     suite_add_tcase(s, tc);
 
     return s;

@@ -167,6 +167,8 @@ PER_FLAVOR sl_status send_with(const flavor_adapter *a, sl_chan *ch, const void 
     if (a->send) /* likewise */
         return a->send(ch, elem);
     SL_ATOMIC(uint32_t) *mark = a->mark(ch);
+    if (a->shared && __builtin_expect(!mark, 0))
+        return SL_ENOMEM; /* no record for it: every one is held (sluice/shm.h) */
     sl_status st = SL_CLOSED;
     SL_FI(); /* marked in flight, closed not yet checked */
     if (!atomic_load_explicit(&ch->closed, memory_order_seq_cst))
@@ -499,6 +501,8 @@ PER_FLAVOR size_t send_n_with(const flavor_adapter *a, sl_chan *ch, const void *
     if (a->recv_only)
         return 0;
     SL_ATOMIC(uint32_t) *mark = a->mark(ch);
+    if (a->shared && __builtin_expect(!mark, 0))
+        return 0; /* no record for it: every one is held (sluice/shm.h) */
     size_t sent = 0;
     if (!atomic_load_explicit(&ch->closed, memory_order_seq_cst))
         sent = a->push_n(ch, elems, n);

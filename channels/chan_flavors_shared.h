@@ -33,6 +33,9 @@ static inline __attribute__((always_inline)) bool shm_claimed_here(sl_chan *ch)
            atomic_load_explicit(&sl__shm_gen, memory_order_relaxed);
 }
 
+/* NULL when every record is held by a living handle: the send is refused
+ * (SL_ENOMEM, send_with), so that every message in flight has a record to
+ * answer for it, its mark and any spare it holds (sluice/shm.h). */
 static inline __attribute__((always_inline)) SL_ATOMIC(uint32_t) *shm_mark_word(sl_chan *ch)
 {
     if (__builtin_expect(shm_claimed_here(ch), 1))
@@ -42,14 +45,16 @@ static inline __attribute__((always_inline)) SL_ATOMIC(uint32_t) *shm_mark_word(
 
 static inline SL_ATOMIC(uint32_t) *spsc_shared_mark(sl_chan *ch)
 {
-    return flag_mark_as(shm_mark_word(ch), true);
+    SL_ATOMIC(uint32_t) *flag = shm_mark_word(ch);
+    return __builtin_expect(flag != NULL, 1) ? flag_mark_as(flag, true) : NULL;
 }
 
 static inline SL_ATOMIC(uint32_t) *mpmc_shared_mark(sl_chan *ch)
 {
     SL_ATOMIC(uint32_t) *n = shm_mark_word(ch);
-    /* seq_cst: the mark before the closed-check, in the total order. */
-    atomic_fetch_add_explicit(n, 1u, memory_order_seq_cst);
+    if (__builtin_expect(n != NULL, 1))
+        /* seq_cst: the mark before the closed-check, in the total order. */
+        atomic_fetch_add_explicit(n, 1u, memory_order_seq_cst);
     return n;
 }
 

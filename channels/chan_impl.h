@@ -52,14 +52,18 @@ typedef struct sl__shm_map {
     void *base;  /* the local page(s) and the segment after them */
     size_t len;
     int fd;      /* the segment's descriptor, owned by the handle; -1 none */
-    /* This handle's sender record in the segment (docs/shm-layout.md,
-     * "Sender records"), claimed by its first send in this process: its
-     * in-flight mark word, and the process generation it was claimed in
-     * (sl__shm_gen: a fork()ed child claims its own). rec -1: none, the
-     * mark is an anonymous in_flight[] slot (the table was full). */
+    /* This handle's record in the segment (docs/shm-layout.md, "Records"),
+     * claimed by its first send in this process: its in-flight mark word,
+     * and the process generation it was claimed in (sl__shm_gen: a
+     * fork()ed child claims its own). rec -1: none (mark NULL): not yet
+     * claimed, or every record was held when it tried, when a send is
+     * refused and the next call tries again (refused_at, refused_gen: when
+     * its last look for dead owners' records was, channels/shm.c). */
     SL_ATOMIC(uint32_t) *mark;
     SL_ATOMIC(unsigned) gen; /* released after mark and rec: threads share a handle */
     int rec;
+    unsigned refused_gen;
+    uint64_t refused_at;
 } sl__shm_map;
 
 struct sl_chan {
@@ -132,7 +136,8 @@ void sl__shm_release(sl_chan *ch);
 
 /* A peer's death (channels/shm.c, docs/guarantees.md "A peer that dies"):
  * the generation of this process (bumped in a fork()ed child); the slow
- * path of a shared channel's mark (claims the handle's sender record);
+ * path of a shared channel's mark (claims the handle's record; NULL while
+ * every record is held by a living handle, which refuses the send);
  * whether a sender is in flight, discounting the marks of dead processes;
  * the periodic look for "every registered sender (receiver) is gone" on
  * an empty receive or a full send, and the instant a waiter must look again

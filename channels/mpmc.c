@@ -357,6 +357,13 @@ static inline __attribute__((always_inline)) bool free_spare(uint64_t entry, siz
  * there, so this push's writes into it come after the reads of every pop
  * that took it (docs/guarantees.md, "SL_MPMC"). seq_cst looks: a starving
  * push's second sweep must follow its store of the flag (starve). */
+/* The record a shared view's holds are named by (rings.h). Relaxed: set
+ * by this handle's claim, which came first on this thread. */
+static inline uint32_t view_holder(const sl__mpmc_view *v)
+{
+    return atomic_load_explicit(&v->holder, memory_order_relaxed);
+}
+
 static inline __attribute__((always_inline)) bool
 take_entry(const sl__mpmc_view *v, bool shared, SL_ATOMIC(uint64_t) *e, uint64_t *slot)
 {
@@ -368,7 +375,7 @@ take_entry(const sl__mpmc_view *v, bool shared, SL_ATOMIC(uint64_t) *e, uint64_t
     *slot = w;
     return free_spare(w, v->slot_count) &&
            atomic_compare_exchange_strong_explicit(
-               e, &w, sl__held_base(v->holder, w) | SL__HELD_X_NONE << SL__HELD_X_SHIFT,
+               e, &w, sl__held_base(view_holder(v), w) | SL__HELD_X_NONE << SL__HELD_X_SHIFT,
                memory_order_acquire, memory_order_relaxed);
 }
 
@@ -521,7 +528,7 @@ push_swap(const sl_mpmc *q, const sl__mpmc_view *v, const void *elem, sl_event *
      * a parked receiver pairs with, and swaps our slot for the cell's free
      * one, which goes back into e before the tail's CAS. */
     int full = sl__cellring_push_as(&r, mine, false, NULL, shared, give_back,
-                                    shared && give_back ? sl__held_base(v->holder, mine) : 0);
+                                    shared && give_back ? sl__held_base(view_holder(v), mine) : 0);
     if (__builtin_expect(full, 0)) {
         /* Release: as the give-back. seq_cst fence: the give-back before the
          * flag's load, as the tail's CAS orders it on success. */
@@ -613,11 +620,12 @@ static __attribute__((noinline)) sl_status pop_swap_large(const sl__mpmc_view *v
         return SL_EMPTY;
     size_t home = home_entry(NULL, v, true);
     SL_ATOMIC(uint64_t) *e = &v->spares[home];
-    if (v->holder == SL__HELD_NOBODY ||
+    uint32_t holder = view_holder(v);
+    if (holder == SL__HELD_NOBODY ||
         (!take_entry(v, true, e, &mine) && !(e = sweep_spares(NULL, v, true, home, &mine))))
         return pop_copy_large(v, out);
     SL_FI(); /* holding a spare */
-    if (!sl__cellring_pop_swap(&r, &index, mine, e, sl__held_base(v->holder, mine),
+    if (!sl__cellring_pop_swap(&r, &index, mine, e, sl__held_base(holder, mine),
                                v->slot_count)) {
         pop_give_back(v, e, mine);
         return SL_EMPTY;

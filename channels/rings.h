@@ -92,10 +92,13 @@ typedef struct sl__mpmc_view {
     size_t spare_mask;
     SL_ATOMIC(uint32_t) *starved;
     sl_event *wake;
-    /* The record that names this process's pushes in the entries they hold
-     * (the handle's sender record; SL__HELD_NOBODY until it is claimed, or
-     * when every record was taken): set before the handle's first push. */
-    uint32_t holder;
+    /* The record that names this process's pushes (and pops over 256
+     * bytes) in the entries they hold: the handle's record; SL__HELD_NOBODY
+     * until it is claimed, or while every record is held (when a send is
+     * refused and a pop copies first). Set before the handle's first push;
+     * atomic (relaxed) because a refused claim writes it again while a
+     * thread sharing the handle may read it. */
+    SL_ATOMIC(uint32_t) holder;
 } sl__mpmc_view;
 
 /* One push and one pop through a view, with every slot index read from the

@@ -39,7 +39,7 @@
 #include "sluice/shm.h"
 
 #define SHM_MAGIC 0x4D48534349554C53ull /* "SLUICSHM", little-endian */
-#define SHM_VERSION 9u
+#define SHM_VERSION 10u
 #define SHM_CTL_AT ((size_t)72)    /* the peer-death control words */
 #define SHM_BELL_AT ((size_t)88)   /* the select bell (version 4) */
 #define SHM_RECS_AT ((size_t)2048) /* the records (senders, waiters, roles) */
@@ -63,7 +63,7 @@ _Static_assert(AT(closed) == 40 && AT(not_empty) == 44 && AT(not_full) == 52 &&
                    AT(selectors) == 60 && AT(drained) == 64,
                "shm layout: control words");
 _Static_assert(AT(in_flight) == 128 && sizeof(((sl_chan *)0)->in_flight[0]) == 64,
-               "shm layout: in-flight marks");
+               "shm layout: in-flight marks (unused since version 10: every send has a record)");
 _Static_assert(AT(q.spsc.prod.index) == 1152 && AT(q.spsc.prod.peer_cache) == 1160 &&
                    AT(q.spsc.cons.index) == 1216 && AT(q.spsc.cons.peer_cache) == 1224,
                "shm layout: SL_SPSC counters");
@@ -171,7 +171,8 @@ static void fill_local(sl_chan *ch, const geometry *g)
         v->starved = &m->starved;
         v->wake = &ch->not_full;
     }
-    v->holder = SL__HELD_NOBODY; /* until the handle claims a record (sl__shm_claim_mark) */
+    /* Relaxed: until the handle claims a record (sl__shm_claim_mark). */
+    atomic_store_explicit(&v->holder, SL__HELD_NOBODY, memory_order_relaxed);
 }
 
 /* ---- the select bell (docs/shm-layout.md, "The select bell") -------------
@@ -437,12 +438,13 @@ static void reclaim(sl_chan *ch, shm_rec *r, uint64_t seen)
     reclaim_unnamed(ch, r, seen, reclaiming(seen) ? 0 : settle_spares(ch, bit));
 }
 
-/* A free record for `self`, reclaiming dead owners' on a second pass; -1
- * when all SHM_RECS are held by living processes. */
-static int claim_record(sl_chan *ch, uint64_t self)
+/* A free record for `self`, with `reclaim` reclaiming dead owners' on a
+ * second pass; -1 when all SHM_RECS are held (by living processes, as far
+ * as the passes looked). */
+static int claim_record(sl_chan *ch, uint64_t self, bool reclaim_dead)
 {
     shm_rec *rs = records(ch);
-    for (int pass = 0; pass < 2; pass++)
+    for (int pass = 0; pass < 1 + reclaim_dead; pass++)
         for (int i = 0; i < SHM_RECS; i++) {
             uint64_t o = atomic_load_explicit(&rs[i].owner, memory_order_acquire);
             if (pass == 1 && o != 0 && owner_dead(o))
@@ -464,22 +466,57 @@ static bool claimed_here(const sl_chan *ch)
            atomic_load_explicit(&sl__shm_gen, memory_order_relaxed);
 }
 
+/* The claim, under claim_lock. With every record held by a living handle
+ * the handle stays without one (rec -1, holds of spares named by nobody) and
+ * the next call tries again; its reads of /proc for dead owners, at most
+ * once a look period while it is refused (a try_send loop would otherwise
+ * read /proc 64 times a try). */
+static SL_ATOMIC(uint32_t) *claim_locked(sl_chan *ch)
+{
+    if (claimed_here(ch))
+        return ch->shm.mark;
+    unsigned gen = atomic_load_explicit(&sl__shm_gen, memory_order_relaxed);
+    uint64_t now = sl__now_ns();
+    bool reclaim = ch->shm.refused_gen != gen || now - ch->shm.refused_at >= SHM_LOOK_NS;
+    int i = claim_record(ch, self_identity(), reclaim);
+    ch->shm.rec = i;
+    ch->shm.mark = i < 0 ? NULL : &records(ch)[i].marks;
+    if (ch->flavor == SL__MPMC_SHARED) /* the name its holds of spares go by */
+        atomic_store_explicit(&ch->geom.mpmc.holder, i < 0 ? SL__HELD_NOBODY : (uint32_t)i,
+                              memory_order_relaxed); /* gen's release orders it */
+    if (i < 0) {
+        if (reclaim)
+            ch->shm.refused_at = now, ch->shm.refused_gen = gen;
+#ifdef SL_MUTANT_SHM_SEND_WITHOUT_RECORD
+        return &ch->in_flight[0].n; /* planted bug: an anonymous mark, the send goes ahead */
+#endif
+        return NULL;
+    }
+    /* Release: mark and rec before gen (claimed_here). */
+    atomic_store_explicit(&ch->shm.gen, gen, memory_order_release);
+    return ch->shm.mark;
+}
+
 SL_ATOMIC(uint32_t) *sl__shm_claim_mark(sl_chan *ch)
 {
     pthread_mutex_lock(&claim_lock);
-    if (!claimed_here(ch)) {
-        unsigned gen = atomic_load_explicit(&sl__shm_gen, memory_order_relaxed);
-        int i = claim_record(ch, self_identity());
-        /* A full table: an anonymous mark, which a death can leave set (shm.h). */
-        ch->shm.mark = i < 0 ? &ch->in_flight[0].n : &records(ch)[i].marks;
-        ch->shm.rec = i;
-        if (ch->flavor == SL__MPMC_SHARED) /* the name its holds of spares go by */
-            ch->geom.mpmc.holder = i < 0 ? SL__HELD_NOBODY : (uint32_t)i;
-        /* Release: mark and rec before gen (claimed_here). */
-        atomic_store_explicit(&ch->shm.gen, gen, memory_order_release);
-    }
+    SL_ATOMIC(uint32_t) *mark = claim_locked(ch);
     pthread_mutex_unlock(&claim_lock);
-    return ch->shm.mark;
+    return mark;
+}
+
+/* The handle's record in this process, claimed if need be; -1 while every
+ * record is held. (rec itself is read only once claimed_here says so: a
+ * refused claim writes it again under the lock.) */
+static int claimed_record(sl_chan *ch)
+{
+    if (claimed_here(ch))
+        return ch->shm.rec;
+    pthread_mutex_lock(&claim_lock);
+    (void)claim_locked(ch);
+    int rec = ch->shm.rec;
+    pthread_mutex_unlock(&claim_lock);
+    return rec;
 }
 
 /* Whether a handle registered in `role` holds its record (a living or not
@@ -532,11 +569,10 @@ static sl_status register_role(sl_chan *ch, uint32_t role)
 {
     if (!ch || !sl__chan_is_shared(ch))
         return SL_EINVAL;
-    if (!claimed_here(ch))
-        (void)sl__shm_claim_mark(ch);
-    if (ch->shm.rec < 0)
+    int rec = claimed_record(ch);
+    if (rec < 0)
         return SL_ENOMEM;
-    shm_rec *r = &records(ch)[ch->shm.rec];
+    shm_rec *r = &records(ch)[rec];
     /* seq_cst: registered before the closed load below (the last of the
      * role's free sees this, or this sees its close). */
     atomic_fetch_or_explicit(&r->roles, role, memory_order_seq_cst);
@@ -553,10 +589,6 @@ bool sl__shm_senders_in_flight(sl_chan *ch)
     /* The caller's load of `closed` before the marks' loads: the senders'
      * marks may be ordered by a compiler barrier alone (sl__shm_fence). */
     sl__event_heavy_fence_shared();
-    for (unsigned i = 0; i < SL_SEND_SLOTS; i++)
-        /* seq_cst: after the caller's load of `closed` (chan_flavors.h). */
-        if (atomic_load_explicit(&ch->in_flight[i].n, memory_order_seq_cst) != 0)
-            return true;
     shm_rec *rs = records(ch);
     for (int i = 0; i < SHM_RECS; i++) {
         /* seq_cst: as above; an acquire of the unmark's release too. */
@@ -643,11 +675,10 @@ void sl__shm_on_full(sl_chan *ch)
 
 SL_ATOMIC(uint32_t) *sl__shm_park_account(sl_chan *ch, const sl_event *ev)
 {
-    if (!claimed_here(ch))
-        (void)sl__shm_claim_mark(ch);
-    if (ch->shm.rec < 0)
+    int rec = claimed_record(ch);
+    if (rec < 0)
         return NULL; /* every record held: a death here stays counted (shm.h) */
-    return &records(ch)[ch->shm.rec].parked[ev == &ch->not_full];
+    return &records(ch)[rec].parked[ev == &ch->not_full];
 }
 
 uint64_t sl__shm_ready_at(const sl_chan *ch)
@@ -774,6 +805,7 @@ static sl_status map_handle(sl_chan **out, int fd, size_t size)
     ch->shm.mark = NULL;
     atomic_init(&ch->shm.gen, 0u);
     ch->shm.rec = -1;
+    ch->shm.refused_gen = 0; /* never refused */
     watch_forks();
     *out = ch;
     return SL_OK;

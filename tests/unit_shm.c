@@ -563,6 +563,7 @@ START_TEST(test_open_refusals)
     check_word(fd, raw, 8, 4, 6);                 /* the one before reclaims name their process */
     check_word(fd, raw, 8, 4, 7);                 /* the one before held spares name theirs */
     check_word(fd, raw, 8, 4, 8);                 /* the one before large messages swapped */
+    check_word(fd, raw, 8, 4, 9);                 /* the one with anonymous marks */
     check_word(fd, raw, 12, 4, SL_LIST);          /* flavour: not shareable */
     check_word(fd, raw, 16, 8, 0);                /* message size 0 */
     check_word(fd, raw, 24, 8, 0);                /* capacity 0 */
@@ -1130,30 +1131,43 @@ START_TEST(test_receiver_refusal)
 }
 END_TEST
 
-/* A child takes every sender record (SL_SHM_SENDERS handles, one send
- * each) and dies holding them. */
+/* A child takes every record (SL_SHM_SENDERS handles, one send each) and
+ * dies holding them. On the way, a handle with no record left for it: its
+ * sends and registrations are refused with nothing consumed (no message
+ * goes in without a record to answer for its mark and its spare), until a
+ * record is free again, when its next send claims that one. */
 static int hold_all_records(void *p)
 {
     death_arg *a = p;
     uint64_t v = 1;
-    for (int i = 0; i < SL_SHM_SENDERS; i++) {
-        sl_chan *ch;
-        if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK || sl_chan_try_send(ch, &v) != SL_OK)
+    sl_chan *held[SL_SHM_SENDERS];
+    for (int i = 0; i < SL_SHM_SENDERS; i++)
+        if (sl_chan_shm_open_fd(&held[i], a->fd, &a->opts) != SL_OK ||
+            sl_chan_try_send(held[i], &v) != SL_OK)
             return 1;
-    }
     sl_chan *extra;
     if (sl_chan_shm_open_fd(&extra, a->fd, &a->opts) != SL_OK)
         return 2;
-    /* Every record held by a living process: no registration, but the
-     * handle still sends (with an anonymous mark). */
-    if (sl_chan_shm_sender(extra) != SL_ENOMEM || sl_chan_shm_receiver(extra) != SL_ENOMEM ||
-        sl_chan_try_send(extra, &v) != SL_OK)
+    if (sl_chan_shm_sender(extra) != SL_ENOMEM || sl_chan_shm_receiver(extra) != SL_ENOMEM)
         return 3;
+    uint64_t w = 2, batch[2] = {2, 2};
+    sl_select_case c = {extra, SL_SEL_SEND, &w};
+    size_t index = 9;
+    if (sl_chan_try_send(extra, &w) != SL_ENOMEM || sl_chan_send(extra, &w) != SL_ENOMEM ||
+        sl_chan_send_for(extra, &w, 10 * MS) != SL_ENOMEM || sl_chan_try_send_n(extra, batch, 2) != 0 ||
+        sl_select(&c, 1, 10 * MS, &index) != SL_ENOMEM)
+        return 4;
+    if (sl_chan_len(extra) != SL_SHM_SENDERS)
+        return 5; /* a refused send consumed nothing */
+    sl_chan_free(held[0]); /* its record is free: the next send claims it */
+    if (sl_chan_try_send(extra, &v) != SL_OK || sl_chan_shm_sender(extra) != SL_OK)
+        return 6;
     raise(SIGKILL);
-    return 4;
+    return 7;
 }
 
-/* The records of a dead process are reclaimed when a new sender needs one. */
+/* The records of a dead process are reclaimed when a new sender needs one
+ * (hold_all_records's refusals first). */
 START_TEST(test_sender_records_full)
 {
     sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 8, .capacity = 128};
@@ -1168,6 +1182,65 @@ START_TEST(test_sender_records_full)
         ck_assert_uint_eq(v, 1);
     sl_chan_close(ch);
     ck_assert_int_eq(sl_chan_recv_for(ch, &v, survivor_wait()), SL_CLOSED);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* A child that takes every record (one send per handle), says so on a
+ * pipe, and exits without freeing them when the parent says: a death
+ * holding all 64 records, at a moment the parent chooses. */
+typedef struct holder_arg {
+    int fd;
+    sl_chan_opts opts;
+    int ready[2], go[2]; /* pipes: child to parent, parent to child */
+} holder_arg;
+
+static int hold_records_until_told(void *p)
+{
+    holder_arg *a = p;
+    uint64_t v = 3;
+    char c = 1;
+    for (int i = 0; i < SL_SHM_SENDERS; i++) {
+        sl_chan *ch;
+        if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK || sl_chan_try_send(ch, &v) != SL_OK)
+            return 1;
+    }
+    if (write(a->ready[1], &c, 1) != 1 || read(a->go[0], &c, 1) != 1)
+        return 2;
+    return 0; /* dies holding every record */
+}
+
+/* A handle refused for want of a record looks for dead holders' records at
+ * most once a look period: with the period long, a send right after every
+ * holder died is still refused (no reads of /proc); with it zero, the next
+ * send reclaims a dead holder's record and goes in. */
+START_TEST(test_refused_sender_looks_again)
+{
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 8, .capacity = 128};
+    sl_chan *ch, *extra;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    holder_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o};
+    ck_assert_int_eq(pipe(a.ready), 0);
+    ck_assert_int_eq(pipe(a.go), 0);
+    const uint64_t look = sl__shm_look_ns;
+    sl__shm_look_ns = 3600 * SEC;
+    pid_t pid = spawn(hold_records_until_told, &a);
+    char c;
+    ck_assert_int_eq(read(a.ready[0], &c, 1), 1);
+    ck_assert_int_eq(sl_chan_shm_open_fd(&extra, sl_chan_shm_fd(ch), &o), SL_OK);
+    uint64_t v = 4;
+    ck_assert_int_eq(sl_chan_try_send(extra, &v), SL_ENOMEM); /* its holders live */
+    ck_assert_int_eq(write(a.go[1], &c, 1), 1);
+    ck_assert_int_eq(reap(pid), 0);
+    ck_assert_int_eq(sl_chan_try_send(extra, &v), SL_ENOMEM); /* not looked again yet */
+    ck_assert_uint_eq(sl_chan_len(ch), SL_SHM_SENDERS);
+    sl__shm_look_ns = 0;
+    ck_assert_int_eq(sl_chan_try_send(extra, &v), SL_OK); /* a dead holder's record */
+    ck_assert_uint_eq(sl_chan_len(ch), SL_SHM_SENDERS + 1);
+    sl__shm_look_ns = look;
+    for (int i = 0; i < 2; i++)
+        close(a.ready[i]), close(a.go[i]);
+    sl_chan_free(extra);
     sl_chan_free(ch);
 }
 END_TEST
@@ -2468,6 +2541,7 @@ static Suite *shm_suite(void)
     tcase_add_loop_test(tc, test_last_sender_gone, 0, 24);
     tcase_add_test(tc, test_sender_refusals);
     tcase_add_test(tc, test_sender_records_full);
+    tcase_add_test(tc, test_refused_sender_looks_again);
     tcase_add_test(tc, test_empty_polls_claim_no_record);
     tcase_add_loop_test(tc, test_mark_owner_identity, 0, N_OF(k_cfg));
     tcase_add_loop_test(tc, test_killed_while_parked, 0, N_OF(k_cfg));

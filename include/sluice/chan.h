@@ -163,12 +163,13 @@ SL_API void sl_chan_free(sl_chan *ch);
  * Returns SL_OK; SL_EVICTED (SL_RING was full: sent, and the oldest message
  * went to the drop function); SL_CLOSED (closed before or while waiting;
  * nothing consumed);
- * SL_ENOMEM (SL_LIST could not grow; nothing consumed); SL_EINVAL for NULL ch
- * or elem. Blocking; lock-free apart from the wait. */
+ * SL_ENOMEM (SL_LIST could not grow, or a shared channel's every record is
+ * held: sluice/shm.h; nothing consumed); SL_EINVAL for NULL ch or elem.
+ * Blocking; lock-free apart from the wait. */
 SL_API sl_status sl_chan_send(sl_chan *ch, const void *elem);
 
 /* Sends one message if there is room now. Returns SL_OK, SL_EVICTED (SL_RING),
- * SL_FULL, SL_CLOSED, SL_ENOMEM (SL_LIST) or SL_EINVAL; nothing consumed unless
+ * SL_FULL, SL_CLOSED, SL_ENOMEM (as sl_chan_send) or SL_EINVAL; nothing consumed unless
  * SL_OK or SL_EVICTED. Never blocks; the flavour's
  * progress guarantee (table above), plus a notify that makes a system call
  * only when a receiver sleeps. */
@@ -177,7 +178,7 @@ SL_API sl_status sl_chan_try_send(sl_chan *ch, const void *elem);
 /* Sends, waiting at most timeout_ns for room (0: one attempt; SL_FOREVER: no
  * limit). Returns SL_OK, SL_EVICTED (SL_RING), SL_TIMEDOUT (no room in time,
  * also for 0 on a full channel: nothing consumed, no earlier than asked),
- * SL_CLOSED, SL_ENOMEM (SL_LIST) or SL_EINVAL. */
+ * SL_CLOSED, SL_ENOMEM (as sl_chan_send) or SL_EINVAL. */
 SL_API sl_status sl_chan_send_for(sl_chan *ch, const void *elem, uint64_t timeout_ns);
 
 /* The move for pointer channels (elem_size == sizeof(void *)): sends *pp,
@@ -219,7 +220,8 @@ SL_API sl_status sl_chan_try_recv(sl_chan *ch, void *out);
 SL_API sl_status sl_chan_recv_for(sl_chan *ch, void *out, uint64_t timeout_ns);
 
 /* Sends up to n messages from the array elems, in order, without waiting;
- * returns how many were sent (0 if closed, full or on bad input). The ones
+ * returns how many were sent (0 if closed, full, refused as sl_chan_send's
+ * SL_ENOMEM, or on bad input). The ones
  * not sent are still the caller's. SL_RING counts displacing sends as sent
  * (the displaced messages go to the drop function). One notify covers the
  * batch. */

@@ -127,12 +127,9 @@
  *    back the one its cell handed it) leaves its entry naming it, the slot
  *    it took and the one its cell offered; the look that finds the process
  *    dead gives back whichever of the two is out of circulation, so the
- *    spare table is whole again. Where the process held no record (all 64
- *    held by living processes) its entry names nobody and that spare is
- *    lost for good: once every one of the spares (the capacity, or 64 for
- *    messages over 256 bytes in a larger ring) is lost so, every
- *    send says SL_FULL (a blocking one waits until its deadline or a
- *    close) whatever the ring holds. A receive of up to 256 bytes holds no
+ *    spare table is whole again. So that every entry names a process, a
+ *    send on a handle that finds all SL_SHM_SENDERS records held by
+ *    living handles is refused (below). A receive of up to 256 bytes holds no
  *    slot; one of more holds a spare while it copies, which comes back as
  *    a sender's does (the message it had taken is lost). (SL_SPSC and
  *    SL_MPMC of 8 bytes or less lose nothing);
@@ -145,8 +142,8 @@
  *    call with nobody asleep (a try_send and try_recv pair measured 60 ns
  *    before, 1.5 µs after, on one machine). It stays for the segment's
  *    life where the process held no record (all 64 held by living
- *    processes) or died inside the few instructions between the two counts
- *    of its registration;
+ *    handles: a wait is not refused for want of one) or died inside the
+ *    few instructions between the two counts of its registration;
  *  - a process killed while selecting on a shared channel leaves its count
  *    in the channel's `selectors` word: from then on every send, receive
  *    and close of that channel takes the select ring's slow path (an
@@ -170,9 +167,9 @@
  * per record (microseconds). Processes are told apart by /proc/<pid>/stat;
  * where /proc does not show the process (not mounted, or mounted with
  * hidepid), only by pid (kill(pid, 0)), and a zombie or a reused pid
- * then keeps a dead sender's mark and registration alive. A process that
- * dies while reclaiming a dead sender's record loses that record for good
- * (one of SL_SHM_SENDERS). A process that calls exec without freeing its
+ * then keeps a dead sender's mark and registration alive. A reclaim cut
+ * short by its process's death is finished by the next look (the record
+ * names its reclaimer). A process that calls exec without freeing its
  * handles is the same process (same pid and start time): its records, and
  * its registration, last until it exits. Unregistered handles never close
  * the channel.
@@ -275,7 +272,18 @@ SL_API sl_status sl_chan_shm_receiver(sl_chan *ch);
  * parked count, from sl_chan_shm_receiver, or, with SL_MPMC messages over
  * 256 bytes, from its first receive that finds a message, to name the
  * spare it holds), and how often a dead sender
- * or receiver is looked for, in milliseconds (docs/shm-layout.md). */
+ * or receiver is looked for, in milliseconds (docs/shm-layout.md).
+ * A handle claims its record at its first send; when every record is held
+ * by a living handle, the send is refused: sl_chan_send, sl_chan_try_send,
+ * sl_chan_send_for and a select's send case return SL_ENOMEM,
+ * sl_chan_try_send_n returns 0, nothing is consumed, and the handle's next
+ * send tries again (it succeeds once a record is freed, or once a look
+ * finds a holder dead: at most once every SL_SHM_LOOK_MS while refused).
+ * Every message in flight thus has a record to answer for its in-flight
+ * mark and for the spare slot it holds, so a killed sender never leaves
+ * either behind for good. A wait or a receive is not refused: a waiter with
+ * no record goes uncounted in its record (a death then leaves a wake-up for
+ * nobody per notify), and a receive over 256 bytes copies first. */
 #define SL_SHM_SENDERS 64
 #define SL_SHM_LOOK_MS 50
 

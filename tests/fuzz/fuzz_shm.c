@@ -60,7 +60,7 @@
 #include "chan_impl.h" /* SL__CHAN_SHARED_AT: where a handle maps the segment */
 #include "sysops.h"
 
-/* The layout (docs/shm-layout.md, version 9: the barrier mode in the
+/* The layout (docs/shm-layout.md, version 10: the barrier mode in the
  * control words, the select bell after them, the records, then the
  * storage; SL_MPMC over 8 bytes in the swap form, with its spare table,
  * whose held entries a look settles, and its starved word). */
@@ -70,7 +70,7 @@
 #define S_CLOSED 40u
 #define S_BARRIERS 84u /* the barrier mode: 0 fenced, 1 asymmetric */
 #define S_BELL 88u     /* the select bell: epoch, waiters, armed */
-#define S_IN_FLIGHT 128u
+#define S_IN_FLIGHT 128u /* unused since version 10: any value, no effect */
 #define S_TAIL 1152u      /* SL_SPSC tail; SL_MPMC tail */
 #define S_FREE_HEAD 1160u /* SL_MPMC; SL_SPSC: tail_cache */
 #define S_HEAD 1216u      /* SL_SPSC head; SL_MPMC head */

@@ -33,6 +33,7 @@
 #include "chan_flavors.h"
 #include "internal/await.h"
 #include "internal/testing.h"
+#include "internal/spin.h"
 #include "internal/sysops.h"
 
 sl_status sl__chan_new_at(sl_chan **out, const sl_chan_opts *opts, uint64_t start)
@@ -379,7 +380,7 @@ static uint64_t chan_next(void *ctx) { return sl__chan_ready_at(((chan_wait *)ct
  * (await_op, await_recv_n) are out of line: a call whose first try succeeds
  * reads no clock and sets up no frame for the wait. */
 static inline sl_status await_wait(sl_event *ev, sl__ready_fn ready, chan_wait *w,
-                                   uint64_t timeout_ns)
+                                   uint64_t timeout_ns, unsigned spin)
 {
     if (timeout_ns == 0)
         return SL_TIMEDOUT;
@@ -388,21 +389,43 @@ static inline sl_status await_wait(sl_event *ev, sl__ready_fn ready, chan_wait *
         sl__park_account = sl__shm_park_account(w->ch, ev);
     sl__futex_word key;
     sl__event_set one = {(sl_event *const[1]){ev}, &key, 1};
-    sl_status st = sl__chan_await(&one, ready, w, sl_deadline_after(timeout_ns), SL__AWAIT_SPIN,
-                                  chan_next);
+    sl_status st = sl__chan_await(&one, ready, w, sl_deadline_after(timeout_ns), spin, chan_next);
     sl__park_account = NULL;
     return st == SL_OK ? w->st : SL_TIMEDOUT;
 }
 
 static __attribute__((noinline)) sl_status await_op(sl_event *ev, sl__ready_fn ready,
                                                     sl_chan *ch, const void *elem, void *out,
-                                                    uint64_t timeout_ns)
+                                                    uint64_t timeout_ns, unsigned spin)
 {
     const flavor_adapter *a = adapter_of(ch->flavor);
     if (a->await) /* its waiters post offers (rendezvous) */
         return a->await(ch, elem != NULL, elem ? (void *)elem : out, timeout_ns);
     chan_wait w = {.ch = ch, .elem = elem, .out = out};
-    return await_wait(ev, ready, &w, timeout_ns);
+    return await_wait(ev, ready, &w, timeout_ns, spin);
+}
+
+/* The receive streak: how many blocking receives in a row this thread
+ * answered at their first try (saturating at SL_RECV_STREAK). One that
+ * finds the channel empty after a full streak has caught up with a stream:
+ * its spin looks first after SL_SPIN_PATIENT_START pauses, not one, so the
+ * producer writes a batch before the receiver reads its lines again (each
+ * early look takes the producer's tail or cell line, which the producer's
+ * next write must take back: a line transfer more per message, the
+ * "consumer that keeps up" of docs/performance.md). A receiver in a
+ * ping-pong finds the channel empty at every first try, so its streak
+ * stays 0 and its first look still comes after one pause. Per thread, not
+ * per channel: a thread whose receives keep finding messages is in a
+ * stream, whichever channels they come from. */
+static _Thread_local unsigned recv_streak __attribute__((tls_model("initial-exec")));
+
+/* The spin for a receive whose first try found nothing; the streak ends. */
+static inline unsigned recv_spin(void)
+{
+    unsigned spin = recv_streak >= SL_RECV_STREAK ? SL__AWAIT_SPIN | SL__AWAIT_PATIENT
+                                                  : SL__AWAIT_SPIN;
+    recv_streak = 0;
+    return spin;
 }
 
 SL_API sl_status sl_chan_try_send(sl_chan *ch, const void *elem)
@@ -419,7 +442,7 @@ SL_API sl_status sl_chan_send_for(sl_chan *ch, const void *elem, uint64_t timeou
     sl_status st = try_send_once(ch, elem);
     if (is_final(st))
         return st;
-    return await_op(&ch->not_full, send_ready, ch, elem, NULL, timeout_ns);
+    return await_op(&ch->not_full, send_ready, ch, elem, NULL, timeout_ns, SL__AWAIT_SPIN);
 }
 
 SL_API sl_status sl_chan_send(sl_chan *ch, const void *elem)
@@ -485,9 +508,11 @@ SL_API sl_status sl_chan_recv_for(sl_chan *ch, void *out, uint64_t timeout_ns)
     if (!ch || !out)
         return SL_EINVAL;
     sl_status st = try_recv_once(ch, out);
-    if (is_final(st))
+    if (is_final(st)) {
+        recv_streak += recv_streak < SL_RECV_STREAK;
         return st;
-    return await_op(recv_event(ch), recv_ready, ch, NULL, out, timeout_ns);
+    }
+    return await_op(recv_event(ch), recv_ready, ch, NULL, out, timeout_ns, recv_spin());
 }
 
 SL_API sl_status sl_chan_recv(sl_chan *ch, void *out)
@@ -603,7 +628,7 @@ static __attribute__((noinline)) sl_status await_recv_n(sl_chan *ch, void *out, 
         return st;
     }
     chan_wait w = {.ch = ch, .out = out, .n = n};
-    sl_status st = await_wait(recv_event(ch), recv_n_ready, &w, timeout_ns);
+    sl_status st = await_wait(recv_event(ch), recv_n_ready, &w, timeout_ns, SL__AWAIT_SPIN);
     *got = st == SL_OK ? w.got : 0;
     return st;
 }

@@ -395,9 +395,9 @@ SL_API uint64_t sl_deadline_after(uint64_t timeout_ns)
 /* Phase 1 of the await protocol: ready() retried with pause hints growing 1,
  * 2, 4 … SL_SPIN_RELAX_MAX, then a few yields (spin.h). true once ready();
  * false when the budget or the deadline ran out first. */
-bool sl__await_spin(sl__ready_fn ready, void *ctx, uint64_t deadline_ns)
+bool sl__await_spin(sl__ready_fn ready, void *ctx, uint64_t deadline_ns, unsigned flags)
 {
-    unsigned relax = 1;
+    unsigned relax = (flags & SL__AWAIT_PATIENT) ? SL_SPIN_PATIENT_START : 1;
     for (unsigned i = 0; i < SL_SPIN_TRIES; i++) {
         for (unsigned k = 0; k < relax; k++)
             sl_cpu_relax();
@@ -445,7 +445,7 @@ sl_status sl__event_await_set(const sl__event_set *set, sl__ready_fn ready, void
                               uint64_t deadline_ns, unsigned flags)
 {
     /* Phase 1: one look, or the spin (whose first try follows one pause). */
-    if ((flags & SL__AWAIT_SPIN) ? sl__await_spin(ready, ctx, deadline_ns) : ready(ctx))
+    if ((flags & SL__AWAIT_SPIN) ? sl__await_spin(ready, ctx, deadline_ns, flags) : ready(ctx))
         return SL_OK;
     for (;;) {
         set_prepare(set);

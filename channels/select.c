@@ -363,7 +363,7 @@ static __attribute__((noinline)) sl_status select_wait(sl_select_case *cases, si
      * heavy fence. */
     sl_status st = SL_OK;
     bool registered = false;
-    if (!sl__await_spin(select_ready, &w, deadline)) {
+    if (!sl__await_spin(select_ready, &w, deadline, 0)) {
         st = select_sleep(&w, deadline);
         registered = st != SL_ENOMEM;
     }

@@ -685,6 +685,65 @@ START_TEST(test_blocking_recv_completes_after_send)
 }
 END_TEST
 
+/* A receiver whose blocking receives found a message at every first try
+ * (a full receive streak: its next wait spins patiently, chan.c) still
+ * waits correctly: a blocking receive on the now empty channel gets the
+ * message sent later, and a timed one times out, no earlier than asked. */
+typedef struct streak_ctx {
+    sl_chan *ch;
+    int timed; /* the last receive: sl_chan_recv, or sl_chan_recv_for */
+    uint64_t n, sum, last;
+    sl_status st;
+    _Atomic int draining_done;
+} streak_ctx;
+
+static void *streak_receiver(void *arg)
+{
+    streak_ctx *c = arg;
+    for (uint64_t i = 0; i < c->n; i++) {
+        uint64_t v;
+        if (sl_chan_recv(c->ch, &v) != SL_OK)
+            return (void *)1;
+        c->sum += v;
+    }
+    atomic_store(&c->draining_done, 1);
+    c->st = c->timed ? sl_chan_recv_for(c->ch, &c->last, 60 * SEC) : sl_chan_recv(c->ch, &c->last);
+    return NULL;
+}
+
+START_TEST(test_recv_after_streak)
+{
+    const sl_flavor f = flavors[_i % N_FLAVORS];
+    const int timed = _i / N_FLAVORS;
+    const uint64_t n = 40;
+    sl_chan *ch = mk(f, 64);
+    for (uint64_t i = 1; i <= n; i++)
+        send_u64(ch, i);
+    streak_ctx c = {.ch = ch, .timed = timed, .n = n};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, streak_receiver, &c), 0);
+    while (!atomic_load(&c.draining_done))
+        sl_test_sleep_ns(MS);
+    sl_test_sleep_ns(30 * MS); /* into its wait */
+    send_u64(ch, 777);
+    void *rv = (void *)1;
+    ck_assert_int_eq(pthread_join(t, &rv), 0);
+    ck_assert_ptr_null(rv);
+    ck_assert_uint_eq(c.sum, n * (n + 1) / 2);
+    ck_assert_int_eq(c.st, SL_OK);
+    ck_assert_uint_eq(c.last, 777);
+    /* This thread's own streak, then a timed receive on the empty channel. */
+    for (uint64_t i = 0; i < n; i++)
+        send_u64(ch, i);
+    for (uint64_t i = 0, v; i < n; i++)
+        ck_assert_int_eq(sl_chan_recv(ch, &v), SL_OK);
+    uint64_t v, t0 = sl_test_now_ns();
+    ck_assert_int_eq(sl_chan_recv_for(ch, &v, 5 * MS), SL_TIMEDOUT);
+    ck_assert_uint_ge(sl_test_now_ns() - t0, 5 * MS);
+    sl_chan_free(ch);
+}
+END_TEST
+
 typedef struct stream_ctx {
     sl_chan *ch;
     uint64_t n;
@@ -1690,6 +1749,7 @@ static Suite *chan_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, test_blocking_send_completes_after_recv, 0, N_FLAVORS);
     tcase_add_loop_test(tc, test_blocking_recv_completes_after_send, 0, N_FLAVORS);
+    tcase_add_loop_test(tc, test_recv_after_streak, 0, 2 * N_FLAVORS);
     tcase_add_loop_test(tc, test_stream_fifo, 0, N_FLAVORS);
     tcase_add_test(tc, test_mpmc_blocking_exactly_once);
     suite_add_tcase(s, tc);

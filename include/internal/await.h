@@ -50,6 +50,12 @@ enum {
      * waits whose condition typically comes true within a cross-core
      * hand-off; waits for rare events (commands, idleness) leave it out. */
     SL__AWAIT_SPIN = 1u << 0,
+    /* With SL__AWAIT_SPIN: the spin's first look comes after
+     * SL_SPIN_PATIENT_START pauses instead of one (spin.h): for a receiver
+     * that has caught up with a stream (channels/chan.c, "The receive
+     * streak"), whose early looks would take the producer's lines while it
+     * writes the next messages. */
+    SL__AWAIT_PATIENT = 1u << 1,
 };
 
 /* Waits on ev until ready(ctx) returns true (SL_OK) or the absolute
@@ -89,13 +95,14 @@ typedef struct sl__event_set {
 sl_status sl__event_await_set(const sl__event_set *set, sl__ready_fn ready, void *ctx,
                               uint64_t deadline_ns, unsigned flags);
 
-/* Phase 1 alone: ready(ctx) retried with growing pause hints, then a few
- * sched_yield()s. true once ready(ctx); false when the budget or the
- * deadline ran out first. For a waiter that must register interest by other
- * means between the spin and the park (select registers on its channels
- * only once it is about to sleep); it then calls sl__event_await without
- * SL__AWAIT_SPIN. */
-bool sl__await_spin(sl__ready_fn ready, void *ctx, uint64_t deadline_ns);
+/* Phase 1 alone: ready(ctx) retried with growing pause hints (the first
+ * after one pause, or after SL_SPIN_PATIENT_START with SL__AWAIT_PATIENT in
+ * flags), then a few sched_yield()s. true once ready(ctx); false when the
+ * budget or the deadline ran out first. For a waiter that must register
+ * interest by other means between the spin and the park (select registers
+ * on its channels only once it is about to sleep); it then calls
+ * sl__event_await without SL__AWAIT_SPIN. */
+bool sl__await_spin(sl__ready_fn ready, void *ctx, uint64_t deadline_ns, unsigned flags);
 
 /* A second count of this thread's registration on a shared eventcount, in a
  * word of its own process's (channels/shm.c: the parked counts of its

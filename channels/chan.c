@@ -168,8 +168,8 @@ PER_FLAVOR sl_status send_with(const flavor_adapter *a, sl_chan *ch, const void 
     if (a->send) /* likewise */
         return a->send(ch, elem);
     SL_ATOMIC(uint32_t) *mark = a->mark(ch);
-    if (a->shared && __builtin_expect(!mark, 0))
-        return SL_ENOMEM; /* no record for it: every one is held (sluice/shm.h) */
+    if (a->shared && __builtin_expect(!mark, 0)) /* no record for it (sluice/shm.h) */
+        return atomic_load_explicit(&ch->closed, memory_order_relaxed) ? SL_CLOSED : SL_ENOMEM;
     sl_status st = SL_CLOSED;
     SL_FI(); /* marked in flight, closed not yet checked */
     if (!atomic_load_explicit(&ch->closed, memory_order_seq_cst))

@@ -1210,6 +1210,31 @@ static int hold_records_until_told(void *p)
     return 0; /* dies holding every record */
 }
 
+/* Refused for want of a record, a send on a closed channel says SL_CLOSED,
+ * as any send there does. Every record held by this very process. */
+START_TEST(test_refused_send_closed)
+{
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 8, .capacity = 128};
+    sl_chan *ch, *h[SL_SHM_SENDERS], *extra;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    uint64_t v = 5;
+    for (int i = 0; i < SL_SHM_SENDERS; i++) {
+        ck_assert_int_eq(sl_chan_shm_open_fd(&h[i], sl_chan_shm_fd(ch), &o), SL_OK);
+        ck_assert_int_eq(sl_chan_try_send(h[i], &v), SL_OK);
+    }
+    ck_assert_int_eq(sl_chan_shm_open_fd(&extra, sl_chan_shm_fd(ch), &o), SL_OK);
+    ck_assert_int_eq(sl_chan_try_send(extra, &v), SL_ENOMEM);
+    sl_chan_close(ch);
+    ck_assert_int_eq(sl_chan_try_send(extra, &v), SL_CLOSED);
+    ck_assert_int_eq(sl_chan_send(extra, &v), SL_CLOSED);
+    ck_assert_uint_eq(sl_chan_len(ch), SL_SHM_SENDERS);
+    for (int i = 0; i < SL_SHM_SENDERS; i++)
+        sl_chan_free(h[i]);
+    sl_chan_free(extra);
+    sl_chan_free(ch);
+}
+END_TEST
+
 /* A handle refused for want of a record looks for dead holders' records at
  * most once a look period: with the period long, a send right after every
  * holder died is still refused (no reads of /proc); with it zero, the next
@@ -2542,6 +2567,7 @@ static Suite *shm_suite(void)
     tcase_add_test(tc, test_sender_refusals);
     tcase_add_test(tc, test_sender_records_full);
     tcase_add_test(tc, test_refused_sender_looks_again);
+    tcase_add_test(tc, test_refused_send_closed);
     tcase_add_test(tc, test_empty_polls_claim_no_record);
     tcase_add_loop_test(tc, test_mark_owner_identity, 0, N_OF(k_cfg));
     tcase_add_loop_test(tc, test_killed_while_parked, 0, N_OF(k_cfg));

@@ -68,8 +68,9 @@ typedef struct sl_select_case {
  *   SL_OK       case *index's operation happened;
  *   SL_EVICTED  case *index was a send into a full SL_RING: it happened and
  *               displaced the oldest message, which went to the drop function;
- *   SL_ENOMEM   case *index was a send into SL_LIST that could not allocate;
- *               nothing happened;
+ *   SL_ENOMEM   case *index was a send into SL_LIST that could not allocate,
+ *               or into a shared channel whose every record is held
+ *               (sluice/shm.h); nothing happened;
  *   SL_CLOSED   case *index's channel is closed (for a receive: closed and
  *               drained);
  *   SL_TIMEDOUT nothing was ready within timeout_ns (0: nothing ready now);

@@ -275,7 +275,8 @@ SL_API sl_status sl_chan_shm_receiver(sl_chan *ch);
  * or receiver is looked for, in milliseconds (docs/shm-layout.md).
  * A handle claims its record at its first send; when every record is held
  * by a living handle, the send is refused: sl_chan_send, sl_chan_try_send,
- * sl_chan_send_for and a select's send case return SL_ENOMEM,
+ * sl_chan_send_for and a select's send case return SL_ENOMEM (SL_CLOSED
+ * once the channel is closed),
  * sl_chan_try_send_n returns 0, nothing is consumed, and the handle's next
  * send tries again (it succeeds once a record is freed, or once a look
  * finds a holder dead: at most once every SL_SHM_LOOK_MS while refused).

@@ -1270,6 +1270,103 @@ START_TEST(test_refused_sender_looks_again)
 }
 END_TEST
 
+/* Record churn in one process, for ThreadSanitizer and the books: the main
+ * thread holds all records but two; CHURNERS threads each open a handle,
+ * send one message (again after every SL_ENOMEM: the refusal must consume
+ * nothing), and free it, over and over; SHARERS threads send through one
+ * handle they share, which may be refused and later claim, its claim and
+ * its refusals racing. One receiver checks every message exactly once, in
+ * each thread's order. */
+enum { CHURNERS = 4, SHARERS = 2, CHURN_HELD = SL_SHM_SENDERS - 3 };
+
+typedef struct churn_arg {
+    int fd;
+    sl_chan_opts opts;
+    sl_chan *shared; /* the sharers' handle */
+    unsigned id;     /* thread number: the message's first word */
+    uint64_t n, refused;
+    int bad;
+} churn_arg;
+
+static bool churn_send(sl_chan *ch, churn_arg *a, uint64_t seq)
+{
+    uint64_t m[3] = {a->id, seq, ~seq};
+    uint64_t until = sl_now_ns() + 20 * SEC;
+    sl_status st;
+    while ((st = sl_chan_try_send(ch, m)) != SL_OK) {
+        if ((st != SL_ENOMEM && st != SL_FULL) || sl_now_ns() > until)
+            return false;
+        a->refused += st == SL_ENOMEM;
+        sched_yield();
+    }
+    return true;
+}
+
+static void *churner(void *p)
+{
+    churn_arg *a = p;
+    for (uint64_t i = 0; i < a->n && !a->bad; i++) {
+        sl_chan *h = a->shared;
+        if (!h && sl_chan_shm_open_fd(&h, a->fd, &a->opts) != SL_OK)
+            a->bad = 1;
+        else if (!churn_send(h, a, i))
+            a->bad = 2;
+        if (h && !a->shared)
+            sl_chan_free(h);
+    }
+    return NULL;
+}
+
+START_TEST(test_record_churn)
+{
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 24, .capacity = 64};
+    sl_chan *ch, *held[CHURN_HELD], *shared;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    const int fd = sl_chan_shm_fd(ch);
+    uint64_t m[3];
+    ck_assert_int_eq(sl_chan_try_send(ch, m), SL_OK); /* the receiving handle's record */
+    ck_assert_int_eq(sl_chan_try_recv(ch, m), SL_OK);
+    for (int i = 0; i < CHURN_HELD; i++) {
+        ck_assert_int_eq(sl_chan_shm_open_fd(&held[i], fd, &o), SL_OK);
+        ck_assert_int_eq(sl_chan_try_send(held[i], m), SL_OK);
+        ck_assert_int_eq(sl_chan_try_recv(ch, m), SL_OK);
+    }
+    ck_assert_int_eq(sl_chan_shm_open_fd(&shared, fd, &o), SL_OK);
+    const uint64_t n = sl_test_scaled(300, 60);
+    churn_arg a[CHURNERS + SHARERS];
+    pthread_t t[CHURNERS + SHARERS];
+    for (unsigned i = 0; i < CHURNERS + SHARERS; i++) {
+        a[i] = (churn_arg){.fd = fd, .opts = o, .id = i, .n = n,
+                           .shared = i < CHURNERS ? NULL : shared};
+        ck_assert_int_eq(pthread_create(&t[i], NULL, churner, &a[i]), 0);
+    }
+    uint64_t next[CHURNERS + SHARERS] = {0}, got = 0, until = sl_now_ns() + 60 * SEC;
+    while (got < n * (CHURNERS + SHARERS) && sl_now_ns() < until) {
+        if (sl_chan_recv_for(ch, m, 10 * MS) != SL_OK)
+            continue;
+        ck_assert_msg(m[0] < CHURNERS + SHARERS && m[2] == ~m[1], "a torn or foreign message");
+        ck_assert_msg(m[1] == next[m[0]], "thread %llu: message %llu where %llu was due", ULL(m[0]),
+                      ULL(m[1]), ULL(next[m[0]]));
+        next[m[0]]++, got++;
+    }
+    uint64_t refused = 0;
+    for (unsigned i = 0; i < CHURNERS + SHARERS; i++) {
+        ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+        ck_assert_msg(a[i].bad == 0, "thread %u failed (%d)", i, a[i].bad);
+        refused += a[i].refused;
+    }
+    ck_assert_uint_eq(got, n * (CHURNERS + SHARERS));
+    ck_assert_int_eq(sl_chan_try_recv(ch, m), SL_EMPTY); /* nothing more: refusals sent nothing */
+    printf("[shm churn] %llu messages through handles opened and freed under a full record "
+           "table, %llu sends refused (SL_ENOMEM) and sent again\n",
+           ULL(got), ULL(refused));
+    for (int i = 0; i < CHURN_HELD; i++)
+        sl_chan_free(held[i]);
+    sl_chan_free(shared);
+    sl_chan_free(ch);
+}
+END_TEST
+
 /* A receive of SL_MPMC messages over 256 bytes claims its handle's record
  * (to name the spare it holds) only once it finds a message: as many
  * handles as there are records polling an empty channel leave every record
@@ -2569,6 +2666,7 @@ static Suite *shm_suite(void)
     tcase_add_test(tc, test_refused_sender_looks_again);
     tcase_add_test(tc, test_refused_send_closed);
     tcase_add_test(tc, test_empty_polls_claim_no_record);
+    tcase_add_test(tc, test_record_churn);
     tcase_add_loop_test(tc, test_mark_owner_identity, 0, N_OF(k_cfg));
     tcase_add_loop_test(tc, test_killed_while_parked, 0, N_OF(k_cfg));
     tcase_add_loop_test(tc, test_killed_parked_discounted, 0, N_OF(k_cfg));

@@ -393,7 +393,7 @@ SL_API uint64_t sl_deadline_after(uint64_t timeout_ns)
 }
 
 /* Phase 1 of the await protocol: ready() retried with pause hints growing 1,
- * 2, 4 … SL_SPIN_RELAX_MAX, then a few yields (spin.h). true once ready();
+ * 2, 4 … SL_SPIN_RELAX_MAX, each twice, then a few yields (spin.h). true once ready();
  * false when the budget or the deadline ran out first. */
 bool sl__await_spin(sl__ready_fn ready, void *ctx, uint64_t deadline_ns, unsigned flags)
 {
@@ -401,8 +401,8 @@ bool sl__await_spin(sl__ready_fn ready, void *ctx, uint64_t deadline_ns, unsigne
     for (unsigned i = 0; i < SL_SPIN_TRIES; i++) {
         for (unsigned k = 0; k < relax; k++)
             sl_cpu_relax();
-        if (relax < SL_SPIN_RELAX_MAX)
-            relax <<= 1;
+        if (relax < SL_SPIN_RELAX_MAX && (i & 1))
+            relax <<= 1; /* after every second try: a reply landing mid-pause waits less */
         if (ready(ctx))
             return true;
         if (deadline_ns != SL_FOREVER && (i & 7) == 7 && sl_now_ns() >= deadline_ns)

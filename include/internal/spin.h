@@ -18,13 +18,17 @@ static inline void sl_cpu_relax(void)
 }
 
 /* Phase 1 of parking (internal/await.h, SL__AWAIT_SPIN): retries of the
- * condition, with pause hints growing 1, 2, 4 … up to SL_SPIN_RELAX_MAX
- * between retries: 191 pauses in all, 4–10 µs here (a pause measured 20–50
+ * condition, with pause hints of 1, 1, 2, 2, 4, 4 … up to SL_SPIN_RELAX_MAX
+ * between retries: 254 pauses in all, 5–13 µs here (a pause measured 20–50
  * ns). That covers a cross-core hand-off (0.1–1 µs on this VM) several times
  * over; longer only burns the core an oversubscribed peer needs — with 64
  * tries (3 800 pauses, ~170 µs) the blocking 4x4 benchmark spent a third of
- * its CPU here. */
-#define SL_SPIN_TRIES 8
+ * its CPU here. Each pause length twice, not once (8 tries, 191 pauses,
+ * until the receive streak): a ping-pong reply lands while its receiver is
+ * in the middle of a pause, which it sits out, so pauses that double at
+ * every try made the blocking round trip 20-60 % longer than the try loop's
+ * (docs/performance.md, "The receive streak"). */
+#define SL_SPIN_TRIES 14
 #define SL_SPIN_RELAX_MAX 64
 /* The first pause of a patient spin (SL__AWAIT_PATIENT): a receiver that
  * found SL_RECV_STREAK messages in a row at its first try, then none, lets

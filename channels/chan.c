@@ -145,9 +145,17 @@ PER_FLAVOR void send_end(const flavor_adapter *a, sl_chan *ch, SL_ATOMIC(uint32_
 {
     a->unmark(mark);
     /* A receiver may be waiting for the last sender in flight to decide
-     * SL_CLOSED: after a close, every unmark wakes them to look again. */
-    if (atomic_load_explicit(&ch->closed, memory_order_seq_cst))
+     * SL_CLOSED: after a close, every unmark wakes them to look again, and
+     * rings the selectors with a receive case, which wait on the select
+     * bell for the same verdict (the close's own ring came while this mark
+     * made their look say SL_EMPTY). The unmark is the state change, fenced
+     * as a push's publish is before ring_receivers. */
+    if (atomic_load_explicit(&ch->closed, memory_order_seq_cst)) {
         sl_event_notify_all(&ch->not_empty);
+#ifndef SL_MUTANT_CHAN_UNMARK_NO_BELL
+        sl__chan_ring_selectors(ch, SL__READY_RECV);
+#endif
+    }
 }
 
 /* A shared channel's full send: the periodic look, which may find every

@@ -51,6 +51,7 @@ mutants=(
 "MPMC_FREE_BEFORE_READ|faults|unit_mpmc|CK_RUN_CASE=threads CK_TIMEOUT_MULTIPLIER=0.2||1|1|a pop frees the cell for the next lap before reading its value"
 "MPMC_COPY_AFTER_TAKE|faults|unit_mpmc|CK_RUN_CASE=threads CK_TIMEOUT_MULTIPLIER=0.2||1|1|MPMC swap form (9-256 bytes): a pop copies its slot out after taking the cell, when the next lap's pushes may be writing that slot"
 "MPMC_STARVED_UNSAID|default|unit_mpmc|CK_RUN_CASE=starve||1|1|MPMC swap form: a push that finds no spare never raises the starved flag, so the give-back that ends its SL_FULL wakes no blocked sender"
+"CHAN_UNMARK_NO_BELL|faults|unit_select|CK_RUN_CASE=close_in_flight CK_TIMEOUT_MULTIPLIER=0.5||1|1|a sender that unmarks after a close wakes the receivers on not_empty but rings no select bell: a selector whose look saw the close and that sender's mark (so answered empty) sleeps to its deadline"
 "MPMC_STARVED_SELECTORS_UNRUNG|default|unit_mpmc|CK_RUN_CASE=starve||1|1|MPMC swap form: the give-back that ends a SL_FULL said for want of a spare wakes the senders on not_full but rings no selector, so a select whose send case failed so sleeps on with room and a spare free"
 "MPMC_SPARE_BACK_EARLY|faults|unit_mpmc|CK_RUN_CASE=threads CK_TIMEOUT_MULTIPLIER=0.2||1|1|MPMC swap form: a push puts the slot it just published back among the spares too, for another push to overwrite"
 "LIST_EARLY_FREE|asan|unit_list|CK_RUN_CASE=threads||1|1|SL_LIST frees a segment without waiting for threads still inside it"

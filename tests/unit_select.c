@@ -33,6 +33,7 @@
 
 #include "../channels/chan_impl.h" /* the channels' selector counts, to check they are released */
 #include "internal/sysops.h"    /* counting the selector's futex waits */
+#include "internal/testing.h"   /* a sender stopped at a chosen step (faults build) */
 
 static const sl_flavor all_flavors[] = {SL_SPSC, SL_MPMC, SL_LIST, SL_RING};
 
@@ -1111,6 +1112,81 @@ START_TEST(test_biased_wake_and_starve)
 }
 END_TEST
 
+#if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+/* A sender stopped at each of its steps in turn (marked in flight, say)
+ * while the channel is closed and a selector with a receive case looks:
+ * the look sees the close but the sender's mark, says empty, and sleeps on
+ * the bell. The sender then goes on, finds the channel closed, and unmarks:
+ * the selector must wake and answer SL_CLOSED (or take the message, where
+ * the sender got in before the close), not sleep to its deadline (5 s,
+ * where its last look would find the close: it must answer within 2). A
+ * stress_flavors run hung on this for good, in a select without deadline. */
+typedef struct gated_send {
+    sl_chan *ch;
+    unsigned k, passed;
+    sl_status st;
+    _Atomic int stopped, go;
+} gated_send;
+
+static void gate(void *ctx, unsigned step)
+{
+    gated_send *g = ctx;
+    (void)step;
+    atomic_store(&g->stopped, 1);
+    while (!atomic_load(&g->go))
+        sl_test_sleep_ns(MS / 10);
+}
+
+static void *send_gated(void *p)
+{
+    gated_send *g = p;
+    uint64_t v = 42;
+    sl__fi_arm(g->k, gate, g);
+    g->st = sl_chan_try_send(g->ch, &v);
+    g->passed = sl__fi_disarm();
+    atomic_store(&g->stopped, 1);
+    return NULL;
+}
+
+START_TEST(test_close_with_sender_in_flight)
+{
+    const sl_flavor f = (_i & 1) ? SL_SPSC : SL_MPMC;
+    unsigned k = 1;
+    for (;; k++) {
+        gated_send g = {.ch = mk(f, 4, NULL, NULL), .k = k};
+        pthread_t t;
+        ck_assert_int_eq(pthread_create(&t, NULL, send_gated, &g), 0);
+        while (!atomic_load(&g.stopped))
+            sl_test_sleep_ns(MS / 10);
+        sl_chan_close(g.ch);
+        sel_thread *s = calloc(1, sizeof *s);
+        ck_assert_ptr_nonnull(s);
+        uint64_t got = 0;
+        s->cases[0] = (sl_select_case){g.ch, SL_SEL_RECV, &got};
+        s->n = 1, s->timeout = 5 * SEC; /* it may answer at once: no sel_start */
+        ck_assert_int_eq(pthread_create(&s->thr, NULL, sel_main, s), 0);
+        sl_test_sleep_ns(30 * MS); /* the selector into its sleep */
+        atomic_store(&g.go, 1);
+        ck_assert_int_eq(pthread_join(t, NULL), 0);
+        sl_status st = sel_join(s);
+        ck_assert_msg(st == SL_CLOSED || (st == SL_OK && got == 42 && g.st == SL_OK),
+                      "%s, sender stopped at step %u (it returned %s): the selector returned %s",
+                      sl_test_flavor_name(f), k, sl_status_str(g.st), sl_status_str(st));
+        /* Its deadline's last look would find the close too: woken, it
+         * answers long before. */
+        ck_assert_msg(s->wall_ns < 2 * SEC,
+                      "%s, sender stopped at step %u: the selector slept %llu ms, to its deadline",
+                      sl_test_flavor_name(f), k, (unsigned long long)(s->wall_ns / MS));
+        free(s);
+        sl_chan_free(g.ch);
+        if (g.passed < k)
+            break;
+    }
+    ck_assert_uint_gt(k, 2);
+}
+END_TEST
+#endif
+
 static Suite *select_suite(void)
 {
     Suite *s = suite_create("select");
@@ -1156,6 +1232,13 @@ static Suite *select_suite(void)
     tcase_add_test(tc, test_wake_after_foreign_ring);
     tcase_add_test(tc, test_no_busy_wait);
     suite_add_tcase(s, tc);
+
+#if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+    tc = tcase_create("close_in_flight");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_close_with_sender_in_flight, 0, 2);
+    suite_add_tcase(s, tc);
+#endif
 
     tc = tcase_create("bells");
     tcase_set_timeout(tc, 30);

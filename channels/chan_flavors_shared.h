@@ -25,20 +25,12 @@ static inline void shared_drain_destroy(sl_chan *ch, sl_visit_fn fn, void *ctx) 
 /* A shared channel's sender marks itself in its handle's record in the
  * segment, so that a receiver can tell a dead process's mark from a live
  * one (channels/shm.c); the first send of a handle in a process claims it. */
-static inline __attribute__((always_inline)) bool shm_claimed_here(sl_chan *ch)
-{
-    /* Relaxed: the generation changes only in a fork()ed child, before it
-     * runs anything else. Acquire: the claimer's mark and rec, before gen. */
-    return atomic_load_explicit(&ch->shm.gen, memory_order_acquire) ==
-           atomic_load_explicit(&sl__shm_gen, memory_order_relaxed);
-}
-
 /* NULL when every record is held by a living handle: the send is refused
  * (SL_ENOMEM, send_with), so that every message in flight has a record to
  * answer for it, its mark and any spare it holds (sluice/shm.h). */
 static inline __attribute__((always_inline)) SL_ATOMIC(uint32_t) *shm_mark_word(sl_chan *ch)
 {
-    if (__builtin_expect(shm_claimed_here(ch), 1))
+    if (__builtin_expect(sl__shm_claimed_here(ch), 1))
         return ch->shm.mark;
     return sl__shm_claim_mark(ch);
 }
@@ -144,7 +136,7 @@ static inline sl_status mpmc_shared_push(sl_chan *ch, const void *elem, sl_visit
  * claims nothing: a handle that never receives one keeps no record). */
 static inline const sl__mpmc_view *mpmc_shared_pop_view(sl_chan *ch)
 {
-    if (ch->elem_size > SL__MPMC_SWAP_MAX && !shm_claimed_here(ch) &&
+    if (ch->elem_size > SL__MPMC_SWAP_MAX && !sl__shm_claimed_here(ch) &&
         !sl__cellring_empty(&ch->geom.mpmc.used))
         (void)sl__shm_claim_mark(ch);
     return &ch->geom.mpmc;

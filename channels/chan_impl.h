@@ -143,6 +143,16 @@ void sl__shm_release(sl_chan *ch);
  * an empty receive or a full send, and the instant a waiter must look again
  * for it. */
 extern SL_ATOMIC(unsigned) sl__shm_gen;
+/* Whether the handle's record was claimed in this process (not in the
+ * parent of a fork()ed child, nor not at all). Relaxed: the generation
+ * changes only in a fork()ed child, before it runs anything else. Acquire:
+ * pairs with the claimer's release of gen, so its mark and rec are
+ * visible. */
+static inline __attribute__((always_inline)) bool sl__shm_claimed_here(const sl_chan *ch)
+{
+    return atomic_load_explicit(&ch->shm.gen, memory_order_acquire) ==
+           atomic_load_explicit(&sl__shm_gen, memory_order_relaxed);
+}
 SL_ATOMIC(uint32_t) *sl__shm_claim_mark(sl_chan *ch);
 bool sl__shm_senders_in_flight(sl_chan *ch);
 void sl__shm_on_stuck(sl_chan *ch);

@@ -349,6 +349,13 @@ static inline __attribute__((always_inline)) bool free_spare(uint64_t entry, siz
     return !bad_index(entry, slot_count);
 }
 
+/* The record a shared view's holds are named by (rings.h). Relaxed: set
+ * by this handle's claim, which came first on this thread. */
+static inline uint32_t view_holder(const sl__mpmc_view *v)
+{
+    return atomic_load_explicit(&v->holder, memory_order_relaxed);
+}
+
 /* Takes entry e's slot into *slot, or says false (none there). In shared
  * memory by a CAS that leaves the entry naming this process and the slot
  * it took (cellring.h, "held"), so that if the process dies holding it the
@@ -357,13 +364,6 @@ static inline __attribute__((always_inline)) bool free_spare(uint64_t entry, siz
  * there, so this push's writes into it come after the reads of every pop
  * that took it (docs/guarantees.md, "SL_MPMC"). seq_cst looks: a starving
  * push's second sweep must follow its store of the flag (starve). */
-/* The record a shared view's holds are named by (rings.h). Relaxed: set
- * by this handle's claim, which came first on this thread. */
-static inline uint32_t view_holder(const sl__mpmc_view *v)
-{
-    return atomic_load_explicit(&v->holder, memory_order_relaxed);
-}
-
 static inline __attribute__((always_inline)) bool
 take_entry(const sl__mpmc_view *v, bool shared, SL_ATOMIC(uint64_t) *e, uint64_t *slot)
 {

@@ -457,24 +457,15 @@ static int claim_record(sl_chan *ch, uint64_t self, bool reclaim_dead)
     return -1;
 }
 
-/* Whether the handle's record was claimed in this process (not in the
- * parent of a fork()ed child, nor not at all). Acquire: pairs with the
- * claimer's release of gen, so its mark and rec are visible. */
-static bool claimed_here(const sl_chan *ch)
-{
-    return atomic_load_explicit(&ch->shm.gen, memory_order_acquire) ==
-           atomic_load_explicit(&sl__shm_gen, memory_order_relaxed);
-}
-
 /* The claim, under claim_lock. With every record held by a living handle
  * the handle stays without one (rec -1, holds of spares named by nobody) and
  * the next call tries again; its reads of /proc for dead owners, at most
  * once a look period while it is refused (a try_send loop would otherwise
  * read /proc 64 times a try). */
-static SL_ATOMIC(uint32_t) *claim_locked(sl_chan *ch)
+static int claim_locked(sl_chan *ch)
 {
-    if (claimed_here(ch))
-        return ch->shm.mark;
+    if (sl__shm_claimed_here(ch))
+        return ch->shm.rec;
     unsigned gen = atomic_load_explicit(&sl__shm_gen, memory_order_relaxed);
     uint64_t now = sl__now_ns();
     bool reclaim = ch->shm.refused_gen != gen || now - ch->shm.refused_at >= SHM_LOOK_NS;
@@ -487,36 +478,34 @@ static SL_ATOMIC(uint32_t) *claim_locked(sl_chan *ch)
     if (i < 0) {
         if (reclaim)
             ch->shm.refused_at = now, ch->shm.refused_gen = gen;
-#ifdef SL_MUTANT_SHM_SEND_WITHOUT_RECORD
-        return &ch->in_flight[0].n; /* planted bug: an anonymous mark, the send goes ahead */
-#endif
-        return NULL;
+        return -1;
     }
-    /* Release: mark and rec before gen (claimed_here). */
+    /* Release: mark and rec before gen (sl__shm_claimed_here). */
     atomic_store_explicit(&ch->shm.gen, gen, memory_order_release);
-    return ch->shm.mark;
+    return i;
+}
+
+/* The handle's record in this process, claimed if need be; -1 while every
+ * record is held. (ch->shm.rec is read outside the lock only once
+ * sl__shm_claimed_here says so: a refused claim writes it again.) */
+static int claimed_record(sl_chan *ch)
+{
+    if (sl__shm_claimed_here(ch))
+        return ch->shm.rec;
+    pthread_mutex_lock(&claim_lock);
+    int rec = claim_locked(ch);
+    pthread_mutex_unlock(&claim_lock);
+    return rec;
 }
 
 SL_ATOMIC(uint32_t) *sl__shm_claim_mark(sl_chan *ch)
 {
-    pthread_mutex_lock(&claim_lock);
-    SL_ATOMIC(uint32_t) *mark = claim_locked(ch);
-    pthread_mutex_unlock(&claim_lock);
-    return mark;
-}
-
-/* The handle's record in this process, claimed if need be; -1 while every
- * record is held. (rec itself is read only once claimed_here says so: a
- * refused claim writes it again under the lock.) */
-static int claimed_record(sl_chan *ch)
-{
-    if (claimed_here(ch))
-        return ch->shm.rec;
-    pthread_mutex_lock(&claim_lock);
-    (void)claim_locked(ch);
-    int rec = ch->shm.rec;
-    pthread_mutex_unlock(&claim_lock);
-    return rec;
+    int rec = claimed_record(ch);
+#ifdef SL_MUTANT_SHM_SEND_WITHOUT_RECORD
+    if (rec < 0)
+        return &ch->in_flight[0].n; /* planted bug: an anonymous mark, the send goes ahead */
+#endif
+    return rec < 0 ? NULL : &records(ch)[rec].marks;
 }
 
 /* Whether a handle registered in `role` holds its record (a living or not
@@ -551,7 +540,7 @@ static void close_if_gone(sl_chan *ch, uint32_t gone)
  * receiver that was the last of its role closes the channel. */
 static void drop_record(sl_chan *ch)
 {
-    if (!claimed_here(ch) || ch->shm.rec < 0)
+    if (!sl__shm_claimed_here(ch) || ch->shm.rec < 0)
         return; /* none, or the parent's (a fork()ed child's copy of the handle) */
     shm_rec *r = &records(ch)[ch->shm.rec];
     uint32_t was = atomic_exchange_explicit(&r->roles, 0u, memory_order_seq_cst);

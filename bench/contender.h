@@ -55,6 +55,9 @@ enum {
     /* A measurement of the machine, not a queue (peers/line_ceiling.c):
      * shown in the tables, never the best peer, never judged. */
     SLB_YARDSTICK = 1u << 5,
+    /* Every blocking call is an sl_select beside a never-ready in-process
+     * channel: compared only with a contender that does the same. */
+    SLB_VIA_SELECT = 1u << 6,
 };
 
 /*
@@ -67,7 +70,7 @@ typedef struct slb_ops {
     const char *name;  /* shown in the table and the CSV */
     const char *peer;  /* "sluice", or the peer's id for --peers ("ck", "boost", …) */
     slb_kind kind;
-    unsigned flags;    /* SLB_FIFO | SLB_UNBOUNDED | SLB_OURS | SLB_SINGLE | SLB_YARDSTICK */
+    unsigned flags;    /* the SLB_* flags above */
     const char *note;  /* how the capacity is honoured, printed under the table */
     /* Ours only: the sl_flavor exercised (1 SL_SPSC, 2 SL_MPMC, 3 SL_LIST,
      * 4 SL_RING), which --flavor selects by; 0 for peers. A number rather

@@ -108,13 +108,17 @@ static bool shm_pop(void *q, void *h, void *m)
  * Each side's blocking send and receive is a select over the shared channel
  * and an in-process channel of its own that is never ready (full for a send
  * case, empty for a receive case): the select round trip across processes,
- * woken through the segment's bell. */
+ * woken through the segment's bell. Its yardstick is the same select between
+ * two threads over an in-process SL_MPMC channel (`local`), so that the
+ * ratio is what the segment and the process boundary cost a select, not
+ * what a select costs over a plain call. */
 typedef struct sel_side {
-    sl_chan *ch;            /* this side's handle on the segment */
+    sl_chan *ch;            /* this side's handle on the segment, or the local channel */
     sl_chan *full, *empty;  /* the never-ready in-process cases */
+    bool own;               /* ch is this side's own handle, freed at detach */
 } sel_side;
 
-static void *sel_attach(void *q, bool producer)
+static sel_side *sel_side_new(void *q)
 {
     sel_side *s = calloc(1, sizeof *s);
     sl_chan_opts o = { .flavor = SL_MPMC, .elem_size = sl_chan_elem_size(q), .capacity = 1 };
@@ -122,14 +126,38 @@ static void *sel_attach(void *q, bool producer)
     if (!s || sl_chan_new(&s->full, &o) != SL_OK || sl_chan_new(&s->empty, &o) != SL_OK ||
         sl_chan_try_send(s->full, zero) != SL_OK)
         slb_die(SHM_WHO, "out of memory for the select's in-process cases");
-    s->ch = shm_attach(q, producer);
     return s;
+}
+
+static void *sel_attach(void *q, bool producer)
+{
+    sel_side *s = sel_side_new(q);
+    s->ch = shm_attach(q, producer);
+    s->own = true;
+    return s;
+}
+
+/* Both threads select on the one in-process channel q itself. */
+static void *sel_attach_local(void *q, bool producer)
+{
+    (void)producer;
+    sel_side *s = sel_side_new(q);
+    s->ch = q;
+    return s;
+}
+
+static void *local_mpmc_create(size_t capacity, size_t elem_size)
+{
+    sl_chan_opts o = { .flavor = SL_MPMC, .elem_size = elem_size, .capacity = capacity };
+    sl_chan *ch = NULL;
+    return sl_chan_new(&ch, &o) == SL_OK ? ch : NULL;
 }
 
 static void sel_detach(void *q, void *h)
 {
     sel_side *s = h;
-    shm_detach(q, s->ch);
+    if (s->own)
+        shm_detach(q, s->ch);
     sl_chan_free(s->full);
     sl_chan_free(s->empty);
     free(s);
@@ -172,9 +200,17 @@ static bool sel_pop(void *q, void *h, void *m)
 
 static const slb_ops shm_mpmc_select = {
     .name = "sl_chan MPMC shm select", .peer = "sluice", .kind = SLB_BLOCKING,
-    .flags = SLB_FIFO | SLB_OURS, .flavor = 2,
+    .flags = SLB_FIFO | SLB_OURS | SLB_VIA_SELECT, .flavor = 2,
     .note = "the MPMC shm channel, every blocking call a select beside an in-process channel",
     .create = shm_mpmc_create, .destroy = shm_destroy, .attach = sel_attach,
+    .detach = sel_detach, .try_push = sel_try_push, .try_pop = sel_try_pop,
+    .push = sel_push, .pop = sel_pop };
+
+static const slb_ops local_mpmc_select = {
+    .name = "sl_chan MPMC select", .peer = "sluice", .kind = SLB_BLOCKING,
+    .flags = SLB_FIFO | SLB_OURS | SLB_VIA_SELECT, .flavor = 2,
+    .note = "an in-process MPMC channel, the same selects",
+    .create = local_mpmc_create, .destroy = shm_destroy, .attach = sel_attach_local,
     .detach = sel_detach, .try_push = sel_try_push, .try_pop = sel_try_pop,
     .push = sel_push, .pop = sel_pop };
 
@@ -205,5 +241,12 @@ const slb_ops *const *slb_peers_sluice_shm(void)
 const slb_ops *const *slb_peers_sluice_shm_threads(void)
 {
     static const slb_ops *const list[] = { &shm_spsc_threads, &shm_mpmc_threads, NULL };
+    return list;
+}
+
+/* The select row's yardstick between two threads: an in-process channel. */
+const slb_ops *const *slb_peers_sluice_select_threads(void)
+{
+    static const slb_ops *const list[] = { &local_mpmc_select, NULL };
     return list;
 }

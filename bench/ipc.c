@@ -12,7 +12,9 @@
  * (its memory is not shared with a child), so the ratio of the two is the
  * cost of the process boundary. The shared-memory channel also runs between
  * two threads (its "threads" rows), which splits that ratio into what the
- * segment costs and what the processes do.
+ * segment costs and what the processes do. The select row (every blocking
+ * call an sl_select) is set against the same selects on an in-process
+ * channel between threads.
  *
  * Method, as `sl-bench chan`'s: every figure is the median of R rounds; each
  * round runs every contender once in an order shuffled afresh (seed printed).
@@ -69,6 +71,8 @@ static size_t collect(ipc_contender *out)
         out[n++] = (ipc_contender){ *c, true, false };
     for (const slb_ops *const *c = slb_peers_sluice_shm_threads(); *c; c++)
         out[n++] = (ipc_contender){ *c, false, false };
+    for (const slb_ops *const *c = slb_peers_sluice_select_threads(); *c; c++)
+        out[n++] = (ipc_contender){ *c, false, true };
 #endif
     for (const slb_ops *const *c = slb_peers_sluice(); *c; c++)
         if ((*c)->kind == SLB_BLOCKING && ((*c)->flavor == 1 || (*c)->flavor == 2))
@@ -159,12 +163,13 @@ static void print_sleeps(const slb_workload *w, const ipc_tally *tally)
 /* ---- the targets ---------------------------------------------------------- */
 
 /* The same channel between two threads: the in-process contender of e's
- * flavour, or NULL. */
+ * flavour making the same calls (plain, or through a select), or NULL. */
 static const slb_entry *thread_twin(const slb_workload *w, const ipc_contender *list,
                                     const slb_entry *e)
 {
     for (size_t i = 0; i < w->n; i++)
         if (list[i].baseline && w->entries[i].ops->flavor == e->ops->flavor &&
+            (w->entries[i].ops->flags & SLB_VIA_SELECT) == (e->ops->flags & SLB_VIA_SELECT) &&
             w->entries[i].done)
             return &w->entries[i];
     return NULL;

@@ -36,9 +36,11 @@ const slb_ops *const *slb_peers_go(void);         /* Go channels */
 const slb_ops *const *slb_peers_kernel_ipc(void); /* pipe, Unix dgram, POSIX mq */
 const slb_ops *const *slb_peers_line_ceiling(void); /* a bare ring: the machine's yardstick */
 /* Ours, SLB_HAVE_SHM (contenders_shm.c): the shared-memory channel between
- * processes, and the same between threads. */
+ * processes, the same between threads, and the select row's yardstick (an
+ * in-process channel through the same selects, between threads). */
 const slb_ops *const *slb_peers_sluice_shm(void);
 const slb_ops *const *slb_peers_sluice_shm_threads(void);
+const slb_ops *const *slb_peers_sluice_select_threads(void);
 
 /* Smallest power of two >= n (n >= 1); ring-based peers need one. */
 static inline size_t slb_pow2(size_t n)

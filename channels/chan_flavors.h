@@ -17,6 +17,7 @@
 
 #include "chan_impl.h"
 #include "rings.h"
+#include "internal/epoch.h"
 #include "internal/testing.h"
 #include "internal/sysops.h"
 
@@ -40,7 +41,7 @@
  * sluice/park.h, asymmetric where membarrier is available: see recv_with).
  *
  * How a sender marks itself is its flavour's choice (the adapter's mark and
- * unmark): one of the two schemes below. */
+ * unmark): one of the three schemes below. */
 
 /* The fence between a plain store and the load that must not pass it (a
  * notify's waiter count, a sender's closed-check). Within one process,
@@ -108,6 +109,74 @@ static inline void count_unmark(SL_ATOMIC(uint32_t) *n)
 {
     /* seq_cst: the unmark (after the push) before the closed load that follows. */
     atomic_fetch_sub_explicit(n, 1u, memory_order_seq_cst);
+}
+
+/* A list's senders: the mark in the thread's epoch record (internal/epoch.h),
+ * whose announcement the list's push makes anyway. The mark's two plain
+ * stores come before that announcement, an exchange and so a full barrier:
+ * the mark before the closed-check at no cost of its own. The unmark is a
+ * release store and sl_event_fence(), as the flag's; a receiver deciding
+ * SL_CLOSED issues the heavy barrier and scans the records (light_mark and
+ * epoch_mark). The push then runs inside the epoch section the mark entered
+ * (list_push), and the unmark leaves it. A thread with no record (the
+ * anonymous fallback of sl__epoch_enter_slow) counts itself as any sender
+ * does. Two locked read-modify-writes fewer a send than the count. */
+static SL_ATOMIC(uint32_t) *epoch_mark_first(sl_chan *ch);
+
+static inline SL_ATOMIC(uint32_t) *epoch_mark_in(sl_chan *ch, sl_epoch_rec *r)
+{
+    /* Release: a receiver that reads this channel here reads the unmark of
+     * the thread's previous send before it (sl__epoch_senders_on). */
+    atomic_store_explicit(&r->sending_on, (const void *)ch, memory_order_release);
+    atomic_store_explicit(&r->sending, 1u, memory_order_relaxed);
+    sl__epoch_refresh(r); /* an exchange: the mark before the closed-check */
+    return &r->sending;
+}
+
+static inline SL_ATOMIC(uint32_t) *epoch_mark(sl_chan *ch)
+{
+    sl_epoch_rec *r = sl__epoch_self;
+    if (__builtin_expect(r == NULL, 0))
+        return epoch_mark_first(ch);
+    return epoch_mark_in(ch, r);
+}
+
+/* The count an anonymous sender (no record) marked, until its unmark. */
+static _Thread_local SL_ATOMIC(uint32_t) *anonymous_mark
+    __attribute__((tls_model("initial-exec")));
+
+/* A thread's first list operation: its record, or the anonymous count.
+ * Out of line, as the anonymous unmark, so that the send path inlined for
+ * every flavour keeps its registers. */
+static __attribute__((noinline, cold)) SL_ATOMIC(uint32_t) *epoch_mark_first(sl_chan *ch)
+{
+    sl_epoch_rec *r = sl__epoch_enter_slow();
+    if (r)
+        return epoch_mark_in(ch, r);
+    return anonymous_mark = count_mark(ch); /* entered anonymously */
+}
+
+static __attribute__((noinline, cold)) void epoch_unmark_anonymous(void)
+{
+    count_unmark(anonymous_mark);
+    sl__epoch_exit_anonymous();
+}
+
+/* The mark is found again from the thread's record (or anonymous_mark), not
+ * from the argument: so the caller need not keep it in a register across
+ * the push, a register every flavour's inlined send path would pay for. */
+static inline void epoch_unmark(SL_ATOMIC(uint32_t) *mark)
+{
+    (void)mark;
+    sl_epoch_rec *r = sl__epoch_self;
+    if (__builtin_expect(r == NULL, 0)) {
+        epoch_unmark_anonymous();
+        return;
+    }
+    /* Release: the push is visible to whoever sees the mark down. */
+    atomic_store_explicit(&r->sending, 0u, memory_order_release);
+    sl__epoch_exit(r);
+    sl_event_fence(); /* the unmark before the closed load that follows */
 }
 
 /* Whether any sender is marked. Every slot, whatever the scheme: a flag's
@@ -185,6 +254,8 @@ typedef struct flavor_adapter {
      * receiver deciding SL_CLOSED issues the heavy barrier before it reads
      * the marks. */
     bool light_mark;
+    /* The marks are in the epoch records too (epoch_mark). */
+    bool epoch_mark;
     bool unbounded; /* no capacity: sl_chan_cap says SIZE_MAX */
     bool evicts;    /* a push into a full queue displaces the oldest (sl_chan_send_evict) */
     bool recv_only; /* every send form refuses with SL_EINVAL, before any mark */
@@ -326,7 +397,9 @@ static const flavor_adapter mpmc_adapter = {
 };
 
 /* SL_LIST: the unbounded list; its steps are seq_cst read-modify-writes. It
- * has no capacity and no counters to start elsewhere. */
+ * has no capacity and no counters to start elsewhere. Its senders mark
+ * themselves in their epoch records (epoch_mark), and push inside the
+ * epoch section the mark entered. */
 static inline sl_status list_init(sl_chan *ch, const sl_chan_opts *o, uint64_t start)
 {
     return sl_list_init(&ch->q.list, o->elem_size);
@@ -338,9 +411,10 @@ static inline void list_drain_destroy(sl_chan *ch, sl_visit_fn fn, void *ctx)
     sl_list_destroy(&ch->q.list);
 }
 
+/* Inside the epoch section epoch_mark entered. */
 static inline sl_status list_push(sl_chan *ch, const void *elem, sl_visit_fn displaced, void *ctx)
 {
-    return sl_list_try_push(&ch->q.list, elem);
+    return sl__list_push_entered(&ch->q.list, elem, sl__epoch_self);
 }
 
 static inline sl_status list_pop(sl_chan *ch, void *out)
@@ -350,7 +424,7 @@ static inline sl_status list_pop(sl_chan *ch, void *out)
 
 static inline size_t list_push_n(sl_chan *ch, const void *elems, size_t n)
 {
-    return sl_list_push_n(&ch->q.list, elems, n);
+    return sl__list_push_n_entered(&ch->q.list, elems, n, sl__epoch_self);
 }
 
 static inline size_t list_pop_n(sl_chan *ch, void *out, size_t n)
@@ -362,10 +436,11 @@ static inline size_t list_len(const sl_chan *ch) { return sl_list_len(&ch->q.lis
 
 static const flavor_adapter list_adapter = {
     .init = list_init, .drain_destroy = list_drain_destroy,
-    .mark = count_mark, .unmark = count_unmark,
+    .mark = epoch_mark, .unmark = epoch_unmark,
     .push = list_push, .pop = list_pop,
     .push_n = list_push_n, .pop_n = list_pop_n, .len = list_len,
     .ready_at = queue_ready_at,
+    .light_mark = true, .epoch_mark = true,
     .unbounded = true,
 };
 

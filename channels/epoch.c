@@ -44,6 +44,8 @@ static void child_after_fork(void)
         if (r == sl__epoch_self)
             continue;
         atomic_store_explicit(&r->announced, 0, memory_order_relaxed);
+        /* A thread caught mid-send would hold "closed and drained" off forever. */
+        atomic_store_explicit(&r->sending, 0u, memory_order_relaxed);
         atomic_store_explicit(&r->owned, 0u, memory_order_relaxed);
     }
     atomic_store_explicit(&anonymous, 0, memory_order_relaxed);
@@ -105,6 +107,8 @@ static sl_epoch_rec *new_record(void)
         return NULL;
     atomic_init(&r->announced, 0);
     atomic_init(&r->owned, 1u);
+    atomic_init(&r->sending, 0u);
+    atomic_init(&r->sending_on, NULL);
     r->next = atomic_load_explicit(&registry, memory_order_relaxed);
     /* Release: the record's fields are written before a scan can reach it. */
     while (!atomic_compare_exchange_weak_explicit(&registry, &r->next, r, memory_order_release,
@@ -163,6 +167,20 @@ uint64_t sl__epoch_oldest(const sl_epoch_rec *self)
             oldest = e;
     }
     return oldest;
+}
+
+size_t sl__epoch_senders_on(const void *on)
+{
+    size_t n = 0;
+    sl_epoch_rec *r = atomic_load_explicit(&registry, memory_order_acquire);
+    for (; r; r = r->next)
+        /* Acquire, both: pair with the unmark's release (the push before
+         * it), and with the release of a later send's `sending_on` (the
+         * unmark before it, when a stale 1 is read with a newer channel). */
+        if (atomic_load_explicit(&r->sending, memory_order_acquire) != 0 &&
+            atomic_load_explicit(&r->sending_on, memory_order_acquire) == on)
+            n++;
+    return n;
 }
 
 size_t sl__epoch_records(void)

@@ -309,6 +309,23 @@ SL_API sl_status sl_list_try_push(sl_list *q, const void *elem)
     return st;
 }
 
+/* For a channel's sender, which entered the epoch with its in-flight mark
+ * (channels/chan_flavors.h, list_mark): self is sl__epoch_self, NULL when
+ * anonymous. */
+sl_status sl__list_push_entered(sl_list *q, const void *elem, sl_epoch_rec *self)
+{
+    return push_locked(q, elem, self);
+}
+
+size_t sl__list_push_n_entered(sl_list *q, const void *elems, size_t n, sl_epoch_rec *self)
+{
+    const unsigned char *p = elems;
+    size_t done = 0;
+    while (done < n && push_locked(q, p + done * q->elem_size, self) == SL_OK)
+        done++;
+    return done;
+}
+
 /* The head segment is used up. Returns false if there is no next segment
  * (the list is empty); otherwise moves the head on (retiring the old segment
  * if this thread moved it) and returns true. */
@@ -410,13 +427,10 @@ SL_API sl_status sl_list_try_pop(sl_list *q, void *out)
 
 SL_API size_t sl_list_push_n(sl_list *q, const void *elems, size_t n)
 {
-    const unsigned char *p = elems;
-    size_t done = 0;
     if (!q || !elems)
         return 0;
     sl_epoch_rec *self = sl__epoch_enter();
-    while (done < n && push_locked(q, p + done * q->elem_size, self) == SL_OK)
-        done++;
+    size_t done = sl__list_push_n_entered(q, elems, n, self);
     sl__epoch_exit(self);
     return done;
 }

@@ -34,6 +34,13 @@ typedef struct sl_epoch_rec {
      * by the owning thread, read by reclaiming threads. */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) announced;
     SL_ATOMIC(unsigned) owned;       /* 1 while a thread holds the record */
+    /* A channel sender's in-flight mark (channels/chan_flavors.h, "senders
+     * in flight", the epoch marks): `sending` is 1 from before the sender's
+     * closed-check until after its push, and `sending_on` names the channel
+     * while it is. In the announcement's line, which the owner writes on
+     * every operation anyway. Written only by the owning thread. */
+    SL_ATOMIC(uint32_t) sending;
+    SL_ATOMIC(const void *) sending_on;
     struct sl_epoch_rec *next;       /* registry link: set before the record is
                                         published, never changed after */
 } sl_epoch_rec;
@@ -95,5 +102,10 @@ uint64_t sl__epoch_stamp(void);
  * while an anonymous thread is. Call after reading the stamps it is compared
  * with. O(records registered); wait-free. */
 uint64_t sl__epoch_oldest(const sl_epoch_rec *self);
+
+/* How many records are marked sending on `on` (a scan of the registry, for a
+ * receiver deciding SL_CLOSED after its heavy barrier, and for a free's
+ * check): loads acquire, so a push that landed before its unmark is seen. */
+size_t sl__epoch_senders_on(const void *on);
 
 #endif /* SLUICE_INTERNAL_EPOCH_H */

@@ -84,7 +84,7 @@ static void refuse_free_in_use(const sl_chan *ch)
     uint32_t sending = 0;
     for (size_t i = 0; i < SL_SEND_SLOTS; i++)
         sending += atomic_load_explicit(&ch->in_flight[i].n, memory_order_acquire);
-    if (adapter_of(ch->flavor)->epoch_mark)
+    if (adapter_of(ch->flavor)->record_marks)
         sending += (uint32_t)sl__epoch_senders_on(ch);
     if (parked == 0 && selecting == 0 && sending == 0)
         return;
@@ -241,10 +241,10 @@ PER_FLAVOR bool sends_landed(const flavor_adapter *a, sl_chan *ch)
         return !sl__shm_senders_in_flight(ch);
     if (a->light_mark)
         sl_event_heavy_fence(); /* `closed` read, before the flag's load */
-#ifdef SL_MUTANT_LIST_EPOCH_MARKS_UNREAD
-    return !senders_in_flight(ch); /* planted bug: the epoch records' marks go unread */
+#ifdef SL_MUTANT_CHAN_RECORD_MARKS_UNREAD
+    return !senders_in_flight(ch); /* planted bug: the records' marks go unread */
 #endif
-    return !senders_in_flight(ch) && !(a->epoch_mark && sl__epoch_senders_on(ch));
+    return !senders_in_flight(ch) && !(a->record_marks && sl__epoch_senders_on(ch));
 }
 
 /* For a receiver whose look found the queue empty (every receive form asks

@@ -111,72 +111,99 @@ static inline void count_unmark(SL_ATOMIC(uint32_t) *n)
     atomic_fetch_sub_explicit(n, 1u, memory_order_seq_cst);
 }
 
-/* A list's senders: the mark in the thread's epoch record (internal/epoch.h),
- * whose announcement the list's push makes anyway. The mark's two plain
- * stores come before that announcement, an exchange and so a full barrier:
- * the mark before the closed-check at no cost of its own. The unmark is a
- * release store and sl_event_fence(), as the flag's; a receiver deciding
- * SL_CLOSED issues the heavy barrier and scans the records (light_mark and
- * epoch_mark). The push then runs inside the epoch section the mark entered
- * (list_push), and the unmark leaves it. A thread with no record (the
- * anonymous fallback of sl__epoch_enter_slow) counts itself as any sender
- * does. Two locked read-modify-writes fewer a send than the count. */
-static SL_ATOMIC(uint32_t) *epoch_mark_first(sl_chan *ch);
+/* Any number of senders, and no user code between mark and unmark (SL_LIST,
+ * SL_MPMC): the mark is two fields of the calling thread's epoch record
+ * (internal/epoch.h: `sending`, `sending_on`), in a line only that thread
+ * writes, so no read-modify-write. A receiver deciding SL_CLOSED issues the
+ * heavy barrier and walks the records (light_mark, record_marks). The mark
+ * is ordered before the closed-check in one of two ways:
+ *   - `enter` (SL_LIST): the list's push announces itself in the same
+ *     record with an exchange, a full barrier; the mark's stores go just
+ *     before it, and the push runs inside the epoch section it opened
+ *     (list_push), which the unmark leaves;
+ *   - otherwise (SL_MPMC): sl_event_fence(), as SL_SPSC's flag.
+ * The unmark is a release store and sl_event_fence(), as the flag's. A
+ * thread with no record (its allocation failed) counts itself in the
+ * channel's slots instead. Two locked read-modify-writes fewer a send than
+ * the count. SL_RING keeps the count: its push may call the drop function,
+ * user code that may send and would overwrite the thread's one mark. */
+static SL_ATOMIC(uint32_t) *record_mark_first(sl_chan *ch, bool enter);
 
-static inline SL_ATOMIC(uint32_t) *epoch_mark_in(sl_chan *ch, sl_epoch_rec *r)
+static inline __attribute__((always_inline)) SL_ATOMIC(uint32_t) *
+record_mark_in(sl_chan *ch, sl_epoch_rec *r, bool enter)
 {
     /* Release: a receiver that reads this channel here reads the unmark of
      * the thread's previous send before it (sl__epoch_senders_on). */
     atomic_store_explicit(&r->sending_on, (const void *)ch, memory_order_release);
     atomic_store_explicit(&r->sending, 1u, memory_order_relaxed);
-    sl__epoch_refresh(r); /* an exchange: the mark before the closed-check */
+    if (enter)
+        sl__epoch_refresh(r); /* an exchange: the mark before the closed-check */
+    else
+        sl_event_fence(); /* the mark before the closed-check (heavy on the receiver) */
     return &r->sending;
 }
 
-static inline SL_ATOMIC(uint32_t) *epoch_mark(sl_chan *ch)
+static inline __attribute__((always_inline)) SL_ATOMIC(uint32_t) *
+record_mark_as(sl_chan *ch, bool enter)
 {
     sl_epoch_rec *r = sl__epoch_self;
     if (__builtin_expect(r == NULL, 0))
-        return epoch_mark_first(ch);
-    return epoch_mark_in(ch, r);
+        return record_mark_first(ch, enter);
+    return record_mark_in(ch, r, enter);
 }
 
 /* The count an anonymous sender (no record) marked, until its unmark. */
 static _Thread_local SL_ATOMIC(uint32_t) *anonymous_mark
     __attribute__((tls_model("initial-exec")));
 
-/* A thread's first list operation: its record, or the anonymous count.
+/* A thread's first send: its record, or the anonymous count (with `enter`,
+ * sl__epoch_enter_slow has then counted the thread as an anonymous reader).
  * Out of line, as the anonymous unmark, so that the send path inlined for
  * every flavour keeps its registers. */
-static __attribute__((noinline, cold)) SL_ATOMIC(uint32_t) *epoch_mark_first(sl_chan *ch)
+static __attribute__((noinline, cold)) SL_ATOMIC(uint32_t) *record_mark_first(sl_chan *ch,
+                                                                               bool enter)
 {
-    sl_epoch_rec *r = sl__epoch_enter_slow();
+    sl_epoch_rec *r = enter ? sl__epoch_enter_slow() : sl__epoch_record();
     if (r)
-        return epoch_mark_in(ch, r);
-    return anonymous_mark = count_mark(ch); /* entered anonymously */
+        return record_mark_in(ch, r, enter);
+    return anonymous_mark = count_mark(ch);
 }
 
-static __attribute__((noinline, cold)) void epoch_unmark_anonymous(void)
+static __attribute__((noinline, cold)) void record_unmark_anonymous(bool exit)
 {
     count_unmark(anonymous_mark);
-    sl__epoch_exit_anonymous();
+    if (exit)
+        sl__epoch_exit_anonymous();
 }
 
 /* The mark is found again from the thread's record (or anonymous_mark), not
  * from the argument: so the caller need not keep it in a register across
  * the push, a register every flavour's inlined send path would pay for. */
-static inline void epoch_unmark(SL_ATOMIC(uint32_t) *mark)
+static inline __attribute__((always_inline)) void record_unmark_as(bool exit)
 {
-    (void)mark;
     sl_epoch_rec *r = sl__epoch_self;
     if (__builtin_expect(r == NULL, 0)) {
-        epoch_unmark_anonymous();
+        record_unmark_anonymous(exit);
         return;
     }
     /* Release: the push is visible to whoever sees the mark down. */
     atomic_store_explicit(&r->sending, 0u, memory_order_release);
-    sl__epoch_exit(r);
+    if (exit)
+        sl__epoch_exit(r);
     sl_event_fence(); /* the unmark before the closed load that follows */
+}
+
+static inline SL_ATOMIC(uint32_t) *epoch_mark(sl_chan *ch) { return record_mark_as(ch, true); }
+static inline void epoch_unmark(SL_ATOMIC(uint32_t) *mark)
+{
+    (void)mark;
+    record_unmark_as(true);
+}
+static inline SL_ATOMIC(uint32_t) *record_mark(sl_chan *ch) { return record_mark_as(ch, false); }
+static inline void record_unmark(SL_ATOMIC(uint32_t) *mark)
+{
+    (void)mark;
+    record_unmark_as(false);
 }
 
 /* Whether any sender is marked. Every slot, whatever the scheme: a flag's
@@ -254,8 +281,8 @@ typedef struct flavor_adapter {
      * receiver deciding SL_CLOSED issues the heavy barrier before it reads
      * the marks. */
     bool light_mark;
-    /* The marks are in the epoch records too (epoch_mark). */
-    bool epoch_mark;
+    /* The marks are in the threads' records too (record_mark, epoch_mark). */
+    bool record_marks;
     bool unbounded; /* no capacity: sl_chan_cap says SIZE_MAX */
     bool evicts;    /* a push into a full queue displaces the oldest (sl_chan_send_evict) */
     bool recv_only; /* every send form refuses with SL_EINVAL, before any mark */
@@ -348,7 +375,8 @@ static const flavor_adapter spsc_adapter = {
     .light_mark = true,
 };
 
-/* SL_MPMC: the ring of stamped cells; its steps are seq_cst read-modify-writes. */
+/* SL_MPMC: the ring of stamped cells; its steps are seq_cst read-modify-writes.
+ * Its senders mark themselves in their records (record_mark). */
 static inline sl_status mpmc_init(sl_chan *ch, const sl_chan_opts *o, uint64_t start)
 {
     return sl__mpmc_init_at(&ch->q.mpmc, o->elem_size, o->capacity, start);
@@ -390,10 +418,11 @@ static inline size_t mpmc_len(const sl_chan *ch) { return sl_mpmc_len(&ch->q.mpm
 
 static const flavor_adapter mpmc_adapter = {
     .init = mpmc_init, .drain_destroy = mpmc_drain_destroy,
-    .mark = count_mark, .unmark = count_unmark,
+    .mark = record_mark, .unmark = record_unmark,
     .push = mpmc_push, .pop = mpmc_pop,
     .push_n = mpmc_push_n, .pop_n = mpmc_pop_n, .len = mpmc_len,
     .ready_at = queue_ready_at,
+    .light_mark = true, .record_marks = true,
 };
 
 /* SL_LIST: the unbounded list; its steps are seq_cst read-modify-writes. It
@@ -440,7 +469,7 @@ static const flavor_adapter list_adapter = {
     .push = list_push, .pop = list_pop,
     .push_n = list_push_n, .pop_n = list_pop_n, .len = list_len,
     .ready_at = queue_ready_at,
-    .light_mark = true, .epoch_mark = true,
+    .light_mark = true, .record_marks = true,
     .unbounded = true,
 };
 

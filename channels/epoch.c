@@ -117,8 +117,10 @@ static sl_epoch_rec *new_record(void)
     return r;
 }
 
-sl_epoch_rec *sl__epoch_enter_slow(void)
+sl_epoch_rec *sl__epoch_record(void)
 {
+    if (sl__epoch_self)
+        return sl__epoch_self;
     pthread_key_t key;
     sl_epoch_rec *r = NULL;
     if (exit_key(&key) == 0) {
@@ -130,12 +132,17 @@ sl_epoch_rec *sl__epoch_enter_slow(void)
             r = NULL;
         }
     }
-    if (!r) {
+    sl__epoch_self = r;
+    return r;
+}
+
+sl_epoch_rec *sl__epoch_enter_slow(void)
+{
+    if (!sl__epoch_record()) {
         /* seq_cst: as the announcement in sl__epoch_enter. */
         atomic_fetch_add_explicit(&anonymous, 1, memory_order_seq_cst);
         return NULL;
     }
-    sl__epoch_self = r;
     return sl__epoch_enter();
 }
 

@@ -1049,8 +1049,11 @@ END_TEST
  * works where every allocation fails (the fair select reports SL_ENOMEM). */
 START_TEST(test_biased_many_cases_no_alloc)
 {
-    /* SL_MPMC: its operations never allocate (an SL_LIST's may). */
+    /* SL_MPMC: once this thread has its record (its first send takes it,
+     * sluice/chan.h), its operations never allocate (an SL_LIST's may). */
     sl_chan *a = mk(SL_MPMC, 4, NULL, NULL), *b = mk(SL_MPMC, 4, NULL, NULL);
+    put(a, 0);
+    ck_assert_uint_eq(get(a), 0);
     sl_select_case *many = calloc(200, sizeof *many);
     ck_assert_ptr_nonnull(many);
     uint64_t va = 0, vb = 0;
@@ -1123,7 +1126,7 @@ END_TEST
  * stress_flavors run hung on this for good, in a select without deadline.
  * A send that returned SL_OK must have been received: a selector that said
  * SL_CLOSED while the sender, past its closed-check, had still to push did
- * not see its mark (SL_LIST's epoch marks, chan_flavors.h). */
+ * not see its mark (the marks in the threads' records, chan_flavors.h). */
 typedef struct gated_send {
     sl_chan *ch;
     unsigned k, passed;
@@ -1153,7 +1156,8 @@ static void *send_gated(void *p)
 
 START_TEST(test_close_with_sender_in_flight)
 {
-    const sl_flavor f = _i == 0 ? SL_MPMC : _i == 1 ? SL_SPSC : SL_LIST;
+    const sl_flavor flavors[] = {SL_MPMC, SL_SPSC, SL_LIST, SL_RING};
+    const sl_flavor f = flavors[_i];
     unsigned k = 1;
     for (;; k++) {
         gated_send g = {.ch = mk(f, 4, NULL, NULL), .k = k};
@@ -1240,7 +1244,7 @@ static Suite *select_suite(void)
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
     tc = tcase_create("close_in_flight");
     tcase_set_timeout(tc, 60);
-    tcase_add_loop_test(tc, test_close_with_sender_in_flight, 0, 3);
+    tcase_add_loop_test(tc, test_close_with_sender_in_flight, 0, 4);
     suite_add_tcase(s, tc);
 #endif
 

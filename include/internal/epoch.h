@@ -11,6 +11,10 @@
  * every thread then inside an operation entered after the unlink, so cannot
  * hold a pointer to the object.
  *
+ * The records also carry a channel sender's in-flight mark (SL_LIST and
+ * SL_MPMC channels: channels/chan_flavors.h, record_mark), so a thread that
+ * sends on one takes a record too (sl__epoch_record), without entering.
+ *
  * No helper thread and no lock: the thread that unlinks frees what is safe.
  * Records are registered lock-free on a thread's first operation and given
  * back at thread exit for reuse. A thread that cannot get a record (out of
@@ -35,7 +39,7 @@ typedef struct sl_epoch_rec {
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) announced;
     SL_ATOMIC(unsigned) owned;       /* 1 while a thread holds the record */
     /* A channel sender's in-flight mark (channels/chan_flavors.h, "senders
-     * in flight", the epoch marks): `sending` is 1 from before the sender's
+     * in flight", record_mark): `sending` is 1 from before the sender's
      * closed-check until after its push, and `sending_on` names the channel
      * while it is. In the announcement's line, which the owner writes on
      * every operation anyway. Written only by the owning thread. */
@@ -54,6 +58,9 @@ extern _Thread_local sl_epoch_rec *sl__epoch_self __attribute__((tls_model("init
 /* First operation of a thread (or after its record was given back):
  * registers and enters. Returns the record, or NULL for an anonymous entry. */
 sl_epoch_rec *sl__epoch_enter_slow(void);
+/* The calling thread's record, taken (or allocated) on first use and given
+ * back at thread exit, without entering; NULL when none could be had. */
+sl_epoch_rec *sl__epoch_record(void);
 void sl__epoch_exit_anonymous(void);
 
 /* Announces the epoch now current: at entry, and where a long operation

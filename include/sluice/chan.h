@@ -16,6 +16,15 @@
  *   | SL_MPMC | many / many       | 0: rendez-| short      | short     | hand-off, no     |
  *   |         |                   | vous      | lock***    | lock***   | queue            |
  *
+ * A thread's first send on an SL_MPMC or SL_LIST channel takes a per-thread
+ * record, which its sends on every such channel then use to mark themselves
+ * in flight for close (docs/guarantees.md, "The channel façade"): one that
+ * an exited thread gave back, or a new one (aligned_alloc and
+ * pthread_setspecific; the process's first also pthread_key_create and
+ * pthread_atfork). If that fails the send still goes through, counting
+ * itself in the channel. After that first send, no library call on the
+ * send path (SL_LIST's growth aside).
+ *
  * SL_LIST's sends never wait: only SL_ENOMEM or SL_CLOSED refuse them, and its
  * capacity is SIZE_MAX. SL_RING's sends never wait (*) and never fail while
  * open: into a full ring they displace the oldest message (SL_EVICTED) — to

@@ -375,6 +375,17 @@ static bool pop_take(const sl_list *q, list_slot slot, void *out)
     return true;
 }
 
+/* A pop found the list empty at the head segment seg: give back what
+ * earlier pops could not free yet (threads were inside then). Both ways of
+ * finding it empty come here: nothing published at the head's next slot, or
+ * the head used up with no next segment (a burst drained exactly at a
+ * segment's end, which kept every unfreed segment until the next growth). */
+static void pop_idle(sl_list *q, sl_list_seg *seg, const sl_epoch_rec *self)
+{
+    if (atomic_load_explicit(&q->oldest, memory_order_relaxed) != seg)
+        reclaim(q, self);
+}
+
 /* Nothing is published at slot d (< seg_slots) of the head segment seg: is
  * the list empty? Only this case reads the producers' `enq` line. */
 static bool pop_sees_empty(sl_list *q, sl_list_seg *seg, uint64_t d, const sl_epoch_rec *self)
@@ -382,9 +393,7 @@ static bool pop_sees_empty(sl_list *q, sl_list_seg *seg, uint64_t d, const sl_ep
     uint64_t e = atomic_load_explicit(&seg->enq, memory_order_seq_cst);
     if (d < e || atomic_load_explicit(&seg->next, memory_order_seq_cst) != NULL)
         return false;
-    /* Idle: give back what earlier pops could not free yet. */
-    if (atomic_load_explicit(&q->oldest, memory_order_relaxed) != seg)
-        reclaim(q, self);
+    pop_idle(q, seg, self);
     return true;
 }
 
@@ -395,8 +404,12 @@ static sl_status pop_locked(sl_list *q, void *out, sl_epoch_rec *self)
         sl_list_seg *seg = atomic_load_explicit(&q->head, memory_order_seq_cst);
         uint64_t d = atomic_load_explicit(&seg->deq, memory_order_seq_cst);
         if (d >= q->seg_slots) {
-            if (!pop_advance(q, seg, self))
+            if (!pop_advance(q, seg, self)) {
+#ifndef SL_MUTANT_LIST_IDLE_AT_BOUNDARY_KEEPS /* planted bug when defined */
+                pop_idle(q, seg, self);
+#endif
                 return SL_EMPTY;
+            }
             sl__epoch_refresh(self); /* holds nothing now: stop pinning seg */
             continue;
         }

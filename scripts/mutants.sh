@@ -56,6 +56,7 @@ mutants=(
 "MPMC_STARVED_SELECTORS_UNRUNG|default|unit_mpmc|CK_RUN_CASE=starve||1|1|MPMC swap form: the give-back that ends a SL_FULL said for want of a spare wakes the senders on not_full but rings no selector, so a select whose send case failed so sleeps on with room and a spare free"
 "MPMC_SPARE_BACK_EARLY|faults|unit_mpmc|CK_RUN_CASE=threads CK_TIMEOUT_MULTIPLIER=0.2||1|1|MPMC swap form: a push puts the slot it just published back among the spares too, for another push to overwrite"
 "LIST_EARLY_FREE|asan|unit_list|CK_RUN_CASE=threads||1|1|SL_LIST frees a segment without waiting for threads still inside it"
+"LIST_IDLE_AT_BOUNDARY_KEEPS|default|unit_list|CK_RUN_CASE=reclaim||1|1|SL_LIST: a pop that finds the list empty because the head segment is used up with no next one (a burst drained exactly at a segment's end) skips the idle reclaim, so segments retired while another thread was inside stay allocated until the next growth"
 "LIST_GROUP_FORGETS_STATES|default|unit_list|CK_RUN_CASE=raw CK_TIMEOUT_MULTIPLIER=0.1||1|1|SL_LIST's slot groups hold as many messages as a line holds, forgetting the states' bytes: a group's last message overlaps the next group's states"
 "MPMC_CAP_PLUS_ONE|fuzz|fuzz_mpmc||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/mpmc|1|1|MPMC holds capacity + 1"
 "MPMC_POP_N_ONE_FEWER|fuzz|fuzz_mpmc||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/mpmc|1|1|MPMC \`pop_n\` (under \`try_recv_n\`) reports one fewer than it took"

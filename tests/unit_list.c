@@ -17,6 +17,7 @@
  * hooks of internal/testing.h.
  */
 #include "stress_common.h"
+#include "internal/epoch.h"
 
 #include <limits.h>
 #include <sys/wait.h>
@@ -569,6 +570,62 @@ static void *burst_then_idle(void *p)
 }
 
 /* A thread that used the list and now idles (alive) holds no memory back. */
+/* A thread inside an operation (here: an epoch section held open, as a
+ * preempted pop would) keeps every segment retired meanwhile; the pop that
+ * then finds the list empty gives them back. Drained exactly at a segment's
+ * end, that empty pop finds the head used up with no next segment, a path
+ * of its own which freed nothing: the soak found 20-121 segments kept after
+ * a concurrent drain of 8 producers and 2 consumers (unit_list threads). */
+typedef struct held_epoch {
+    sl_test_barrier *entered, *release;
+} held_epoch;
+
+static void *hold_epoch(void *p)
+{
+    held_epoch *h = p;
+    sl_epoch_rec *r = sl__epoch_enter();
+    sl_test_barrier_wait(h->entered);
+    sl_test_barrier_wait(h->release);
+    sl__epoch_exit(r);
+    return NULL;
+}
+
+START_TEST(test_drained_at_segment_end_gives_back)
+{
+    const size_t slots = expected_slots(8);
+    /* Ends on a segment boundary (loop 0), or half-way into one (loop 1). */
+    const uint64_t n = (uint64_t)slots * 6 + (_i ? slots / 2 : 0);
+    sl_list q;
+    ck_assert_int_eq(sl_list_init(&q, 8), SL_OK);
+    sl_test_barrier entered, release;
+    sl_test_barrier_init(&entered, 2);
+    sl_test_barrier_init(&release, 2);
+    held_epoch h = {&entered, &release};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, hold_epoch, &h), 0);
+    sl_test_barrier_wait(&entered);
+    for (uint64_t s = 0; s < n; s++)
+        ck_assert_int_eq(sl_list_try_push(&q, &s), SL_OK);
+    uint64_t v;
+    for (uint64_t s = 0; s < n; s++) {
+        ck_assert_int_eq(sl_list_try_pop(&q, &v), SL_OK);
+        ck_assert_uint_eq(v, s);
+    }
+    size_t held = sl_list_segments(&q);
+    ck_assert_uint_ge(held, 6); /* retired while the other thread was inside */
+    sl_test_barrier_wait(&release);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(sl_list_try_pop(&q, &v), SL_EMPTY);
+    size_t after = sl_list_segments(&q);
+    ck_assert_msg(after <= IDLE_SEGMENTS,
+                  "%zu of %zu segments kept after an empty pop (%llu messages, %s)", after,
+                  held, ULL(n), n % slots ? "mid-segment" : "drained at a segment's end");
+    sl_test_barrier_destroy(&entered);
+    sl_test_barrier_destroy(&release);
+    sl_list_destroy(&q);
+}
+END_TEST
+
 START_TEST(test_idle_thread_holds_nothing)
 {
     sl_list q;
@@ -1207,6 +1264,7 @@ static Suite *list_suite(void)
     if (!UL_TSAN)
         tcase_add_test(tc, test_fork_frees_other_records);
     tcase_add_test(tc, test_idle_thread_holds_nothing);
+    tcase_add_loop_test(tc, test_drained_at_segment_end_gives_back, 0, 2);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("threads");

@@ -198,21 +198,18 @@ static bool sel_pop(void *q, void *h, void *m)
     return true;
 }
 
-static const slb_ops shm_mpmc_select = {
-    .name = "sl_chan MPMC shm select", .peer = "sluice", .kind = SLB_BLOCKING,
-    .flags = SLB_FIFO | SLB_OURS | SLB_VIA_SELECT, .flavor = 2,
-    .note = "the MPMC shm channel, every blocking call a select beside an in-process channel",
-    .create = shm_mpmc_create, .destroy = shm_destroy, .attach = sel_attach,
-    .detach = sel_detach, .try_push = sel_try_push, .try_pop = sel_try_pop,
-    .push = sel_push, .pop = sel_pop };
+#define SEL_OPS(id, nm, nt, create_, attach_) \
+    static const slb_ops id = { \
+        .name = nm, .peer = "sluice", .kind = SLB_BLOCKING, \
+        .flags = SLB_FIFO | SLB_OURS | SLB_VIA_SELECT, .flavor = 2, .note = nt, \
+        .create = create_, .destroy = shm_destroy, .attach = attach_, .detach = sel_detach, \
+        .try_push = sel_try_push, .try_pop = sel_try_pop, .push = sel_push, .pop = sel_pop }
 
-static const slb_ops local_mpmc_select = {
-    .name = "sl_chan MPMC select", .peer = "sluice", .kind = SLB_BLOCKING,
-    .flags = SLB_FIFO | SLB_OURS | SLB_VIA_SELECT, .flavor = 2,
-    .note = "an in-process MPMC channel, the same selects",
-    .create = local_mpmc_create, .destroy = shm_destroy, .attach = sel_attach_local,
-    .detach = sel_detach, .try_push = sel_try_push, .try_pop = sel_try_pop,
-    .push = sel_push, .pop = sel_pop };
+SEL_OPS(shm_mpmc_select, "sl_chan MPMC shm select",
+        "the MPMC shm channel, every blocking call a select beside an in-process channel",
+        shm_mpmc_create, sel_attach);
+SEL_OPS(local_mpmc_select, "sl_chan MPMC select", "an in-process MPMC channel, the same selects",
+        local_mpmc_create, sel_attach_local);
 
 #define SHM_NOTE "exactly the capacity; a memfd, opened by each side after fork"
 #define SHM_THREADS_NOTE "the same, both sides threads of one process (own handles)"

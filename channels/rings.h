@@ -144,6 +144,7 @@ void sl__spsc_drain(sl_spsc *q, sl_visit_fn fn, void *ctx);
 /* For MPMC, list and ring, fn may be NULL: the messages are only taken. */
 void sl__mpmc_drain(sl_mpmc *q, sl_visit_fn fn, void *ctx);
 void sl__list_drain(sl_list *q, sl_visit_fn fn, void *ctx);
+void sl__ring_drain(sl_ring *r, sl_visit_fn fn, void *ctx);
 
 /* A list push (or batch) inside an epoch section the caller entered
  * (sl__epoch_enter; self as it returned, NULL when anonymous) and will exit:
@@ -152,7 +153,6 @@ struct sl_epoch_rec;
 sl_status sl__list_push_entered(sl_list *q, const void *elem, struct sl_epoch_rec *self);
 size_t sl__list_push_n_entered(sl_list *q, const void *elems, size_t n,
                                struct sl_epoch_rec *self);
-void sl__ring_drain(sl_ring *r, sl_visit_fn fn, void *ctx);
 
 /* sl_ring_init with the counters started as sl__mpmc_init_mode's `start`. */
 sl_status sl__ring_init_at(sl_ring *r, size_t elem_size, size_t capacity, uint64_t start);

@@ -41,8 +41,8 @@ typedef struct sl_epoch_rec {
     /* A channel sender's in-flight mark (channels/chan_flavors.h, "senders
      * in flight", record_mark): `sending` is 1 from before the sender's
      * closed-check until after its push, and `sending_on` names the channel
-     * while it is. In the announcement's line, which the owner writes on
-     * every operation anyway. Written only by the owning thread. */
+     * while it is. In the announcement's line, which a list operation writes
+     * anyway. Written only by the owning thread. */
     SL_ATOMIC(uint32_t) sending;
     SL_ATOMIC(const void *) sending_on;
     struct sl_epoch_rec *next;       /* registry link: set before the record is

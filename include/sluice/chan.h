@@ -22,8 +22,11 @@
  * an exited thread gave back, or a new one (aligned_alloc and
  * pthread_setspecific; the process's first also pthread_key_create and
  * pthread_atfork). If that fails the send still goes through, counting
- * itself in the channel. After that first send, no library call on the
- * send path (SL_LIST's growth aside).
+ * itself in the channel, and the thread's next send tries again. Once the
+ * thread has its record, marking calls nothing. A thread has one record, so
+ * sends on these two flavours are not async-signal-safe: a signal handler
+ * must not send on an SL_MPMC or SL_LIST channel while the thread it
+ * interrupted may be sending on one.
  *
  * SL_LIST's sends never wait: only SL_ENOMEM or SL_CLOSED refuse them, and its
  * capacity is SIZE_MAX. SL_RING's sends never wait (*) and never fail while

@@ -50,9 +50,9 @@
  * most two (the head segment and the spare) once a pop has found the list
  * empty while no other operation was running.
  * Not async-signal-safe: a thread's operations share its one reclamation
- * record (an SL_LIST channel's sends also mark themselves in flight there),
- * so a signal handler must not operate on any list, or SL_LIST channel,
- * while the thread it interrupted may be inside one.
+ * record (SL_LIST and SL_MPMC channels' sends also mark themselves in flight
+ * there), so a signal handler must not operate on any list, or send on such
+ * a channel, while the thread it interrupted may be inside one.
  */
 #ifndef SLUICE_LIST_H
 #define SLUICE_LIST_H

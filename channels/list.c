@@ -282,7 +282,7 @@ static sl_status push_locked(sl_list *q, const void *elem, sl_epoch_rec *self)
             continue;
         }
         list_slot slot = slot_at(q, seg, i);
-        sl__spsc_copy(slot.bytes, elem, q->elem_size); /* inline for 4-64 B */
+        sl__copy_msg(slot.bytes, elem, q->elem_size); /* inline for 4-64 B */
         SL_FI(); /* claimed, not published: a receiver may poison the slot now */
         unsigned char expect = SLOT_EMPTY;
         /* seq_cst: releases the bytes to the consumer that takes the slot and
@@ -371,7 +371,7 @@ static bool pop_take(const sl_list *q, list_slot slot, void *out)
     if (atomic_exchange_explicit(state, (unsigned char)SLOT_TAKEN, memory_order_acq_rel) !=
         SLOT_FULL)
         return false;
-    sl__spsc_copy(out, slot.bytes, q->elem_size); /* inline for 4-64 B */
+    sl__copy_msg(out, slot.bytes, q->elem_size); /* inline for 4-64 B */
     return true;
 }
 

@@ -237,7 +237,7 @@ push_one(const sl_mpmc *q, const sl__mpmc_view *v, const void *elem, bool shared
 {
     if (shared || direct || !GEOM(slots)) {
         uint64_t w = 0;
-        memcpy(&w, elem, GEOM(elem_size));
+        sl__copy_word(&w, elem, GEOM(elem_size));
         return ring_push(USED(), w, shared) == 0 ? SL_OK : SL_FULL;
     }
     uint64_t index;
@@ -247,10 +247,10 @@ push_one(const sl_mpmc *q, const sl__mpmc_view *v, const void *elem, bool shared
 #ifdef SL_MUTANT_MPMC_PUBLISH_BEFORE_COPY
     ring_push(USED(), index, shared); /* planted bug: published, then written */
     SL_FI();
-    memcpy(slot, elem, GEOM(elem_size));
+    sl__copy_msg(slot, elem, GEOM(elem_size));
     return SL_OK;
 #endif
-    memcpy(slot, elem, GEOM(elem_size));
+    sl__copy_msg(slot, elem, GEOM(elem_size));
     SL_FI(); /* holding a slot: others must not wait for us */
     /* Never full: the used ring has a cell for every slot. The cell's CAS
      * publishes the bytes (release) and is the condition change a parked
@@ -266,17 +266,17 @@ pop_one(const sl_mpmc *q, const sl__mpmc_view *v, void *out, bool shared, bool d
     if (!ring_pop(USED(), &w, shared))
         return SL_EMPTY;
     if (shared || direct || !GEOM(slots)) {
-        memcpy(out, &w, GEOM(elem_size));
+        sl__copy_word(out, &w, GEOM(elem_size));
         return SL_OK;
     }
     unsigned char *slot = GEOM(slots) + (size_t)w * GEOM(elem_size);
 #ifdef SL_MUTANT_MPMC_RELEASE_BEFORE_COPY
     ring_push(FREE(), w, shared); /* planted bug: the slot is free before it is read */
     SL_FI();
-    memcpy(out, slot, GEOM(elem_size));
+    sl__copy_msg(out, slot, GEOM(elem_size));
     return SL_OK;
 #endif
-    memcpy(out, slot, GEOM(elem_size));
+    sl__copy_msg(out, slot, GEOM(elem_size));
     SL_FI();
     /* Never full: the free ring has a cell for every slot. The CAS orders
      * our read of the slot before a producer that takes the index writes it. */

@@ -64,7 +64,7 @@ sl_status sl__ring_push_visit(sl_ring *r, const void *elem, sl_visit_fn displace
     sl_mpmc *q = &r->q;
     uint64_t value = 0, evicted;
     if (sl__mpmc_direct(q)) {
-        memcpy(&value, elem, q->elem_size);
+        sl__copy_word(&value, elem, q->elem_size);
 #ifdef SL_MUTANT_RING_EVICT_NEWEST
         evicted = value; /* planted bug: a full ring turns the new message away */
         if (sl__mpmc_publish(q, value, false, NULL) == 0)
@@ -80,7 +80,7 @@ sl_status sl__ring_push_visit(sl_ring *r, const void *elem, sl_visit_fn displace
         return SL_EVICTED;
     }
     value = take_slot(r);
-    memcpy(sl__mpmc_slot(q, value), elem, q->elem_size);
+    sl__copy_msg(sl__mpmc_slot(q, value), elem, q->elem_size);
     SL_FI(); /* holding a slot: others must not wait for us */
     if (sl__mpmc_publish(q, value, true, &evicted) == 0)
         return SL_OK;

@@ -15,12 +15,26 @@
 
 #include "cellring.h"
 
+#include <string.h>
+
 /* bytes rounded up to whole cache lines: aligned_alloc(SL_CACHELINE, ...)
  * wants a multiple of the alignment (the sanitizers' allocators enforce it),
  * and the storage then shares no line with a neighbouring allocation. */
 static inline size_t sl__round_to_line(size_t bytes)
 {
     return (bytes + SL_CACHELINE - 1) & ~(size_t)(SL_CACHELINE - 1);
+}
+
+/* Copies a message of at most 8 bytes into or out of a cell's word: at 8
+ * bytes two moves, where a copy of a size known only at run time is a call
+ * into the C library (and sl__copy_msg's cases for larger sizes would be
+ * dead code in every direct path). */
+static inline void sl__copy_word(void *dst, const void *src, size_t size)
+{
+    if (size == 8)
+        memcpy(dst, src, 8);
+    else
+        memcpy(dst, src, size);
 }
 
 /* Initialises q as sl_mpmc_init does, with positions starting at the lap

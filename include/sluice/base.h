@@ -57,6 +57,27 @@
 #define SL_INLINE_FAST_PATHS 0
 #endif
 
+/* Copies one message of `size` bytes (internal: the rings' fast paths).
+ * Constant-size copies compile to plain moves for the common sizes, where
+ * a copy of a size known only at run time is a call into the C library's
+ * memcpy (12 instructions and a call at 8 bytes). The empty asm hides the
+ * caller's object from gcc's size tracking, which would otherwise warn
+ * about the (unreachable) larger cases. */
+#ifndef __cplusplus
+#include <string.h>
+static inline void sl__copy_msg(void *dst, const void *src, size_t size)
+{
+    __asm__("" : "+r"(dst), "+r"(src));
+    switch (size) {
+    case 8: memcpy(dst, src, 8); break;
+    case 16: memcpy(dst, src, 16); break;
+    case 4: memcpy(dst, src, 4); break;
+    case 64: memcpy(dst, src, 64); break;
+    default: memcpy(dst, src, size); break;
+    }
+}
+#endif
+
 /* Debug-only misuse detection (a second concurrent SPSC producer or consumer).
  * On by default unless NDEBUG is defined; force with -DSL_DEBUG_CHECKS=0/1. */
 #ifndef SL_DEBUG_CHECKS

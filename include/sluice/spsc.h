@@ -36,9 +36,6 @@
 
 #include "sluice/base.h"
 #include "sluice/status.h"
-#ifndef __cplusplus
-#include <string.h>
-#endif
 
 SL_BEGIN_DECLS
 
@@ -102,21 +99,6 @@ SL_API size_t sl__spsc_len_in(const sl_spsc *q, size_t capacity);
 SL_API void sl__spsc_misuse(const sl_spsc *q, const char *side);
 
 #ifndef __cplusplus
-static inline void sl__spsc_copy(void *dst, const void *src, size_t size)
-{
-    /* Constant-size copies compile to plain moves for the common sizes. The
-     * empty asm hides the caller's object from gcc's size tracking, which
-     * would otherwise warn about the (unreachable) larger cases. */
-    __asm__("" : "+r"(dst), "+r"(src));
-    switch (size) {
-    case 8: memcpy(dst, src, 8); break;
-    case 16: memcpy(dst, src, 16); break;
-    case 4: memcpy(dst, src, 4); break;
-    case 64: memcpy(dst, src, 64); break;
-    default: memcpy(dst, src, size); break;
-    }
-}
-
 static inline void sl__spsc_enter(sl_spsc *q, sl_spsc_side *side, const char *name)
 {
 #if SL_DEBUG_CHECKS
@@ -159,7 +141,7 @@ static inline sl_status sl__spsc_push_in(sl_spsc *q, const sl__spsc_geom *g, con
             return SL_FULL;
         }
     }
-    sl__spsc_copy(g->slots + (tail & g->mask) * g->elem_size, elem, g->elem_size);
+    sl__copy_msg(g->slots + (tail & g->mask) * g->elem_size, elem, g->elem_size);
     SL_FI();
     /* Release: the message bytes are visible before the consumer sees the new tail. */
     atomic_store_explicit(&p->index, tail + 1, memory_order_release);
@@ -183,7 +165,7 @@ static inline sl_status sl__spsc_pop_in(sl_spsc *q, const sl__spsc_geom *g, void
             return SL_EMPTY;
         }
     }
-    sl__spsc_copy(out, g->slots + (head & g->mask) * g->elem_size, g->elem_size);
+    sl__copy_msg(out, g->slots + (head & g->mask) * g->elem_size, g->elem_size);
     SL_FI();
     /* Release: our read of the slot completes before the producer may reuse it. */
     atomic_store_explicit(&c->index, head + 1, memory_order_release);

@@ -65,6 +65,7 @@ typedef struct slb_entry {
     double *p99, *p999;         /* per round, latency workloads only */
     double *delivered;          /* per round, overwrite only: fraction received */
     unsigned *order;            /* per round: position in the shuffled order */
+    double *round_trip;         /* per round: slb_result's round_trip */
     uint64_t *moved;            /* per round: messages moved (ping-pong: trips) */
     unsigned done;              /* rounds run */
     uint64_t msgs;              /* messages asked for per run (all rounds) */
@@ -103,6 +104,12 @@ typedef struct slb_result {
     double p99, p999;
     double delivered;           /* overwrite: received / sent, the rest displaced */
     uint64_t msgs;              /* messages moved (ping-pong: trips made; overwrite: sent) */
+    /* The higher of the core-to-core round trips measured just before and
+     * just after the run, ns (0: not measured). A run whose round trip is
+     * several times the others' ran while the host had the vCPUs apart
+     * (on this VM ~50 ns becomes ~330 ns), and every figure that crosses
+     * cores moved with it, the bounded queues' most. */
+    double round_trip;
 } slb_result;
 
 /* The runs: false when the contender cannot run this size (n/a). Any
@@ -133,6 +140,12 @@ void slb_cpu_model(char *buf, size_t len);
  * the core-to-core round trip measured now (figures compare only within one
  * run, or between runs whose round trips agree). */
 void slb_print_machine(FILE *f);
+/* The median time for one cache-line round trip between CPUs 0 and 1, in
+ * ns, measured now (a few milliseconds); 0 when it cannot be (one CPU). */
+double slb_round_trip_ns(void);
+/* Runs fn(arg), which fills res, between two round-trip measurements and
+ * sets res->round_trip; returns what fn returned. */
+bool slb_run_measured(bool (*fn)(void *arg, slb_result *res), void *arg, slb_result *res);
 
 /* report.c */
 const char *slb_kind_name(slb_kind k);
@@ -148,6 +161,9 @@ void slb_print_verdicts(FILE *f, const slb_workload *w, size_t n);
  * round trip moves several-fold) cancels out of each ratio; the ratio of the
  * two medians keeps it. 0 when no round has both. */
 double slb_paired_ratio(const slb_entry *a, const slb_entry *b);
+/* The median of the round trips measured around the workload's runs, ns;
+ * 0 where none was. */
+double slb_workload_round_trip(const slb_workload *w);
 
 /* chan_targets.c: the targets lines of `sl-bench chan`. */
 void slb_print_chan_targets(FILE *f, const slb_workload *w, size_t n);

@@ -14,7 +14,10 @@
  *     linearizable: not a like-for-like target), and SL_MPMC's to
  *     atomic_queue's (a claimed slot waits for its writer: not lock-free);
  *   no collapse: at 4x4 the slowest round of every sluice contender >= 0.5x
- *     its median (from 3 rounds on).
+ *     its median (from 3 rounds on); beside it, how the other projects'
+ *     contenders ran in that round against their medians, and the
+ *     core-to-core round trip measured around that run (a slow stretch of
+ *     the machine's may cover one run or a whole round).
  * A line is printed only where both contenders ran in the workload (a peer
  * not built or not selected is simply absent); any message size.
  */
@@ -76,7 +79,35 @@ static bool print_pair(FILE *f, const slb_workload *w, const chan_target *t)
     return true;
 }
 
-/* The slowest round of each sluice contender at 4x4 against its median. */
+/* The round of e's slowest figure. */
+static unsigned slowest_round(const slb_entry *e)
+{
+    unsigned k = 0;
+    for (unsigned r = 1; r < e->done; r++)
+        if (e->value[r] < e->value[k])
+            k = r;
+    return k;
+}
+
+/* How the other projects' contenders ran in round k: the median over them
+ * of their figure in that round against their own median; 0 when none ran
+ * in it. Their code shares nothing with sluice's, so a slow round of theirs
+ * too is the machine's (on this VM: the host moving the vCPUs), where a
+ * sluice contender alone at a fraction of its median is its own. */
+static double peers_in_round(const slb_workload *w, unsigned k)
+{
+    double ratios[64];
+    size_t n = 0;
+    for (size_t i = 0; i < w->n && n < 64; i++) {
+        const slb_entry *p = &w->entries[i];
+        if (!(p->ops->flags & SLB_OURS) && !p->skip && p->done > k && p->med > 0)
+            ratios[n++] = p->value[k] / p->med;
+    }
+    return n ? slb_median(ratios, n) : 0;
+}
+
+/* The slowest round of each sluice contender at 4x4 against its median,
+ * how the peers ran in that round, and the round trip around that run. */
 static bool print_collapse(FILE *f, const slb_workload *w)
 {
     if (w->test != SLB_TPUT || w->producers != 4 || w->consumers != 4)
@@ -87,8 +118,16 @@ static bool print_collapse(FILE *f, const slb_workload *w)
         if (!(e->ops->flags & SLB_OURS) || e->skip || e->done < 3 || e->med <= 0)
             continue; /* one or two rounds say nothing about the slowest */
         double r = e->min / e->med;
-        fprintf(f, "  %-16s %-23s slowest round x%.2f of its median (target >= 0.50: %s)\n",
-                w->label, e->ops->name, r, r >= 0.5 ? "met" : "MISSED");
+        unsigned k = slowest_round(e);
+        double peers = peers_in_round(w, k);
+        fprintf(f, "  %-16s %-23s slowest round x%.2f of its median (target >= 0.50: %s)", w->label,
+                e->ops->name, r, r >= 0.5 ? "met" : "MISSED");
+        if (peers > 0)
+            fprintf(f, "; round %u, where the peers ran at x%.2f of theirs", k + 1, peers);
+        if (e->round_trip[k] > 0)
+            fprintf(f, "; round trip around that run %.0f ns (the workload's median %.0f)",
+                    e->round_trip[k], slb_workload_round_trip(w));
+        fputc('\n', f);
         any = true;
     }
     return any;

@@ -119,6 +119,21 @@ static void add_workload(slb_workload *w, slb_test t, size_t elem, const ipc_opt
     }
 }
 
+/* One slb_ipc_run, for slb_run_measured. */
+typedef struct ipc_call {
+    const ipc_contender *c;
+    const slb_run *run;
+    uint64_t run_ns;
+    ipc_shared *sh;
+    ipc_tally *tally;
+} ipc_call;
+
+static bool run_call(void *arg, slb_result *res)
+{
+    const ipc_call *x = arg;
+    return slb_ipc_run(x->c, x->run, x->run_ns, x->sh, res, x->tally);
+}
+
 static void run_workload(const ipc_opts *o, slb_workload *w, const ipc_contender *list,
                          ipc_shared *sh, uint64_t *rng, ipc_tally *tally)
 {
@@ -137,8 +152,9 @@ static void run_workload(const ipc_opts *o, slb_workload *w, const ipc_contender
                 .trip_cap_ns = o->trip_cap_ns, .pin = w->pinned,
                 .timeout_s = o->timeout_s, .label = w->label,
             };
-            slb_result res;
-            if (slb_ipc_run(&list[order[k]], &run, o->run_ns, sh, &res, &tally[order[k]]))
+            slb_result res = {0}; /* a throughput run leaves the latency fields */
+            ipc_call call = { &list[order[k]], &run, o->run_ns, sh, &tally[order[k]] };
+            if (slb_run_measured(run_call, &call, &res))
                 slb_entry_record(e, &res, (unsigned)k);
             else
                 e->skip = "could not be created (this size, or a system limit)";

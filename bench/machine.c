@@ -58,11 +58,16 @@ static void *rt_pong(void *arg)
     return NULL;
 }
 
-/* The median time for one cache-line round trip between CPUs 0 and 1, in ns;
- * 0 when it could not be measured (one CPU, or no thread). */
-static double round_trip_ns(void)
+/* 0 also when no thread could be made. */
+double slb_round_trip_ns(void)
 {
-    if (slb_ncpu() < 2)
+    /* Whether the run may use two CPUs, as its mask said at the first call
+     * (the machine line's): a mode may pin its main thread to one CPU
+     * later (ipc), and the measurement still pins its two threads apart. */
+    static int two_cpus = -1;
+    if (two_cpus < 0)
+        two_cpus = slb_ncpu() >= 2;
+    if (!two_cpus)
         return 0;
     pthread_t t;
     atomic_store(&rt.ball, 0);
@@ -93,12 +98,21 @@ out:
     return n ? slb_median(samples, n) : 0;
 }
 
+bool slb_run_measured(bool (*fn)(void *arg, slb_result *res), void *arg, slb_result *res)
+{
+    double before = slb_round_trip_ns();
+    bool ok = fn(arg, res);
+    double after = slb_round_trip_ns();
+    res->round_trip = before > after ? before : after;
+    return ok;
+}
+
 void slb_print_machine(FILE *f)
 {
     char cpu[256], load[64], trip[64] = "not measured (one CPU)";
     slb_cpu_model(cpu, sizeof cpu);
     load_average(load, sizeof load);
-    double rt_ns = round_trip_ns();
+    double rt_ns = slb_round_trip_ns();
     if (rt_ns > 0)
         snprintf(trip, sizeof trip, "%.0f ns", rt_ns);
     fprintf(f, "machine: %s, %u CPUs available, load average %s, core-to-core round trip %s "

@@ -177,6 +177,40 @@ static void print_row(FILE *f, const slb_workload *w, const slb_entry *e)
                 e->med > 0 ? e->min / e->med : 0, ratio, verdict(e));
 }
 
+/* The round trips measured around the workload's runs into v (at most
+ * max); returns how many. */
+static size_t round_trips(const slb_workload *w, double *v, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < w->n; i++)
+        for (unsigned r = 0; r < w->entries[i].done && n < max; r++)
+            if (w->entries[i].round_trip[r] > 0)
+                v[n++] = w->entries[i].round_trip[r];
+    return n;
+}
+
+double slb_workload_round_trip(const slb_workload *w)
+{
+    double v[1024];
+    return slb_median(v, round_trips(w, v, 1024));
+}
+
+/* The round trips around the runs, where the mode measured them: how many
+ * runs met the vCPUs at least twice as far apart as the closest any run
+ * found them. */
+static void print_round_trips(FILE *f, const slb_workload *w)
+{
+    double v[1024];
+    size_t n = round_trips(w, v, 1024), far = 0;
+    if (n == 0)
+        return;
+    double lo = slb_min(v, n);
+    for (size_t i = 0; i < n; i++)
+        far += v[i] >= 2 * lo;
+    fprintf(f, "core-to-core round trip around the runs: %.0f-%.0f ns, median %.0f; %zu of %zu "
+               "runs at twice the lowest or more\n", lo, slb_max(v, n), slb_median(v, n), far, n);
+}
+
 void slb_print_workload(FILE *f, const slb_workload *w, unsigned rounds)
 {
     unsigned *rows = malloc(w->n * sizeof(unsigned));
@@ -190,6 +224,7 @@ void slb_print_workload(FILE *f, const slb_workload *w, unsigned rounds)
     for (size_t i = 0; i < w->n; i++)
         print_row(f, w, &w->entries[rows[i]]);
     free(rows);
+    print_round_trips(f, w);
     fputc('\n', f);
     fflush(f);
 }
@@ -266,7 +301,9 @@ void slb_entry_init(slb_entry *e, const slb_ops *ops, unsigned rounds)
     e->delivered = calloc(rounds, sizeof(double));
     e->order = calloc(rounds, sizeof(unsigned));
     e->moved = calloc(rounds, sizeof(uint64_t));
-    if (!e->value || !e->p99 || !e->p999 || !e->delivered || !e->order || !e->moved)
+    e->round_trip = calloc(rounds, sizeof(double));
+    if (!e->value || !e->p99 || !e->p999 || !e->delivered || !e->order || !e->moved ||
+        !e->round_trip)
         slb_die("sl-bench", "out of memory");
 }
 
@@ -276,6 +313,7 @@ void slb_entry_record(slb_entry *e, const slb_result *res, unsigned position)
     e->p99[e->done] = res->p99;
     e->p999[e->done] = res->p999;
     e->delivered[e->done] = res->delivered;
+    e->round_trip[e->done] = res->round_trip;
     e->order[e->done] = position;
     e->moved[e->done] = res->msgs;
     e->done++;
@@ -290,6 +328,7 @@ void slb_workload_free(slb_workload *w)
         free(e->p999);
         free(e->delivered);
         free(e->order);
+        free(e->round_trip);
         free(e->moved);
     }
     free(w->entries);
@@ -307,7 +346,7 @@ bool slb_write_csv(const char *path, const slb_workload *w, size_t n)
         return false;
     }
     fprintf(f, "workload,test,producers,consumers,size,pinned,contender,peer,kind,"
-               "round,order,msgs,value,unit,p99_ns,p999_ns,delivered\n");
+               "round,order,msgs,value,unit,p99_ns,p999_ns,delivered,round_trip_ns\n");
     for (size_t i = 0; i < n; i++) {
         const slb_workload *x = &w[i];
         bool lat = slb_is_latency(x->test);
@@ -321,11 +360,14 @@ bool slb_write_csv(const char *path, const slb_workload *w, size_t n)
                         lat ? "ns" : "Mmsg/s");
                 /* delivered: overwrite only, the fraction the consumers got. */
                 if (lat)
-                    fprintf(f, "%.0f,%.0f,\n", e->p99[r], e->p999[r]);
+                    fprintf(f, "%.0f,%.0f,,", e->p99[r], e->p999[r]);
                 else if (x->test == SLB_OVERWRITING)
-                    fprintf(f, ",,%.4f\n", e->delivered[r]);
+                    fprintf(f, ",,%.4f,", e->delivered[r]);
                 else
-                    fprintf(f, ",,\n");
+                    fprintf(f, ",,,");
+                if (e->round_trip[r] > 0)
+                    fprintf(f, "%.0f", e->round_trip[r]);
+                fputc('\n', f);
             }
         }
     }

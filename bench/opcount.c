@@ -146,6 +146,33 @@ static int run_chan_recv16(sl_flavor f, long n, bool batched)
     return (int)(got != 16 || out[15] != 15);
 }
 
+/* A send and a receive as sl-bench's select contenders make them: each an
+ * sl_select of two cases, the channel's and an idle channel's (full for
+ * the send, empty for the receive), on SL_MPMC channels of 8 bytes. */
+static int run_chan_select(long n)
+{
+    sl_chan *ch, *full, *empty;
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 8, .capacity = 1024};
+    sl_chan_opts one = {.flavor = SL_MPMC, .elem_size = 8, .capacity = 1};
+    if (sl_chan_new(&ch, &o) != SL_OK || sl_chan_new(&full, &one) != SL_OK ||
+        sl_chan_new(&empty, &one) != SL_OK)
+        return 1;
+    uint64_t v = 1, out = 0, other = 0;
+    sl_chan_try_send(full, &v);
+    sl_select_case send[2] = {{full, SL_SEL_SEND, &other}, {ch, SL_SEL_SEND, &v}};
+    sl_select_case recv[2] = {{empty, SL_SEL_RECV, &other}, {ch, SL_SEL_RECV, &out}};
+    size_t i = 0, j = 0;
+    int bad = 0;
+    for (long k = 0; k < n; k++) {
+        bad |= sl_select(send, 2, SL_FOREVER, &i) != SL_OK || i != 1;
+        bad |= sl_select(recv, 2, SL_FOREVER, &j) != SL_OK || j != 1;
+    }
+    sl_chan_free(ch);
+    sl_chan_free(full);
+    sl_chan_free(empty);
+    return bad || (n > 0 && out != v);
+}
+
 static const struct { const char *name; sl_flavor f; } chan_names[] = {
     {"spsc", SL_SPSC}, {"mpmc", SL_MPMC}, {"list", SL_LIST}, {"ring", SL_RING}};
 
@@ -167,7 +194,7 @@ int main(int argc, char **argv)
     if (argc != 3) {
         fprintf(stderr, "usage: sl-opcount spsc|mpmc|mpmc-64|list|ring|ring-full|ring-full-64|"
                         "chan-spsc|chan-mpmc|chan-mpmc-64|chan-spsc-shm|chan-mpmc-shm|chan-mpmc-shm-64|"
-                        "chan-list|chan-ring|chan-F-recv16|"
+                        "chan-list|chan-ring|chan-mpmc-select|chan-F-recv16|"
                         "chan-F-recvn16 "
                         "COUNT\n");
         return 2;
@@ -191,6 +218,8 @@ int main(int argc, char **argv)
         r = run_chan(SL_LIST, n, 8);
     else if (strcmp(w, "chan-ring") == 0)
         r = run_chan(SL_RING, n, 8);
+    else if (strcmp(w, "chan-mpmc-select") == 0)
+        r = run_chan_select(n);
     else if ((r = run_recv16_named(w, n)) < 0)
         r = run_raw(w, n);
     if (r < 0) {

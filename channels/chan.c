@@ -216,14 +216,28 @@ static sl_status try_send_once(sl_chan *ch, const void *elem)
 
 sl_status sl__chan_try_send(sl_chan *ch, const void *elem) { return try_send_once(ch, elem); }
 
+/* What a pop that made `room` owes the senders: a wake on not_full and a
+ * ring for the selectors and descriptors with a send case. Nothing for an
+ * unbounded queue, whose senders never wait for room: a send refused for
+ * memory is final, a select's send case is ready at once, and a send-end
+ * descriptor is never re-armed, for no send says SL_FULL. */
+PER_FLAVOR void room_made(const flavor_adapter *a, sl_chan *ch, size_t room)
+{
+    if (a->unbounded)
+        return;
+    if (room == 1)
+        sl_event_notify_one(&ch->not_full);
+    else
+        sl_event_notify_n(&ch->not_full, room);
+    ring_senders(ch);
+}
+
 /* One pop, and the notifies it owes. */
 PER_FLAVOR sl_status pop_with(const flavor_adapter *a, sl_chan *ch, void *out)
 {
     sl_status st = a->pop(ch, out);
-    if (st == SL_OK) {
-        sl_event_notify_one(&ch->not_full);
-        ring_senders(ch);
-    }
+    if (st == SL_OK)
+        room_made(a, ch, 1);
     return st;
 }
 
@@ -570,10 +584,8 @@ SL_API size_t sl_chan_try_send_n(sl_chan *ch, const void *elems, size_t n)
 PER_FLAVOR size_t pop_n_with(const flavor_adapter *a, sl_chan *ch, void *out, size_t n)
 {
     size_t got = a->pop_n(ch, out, n);
-    if (got) {
-        sl_event_notify_n(&ch->not_full, got);
-        ring_senders(ch);
-    }
+    if (got)
+        room_made(a, ch, got);
     return got;
 }
 

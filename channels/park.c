@@ -392,22 +392,39 @@ SL_API uint64_t sl_deadline_after(uint64_t timeout_ns)
     return now + timeout_ns;
 }
 
+/* This thread's spin budget, in tries (spin.h, "the spin learns"): the
+ * whole SL_SPIN_TRIES while its spins see their condition, halved (down to
+ * SL_SPIN_TRIES_MIN) by each spin that does not; every SL_SPIN_PROBE-th
+ * spin takes the whole budget again, so that a thread whose partners have
+ * moved to another CPU finds out. Initial-exec: one %fs-relative load. */
+static _Thread_local unsigned spin_budget __attribute__((tls_model("initial-exec"))) =
+    SL_SPIN_TRIES;
+static _Thread_local unsigned spin_count __attribute__((tls_model("initial-exec")));
+
 /* Phase 1 of the await protocol: ready() retried with pause hints growing 1,
- * 2, 4 … SL_SPIN_RELAX_MAX, each twice, then a few yields (spin.h). true once ready();
- * false when the budget or the deadline ran out first. */
+ * 2, 4 … SL_SPIN_RELAX_MAX, each twice, for this thread's budget of tries,
+ * then a few yields (spin.h). true once ready(); false when the tries, the
+ * yields or the deadline ran out first. */
 bool sl__await_spin(sl__ready_fn ready, void *ctx, uint64_t deadline_ns, unsigned flags)
 {
     unsigned relax = (flags & SL__AWAIT_PATIENT) ? SL_SPIN_PATIENT_START : 1;
-    for (unsigned i = 0; i < SL_SPIN_TRIES; i++) {
+    bool probe = (++spin_count & (SL_SPIN_PROBE - 1)) == 0;
+    unsigned tries = probe ? SL_SPIN_TRIES : spin_budget;
+    for (unsigned i = 0; i < tries; i++) {
         for (unsigned k = 0; k < relax; k++)
             sl_cpu_relax();
         if (relax < SL_SPIN_RELAX_MAX && (i & 1))
             relax <<= 1; /* after every second try: a reply landing mid-pause waits less */
-        if (ready(ctx))
+        if (ready(ctx)) {
+            spin_budget = SL_SPIN_TRIES; /* spinning pays here */
             return true;
+        }
         if (deadline_ns != SL_FOREVER && (i & 7) == 7 && sl_now_ns() >= deadline_ns)
             return false;
     }
+    /* The spin saw nothing: its partner is slow, or waits for this CPU. */
+    if (!probe && spin_budget > SL_SPIN_TRIES_MIN)
+        spin_budget = spin_budget / 2 > SL_SPIN_TRIES_MIN ? spin_budget / 2 : SL_SPIN_TRIES_MIN;
     for (unsigned i = 0; i < SL_SPIN_YIELDS; i++) {
         sched_yield();
         if (ready(ctx))

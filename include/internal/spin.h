@@ -30,6 +30,16 @@ static inline void sl_cpu_relax(void)
  * (docs/performance.md, "The receive streak"). */
 #define SL_SPIN_TRIES 14
 #define SL_SPIN_RELAX_MAX 64
+/* The spin learns (channels/park.c, sl__await_spin): a thread whose spin
+ * saw nothing halves its next budget of tries, down to this many, and is
+ * back at SL_SPIN_TRIES after one that saw its condition; every
+ * SL_SPIN_PROBE-th spin (a power of two) takes all SL_SPIN_TRIES. When
+ * every partner is on the waiter's CPU no spin can see the condition
+ * change: with all of them on one CPU, the fixed 14 tries (~7 µs each
+ * blocked call) held the blocking SL_MPMC channel to x0.43-x0.61 of
+ * crossbeam's (docs/performance.md, "Every thread on one CPU"). */
+#define SL_SPIN_TRIES_MIN 2
+#define SL_SPIN_PROBE 16
 /* The first pause of a patient spin (SL__AWAIT_PATIENT): a receiver that
  * found SL_RECV_STREAK messages in a row at its first try, then none, lets
  * the producer write about a microsecond's worth before it looks again

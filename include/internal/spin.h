@@ -17,9 +17,10 @@ static inline void sl_cpu_relax(void)
 #endif
 }
 
-/* Phase 1 of parking (internal/await.h, SL__AWAIT_SPIN): retries of the
- * condition, with pause hints of 1, 1, 2, 2, 4, 4 … up to SL_SPIN_RELAX_MAX
- * between retries: 254 pauses in all, 5–13 µs here (a pause measured 20–50
+/* Phase 1 of parking (internal/await.h, SL__AWAIT_SPIN): up to
+ * SL_SPIN_TRIES retries of the condition (fewer where the spin learned,
+ * below), with pause hints of 1, 1, 2, 2, 4, 4 … up to SL_SPIN_RELAX_MAX
+ * between retries: at most 254 pauses, 5–13 µs here (a pause measured 20–50
  * ns). That covers a cross-core hand-off (0.1–1 µs on this VM) several times
  * over; longer only burns the core an oversubscribed peer needs — with 64
  * tries (3 800 pauses, ~170 µs) the blocking 4x4 benchmark spent a third of

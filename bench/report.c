@@ -177,22 +177,29 @@ static void print_row(FILE *f, const slb_workload *w, const slb_entry *e)
                 e->med > 0 ? e->min / e->med : 0, ratio, verdict(e));
 }
 
-/* The round trips measured around the workload's runs into v (at most
- * max); returns how many. */
-static size_t round_trips(const slb_workload *w, double *v, size_t max)
+/* The round trips measured around the workload's runs, in a new array
+ * (NULL when none was measured); *n says how many. */
+static double *round_trips(const slb_workload *w, size_t *n)
 {
-    size_t n = 0;
+    size_t runs = 0;
     for (size_t i = 0; i < w->n; i++)
-        for (unsigned r = 0; r < w->entries[i].done && n < max; r++)
+        runs += w->entries[i].done;
+    double *v = runs ? malloc(runs * sizeof *v) : NULL;
+    *n = 0;
+    for (size_t i = 0; v && i < w->n; i++)
+        for (unsigned r = 0; r < w->entries[i].done; r++)
             if (w->entries[i].round_trip[r] > 0)
-                v[n++] = w->entries[i].round_trip[r];
-    return n;
+                v[(*n)++] = w->entries[i].round_trip[r];
+    return v;
 }
 
 double slb_workload_round_trip(const slb_workload *w)
 {
-    double v[1024];
-    return slb_median(v, round_trips(w, v, 1024));
+    size_t n;
+    double *v = round_trips(w, &n);
+    double med = slb_median(v, n);
+    free(v);
+    return med;
 }
 
 /* The round trips around the runs, where the mode measured them: how many
@@ -200,15 +207,17 @@ double slb_workload_round_trip(const slb_workload *w)
  * found them. */
 static void print_round_trips(FILE *f, const slb_workload *w)
 {
-    double v[1024];
-    size_t n = round_trips(w, v, 1024), far = 0;
-    if (n == 0)
-        return;
-    double lo = slb_min(v, n);
-    for (size_t i = 0; i < n; i++)
-        far += v[i] >= 2 * lo;
-    fprintf(f, "core-to-core round trip around the runs: %.0f-%.0f ns, median %.0f; %zu of %zu "
-               "runs at twice the lowest or more\n", lo, slb_max(v, n), slb_median(v, n), far, n);
+    size_t n, far = 0;
+    double *v = round_trips(w, &n);
+    if (n > 0) {
+        double lo = slb_min(v, n);
+        for (size_t i = 0; i < n; i++)
+            far += v[i] >= 2 * lo;
+        fprintf(f, "core-to-core round trip around the runs: %.0f-%.0f ns, median %.0f; %zu of "
+                   "%zu runs at twice the lowest or more\n",
+                lo, slb_max(v, n), slb_median(v, n), far, n);
+    }
+    free(v);
 }
 
 void slb_print_workload(FILE *f, const slb_workload *w, unsigned rounds)

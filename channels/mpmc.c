@@ -462,6 +462,9 @@ static inline __attribute__((always_inline)) void slot_put(unsigned char *slot, 
     SL_ATOMIC(uint64_t) *w = (SL_ATOMIC(uint64_t) *)(void *)slot;
     const unsigned char *src = elem;
     size_t words = size / 8;
+    /* Unrolled: atomic stores are neither merged nor vectorised, so a word a
+     * turn spends most of the copy on the loop's count and branch. */
+#pragma GCC unroll 4
     for (size_t i = 0; i < words; i++) {
         uint64_t x;
         memcpy(&x, src + i * 8, 8);

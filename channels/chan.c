@@ -129,6 +129,35 @@ static inline bool is_closed(const sl_chan *ch)
 static inline void ring_receivers(sl_chan *ch) { sl__chan_ring_selectors(ch, SL__READY_RECV); }
 static inline void ring_senders(sl_chan *ch) { sl__chan_ring_selectors(ch, SL__READY_SEND); }
 
+/* ---- waking the channel's own sleepers ------------------------------------
+ * Every notify of not_empty and not_full goes through chan_notify, with the
+ * channel's count of unwoken sleepers when it is in process (internal/await.h:
+ * a notify makes the system call only while a sleeper is left that no notify
+ * has woken); every wait on them (await_wait) keeps the same count. */
+static SL_ATOMIC(uint32_t) *unwoken_of(sl_chan *ch, const sl_event *ev)
+{
+    if (ev != &ch->not_empty && ev != &ch->not_full)
+        return NULL; /* a broadcast subscriber's ring event: not the channel's */
+    return sl__chan_is_shared(ch) ? NULL : &ch->unwoken[ev == &ch->not_full];
+}
+
+static __attribute__((noinline)) void chan_notify_slow(sl_chan *ch, sl_event *ev, int count)
+{
+    sl__event_notify_counted(ev, unwoken_of(ch, ev), count);
+}
+
+/* notify_one (count 1), notify_n or notify_all (INT32_MAX) on ev, ch's
+ * not_empty or not_full. The fast path is the public notify's: one seq_cst
+ * load of `waiters`, the Dekker load after the caller's change. */
+static inline void chan_notify(sl_chan *ch, sl_event *ev, int count)
+{
+    if (atomic_load_explicit(&ev->waiters, memory_order_seq_cst) != 0)
+        chan_notify_slow(ch, ev, count);
+}
+
+/* A count of messages or of room, as a notify's count of threads. */
+static inline int notify_count(size_t n) { return n > (size_t)INT32_MAX ? INT32_MAX : (int)n; }
+
 /* channels/rings.h. The operation that gave the spare back rings receive
  * cases (a send) or nothing (a push that found the ring full at its cell, a
  * shared pop over 256 bytes that found it empty), so without this a selector
@@ -138,7 +167,7 @@ static inline void ring_senders(sl_chan *ch) { sl__chan_ring_selectors(ch, SL__R
 void sl__chan_wake_starved(sl_event *not_full)
 {
     sl_chan *ch = (sl_chan *)(void *)((char *)not_full - offsetof(sl_chan, not_full));
-    sl_event_notify_all(not_full);
+    chan_notify(ch, not_full, INT32_MAX);
     ring_senders(ch);
 }
 
@@ -153,7 +182,7 @@ PER_FLAVOR void send_end(const flavor_adapter *a, sl_chan *ch, SL_ATOMIC(uint32_
      * made their look say SL_EMPTY). The unmark is the state change, fenced
      * as a push's publish is before ring_receivers. */
     if (atomic_load_explicit(&ch->closed, memory_order_seq_cst)) {
-        sl_event_notify_all(&ch->not_empty);
+        chan_notify(ch, &ch->not_empty, INT32_MAX);
 #ifndef SL_MUTANT_CHAN_UNMARK_NO_BELL
         sl__chan_ring_selectors(ch, SL__READY_RECV);
 #endif
@@ -191,7 +220,7 @@ PER_FLAVOR sl_status send_with(const flavor_adapter *a, sl_chan *ch, const void 
          * not in its push as the in-process rows' descriptor re-arm is:
          * there it cost the shared pair 16 to 19 instructions. */
         return a->shared && st == SL_FULL ? shared_full(ch) : st;
-    sl_event_notify_one(&ch->not_empty);
+    chan_notify(ch, &ch->not_empty, 1);
     ring_receivers(ch);
     return st;
 }
@@ -225,10 +254,7 @@ PER_FLAVOR void room_made(const flavor_adapter *a, sl_chan *ch, size_t room)
 {
     if (a->unbounded)
         return;
-    if (room == 1)
-        sl_event_notify_one(&ch->not_full);
-    else
-        sl_event_notify_n(&ch->not_full, room);
+    chan_notify(ch, &ch->not_full, notify_count(room));
     ring_senders(ch);
 }
 
@@ -415,7 +441,7 @@ static inline sl_status await_wait(sl_event *ev, sl__ready_fn ready, chan_wait *
     if (adapter_of(w->ch->flavor)->shared)
         sl__park_account = sl__shm_park_account(w->ch, ev);
     sl__futex_word key;
-    sl__event_set one = {(sl_event *const[1]){ev}, &key, 1};
+    sl__event_set one = {(sl_event *const[1]){ev}, &key, 1, unwoken_of(w->ch, ev)};
     sl_status st = sl__chan_await(&one, ready, w, sl_deadline_after(timeout_ns), spin, chan_next);
     sl__park_account = NULL;
     return st == SL_OK ? w->st : SL_TIMEDOUT;
@@ -564,7 +590,7 @@ PER_FLAVOR size_t send_n_with(const flavor_adapter *a, sl_chan *ch, const void *
 #endif
     send_end(a, ch, mark);
     if (sent) {
-        sl_event_notify_n(&ch->not_empty, sent);
+        chan_notify(ch, &ch->not_empty, notify_count(sent));
         ring_receivers(ch);
     }
     return sent;
@@ -691,8 +717,8 @@ SL_API void sl_chan_close(sl_chan *ch)
      * in-flight flag needs, chan_flavors.h). */
     if (atomic_exchange_explicit(&ch->closed, 1u, memory_order_seq_cst) == 0) {
         SL_FI(); /* closed, nobody woken yet */
-        sl_event_notify_all(&ch->not_empty);
-        sl_event_notify_all(&ch->not_full);
+        chan_notify(ch, &ch->not_empty, INT32_MAX);
+        chan_notify(ch, &ch->not_full, INT32_MAX);
         sl__chan_ring_selectors(ch, SL__READY_BOTH);
         const flavor_adapter *a = adapter_of(ch->flavor);
         if (a->on_close) /* waiters elsewhere (a broadcast's subscribers, rendezvous offers) */

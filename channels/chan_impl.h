@@ -88,6 +88,12 @@ struct sl_chan {
         sl__mpmc_view mpmc;
     } geom;
     sl__shm_map shm;
+    /* An in-process channel's counts of unwoken sleepers on not_empty and
+     * not_full (internal/await.h; chan.c, chan_notify); a shared channel's
+     * sleepers may be in other processes, so it keeps none. Written on the
+     * way into and out of a futex sleep and by a notify that wakes: a line
+     * of their own, apart from the fields above that every operation reads. */
+    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint32_t) unwoken[2];
 
     /* ---- shared: the control words and the raw queue --------------------
      * From `hdr` on, everything may be shared with other processes: only

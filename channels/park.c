@@ -114,15 +114,24 @@ static int futex_wait_epoch(sl_event *ev, uint32_t key, uint64_t deadline_ns)
 }
 
 /* Bumps the epoch (release: what the notifier did before is visible to the
- * waiter that acquires the new epoch) and wakes up to count waiters. */
-static void bump_and_wake(sl_event *ev, int count)
+ * waiter that acquires the new epoch) and wakes up to count waiters. With
+ * unwoken sleepers counted (await.h), the wake only while the count is not
+ * 0, and the threads it woke come off the count: the bump is seq_cst, so
+ * that it precedes the count's load in the total order (docs/guarantees.md,
+ * "Unwoken sleepers"). */
+static void bump_and_wake(sl_event *ev, int count, SL_ATOMIC(uint32_t) *unwoken)
 {
-    uint32_t was = atomic_fetch_add_explicit(&ev->epoch, EPOCH_STEP, memory_order_release);
+    uint32_t was = atomic_fetch_add_explicit(&ev->epoch, EPOCH_STEP, memory_order_seq_cst);
     SL_FI(); /* epoch moved, not yet woken */
-    if (epoch_shared(was))
+    if (epoch_shared(was)) {
         sl__futex_wake_shared(&ev->epoch, count);
-    else
-        sl__futex_wake(&ev->epoch, count);
+        return;
+    }
+    if (unwoken && atomic_load_explicit(unwoken, memory_order_seq_cst) == 0)
+        return; /* nobody asleep that a notify has not woken already */
+    int woken = sl__futex_wake(&ev->epoch, count);
+    if (unwoken && woken > 0)
+        atomic_fetch_sub_explicit(unwoken, (uint32_t)woken, memory_order_seq_cst);
 }
 
 /* Tries of a barrier that fails with an error the kernel may not repeat (its
@@ -288,6 +297,32 @@ static int set_futex(const sl__event_set *s, uint64_t deadline_ns)
     return cut && r == -ETIMEDOUT ? 0 : r;
 }
 
+/* One futex sleep of a set with unwoken sleepers counted (await.h): on the
+ * count just before the sleep; off it after, unless a notify woke this
+ * thread and took it off already. The kernel returns 0 only to a thread a
+ * FUTEX_WAKE dequeued (and counted in what it returned); EAGAIN, EINTR and a
+ * time-out mean the thread dequeued itself, or never queued. Not the epoch:
+ * a notify may wake a thread whose key already holds its bump. A spurious 0
+ * (injected by the tests' system layer) leaves the count one too high:
+ * system calls for nobody, never a lost wake-up. */
+static int set_futex_counted(const sl__event_set *s, uint64_t deadline_ns)
+{
+#ifndef SL_MUTANT_PARK_SLEEPER_UNCOUNTED /* planted bug when defined: sleeps uncounted */
+    /* seq_cst: before the kernel's compare of the epoch, in the total order
+     * with the notify's bump and load of the count. */
+    atomic_fetch_add_explicit(s->unwoken, 1u, memory_order_seq_cst);
+#endif
+    SL_FI(); /* counted, not yet asleep */
+    int r = set_futex(s, deadline_ns);
+#ifdef SL_MUTANT_PARK_UNWOKEN_TWICE
+    if (true) /* planted bug: a woken sleeper takes itself off the count its waker took it off */
+#else
+    if (r != 0)
+#endif
+        atomic_fetch_sub_explicit(s->unwoken, 1u, memory_order_seq_cst);
+    return r;
+}
+
 /* Sleeps until an epoch of the set moves or the deadline passes. SL_TIMEDOUT
  * comes only once the clock says the deadline has passed, never on the
  * futex's word alone; spurious returns, EINTR and EAGAIN wait again. */
@@ -297,7 +332,7 @@ static sl_status set_sleep(const sl__event_set *s, uint64_t deadline_ns)
         if (set_moved(s))
             return SL_OK;
         SL_FI(); /* between the epoch check and the futex's own compare */
-        int r = set_futex(s, deadline_ns);
+        int r = s->unwoken ? set_futex_counted(s, deadline_ns) : set_futex(s, deadline_ns);
         if (r < 0 && r != -EINTR && r != -EAGAIN && r != -ETIMEDOUT)
             futex_failed();
         if (deadline_ns == SL_FOREVER)
@@ -331,7 +366,7 @@ SL_API sl_status sl_event_wait(sl_event *ev, uint32_t key, uint64_t deadline_ns)
     if (!ev)
         return SL_EINVAL;
     sl__futex_word w = {&ev->epoch, key, epoch_shared(key)};
-    return set_wait(&(sl__event_set){(sl_event *const[1]){ev}, &w, 1}, deadline_ns);
+    return set_wait(&(sl__event_set){(sl_event *const[1]){ev}, &w, 1, NULL}, deadline_ns);
 }
 
 SL_API void sl_event_notify_one_slow(sl_event *ev)
@@ -346,7 +381,7 @@ SL_API void sl_event_notify_one_slow(sl_event *ev)
     atomic_fetch_add_explicit(&ev->epoch, EPOCH_STEP, memory_order_release);
     return;
 #endif
-    bump_and_wake(ev, 1);
+    bump_and_wake(ev, 1, NULL);
 }
 
 SL_API void sl_event_notify_all_slow(sl_event *ev)
@@ -354,17 +389,26 @@ SL_API void sl_event_notify_all_slow(sl_event *ev)
     if (!ev || atomic_load_explicit(&ev->waiters, memory_order_seq_cst) == 0)
         return;
 #ifdef SL_MUTANT_PARK_CLOSE_NOTIFY_ONE
-    bump_and_wake(ev, 1); /* planted bug: close wakes one waiter */
+    bump_and_wake(ev, 1, NULL); /* planted bug: close wakes one waiter */
     return;
 #endif
-    bump_and_wake(ev, INT32_MAX);
+    bump_and_wake(ev, INT32_MAX, NULL);
 }
 
 SL_API void sl_event_notify_n_slow(sl_event *ev, size_t n)
 {
     if (!ev || n == 0 || atomic_load_explicit(&ev->waiters, memory_order_seq_cst) == 0)
         return;
-    bump_and_wake(ev, n > (size_t)INT32_MAX ? INT32_MAX : (int)n);
+    bump_and_wake(ev, n > (size_t)INT32_MAX ? INT32_MAX : (int)n, NULL);
+}
+
+void sl__event_notify_counted(sl_event *ev, SL_ATOMIC(uint32_t) *unwoken, int count)
+{
+    /* seq_cst: the Dekker load, as in the public notifies. */
+    if (atomic_load_explicit(&ev->waiters, memory_order_seq_cst) == 0)
+        return;
+    SL_FI();
+    bump_and_wake(ev, count, unwoken);
 }
 
 SL_API void sl_event_notify_one(sl_event *ev) { sl__event_notify_one_fast(ev); }
@@ -491,6 +535,6 @@ sl_status sl__event_await(sl_event *ev, sl__ready_fn ready, void *ctx, uint64_t 
                           unsigned flags)
 {
     sl__futex_word w;
-    return sl__event_await_set(&(sl__event_set){(sl_event *const[1]){ev}, &w, 1}, ready, ctx,
+    return sl__event_await_set(&(sl__event_set){(sl_event *const[1]){ev}, &w, 1, NULL}, ready, ctx,
                                deadline_ns, flags);
 }

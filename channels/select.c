@@ -340,7 +340,7 @@ static sl_status select_sleep(select_ctx *w, uint64_t deadline)
      * re-check follow the registration; the rest is the await protocol
      * (internal/await.h). */
     set_registered(w->cases, w->n, true);
-    sl__event_set set = {w->bells.evs, w->bells.w, w->bells.n};
+    sl__event_set set = {w->bells.evs, w->bells.w, w->bells.n, NULL};
     sl_status st = sl__chan_await(&set, select_recheck, w, deadline, 0, select_next);
     free(heap);
     return st;

@@ -135,7 +135,7 @@ static void *watcher(void *arg)
             nanosleep(&(struct timespec){0, 1000000}, NULL);
             continue;
         }
-        sl__event_set set = {v.evs, v.w, v.n + 1};
+        sl__event_set set = {v.evs, v.w, v.n + 1, NULL};
         (void)sl__chan_await(&set, watch_look, &v, SL_FOREVER, 0, watch_next);
         free(v.w);
     }

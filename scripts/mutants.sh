@@ -72,6 +72,8 @@ mutants=(
 "SPSC_INLINE_CAP_PLUS_ONE|fuzz|fuzz_spsc||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/spsc|1|1|SPSC inline push lets capacity + 1 in"
 "CHAN_SEND_N_AFTER_CLOSE|fuzz|fuzz_list||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/list|1|1|close lets \`try_send_n\` through"
 "PARK_NO_RECHECK|default|stress_park|TIMEOUT=90 CK_RUN_CASE=chan_pingpong||1|0|no re-check after \`sl_event_prepare\`"
+"PARK_UNWOKEN_TWICE|default|unit_chan|CK_RUN_CASE=syscalls||1|1|a sleeper that a notify woke (and took off the count of unwoken sleepers) takes itself off too: the count runs low, and a later notify skips the system call with a receiver still asleep"
+"PARK_SLEEPER_UNCOUNTED|default|unit_chan|CK_RUN_CASE=syscalls||1|1|a sleeper goes into the kernel without adding itself to the count of unwoken sleepers, so a notify that finds the count 0 wakes nobody"
 "PARK_WAKE_BEFORE_BUMP|default|stress_park|TIMEOUT=60 CK_RUN_CASE=event_pingpong||1|0|notify_one issues the futex wake before it bumps the epoch"
 "PARK_CLOSE_NOTIFY_ONE|default|stress_park|TIMEOUT=60 CK_RUN_CASE=many_receivers||1|0|close (notify_all) wakes one waiter instead of all"
 "SELECT_NO_SHUFFLE|default|unit_select|||1|1|select without shuffling"

@@ -1249,6 +1249,133 @@ START_TEST(test_no_syscalls_without_waiters)
 }
 END_TEST
 
+/* ---- one wake-up per sleeper ------------------------------------------------------
+ * A woken sleeper stays counted in `waiters` until it runs; every notify in
+ * between used to be a FUTEX_WAKE for nobody (a whole time slice of them when
+ * the two share a CPU). The in-process channel counts its unwoken sleepers
+ * (internal/await.h): a notify makes the call only for a sleeper that no
+ * notify has woken yet, and never leaves one asleep. */
+
+static _Atomic int late_riser_armed;
+
+static void nap_ms(long ms)
+{
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&t, &t) != 0 && errno == EINTR) {
+    }
+}
+
+/* A woken sleeper that takes 100 ms to run: its waker's later notifies all
+ * fall while it is still registered. */
+static int late_riser_wait(SL_ATOMIC(uint32_t) *w, uint32_t e, uint64_t d)
+{
+    atomic_fetch_add(&n_futex_wait, 1);
+    int r = sl__sys_default_ops.futex_wait(w, e, d);
+    if (r == 0 && atomic_load(&late_riser_armed))
+        nap_ms(100);
+    return r;
+}
+
+static const sl_sys_ops late_riser_ops = {.futex_wait = late_riser_wait,
+                                          .futex_wake = cnt_wake, .now_ns = cnt_now};
+
+typedef struct sleeper {
+    pthread_t thr;
+    sl_chan *ch;
+    _Atomic int *got;
+    sl_status st;
+} sleeper;
+
+static void *sleeper_main(void *arg)
+{
+    sleeper *s = arg;
+    uint64_t v;
+    s->st = sl_chan_recv_for(s->ch, &v, 3000 * MS);
+    if (s->st == SL_OK)
+        atomic_fetch_add(s->got, 1);
+    return NULL;
+}
+
+/* Waits up to 2 s for ch to count n unwoken sleepers on not_empty. */
+static bool await_unwoken(sl_chan *ch, uint32_t n)
+{
+    for (int i = 0; i < 2000; i++) {
+        if (atomic_load(&ch->unwoken[0]) == n)
+            return true;
+        nap_ms(1);
+    }
+    return false;
+}
+
+static bool await_got(_Atomic int *got, int n, long ms)
+{
+    for (long i = 0; i < ms; i++) {
+        if (atomic_load(got) >= n)
+            return true;
+        nap_ms(1);
+    }
+    return atomic_load(got) >= n;
+}
+
+START_TEST(test_one_wake_per_sleeper)
+{
+    sl_chan *ch = mk(FLAVOR, 64);
+    _Atomic int got = 0;
+    atomic_store(&n_futex_wait, 0);
+    atomic_store(&n_futex_wake, 0);
+    atomic_store(&late_riser_armed, 1);
+    sl_test_sys_install(&late_riser_ops);
+    sleeper r = {.ch = ch, .got = &got};
+    ck_assert_int_eq(pthread_create(&r.thr, NULL, sleeper_main, &r), 0);
+    ck_assert_msg(await_unwoken(ch, 1), "the receiver never slept counted (%u)",
+                  (unsigned)atomic_load(&ch->unwoken[0]));
+    nap_ms(5); /* in the kernel by now: the count goes up just before the call */
+    for (uint64_t i = 0; i < 32; i++)
+        send_u64(ch, i); /* all within the receiver's 100 ms between wake-up and return */
+    unsigned long wakes = atomic_load(&n_futex_wake);
+    pthread_join(r.thr, NULL);
+    atomic_store(&late_riser_armed, 0);
+    sl_test_sys_restore();
+    ck_assert_int_eq(r.st, SL_OK);
+    ck_assert_msg(wakes == 1, "%lu FUTEX_WAKE calls for one sleeper and 32 sends", wakes);
+    uint32_t left = atomic_load(&ch->unwoken[0]);
+    ck_assert_msg(left == 0, "%u unwoken sleepers counted with nobody asleep", (unsigned)left);
+    for (uint64_t i = 1; i < 32; i++)
+        ck_assert_uint_eq(recv_u64(ch), i);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* Two receivers asleep on an MPMC channel; one send wakes one of them, and
+ * the second send, once the first has run, must still wake the other: the
+ * count must not lose it to the first one's return. */
+START_TEST(test_every_sleeper_woken)
+{
+    sl_chan *ch = mk(SL_MPMC, 64);
+    _Atomic int got = 0;
+    sleeper r[2] = {{.ch = ch, .got = &got}, {.ch = ch, .got = &got}};
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_create(&r[i].thr, NULL, sleeper_main, &r[i]), 0);
+    bool both = await_unwoken(ch, 2);
+    nap_ms(5);
+    send_u64(ch, 1);
+    bool first = await_got(&got, 1, 2000);
+    nap_ms(20); /* the woken one has returned and settled its count */
+    send_u64(ch, 2);
+    bool second = await_got(&got, 2, 1000);
+    for (int i = 0; i < 2; i++)
+        pthread_join(r[i].thr, NULL);
+    ck_assert_msg(both, "two receivers never slept counted (%u)",
+                  (unsigned)atomic_load(&ch->unwoken[0]));
+    ck_assert_msg(first, "the first send woke nobody");
+    uint32_t left = atomic_load(&ch->unwoken[0]);
+    ck_assert_msg(second, "the second send left the other receiver asleep (count %u)",
+                  (unsigned)left);
+    ck_assert_msg(left == 0, "%u unwoken sleepers counted with nobody asleep", (unsigned)left);
+    sl_chan_free(ch);
+}
+END_TEST
+
 /* ---- against a model --------------------------------------------------------------- */
 
 static void chan_model(sl_flavor f, size_t cap, uint64_t start, uint64_t seed)
@@ -1778,6 +1905,8 @@ static Suite *chan_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_checked_fixture(tc, NULL, teardown_ops);
     tcase_add_loop_test(tc, test_no_syscalls_without_waiters, 0, N_FLAVORS);
+    tcase_add_loop_test(tc, test_one_wake_per_sleeper, 0, N_FLAVORS);
+    tcase_add_test(tc, test_every_sleeper_woken);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("misuse");

@@ -83,7 +83,31 @@ typedef struct sl__event_set {
     sl_event *const *evs; /* n eventcounts; evs[0] the one a fallback sleeps on */
     sl__futex_word *w;    /* n words of the caller's: the await's keys */
     size_t n;             /* >= 1 */
+    /* With n == 1 only: the eventcount's count of unwoken sleepers (below),
+     * which this sleep keeps; NULL for an eventcount that has none. */
+    SL_ATOMIC(uint32_t) *unwoken;
 } sl__event_set;
+
+/* Unwoken sleepers: a count, kept beside an eventcount by its owner, of the
+ * threads asleep in the kernel on it that no notify has woken yet. A sleeper
+ * adds 1 just before its futex wait and, unless a notify woke it, takes 1
+ * when the wait returns; a notify that finds waiters bumps the epoch as
+ * ever, then makes the system call only while the count is not 0, and takes
+ * off it the threads the kernel says it woke. Without it, every notify from
+ * the moment a sleeper is woken until it runs and unregisters (a whole time
+ * slice when the two share a CPU) is a FUTEX_WAKE for nobody
+ * (docs/performance.md, "Wakes for nobody"). Only for an eventcount whose
+ * every sleeper sleeps on it alone (futex_waitv's wake-ups cannot be
+ * counted per member) and whose every notify passes the count (one that
+ * does not leaves it too high: system calls for nobody again, never a lost
+ * wake-up); private, for the count's owner is one process's memory. The
+ * argument: docs/guarantees.md, "Unwoken sleepers". */
+
+/* notify_one (count 1), notify_n or notify_all (INT32_MAX) of an eventcount
+ * with unwoken sleepers counted in *unwoken (NULL: none are counted, the
+ * public notify). The fast path is the public one's: one seq_cst load of
+ * `waiters`. */
+void sl__event_notify_counted(sl_event *ev, SL_ATOMIC(uint32_t) *unwoken, int count);
 
 /* A fallback sleep's span (sl__event_set): the shared channels' look,
  * SL_SHM_LOOK_MS (channels/shm.c asserts that they agree). */

@@ -104,6 +104,9 @@ SL_API sl_status sl_event_wait(sl_event *ev, uint32_t key, uint64_t deadline_ns)
 
 /* The out-of-line part of sl_event_notify_one (use that): wakes one waiter, if
  * any is registered. With no waiter it makes no system call: one seq_cst load.
+ * A waiter counts as registered until it has run after its wake-up, so a
+ * notify in between makes a FUTEX_WAKE that wakes nobody (sluice's channels
+ * avoid that with a count of their own sleepers: internal/await.h).
  * Lock-free; see the header comment for the ordering the caller must provide
  * before it. */
 SL_API void sl_event_notify_one_slow(sl_event *ev);

@@ -293,6 +293,7 @@ init {
     }
     (running == 0);
     assert(QEMPTY && answered_closed);
+    assert(NONE_UNWOKEN);
     for (i : 1 .. NMSG) {
         /* sent OK: received exactly once; refused: never received */
         assert(got[i] == (sent_ok[i] -> 1 : 0));

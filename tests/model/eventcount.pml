@@ -225,6 +225,7 @@ init {
     /* every message whose send returned SL_OK was received exactly once, and
      * nothing is left behind in the slot */
     assert(slot == 0);
+    assert(NONE_UNWOKEN);
     for (i : 1 .. NMSG) {
         assert(got[i] == (sent_ok[i] -> 1 : 0))
     }

@@ -26,8 +26,20 @@
  *             W5 wait_for: the operation once more after every wake
  *   notifier  N1 the condition change (the caller: push / pop / close)
  *             N2 notify_*: load waiters (seq_cst); 0 -> done
- *             N3 epoch += 1 (release)
+ *             N3 epoch += 1 (seq_cst)
+ *             N3u load unwoken (seq_cst); 0 -> no system call
  *             N4 FUTEX_WAKE(epoch, 1 or INT32_MAX)
+ *             N5 unwoken -= what FUTEX_WAKE returned
+ *   (a sleeper) U1 unwoken += 1 (seq_cst), just before F2; after F2
+ *             returns, U2 unwoken -= 1 unless a FUTEX_WAKE dequeued it
+ *
+ * The count of unwoken sleepers (internal/await.h) is the in-process
+ * channel's, which this model is of; -DUNCOUNTED checks the eventcount
+ * without it (the public sl_event, a shared channel's), N3u, N5, U1 and U2
+ * left out. Every check asserts at N3u that the count is at least the
+ * number of threads queued on the word, and at the end that it is 0
+ * (-DNO_COUNT_INVARIANT: neither, so that a planted bug must show as what
+ * it causes).
  *
  * The futex: FUTEX_WAIT compares the word with the key and queues the
  * caller in one atomic step (the kernel's hash-bucket lock), FUTEX_WAKE
@@ -58,6 +70,9 @@
  *   BUG_TIMEOUT_NO_RETRY    W5 skipped when sl_event_wait timed out
  *   BUG_CLOCK_FIRST         F4 before F3: the clock decides before the epoch
  *   BUG_KEY_FIRST           W2 before W1: the key is read before registering
+ *   BUG_UNWOKEN_TWICE       U2 also for a sleeper a FUTEX_WAKE dequeued (its
+ *                           waker takes it off too: the count runs low)
+ *   BUG_SLEEPER_UNCOUNTED   U1 left out: a sleeper the count does not show
  *
  * Coverage (run.sh --cover): REACHED(n) marks a branch worth reaching; with
  * -DCOVER=n it becomes assert(false) there, so that a check failing proves the
@@ -88,8 +103,19 @@ byte waiters[3];      /* sl_event.waiters */
 byte qon[4];          /* the kernel's futex queues: qon[t] = the eventcount
                        * thread t is queued on (asleep in FUTEX_WAIT), 0 if none */
 byte spurious = SPURIOUS;  /* spurious futex returns still allowed */
+short unwoken[3];     /* the channel's count of unwoken sleepers, per eventcount
+                       * (short: a count run below 0 shows as such) */
+bool dequeued[4];     /* thread t's FUTEX_WAIT returns 0: a FUTEX_WAKE dequeued it */
+byte woke;            /* what the FUTEX_WAKE under way returned (0 outside N4-N5) */
 
 #define ASLEEP(t, ev) (qon[t] == (ev))
+#define QUEUED(ev) ((qon[0] == (ev)) + (qon[1] == (ev)) + (qon[2] == (ev)) + (qon[3] == (ev)))
+/* At the end of a run nobody sleeps, and no sleeper is left on the count. */
+#if defined(UNCOUNTED) || defined(NO_COUNT_INVARIANT)
+#define NONE_UNWOKEN true
+#else
+#define NONE_UNWOKEN (unwoken[NOT_EMPTY] == 0 && unwoken[NOT_FULL] == 0)
+#endif
 
 /* ---- the futex ----------------------------------------------------------- */
 
@@ -98,12 +124,13 @@ byte spurious = SPURIOUS;  /* spurious futex returns still allowed */
 inline futex_wake_one(ev)
 {
     atomic {
+        woke = 1;
         if
-        :: qon[0] == ev -> REACHED(1) qon[0] = 0
-        :: NT > 1 && qon[1] == ev -> REACHED(1) qon[1] = 0
-        :: NT > 2 && qon[2] == ev -> REACHED(1) qon[2] = 0
-        :: NT > 3 && qon[3] == ev -> REACHED(1) qon[3] = 0
-        :: else -> skip   /* nobody queued: the wake is a no-op */
+        :: qon[0] == ev -> REACHED(1) qon[0] = 0; dequeued[0] = true
+        :: NT > 1 && qon[1] == ev -> REACHED(1) qon[1] = 0; dequeued[1] = true
+        :: NT > 2 && qon[2] == ev -> REACHED(1) qon[2] = 0; dequeued[2] = true
+        :: NT > 3 && qon[3] == ev -> REACHED(1) qon[3] = 0; dequeued[3] = true
+        :: else -> woke = 0   /* nobody queued: the wake is a no-op */
         fi
     }
 }
@@ -114,12 +141,35 @@ inline futex_wake_all(ev)
 {
     d_step {
         if :: qon[0] == ev || qon[1] == ev || qon[2] == ev || qon[3] == ev -> REACHED(2) skip :: else fi;
-        if :: qon[0] == ev -> qon[0] = 0 :: else fi;
-        if :: qon[1] == ev -> qon[1] = 0 :: else fi;
-        if :: qon[2] == ev -> qon[2] = 0 :: else fi;
-        if :: qon[3] == ev -> qon[3] = 0 :: else fi
+        woke = QUEUED(ev);
+        if :: qon[0] == ev -> qon[0] = 0; dequeued[0] = true :: else fi;
+        if :: qon[1] == ev -> qon[1] = 0; dequeued[1] = true :: else fi;
+        if :: qon[2] == ev -> qon[2] = 0; dequeued[2] = true :: else fi;
+        if :: qon[3] == ev -> qon[3] = 0; dequeued[3] = true :: else fi
     }
 }
+
+/* N3u..N5 around a wake (wake: futex_wake_one or futex_wake_all): with the
+ * count, the system call only while it is not 0, and what the wake returned
+ * comes off it. N5 is folded into N4's step: in the C code the woken
+ * threads may run, return and sleep again between the two, but meanwhile
+ * the count is only higher than here, and a higher count only turns a
+ * skipped wake into one more FUTEX_WAKE, which no property can mind. */
+#ifdef UNCOUNTED
+#define COUNTED_WAKE(ev, wake) atomic { wake(ev); woke = 0 }
+#else
+#ifdef NO_COUNT_INVARIANT
+#define COUNT_INVARIANT(ev) skip
+#else
+#define COUNT_INVARIANT(ev) assert(unwoken[ev] >= QUEUED(ev))
+#endif
+#define COUNTED_WAKE(ev, wake) \
+    COUNT_INVARIANT(ev); \
+    if \
+    :: unwoken[ev] == 0 -> REACHED(11) skip \
+    :: else -> atomic { wake(ev); unwoken[ev] = unwoken[ev] - woke; woke = 0 } \
+    fi
+#endif
 
 /* ---- notify (park.h fast path + park.c slow path) ------------------------ */
 
@@ -131,11 +181,11 @@ inline notify_one_after_load(ev)
     if
     :: seen != 0 ->
 #ifdef BUG_WAKE_BEFORE_BUMP
-        futex_wake_one(ev);          /* N4 (BUG: before the bump) */
+        futex_wake_one(ev); woke = 0; /* N4 (BUG: before the bump) */
         epoch[ev] = epoch[ev] + 1    /* N3 (BUG: after the wake) */
 #else
-        epoch[ev] = epoch[ev] + 1;   /* N3: notify_one_slow: epoch += 1 (release) */
-        futex_wake_one(ev)           /* N4: FUTEX_WAKE(&epoch, 1) */
+        epoch[ev] = epoch[ev] + 1;   /* N3: notify_one_slow: epoch += 1 (seq_cst) */
+        COUNTED_WAKE(ev, futex_wake_one)   /* N3u, N4: FUTEX_WAKE(&epoch, 1), N5 */
 #endif
     :: else -> skip                  /* N2 read 0: no system call */
     fi;
@@ -159,11 +209,11 @@ inline notify_all(ev)
     if
     :: seen != 0 ->
 #ifdef BUG_WAKE_BEFORE_BUMP
-        futex_wake_all(ev);          /* N4 (BUG: before the bump) */
+        futex_wake_all(ev); woke = 0; /* N4 (BUG: before the bump) */
         epoch[ev] = epoch[ev] + 1    /* N3 (BUG: after the wake) */
 #else
-        epoch[ev] = epoch[ev] + 1;   /* N3: notify_all_slow: epoch += 1 (release) */
-        futex_wake_all(ev)           /* N4: FUTEX_WAKE(&epoch, INT32_MAX) */
+        epoch[ev] = epoch[ev] + 1;   /* N3: notify_all_slow: epoch += 1 (seq_cst) */
+        COUNTED_WAKE(ev, futex_wake_all)   /* N3u, N4: FUTEX_WAKE(&epoch, INT32_MAX), N5 */
 #endif
     :: else -> skip
     fi;
@@ -183,6 +233,9 @@ inline event_wait(ev)
         :: epoch[ev] != key -> w = SL_OK; break
         :: else -> skip
         fi;
+#if !defined(UNCOUNTED) && !defined(BUG_SLEEPER_UNCOUNTED)
+        unwoken[ev] = unwoken[ev] + 1;   /* U1: on the count (seq_cst), before F2 */
+#endif
         /* F2: sys->futex_wait(&epoch, key, deadline): compare and queue,
          * atomically with respect to FUTEX_WAKE; EAGAIN if the word moved */
         atomic {
@@ -198,6 +251,18 @@ inline event_wait(ev)
         :: atomic { qon[me] != 0 && spurious > 0 -> REACHED(4) qon[me] = 0; spurious-- }
         :: atomic { qon[me] != 0 && timed -> REACHED(5) qon[me] = 0; passed = true }
         fi;
+#ifndef UNCOUNTED
+        /* U2: FUTEX_WAIT returned 0 (a wake dequeued us: the waker takes us off
+         * the count), or not (EAGAIN, EINTR, a time-out: off it ourselves) */
+        if
+#ifdef BUG_UNWOKEN_TWICE
+        :: dequeued[me] -> dequeued[me] = false; unwoken[ev] = unwoken[ev] - 1
+#else
+        :: dequeued[me] -> dequeued[me] = false
+#endif
+        :: else -> unwoken[ev] = unwoken[ev] - 1
+        fi;
+#endif
         if
         :: !timed -> skip            /* SL_FOREVER: `continue`, back to F1 */
         :: else ->

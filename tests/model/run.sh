@@ -105,6 +105,9 @@ checks_default=(
     "ec-1s2r|eventcount.pml||safety ltlfair:no_lost_wakeup ltl:terminates"
     # eventcount: a blocking and a timed sender (1 message each), one receiver
     "ec-2s1r|eventcount.pml|-DNS=2 -DNR=1 -DMSGS=1|safety ltlfair:no_lost_wakeup ltl:terminates"
+    # the eventcount without the channel's count of unwoken sleepers (the
+    # public sl_event, a shared channel's)
+    "ec-1s2r-uncounted|eventcount.pml|-DUNCOUNTED|safety ltlfair:no_lost_wakeup"
     # close: one sender, two receivers, a closer
     "close-1s2r|close.pml||safety ltlfair:no_hang"
     # close: a sender blocked on a full buffer at the close (2 messages)
@@ -230,6 +233,7 @@ if [ "${1:-}" = "--cover" ]; then
         "8|eventcount.pml|W5: sl_event_wait timed out, yet the final attempt succeeds"
         "9|eventcount.pml|W5: timed out, the final attempt fails: SL_TIMEDOUT"
         "10|eventcount.pml|W5: woken, another thread won: park again"
+        "11|eventcount.pml|N3u: waiters registered, no sleeper unwoken: no FUTEX_WAKE"
         "2|close.pml|close wakes sleepers (FUTEX_WAKE all)"
         "21|close.pml|S2: a sender sees closed: SL_CLOSED"
         "22|close.pml|S5: an unmark after the close wakes receivers"
@@ -303,6 +307,10 @@ if [ "${1:-}" = "--mutants" ]; then
         "BUG_TIMEOUT_NO_RETRY -DBUG_CLOCK_FIRST|eventcount.pml|1"
         "BUG_KEY_FIRST|eventcount.pml|0"
         "BUG_CLOSE_NOTIFY_ONE|eventcount.pml|1"
+        "BUG_UNWOKEN_TWICE|eventcount.pml|1"
+        "BUG_SLEEPER_UNCOUNTED|eventcount.pml|1"
+        "BUG_UNWOKEN_TWICE -DNO_COUNT_INVARIANT|eventcount.pml|1"
+        "BUG_SLEEPER_UNCOUNTED -DNO_COUNT_INVARIANT|eventcount.pml|1"
         "BUG_NO_MARK|close.pml|1"
         "BUG_MARK_AFTER_CHECK|close.pml|1"
         "BUG_NO_LAST_LOOK|close.pml|1"

@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <sluice/chan.h>
 #include "testing.h"
@@ -1284,11 +1286,13 @@ typedef struct sleeper {
     sl_chan *ch;
     _Atomic int *got;
     sl_status st;
+    _Atomic int tid;
 } sleeper;
 
 static void *sleeper_main(void *arg)
 {
     sleeper *s = arg;
+    atomic_store(&s->tid, (int)syscall(SYS_gettid));
     uint64_t v;
     s->st = sl_chan_recv_for(s->ch, &v, 3000 * MS);
     if (s->st == SL_OK)
@@ -1296,11 +1300,18 @@ static void *sleeper_main(void *arg)
     return NULL;
 }
 
-/* Waits up to 2 s for ch to count n unwoken sleepers on not_empty. */
-static bool await_unwoken(sl_chan *ch, uint32_t n)
+/* Waits up to 2 s for ch to count n unwoken sleepers on not_empty and,
+ * with `in_kernel`, for that thread to sleep in the kernel (counted, it may
+ * not have made the futex call yet; a send then wakes nobody, and the
+ * sleeper's EAGAIN comes later than the test's next sends). */
+static bool await_unwoken(sl_chan *ch, uint32_t n, const sleeper *in_kernel)
 {
+    char path[64] = "";
     for (int i = 0; i < 2000; i++) {
-        if (atomic_load(&ch->unwoken[0]) == n)
+        if (in_kernel && !path[0] && atomic_load(&in_kernel->tid) != 0)
+            snprintf(path, sizeof path, "/proc/self/task/%d/stat", atomic_load(&in_kernel->tid));
+        bool asleep = !in_kernel || (path[0] && sl_test_task_asleep(path));
+        if (atomic_load(&ch->unwoken[0]) == n && asleep)
             return true;
         nap_ms(1);
     }
@@ -1327,9 +1338,8 @@ START_TEST(test_one_wake_per_sleeper)
     sl_test_sys_install(&late_riser_ops);
     sleeper r = {.ch = ch, .got = &got};
     ck_assert_int_eq(pthread_create(&r.thr, NULL, sleeper_main, &r), 0);
-    ck_assert_msg(await_unwoken(ch, 1), "the receiver never slept counted (%u)",
+    ck_assert_msg(await_unwoken(ch, 1, &r), "the receiver never slept counted (%u)",
                   (unsigned)atomic_load(&ch->unwoken[0]));
-    nap_ms(5); /* in the kernel by now: the count goes up just before the call */
     for (uint64_t i = 0; i < 32; i++)
         send_u64(ch, i); /* all within the receiver's 100 ms between wake-up and return */
     unsigned long wakes = atomic_load(&n_futex_wake);
@@ -1356,8 +1366,7 @@ START_TEST(test_every_sleeper_woken)
     sleeper r[2] = {{.ch = ch, .got = &got}, {.ch = ch, .got = &got}};
     for (int i = 0; i < 2; i++)
         ck_assert_int_eq(pthread_create(&r[i].thr, NULL, sleeper_main, &r[i]), 0);
-    bool both = await_unwoken(ch, 2);
-    nap_ms(5);
+    bool both = await_unwoken(ch, 2, NULL);
     send_u64(ch, 1);
     bool first = await_got(&got, 1, 2000);
     nap_ms(20); /* the woken one has returned and settled its count */

@@ -141,22 +141,19 @@ static SL_ATOMIC(uint32_t) *unwoken_of(sl_chan *ch, const sl_event *ev)
     return sl__chan_is_shared(ch) ? NULL : &ch->unwoken[ev == &ch->not_full];
 }
 
-static __attribute__((noinline)) void chan_notify_slow(sl_chan *ch, sl_event *ev, int count)
+static __attribute__((noinline)) void chan_notify_slow(sl_chan *ch, sl_event *ev, size_t n)
 {
-    sl__event_notify_counted(ev, unwoken_of(ch, ev), count);
+    sl__event_notify_counted(ev, unwoken_of(ch, ev), n);
 }
 
-/* notify_one (count 1), notify_n or notify_all (INT32_MAX) on ev, ch's
+/* notify_one (n 1), notify_n or notify_all (SL__NOTIFY_ALL) on ev, ch's
  * not_empty or not_full. The fast path is the public notify's: one seq_cst
  * load of `waiters`, the Dekker load after the caller's change. */
-static inline void chan_notify(sl_chan *ch, sl_event *ev, int count)
+static inline void chan_notify(sl_chan *ch, sl_event *ev, size_t n)
 {
     if (atomic_load_explicit(&ev->waiters, memory_order_seq_cst) != 0)
-        chan_notify_slow(ch, ev, count);
+        chan_notify_slow(ch, ev, n);
 }
-
-/* A count of messages or of room, as a notify's count of threads. */
-static inline int notify_count(size_t n) { return n > (size_t)INT32_MAX ? INT32_MAX : (int)n; }
 
 /* channels/rings.h. The operation that gave the spare back rings receive
  * cases (a send) or nothing (a push that found the ring full at its cell, a
@@ -167,7 +164,7 @@ static inline int notify_count(size_t n) { return n > (size_t)INT32_MAX ? INT32_
 void sl__chan_wake_starved(sl_event *not_full)
 {
     sl_chan *ch = (sl_chan *)(void *)((char *)not_full - offsetof(sl_chan, not_full));
-    chan_notify(ch, not_full, INT32_MAX);
+    chan_notify(ch, not_full, SL__NOTIFY_ALL);
     ring_senders(ch);
 }
 
@@ -182,7 +179,7 @@ PER_FLAVOR void send_end(const flavor_adapter *a, sl_chan *ch, SL_ATOMIC(uint32_
      * made their look say SL_EMPTY). The unmark is the state change, fenced
      * as a push's publish is before ring_receivers. */
     if (atomic_load_explicit(&ch->closed, memory_order_seq_cst)) {
-        chan_notify(ch, &ch->not_empty, INT32_MAX);
+        chan_notify(ch, &ch->not_empty, SL__NOTIFY_ALL);
 #ifndef SL_MUTANT_CHAN_UNMARK_NO_BELL
         sl__chan_ring_selectors(ch, SL__READY_RECV);
 #endif
@@ -254,7 +251,7 @@ PER_FLAVOR void room_made(const flavor_adapter *a, sl_chan *ch, size_t room)
 {
     if (a->unbounded)
         return;
-    chan_notify(ch, &ch->not_full, notify_count(room));
+    chan_notify(ch, &ch->not_full, room);
     ring_senders(ch);
 }
 
@@ -590,7 +587,7 @@ PER_FLAVOR size_t send_n_with(const flavor_adapter *a, sl_chan *ch, const void *
 #endif
     send_end(a, ch, mark);
     if (sent) {
-        chan_notify(ch, &ch->not_empty, notify_count(sent));
+        chan_notify(ch, &ch->not_empty, sent);
         ring_receivers(ch);
     }
     return sent;
@@ -717,8 +714,8 @@ SL_API void sl_chan_close(sl_chan *ch)
      * in-flight flag needs, chan_flavors.h). */
     if (atomic_exchange_explicit(&ch->closed, 1u, memory_order_seq_cst) == 0) {
         SL_FI(); /* closed, nobody woken yet */
-        chan_notify(ch, &ch->not_empty, INT32_MAX);
-        chan_notify(ch, &ch->not_full, INT32_MAX);
+        chan_notify(ch, &ch->not_empty, SL__NOTIFY_ALL);
+        chan_notify(ch, &ch->not_full, SL__NOTIFY_ALL);
         sl__chan_ring_selectors(ch, SL__READY_BOTH);
         const flavor_adapter *a = adapter_of(ch->flavor);
         if (a->on_close) /* waiters elsewhere (a broadcast's subscribers, rendezvous offers) */

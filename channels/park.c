@@ -369,46 +369,41 @@ SL_API sl_status sl_event_wait(sl_event *ev, uint32_t key, uint64_t deadline_ns)
     return set_wait(&(sl__event_set){(sl_event *const[1]){ev}, &w, 1, NULL}, deadline_ns);
 }
 
-SL_API void sl_event_notify_one_slow(sl_event *ev)
+/* Every notify, the public ones (unwoken NULL) and the channels' counted
+ * one: the Dekker load, then the bump and the wake of up to n waiters
+ * (SL__NOTIFY_ALL: every one). The inline fast paths already looked; this
+ * look keeps the contract true for callers that come here directly. */
+void sl__event_notify_counted(sl_event *ev, SL_ATOMIC(uint32_t) *unwoken, size_t n)
 {
-    /* The inline fast path already looked; this look keeps the contract true
-     * for callers that come here directly. seq_cst: the Dekker load. */
-    if (!ev || atomic_load_explicit(&ev->waiters, memory_order_seq_cst) == 0)
+    /* seq_cst: the Dekker load. */
+    if (!ev || n == 0 || atomic_load_explicit(&ev->waiters, memory_order_seq_cst) == 0)
         return;
     SL_FI();
-#ifdef SL_MUTANT_PARK_WAKE_BEFORE_BUMP
-    sl__futex_wake(&ev->epoch, 1); /* planted bug: wakes, then moves the epoch */
-    atomic_fetch_add_explicit(&ev->epoch, EPOCH_STEP, memory_order_release);
-    return;
+    int count = n == SL__NOTIFY_ALL || n > (size_t)INT32_MAX ? INT32_MAX : (int)n;
+#ifdef SL_MUTANT_PARK_CLOSE_NOTIFY_ONE
+    if (n == SL__NOTIFY_ALL)
+        count = 1; /* planted bug: close wakes one waiter */
 #endif
-    bump_and_wake(ev, 1, NULL);
+#ifdef SL_MUTANT_PARK_WAKE_BEFORE_BUMP
+    if (n == 1) { /* planted bug: notify_one wakes, then moves the epoch */
+        sl__futex_wake(&ev->epoch, 1);
+        atomic_fetch_add_explicit(&ev->epoch, EPOCH_STEP, memory_order_release);
+        return;
+    }
+#endif
+    bump_and_wake(ev, count, unwoken);
 }
+
+SL_API void sl_event_notify_one_slow(sl_event *ev) { sl__event_notify_counted(ev, NULL, 1); }
 
 SL_API void sl_event_notify_all_slow(sl_event *ev)
 {
-    if (!ev || atomic_load_explicit(&ev->waiters, memory_order_seq_cst) == 0)
-        return;
-#ifdef SL_MUTANT_PARK_CLOSE_NOTIFY_ONE
-    bump_and_wake(ev, 1, NULL); /* planted bug: close wakes one waiter */
-    return;
-#endif
-    bump_and_wake(ev, INT32_MAX, NULL);
+    sl__event_notify_counted(ev, NULL, SL__NOTIFY_ALL);
 }
 
 SL_API void sl_event_notify_n_slow(sl_event *ev, size_t n)
 {
-    if (!ev || n == 0 || atomic_load_explicit(&ev->waiters, memory_order_seq_cst) == 0)
-        return;
-    bump_and_wake(ev, n > (size_t)INT32_MAX ? INT32_MAX : (int)n, NULL);
-}
-
-void sl__event_notify_counted(sl_event *ev, SL_ATOMIC(uint32_t) *unwoken, int count)
-{
-    /* seq_cst: the Dekker load, as in the public notifies. */
-    if (atomic_load_explicit(&ev->waiters, memory_order_seq_cst) == 0)
-        return;
-    SL_FI();
-    bump_and_wake(ev, count, unwoken);
+    sl__event_notify_counted(ev, NULL, n);
 }
 
 SL_API void sl_event_notify_one(sl_event *ev) { sl__event_notify_one_fast(ev); }

@@ -103,11 +103,14 @@ typedef struct sl__event_set {
  * wake-up); private, for the count's owner is one process's memory. The
  * argument: docs/guarantees.md, "Unwoken sleepers". */
 
-/* notify_one (count 1), notify_n or notify_all (INT32_MAX) of an eventcount
- * with unwoken sleepers counted in *unwoken (NULL: none are counted, the
- * public notify). The fast path is the public one's: one seq_cst load of
- * `waiters`. */
-void sl__event_notify_counted(sl_event *ev, SL_ATOMIC(uint32_t) *unwoken, int count);
+/* A notify's count that means every waiter (sl_event_notify_all). */
+#define SL__NOTIFY_ALL SIZE_MAX
+
+/* notify_one (n 1), notify_n or notify_all (SL__NOTIFY_ALL) of an eventcount
+ * with unwoken sleepers counted in *unwoken (NULL: none are counted, as the
+ * public notifies, which share its body). The caller's fast path is the
+ * public one's: one seq_cst load of `waiters`. */
+void sl__event_notify_counted(sl_event *ev, SL_ATOMIC(uint32_t) *unwoken, size_t n);
 
 /* A fallback sleep's span (sl__event_set): the shared channels' look,
  * SL_SHM_LOOK_MS (channels/shm.c asserts that they agree). */

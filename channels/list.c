@@ -350,28 +350,51 @@ static bool pop_advance(sl_list *q, sl_list_seg *seg, const sl_epoch_rec *self)
     return true;
 }
 
+/* The slot this pop claimed is not published yet: its producer claimed it
+ * and has still to write it. Spins a little for it, then poisons the slot
+ * with an exchange, which decides the race with the producer's CAS: true if
+ * the message came after all (the slot is then TAKEN by this pop). */
+static bool pop_wait_or_poison(SL_ATOMIC(unsigned char) *state)
+{
+    for (unsigned k = 0; k < LIST_EMPTY_SPIN; k++) {
+        sl_cpu_relax();
+        if (atomic_load_explicit(state, memory_order_relaxed) != SLOT_EMPTY)
+            break;
+    }
+#ifdef SL_MUTANT_LIST_DROP_LATE_FULL
+    atomic_store_explicit(state, (unsigned char)SLOT_TAKEN, memory_order_relaxed);
+    return false; /* planted bug: drops a message that arrived while it waited */
+#endif
+    SL_FI();
+#ifdef SL_MUTANT_LIST_POISON_BY_STORE
+    /* planted bug: the plain store of pop_take, where the producer races */
+    if (atomic_load_explicit(state, memory_order_acquire) == SLOT_FULL)
+        return true;
+    SL_FI();
+    atomic_store_explicit(state, (unsigned char)SLOT_TAKEN, memory_order_relaxed);
+    return false;
+#endif
+    /* Acquire: pairs with the producer's publishing CAS. */
+    return atomic_exchange_explicit(state, (unsigned char)SLOT_TAKEN, memory_order_acq_rel) ==
+           SLOT_FULL;
+}
+
 /* Takes a slot this pop claimed: true with the message in out, or false
  * after poisoning the still-empty slot. */
 static bool pop_take(const sl_list *q, list_slot slot, void *out)
 {
     SL_ATOMIC(unsigned char) *state = slot.state;
-    if (atomic_load_explicit(state, memory_order_relaxed) == SLOT_EMPTY) {
-        for (unsigned k = 0; k < LIST_EMPTY_SPIN; k++) {
-            sl_cpu_relax();
-            if (atomic_load_explicit(state, memory_order_relaxed) != SLOT_EMPTY)
-                break;
-        }
-#ifdef SL_MUTANT_LIST_DROP_LATE_FULL
-        atomic_store_explicit(state, (unsigned char)SLOT_TAKEN, memory_order_relaxed);
-        return false; /* planted bug: drops a message that arrived while it waited */
-#endif
-    }
-    SL_FI();
-    /* Acquire: pairs with the producer's publishing CAS. */
-    if (atomic_exchange_explicit(state, (unsigned char)SLOT_TAKEN, memory_order_acq_rel) !=
-        SLOT_FULL)
+    /* Acquire: pairs with the producer's publishing CAS (the bytes). */
+    if (atomic_load_explicit(state, memory_order_acquire) != SLOT_FULL &&
+        !pop_wait_or_poison(state))
         return false;
     sl__copy_msg(out, slot.bytes, q->elem_size); /* inline for 4-64 B */
+    /* FULL is final for the producer, and this pop alone claimed the slot,
+     * so nobody else writes this state again: a plain store marks it taken,
+     * where an exchange would stall the pop for the line (guarantees.md,
+     * SL_LIST "Pop"). Release: a pop that reads TAKEN finds deq past it. */
+    SL_FI();
+    atomic_store_explicit(state, (unsigned char)SLOT_TAKEN, memory_order_release);
     return true;
 }
 

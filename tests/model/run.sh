@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # tests/model/run.sh — model-checks the parking and close protocols (under
 # sequential consistency, and the SPSC paths under x86-TSO) and the ring of
-# stamped cells with spin.
+# stamped cells and SL_LIST's slots and segments with spin.
 #
 #   run.sh                the default checks (exhaustive, ~1 min of CPU in all)
 #   MODEL_FULL=1 run.sh   also the larger configurations (several minutes)
 #   MODEL_BUG=BUG_X run.sh
 #                         the same checks with one planted bug compiled in
 #                         (see the BUG_ lists in park.pml, eventcount.pml,
-#                         close.pml, cellring.pml, tso.pml): failures are
+#                         close.pml, cellring.pml, list.pml, tso.pml): failures are
 #                         then expected
 #   run.sh --mutants      every planted bug in turn, on the checks of the model
 #                         it applies to; reports which check catches it, and
@@ -127,6 +127,13 @@ checks_default=(
     "cellring-swap-c1-2x2-1x2|cellring.pml|-DSWAP -DCAP=1 -DMSGS=2 -DNC=1 -DPOPS=2|safety progress"
     "cellring-swap-c2-2x1-2x2|cellring.pml|-DSWAP -DCAP=2 -DMSGS=1 -DNC=2 -DPOPS=2|safety"
     "cellring-swap-c2-2x2-1x2-wrap|cellring.pml|-DSWAP -DCAP=2 -DMSGS=2 -DNC=1 -DPOPS=2 -DBASE=56|safety progress"
+    # SL_LIST's slots and segments: NAME-sSEG-PxM-CxK is SEG slots a
+    # segment, P producers of M messages, C consumers of K try-pops each,
+    # then a drain at rest
+    "list-s2-2x1-1x2|list.pml|-DSEG=2 -DNP=2 -DMSGS=1 -DNC=1 -DPOPS=2|safety progress"
+    "list-s1-2x1-1x2|list.pml|-DSEG=1 -DNP=2 -DMSGS=1 -DNC=1 -DPOPS=2|safety progress"
+    "list-s2-1x2-2x1|list.pml|-DSEG=2 -DNP=1 -DMSGS=2 -DNC=2 -DPOPS=1|safety"
+    "list-s1-1x2-2x1|list.pml|-DSEG=1 -DNP=1 -DMSGS=2 -DNC=2 -DPOPS=1|safety"
     # the SPSC channel's send and receive paths and the parking handshake
     # under x86-TSO (store buffers), asymmetric (membarrier) and fence mode:
     # one sender of 2 messages, one receiver, capacity 1 (both sides park);
@@ -150,6 +157,8 @@ checks_full=(
     "cellring-ow-c1-2x2-2x1|cellring.pml|-DDISPLACE -DCAP=1 -DMSGS=2 -DNC=2 -DPOPS=1|safety"
     "cellring-ow-c2-2x2-2x2|cellring.pml|-DDISPLACE -DCAP=2 -DMSGS=2 -DNC=2 -DPOPS=2|safety"
     "cellring-ow-c1-2x1-2x2-p|cellring.pml|-DDISPLACE -DCAP=1 -DMSGS=1 -DNC=2 -DPOPS=2|progress"
+    "list-s1-2x1-2x1|list.pml|-DSEG=1 -DNP=2 -DMSGS=1 -DNC=2 -DPOPS=1|safety"
+    "list-s2-2x1-2x1|list.pml|-DSEG=2 -DNP=2 -DMSGS=1 -DNC=2 -DPOPS=1|safety"
     "tso-asym-close-2msg|tso.pml|-DASYM -DCLOSER|safety"
     "tso-fence-close-2msg|tso.pml|-DCLOSER|safety"
     "tso-asym-c2-3msg|tso.pml|-DASYM -DCAP=2 -DMSGS=3|safety"
@@ -254,6 +263,15 @@ if [ "${1:-}" = "--cover" ]; then
         "42|cellring.pml|C5: the head CAS fails (another thread moved it)"
         "43|cellring.pml|S0: a swap-form push answers SL_FULL before taking a spare"
         "44|cellring.pml|S1: a swap-form push finds every spare held"
+        "71|list.pml|L4: a push finds its slot poisoned"
+        "72|list.pml|G3: a push loses the link CAS to another push"
+        "73|list.pml|Q3: a pop finds slot deq taken (its deq was stale)"
+        "74|list.pml|T1: a pop claims a slot whose producer has not published"
+        "75|list.pml|W: the exchange finds the message published while the pop waited"
+        "76|list.pml|W: the exchange poisons the slot"
+        "77|list.pml|A1: a pop finds the head segment used up and no next: SL_EMPTY"
+        "78|list.pml|E1: slot deq unpublished but claimed by a push: the pop claims it"
+        "79|list.pml|E2: slot deq unclaimed, a next segment exists: the pop claims it"
         "51|tso.pml|N2: the sender reads no waiter while its tail store is still buffered"
         "52|tso.pml|W1: the membarrier drains another thread's non-empty store buffer"
         "53|tso.pml|W3: the re-check after prepare succeeds (cancel)"
@@ -323,6 +341,11 @@ if [ "${1:-}" = "--mutants" ]; then
         "BUG_DISPLACE_NO_HEAD|cellring.pml|1"
         "BUG_COPY_AFTER_TAKE|cellring.pml|1"
         "BUG_SPARE_BACK_EARLY|cellring.pml|1"
+        "BUG_POISON_BY_STORE|list.pml|1"
+        "BUG_TAKE_EMPTY_BY_STORE|list.pml|1"
+        "BUG_OK_AFTER_POISON|list.pml|1"
+        "BUG_NEW_SEG_ENQ_ZERO|list.pml|1"
+        "BUG_EMPTY_NO_ENQ|list.pml|1"
         "BUG_NO_MEMBARRIER|tso.pml|1"
         "BUG_NO_MEMBARRIER -DSC|tso.pml|0"
         "BUG_SEND_NO_FENCE|tso.pml|1"

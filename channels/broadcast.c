@@ -262,7 +262,9 @@ static void drop_held(sl__bcast *b)
 static void wake_subscribers(sl__bcast *b)
 {
     sl_event_fence(); /* the change before the waiter-count loads below */
-    sl_event_notify_all(&b->ready);
+    /* seq_cst: the Dekker load (internal/await.h); nobody parked, no call. */
+    if (atomic_load_explicit(&b->ready.waiters, memory_order_seq_cst) != 0)
+        sl__event_notify_counted(&b->ready, &b->unwoken, SL__NOTIFY_ALL);
     /* seq_cst: after the change in the total order; the other side is the
      * flag's setting in end_or_mark (heavy-fenced there). */
     if (atomic_load_explicit(&b->selected, memory_order_seq_cst))
@@ -535,6 +537,8 @@ size_t sl__bcast_len(const sl__bcast_end *e)
 }
 
 sl_event *sl__bcast_recv_event(sl_chan *ch) { return &ch->q.bcast.b->ready; }
+
+SL_ATOMIC(uint32_t) *sl__bcast_recv_unwoken(sl_chan *ch) { return &ch->q.bcast.b->unwoken; }
 
 void sl__bcast_closed(sl_chan *ch)
 {

@@ -57,6 +57,9 @@ typedef struct sl__bcast {
     sl_drop_fn drop;
     void *drop_ctx;
     sl_event ready; /* subscribers park here: every send and close notifies all */
+    /* The sleepers on `ready` that no notify has woken yet (internal/await.h):
+     * a send calls FUTEX_WAKE only while one is left. */
+    SL_ATOMIC(uint32_t) unwoken;
     SL_ATOMIC(uint64_t) *slots; /* cap slots of 1 + words words: stamp, then the message */
     /* Only with a drop function, per slot two words: the share word (the lap
      * of the position it counts for, then the number of subscribers that
@@ -115,8 +118,10 @@ size_t sl__bcast_pop_n(sl_chan *ch, void *out, size_t n);
 /* Messages held (send handle) or unread (subscriber; at most cap). */
 size_t sl__bcast_len(const sl__bcast_end *e);
 
-/* Where the handle's receivers park (the façade's recv_event hook). */
+/* Where the handle's receivers park (the façade's recv_event hook), and
+ * that event's count of unwoken sleepers (its recv_unwoken hook). */
 sl_event *sl__bcast_recv_event(sl_chan *ch);
+SL_ATOMIC(uint32_t) *sl__bcast_recv_unwoken(sl_chan *ch);
 
 /* After sl_chan_close on either handle: wakes the parked subscribers (and the
  * bell); the send handle's also closes the ring for every subscriber. */

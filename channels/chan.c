@@ -133,12 +133,19 @@ static inline void ring_senders(sl_chan *ch) { sl__chan_ring_selectors(ch, SL__R
  * Every notify of not_empty and not_full goes through chan_notify, with the
  * channel's count of unwoken sleepers when it is in process (internal/await.h:
  * a notify makes the system call only while a sleeper is left that no notify
- * has woken); every wait on them (await_wait) keeps the same count. */
+ * has woken); every wait on them (await_wait) keeps the same count. A
+ * broadcast ring's event, where its subscribers park, has a count of its own,
+ * which its sends notify with (broadcast.c, wake_subscribers). */
 static SL_ATOMIC(uint32_t) *unwoken_of(sl_chan *ch, const sl_event *ev)
 {
-    if (ev != &ch->not_empty && ev != &ch->not_full)
-        return NULL; /* a broadcast subscriber's ring event: not the channel's */
-    return sl__chan_is_shared(ch) ? NULL : &ch->unwoken[ev == &ch->not_full];
+    if (ev == &ch->not_empty || ev == &ch->not_full)
+        return sl__chan_is_shared(ch) ? NULL : &ch->unwoken[ev == &ch->not_full];
+    /* A broadcast subscriber's ring event: the ring keeps its own count. */
+#ifdef SL_MUTANT_BCAST_WAIT_UNCOUNTED
+    return NULL; /* planted bug: a subscriber sleeps uncounted, so a send skips its wake */
+#endif
+    const flavor_adapter *a = adapter_of(ch->flavor);
+    return a->recv_unwoken && ev == a->recv_event(ch) ? a->recv_unwoken(ch) : NULL;
 }
 
 static __attribute__((noinline)) void chan_notify_slow(sl_chan *ch, sl_event *ev, size_t n)

@@ -288,8 +288,11 @@ typedef struct flavor_adapter {
     bool recv_only; /* every send form refuses with SL_EINVAL, before any mark */
     bool own_ctor;  /* made by its own constructors: sl_chan_new refuses the flavour */
     bool lags;      /* a pop may answer SL_LAGGED: a batch that took nothing asks pop */
-    /* Where ch's receivers park, when not on ch->not_empty (NULL: there). */
+    /* Where ch's receivers park, when not on ch->not_empty (NULL: there),
+     * and that event's count of unwoken sleepers, which every wait on it
+     * keeps and every notify of it reads (NULL: not counted). */
     sl_event *(*recv_event)(sl_chan *ch);
+    SL_ATOMIC(uint32_t) *(*recv_unwoken)(sl_chan *ch);
     /* After sl_chan_close has closed ch and woken its own waiters (NULL: none). */
     void (*on_close)(sl_chan *ch);
     /* A whole non-blocking send, for a flavour that needs no in-flight mark
@@ -637,7 +640,8 @@ static const flavor_adapter bcast_adapter = {
     .push = bcast_push, .pop = bcast_pop,
     .push_n = bcast_push_n, .pop_n = bcast_pop_n, .len = bcast_len,
     .ready_at = bcast_ready_at,
-    .lags = true, .recv_event = sl__bcast_recv_event, .on_close = sl__bcast_closed,
+    .lags = true, .recv_event = sl__bcast_recv_event,
+    .recv_unwoken = sl__bcast_recv_unwoken, .on_close = sl__bcast_closed,
 };
 
 /* ---- shared channels: channels/chan_flavors_shared.h ------------------- */

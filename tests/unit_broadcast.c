@@ -16,7 +16,8 @@
  * mid-stream only what was sent after, in either free order, and with a
  * subscribe racing a send that counted it (staged with a drop that waits);
  * one send wakes every blocked subscriber, a close and freeing the send
- * handle wake them too; select receive cases on subscribers (woken by a send,
+ * handle wake them too; subscribers woken but not yet running cost the
+ * sends after the waking one no FUTEX_WAKE; select receive cases on subscribers (woken by a send,
  * reporting a lag) and the always-ready send case; the typed wrapper; and,
  * with threads, senders racing subscribers on a tiny ring: every message
  * received is exactly one message as sent (never torn, never a mix of two
@@ -25,15 +26,22 @@
  */
 #include "harness.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <sluice/broadcast.h>
 #include <sluice/chan.h>
 #include <sluice/chanfd.h>
 #include <sluice/select.h>
+#include "sysops.h"
+#include "../channels/chan_impl.h" /* the ring's count of unwoken sleepers */
 
 static sl_chan *mk(size_t esz, size_t cap, sl_drop_fn drop, void *ctx)
 {
@@ -556,6 +564,109 @@ START_TEST(test_one_send_wakes_every_subscriber)
 }
 END_TEST
 
+/* ---- one FUTEX_WAKE per sleeper ------------------------------------------
+ * A woken subscriber stays registered on the ring's event until it runs, and
+ * every send in between used to call FUTEX_WAKE for nobody. The ring counts
+ * the sleepers that no notify has woken (internal/await.h): two subscribers
+ * asleep, 32 sends while both take 100 ms to rise, one FUTEX_WAKE in all,
+ * and each subscriber still gets every message. */
+
+static _Atomic unsigned long n_wakes;
+static _Atomic int late_armed;
+
+static void nap_ms(long ms)
+{
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&t, &t) != 0 && errno == EINTR) {
+    }
+}
+
+static int late_wait(SL_ATOMIC(uint32_t) *w, uint32_t e, uint64_t d)
+{
+    int r = sl__sys_default_ops.futex_wait(w, e, d);
+    if (r == 0 && atomic_load(&late_armed))
+        nap_ms(100);
+    return r;
+}
+
+static int counted_wake(SL_ATOMIC(uint32_t) *w, int n)
+{
+    atomic_fetch_add(&n_wakes, 1);
+    return sl__sys_default_ops.futex_wake(w, n);
+}
+
+static uint64_t real_now(void) { return sl__sys_default_ops.now_ns(); }
+
+static const sl_sys_ops late_ops = {.futex_wait = late_wait, .futex_wake = counted_wake,
+                                    .now_ns = real_now};
+
+typedef struct late_sub {
+    pthread_t thr;
+    sl_chan *rx;
+    uint64_t first;
+    sl_status st;
+    _Atomic int tid;
+} late_sub;
+
+static void *late_sub_main(void *p)
+{
+    late_sub *s = p;
+    atomic_store(&s->tid, (int)syscall(SYS_gettid));
+    s->st = sl_chan_recv_for(s->rx, &s->first, 3000 * 1000000ull);
+    return NULL;
+}
+
+/* Both subscribers counted unwoken and asleep in the kernel (counted, a
+ * thread may not have made its futex call yet), within 2 s. */
+static bool both_asleep(SL_ATOMIC(uint32_t) *unwoken, late_sub *s)
+{
+    for (int i = 0; i < 2000; i++) {
+        bool asleep = true;
+        for (int k = 0; k < 2 && asleep; k++) {
+            char path[64];
+            int tid = atomic_load(&s[k].tid);
+            snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+            asleep = tid != 0 && sl_test_task_asleep(path);
+        }
+        if (asleep && atomic_load(unwoken) == 2)
+            return true;
+        nap_ms(1);
+    }
+    return false;
+}
+
+START_TEST(test_one_wake_for_sleepers)
+{
+    sl_chan *bc = mk(8, 64, NULL, NULL);
+    SL_ATOMIC(uint32_t) *unwoken = &bc->q.bcast.b->unwoken;
+    late_sub s[2] = {{.rx = sub(bc)}, {.rx = sub(bc)}};
+    atomic_store(&n_wakes, 0);
+    atomic_store(&late_armed, 1);
+    sl_test_sys_install(&late_ops);
+    for (int k = 0; k < 2; k++)
+        ck_assert_int_eq(pthread_create(&s[k].thr, NULL, late_sub_main, &s[k]), 0);
+    bool asleep = both_asleep(unwoken, s);
+    send_range(bc, 0, 32); /* all within the subscribers' 100 ms between wake-up and return */
+    unsigned long wakes = atomic_load(&n_wakes);
+    for (int k = 0; k < 2; k++)
+        pthread_join(s[k].thr, NULL);
+    atomic_store(&late_armed, 0);
+    sl_test_sys_restore();
+    ck_assert_msg(asleep, "the subscribers never slept counted (%u)", (unsigned)atomic_load(unwoken));
+    ck_assert_msg(wakes == 1, "%lu FUTEX_WAKE calls for two sleepers and 32 sends", wakes);
+    uint32_t left = atomic_load(unwoken);
+    ck_assert_msg(left == 0, "%u unwoken sleepers counted with nobody asleep", (unsigned)left);
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(s[k].st, SL_OK);
+        ck_assert_uint_eq(s[k].first, 0);
+        for (uint64_t v = 1; v < 32; v++)
+            expect_u64(s[k].rx, v);
+        sl_chan_free(s[k].rx);
+    }
+    sl_chan_free(bc);
+}
+END_TEST
+
 typedef struct sel_arg {
     sl_chan *ch[2];
     uint64_t v;
@@ -848,6 +959,7 @@ static Suite *broadcast_suite(void)
     tc = tcase_create("waking");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_one_send_wakes_every_subscriber);
+    tcase_add_test(tc, test_one_wake_for_sleepers);
     tcase_add_test(tc, test_select);
     suite_add_tcase(s, tc);
     tc = tcase_create("threads");

@@ -68,6 +68,19 @@ void sl_test_sleep_ns(uint64_t ns);
  * this; false when the file cannot be read. */
 bool sl_test_task_asleep(const char *stat_path);
 
+/* Sleeps ms milliseconds (through EINTR). */
+void sl_test_nap_ms(long ms);
+
+/* For tests of "one FUTEX_WAKE per sleeper": sl_test_counting_ops makes the
+ * real futex calls (over the base's injections, if any) and counts them in
+ * sl_test_futex_waits / sl_test_futex_wakes. While sl_test_late_riser is
+ * set, a sleeper its futex_wait returns 0 to (a FUTEX_WAKE dequeued it) naps
+ * 100 ms before returning, so that its waker's later notifies all fall while
+ * it is still registered. Install it with sl_test_sys_install. */
+extern _Atomic unsigned long sl_test_futex_waits, sl_test_futex_wakes;
+extern _Atomic int sl_test_late_riser;
+extern const sl_sys_ops sl_test_counting_ops;
+
 /* A seed: the value of the environment variable `env` when set (to replay a
  * run), else one from the clock and the pid; never 0. */
 uint64_t sl_test_env_seed(const char *env);

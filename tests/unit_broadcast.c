@@ -26,21 +26,18 @@
  */
 #include "harness.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <sluice/broadcast.h>
 #include <sluice/chan.h>
 #include <sluice/chanfd.h>
 #include <sluice/select.h>
-#include "sysops.h"
 #include "../channels/chan_impl.h" /* the ring's count of unwoken sleepers */
 
 static sl_chan *mk(size_t esz, size_t cap, sl_drop_fn drop, void *ctx)
@@ -571,35 +568,6 @@ END_TEST
  * asleep, 32 sends while both take 100 ms to rise, one FUTEX_WAKE in all,
  * and each subscriber still gets every message. */
 
-static _Atomic unsigned long n_wakes;
-static _Atomic int late_armed;
-
-static void nap_ms(long ms)
-{
-    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&t, &t) != 0 && errno == EINTR) {
-    }
-}
-
-static int late_wait(SL_ATOMIC(uint32_t) *w, uint32_t e, uint64_t d)
-{
-    int r = sl__sys_default_ops.futex_wait(w, e, d);
-    if (r == 0 && atomic_load(&late_armed))
-        nap_ms(100);
-    return r;
-}
-
-static int counted_wake(SL_ATOMIC(uint32_t) *w, int n)
-{
-    atomic_fetch_add(&n_wakes, 1);
-    return sl__sys_default_ops.futex_wake(w, n);
-}
-
-static uint64_t real_now(void) { return sl__sys_default_ops.now_ns(); }
-
-static const sl_sys_ops late_ops = {.futex_wait = late_wait, .futex_wake = counted_wake,
-                                    .now_ns = real_now};
-
 typedef struct late_sub {
     pthread_t thr;
     sl_chan *rx;
@@ -630,7 +598,7 @@ static bool both_asleep(SL_ATOMIC(uint32_t) *unwoken, late_sub *s)
         }
         if (asleep && atomic_load(unwoken) == 2)
             return true;
-        nap_ms(1);
+        sl_test_nap_ms(1);
     }
     return false;
 }
@@ -640,17 +608,17 @@ START_TEST(test_one_wake_for_sleepers)
     sl_chan *bc = mk(8, 64, NULL, NULL);
     SL_ATOMIC(uint32_t) *unwoken = &bc->q.bcast.b->unwoken;
     late_sub s[2] = {{.rx = sub(bc)}, {.rx = sub(bc)}};
-    atomic_store(&n_wakes, 0);
-    atomic_store(&late_armed, 1);
-    sl_test_sys_install(&late_ops);
+    atomic_store(&sl_test_futex_wakes, 0);
+    atomic_store(&sl_test_late_riser, 1);
+    sl_test_sys_install(&sl_test_counting_ops);
     for (int k = 0; k < 2; k++)
         ck_assert_int_eq(pthread_create(&s[k].thr, NULL, late_sub_main, &s[k]), 0);
     bool asleep = both_asleep(unwoken, s);
     send_range(bc, 0, 32); /* all within the subscribers' 100 ms between wake-up and return */
-    unsigned long wakes = atomic_load(&n_wakes);
+    unsigned long wakes = atomic_load(&sl_test_futex_wakes);
     for (int k = 0; k < 2; k++)
         pthread_join(s[k].thr, NULL);
-    atomic_store(&late_armed, 0);
+    atomic_store(&sl_test_late_riser, 0);
     sl_test_sys_restore();
     ck_assert_msg(asleep, "the subscribers never slept counted (%u)", (unsigned)atomic_load(unwoken));
     ck_assert_msg(wakes == 1, "%lu FUTEX_WAKE calls for two sleepers and 32 sends", wakes);

@@ -1202,34 +1202,13 @@ END_TEST
 
 /* ---- system calls only when someone sleeps ---------------------------------------- */
 
-static _Atomic unsigned long n_futex_wait, n_futex_wake;
-
-static int cnt_wait(SL_ATOMIC(uint32_t) *w, uint32_t e, uint64_t d)
-{
-    atomic_fetch_add(&n_futex_wait, 1);
-    return sl__sys_default_ops.futex_wait(w, e, d);
-}
-
-static int cnt_wake(SL_ATOMIC(uint32_t) *w, int n)
-{
-    atomic_fetch_add(&n_futex_wake, 1);
-    return sl__sys_default_ops.futex_wake(w, n);
-}
-
-static uint64_t cnt_now(void)
-{
-    return sl__sys_default_ops.now_ns();
-}
-
-static const sl_sys_ops cnt_ops = { .futex_wait = cnt_wait, .futex_wake = cnt_wake, .now_ns = cnt_now };
-
 START_TEST(test_no_syscalls_without_waiters)
 {
     const sl_flavor f = FLAVOR;
     sl_chan *ch = mk(f, 8);
-    atomic_store(&n_futex_wait, 0);
-    atomic_store(&n_futex_wake, 0);
-    sl_test_sys_install(&cnt_ops);
+    atomic_store(&sl_test_futex_waits, 0);
+    atomic_store(&sl_test_futex_wakes, 0);
+    sl_test_sys_install(&sl_test_counting_ops);
     uint64_t buf[8];
     for (uint64_t i = 0; i < 2000; i++) {
         uint64_t v = i;
@@ -1245,8 +1224,8 @@ START_TEST(test_no_syscalls_without_waiters)
         ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_EMPTY);
     }
     sl_test_sys_restore();
-    ck_assert_uint_eq(atomic_load(&n_futex_wake), 0);
-    ck_assert_uint_eq(atomic_load(&n_futex_wait), 0);
+    ck_assert_uint_eq(atomic_load(&sl_test_futex_wakes), 0);
+    ck_assert_uint_eq(atomic_load(&sl_test_futex_waits), 0);
     sl_chan_free(ch);
 }
 END_TEST
@@ -1257,29 +1236,6 @@ END_TEST
  * the two share a CPU). The in-process channel counts its unwoken sleepers
  * (internal/await.h): a notify makes the call only for a sleeper that no
  * notify has woken yet, and never leaves one asleep. */
-
-static _Atomic int late_riser_armed;
-
-static void nap_ms(long ms)
-{
-    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&t, &t) != 0 && errno == EINTR) {
-    }
-}
-
-/* A woken sleeper that takes 100 ms to run: its waker's later notifies all
- * fall while it is still registered. */
-static int late_riser_wait(SL_ATOMIC(uint32_t) *w, uint32_t e, uint64_t d)
-{
-    atomic_fetch_add(&n_futex_wait, 1);
-    int r = sl__sys_default_ops.futex_wait(w, e, d);
-    if (r == 0 && atomic_load(&late_riser_armed))
-        nap_ms(100);
-    return r;
-}
-
-static const sl_sys_ops late_riser_ops = {.futex_wait = late_riser_wait,
-                                          .futex_wake = cnt_wake, .now_ns = cnt_now};
 
 typedef struct sleeper {
     pthread_t thr;
@@ -1313,7 +1269,7 @@ static bool await_unwoken(sl_chan *ch, uint32_t n, const sleeper *in_kernel)
         bool asleep = !in_kernel || (path[0] && sl_test_task_asleep(path));
         if (atomic_load(&ch->unwoken[0]) == n && asleep)
             return true;
-        nap_ms(1);
+        sl_test_nap_ms(1);
     }
     return false;
 }
@@ -1323,7 +1279,7 @@ static bool await_got(_Atomic int *got, int n, long ms)
     for (long i = 0; i < ms; i++) {
         if (atomic_load(got) >= n)
             return true;
-        nap_ms(1);
+        sl_test_nap_ms(1);
     }
     return atomic_load(got) >= n;
 }
@@ -1332,19 +1288,19 @@ START_TEST(test_one_wake_per_sleeper)
 {
     sl_chan *ch = mk(FLAVOR, 64);
     _Atomic int got = 0;
-    atomic_store(&n_futex_wait, 0);
-    atomic_store(&n_futex_wake, 0);
-    atomic_store(&late_riser_armed, 1);
-    sl_test_sys_install(&late_riser_ops);
+    atomic_store(&sl_test_futex_waits, 0);
+    atomic_store(&sl_test_futex_wakes, 0);
+    atomic_store(&sl_test_late_riser, 1);
+    sl_test_sys_install(&sl_test_counting_ops);
     sleeper r = {.ch = ch, .got = &got};
     ck_assert_int_eq(pthread_create(&r.thr, NULL, sleeper_main, &r), 0);
     ck_assert_msg(await_unwoken(ch, 1, &r), "the receiver never slept counted (%u)",
                   (unsigned)atomic_load(&ch->unwoken[0]));
     for (uint64_t i = 0; i < 32; i++)
         send_u64(ch, i); /* all within the receiver's 100 ms between wake-up and return */
-    unsigned long wakes = atomic_load(&n_futex_wake);
+    unsigned long wakes = atomic_load(&sl_test_futex_wakes);
     pthread_join(r.thr, NULL);
-    atomic_store(&late_riser_armed, 0);
+    atomic_store(&sl_test_late_riser, 0);
     sl_test_sys_restore();
     ck_assert_int_eq(r.st, SL_OK);
     ck_assert_msg(wakes == 1, "%lu FUTEX_WAKE calls for one sleeper and 32 sends", wakes);
@@ -1364,14 +1320,14 @@ START_TEST(test_every_sleeper_woken)
     sl_chan *ch = mk(SL_MPMC, 64);
     _Atomic int got = 0;
     /* The real futex calls: an injected spurious 0 leaves the count high. */
-    sl_test_sys_install(&cnt_ops);
+    sl_test_sys_install(&sl_test_counting_ops);
     sleeper r[2] = {{.ch = ch, .got = &got}, {.ch = ch, .got = &got}};
     for (int i = 0; i < 2; i++)
         ck_assert_int_eq(pthread_create(&r[i].thr, NULL, sleeper_main, &r[i]), 0);
     bool both = await_unwoken(ch, 2, NULL);
     send_u64(ch, 1);
     bool first = await_got(&got, 1, 2000);
-    nap_ms(20); /* the woken one has returned and settled its count */
+    sl_test_nap_ms(20); /* the woken one has returned and settled its count */
     send_u64(ch, 2);
     bool second = await_got(&got, 2, 1000);
     for (int i = 0; i < 2; i++)

@@ -96,13 +96,6 @@ bool sl_test_task_asleep(const char *stat_path)
     return paren && paren[1] == ' ' && paren[2] == 'S';
 }
 
-void sl_test_nap_ms(long ms)
-{
-    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&t, &t) != 0 && errno == EINTR) {
-    }
-}
-
 _Atomic unsigned long sl_test_futex_waits, sl_test_futex_wakes;
 _Atomic int sl_test_late_riser;
 
@@ -111,7 +104,7 @@ static int counting_wait(SL_ATOMIC(uint32_t) *w, uint32_t e, uint64_t d)
     atomic_fetch_add(&sl_test_futex_waits, 1);
     int r = sl__sys_default_ops.futex_wait(w, e, d);
     if (r == 0 && atomic_load(&sl_test_late_riser))
-        sl_test_nap_ms(100);
+        sl_test_sleep_ns(100 * MS);
     return r;
 }
 
@@ -123,6 +116,13 @@ static int counting_wake(SL_ATOMIC(uint32_t) *w, int n)
 
 const sl_sys_ops sl_test_counting_ops = {.futex_wait = counting_wait,
                                          .futex_wake = counting_wake};
+
+bool sl_test_thread_asleep(int tid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    return tid != 0 && sl_test_task_asleep(path);
+}
 
 uint64_t sl_test_env_seed(const char *env)
 {

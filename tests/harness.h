@@ -67,9 +67,9 @@ void sl_test_sleep_ns(uint64_t ns);
  * on an eventcount is not enough: until it sleeps, its re-check runs) polls
  * this; false when the file cannot be read. */
 bool sl_test_task_asleep(const char *stat_path);
-
-/* Sleeps ms milliseconds (through EINTR). */
-void sl_test_nap_ms(long ms);
+/* The same for a thread of this process, by its kernel id (gettid); false
+ * for 0 (a thread that has not said its id yet). */
+bool sl_test_thread_asleep(int tid);
 
 /* For tests of "one FUTEX_WAKE per sleeper": sl_test_counting_ops makes the
  * real futex calls (over the base's injections, if any) and counts them in

@@ -28,7 +28,6 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -580,7 +579,7 @@ static void *late_sub_main(void *p)
 {
     late_sub *s = p;
     atomic_store(&s->tid, (int)syscall(SYS_gettid));
-    s->st = sl_chan_recv_for(s->rx, &s->first, 3000 * 1000000ull);
+    s->st = sl_chan_recv_for(s->rx, &s->first, 3000 * MS);
     return NULL;
 }
 
@@ -589,16 +588,10 @@ static void *late_sub_main(void *p)
 static bool both_asleep(SL_ATOMIC(uint32_t) *unwoken, late_sub *s)
 {
     for (int i = 0; i < 2000; i++) {
-        bool asleep = true;
-        for (int k = 0; k < 2 && asleep; k++) {
-            char path[64];
-            int tid = atomic_load(&s[k].tid);
-            snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
-            asleep = tid != 0 && sl_test_task_asleep(path);
-        }
-        if (asleep && atomic_load(unwoken) == 2)
+        if (sl_test_thread_asleep(atomic_load(&s[0].tid)) &&
+            sl_test_thread_asleep(atomic_load(&s[1].tid)) && atomic_load(unwoken) == 2)
             return true;
-        sl_test_nap_ms(1);
+        sl_test_sleep_ns(1 * MS);
     }
     return false;
 }

@@ -1262,14 +1262,11 @@ static void *sleeper_main(void *arg)
  * sleeper's EAGAIN comes later than the test's next sends). */
 static bool await_unwoken(sl_chan *ch, uint32_t n, const sleeper *in_kernel)
 {
-    char path[64] = "";
     for (int i = 0; i < 2000; i++) {
-        if (in_kernel && !path[0] && atomic_load(&in_kernel->tid) != 0)
-            snprintf(path, sizeof path, "/proc/self/task/%d/stat", atomic_load(&in_kernel->tid));
-        bool asleep = !in_kernel || (path[0] && sl_test_task_asleep(path));
+        bool asleep = !in_kernel || sl_test_thread_asleep(atomic_load(&in_kernel->tid));
         if (atomic_load(&ch->unwoken[0]) == n && asleep)
             return true;
-        sl_test_nap_ms(1);
+        sl_test_sleep_ns(1 * MS);
     }
     return false;
 }
@@ -1279,7 +1276,7 @@ static bool await_got(_Atomic int *got, int n, long ms)
     for (long i = 0; i < ms; i++) {
         if (atomic_load(got) >= n)
             return true;
-        sl_test_nap_ms(1);
+        sl_test_sleep_ns(1 * MS);
     }
     return atomic_load(got) >= n;
 }
@@ -1327,7 +1324,7 @@ START_TEST(test_every_sleeper_woken)
     bool both = await_unwoken(ch, 2, NULL);
     send_u64(ch, 1);
     bool first = await_got(&got, 1, 2000);
-    sl_test_nap_ms(20); /* the woken one has returned and settled its count */
+    sl_test_sleep_ns(20 * MS); /* the woken one has returned and settled its count */
     send_u64(ch, 2);
     bool second = await_got(&got, 2, 1000);
     for (int i = 0; i < 2; i++)

@@ -10,7 +10,6 @@
 
 #include <pthread.h>
 #include <sched.h>
-#include <stdio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <stdatomic.h>
@@ -294,16 +293,6 @@ static bool sender_waits(const starve_arg *a)
     return a->select ? atomic_load(&a->ch->selectors) == 1 : sl_event_waiters(&a->ch->not_full) == 1;
 }
 
-/* Whether the thread sleeps in the kernel. Registered on not_full is not
- * enough: until it sleeps, its re-check may take the spare the test gives
- * back, and the test's own send then finds none. */
-static bool thread_asleep(int tid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
-    return sl_test_task_asleep(path);
-}
-
 START_TEST(test_swap_starved_sender_woken)
 {
     sl_chan *ch;
@@ -318,10 +307,10 @@ START_TEST(test_swap_starved_sender_woken)
     pthread_t t;
     ck_assert_int_eq(pthread_create(&t, NULL, starved_sender, &a), 0);
     uint64_t until = sl_test_now_ns() + 10ull * 1000000000;
-    while ((!sender_waits(&a) || atomic_load(&a.tid) == 0 || !thread_asleep(atomic_load(&a.tid))) &&
+    while ((!sender_waits(&a) || atomic_load(&a.tid) == 0 || !sl_test_thread_asleep(atomic_load(&a.tid))) &&
            sl_test_now_ns() < until)
         sched_yield();
-    ck_assert_msg(sender_waits(&a) && thread_asleep(atomic_load(&a.tid)), "the %s never slept",
+    ck_assert_msg(sender_waits(&a) && sl_test_thread_asleep(atomic_load(&a.tid)), "the %s never slept",
                   a.select ? "selector" : "sender");
     ck_assert_int_eq(atomic_load(&a.done), 0);
     atomic_store(&q->spares[0], held[0]);

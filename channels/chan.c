@@ -247,7 +247,32 @@ static sl_status try_send_once(sl_chan *ch, const void *elem)
     return send_once(ch, elem, ch->drop, ch->drop_ctx);
 }
 
-sl_status sl__chan_try_send(sl_chan *ch, const void *elem) { return try_send_once(ch, elem); }
+/* A select's try of a send case: refused on the flavour's look when the
+ * queue is full and ch open, without the in-flight mark and the rest of a
+ * push (a refused try_send of SL_MPMC costs 157 instructions, the look
+ * and the closed load about a tenth of that); otherwise the try itself.
+ * The look's loads are seq_cst and `closed` is read after them, so an open
+ * channel then was open at the look too (closed never clears): SL_FULL
+ * linearizes at the look, as the push's own full test does. A send-end
+ * descriptor is left to the try, which re-arms it (chanfd.c). */
+PER_FLAVOR sl_status poll_send_with(const flavor_adapter *a, sl_chan *ch, const void *elem)
+{
+#ifdef SL_MUTANT_SELECT_LOOK_IGNORES_CLOSE
+    if (a->looks_full && a->looks_full(ch)) /* planted bug: full outranks closed */
+        return SL_FULL;
+#endif
+    if (a->looks_full && a->looks_full(ch) &&
+        !atomic_load_explicit(&ch->closed, memory_order_seq_cst) && !sl__chanfd_has(ch, SL_END_SEND))
+        return SL_FULL;
+    return send_with(a, ch, elem, ch->drop, ch->drop_ctx);
+}
+
+SHARED_DISPATCHER(sl_status, poll_send_with, (sl_chan *ch, const void *elem), ch, elem)
+
+sl_status sl__chan_poll_send(sl_chan *ch, const void *elem)
+{
+    DISPATCH(ch->flavor, poll_send_with, ch, elem);
+}
 
 /* What a pop that made `room` owes the senders: a wake on not_full and a
  * ring for the selectors and descriptors with a send case. Nothing for an
@@ -350,6 +375,35 @@ static sl_status try_recv_once(sl_chan *ch, void *out)
 }
 
 sl_status sl__chan_try_recv(sl_chan *ch, void *out) { return try_recv_once(ch, out); }
+
+/* A select's try of a receive case: SL_EMPTY on the flavour's look when the
+ * queue is empty and ch open, the answer recv_with gives after its pop's
+ * own empty test and the same closed load (the argument is
+ * poll_send_with's); a closed channel, or one with a receive-end
+ * descriptor to re-arm, gets the whole try. */
+PER_FLAVOR sl_status poll_recv_with(const flavor_adapter *a, sl_chan *ch, void *out)
+{
+#ifdef SL_MUTANT_SELECT_LOOK_IGNORES_CLOSE
+    if (a->looks_empty && a->looks_empty(ch)) /* planted bug: a drained close reads as empty */
+        return SL_EMPTY;
+#endif
+#ifdef SL_MUTANT_SELECT_LOOK_SKIPS_DESCRIPTOR
+    if (a->looks_empty && a->looks_empty(ch) && /* planted bug: no re-arm */
+        !atomic_load_explicit(&ch->closed, memory_order_seq_cst))
+        return SL_EMPTY;
+#endif
+    if (a->looks_empty && a->looks_empty(ch) &&
+        !atomic_load_explicit(&ch->closed, memory_order_seq_cst) && !sl__chanfd_has(ch, SL_END_RECV))
+        return SL_EMPTY;
+    return recv_with(a, ch, out);
+}
+
+SHARED_DISPATCHER(sl_status, poll_recv_with, (sl_chan *ch, void *out), ch, out)
+
+sl_status sl__chan_poll_recv(sl_chan *ch, void *out)
+{
+    DISPATCH(ch->flavor, poll_recv_with, ch, out);
+}
 
 /* ---- the blocking and timed forms -----------------------------------------
  * They wait through the await protocol (internal/await.h). The condition is

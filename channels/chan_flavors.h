@@ -288,6 +288,13 @@ typedef struct flavor_adapter {
     bool recv_only; /* every send form refuses with SL_EINVAL, before any mark */
     bool own_ctor;  /* made by its own constructors: sl_chan_new refuses the flavour */
     bool lags;      /* a pop may answer SL_LAGGED: a batch that took nothing asks pop */
+    /* Whether a push would find the queue full now, or a pop find it empty,
+     * on the loads the push or pop itself starts with and at the same
+     * linearization point (NULL: no such look). A select tries each case
+     * through them first (poll_send_with, poll_recv_with in chan.c), where
+     * a refused try is the common case (an idle quit channel). */
+    bool (*looks_full)(const sl_chan *ch);
+    bool (*looks_empty)(const sl_chan *ch);
     /* Where ch's receivers park, when not on ch->not_empty (NULL: there),
      * and that event's count of unwoken sleepers, which every wait on it
      * keeps and every notify of it reads (NULL: not counted). */
@@ -419,6 +426,21 @@ static inline size_t mpmc_pop_n(sl_chan *ch, void *out, size_t n)
 
 static inline size_t mpmc_len(const sl_chan *ch) { return sl_mpmc_len(&ch->q.mpmc); }
 
+/* The used ring's full and empty tests, which every form's push and pop
+ * answer SL_FULL and SL_EMPTY on (cellring.h): a full used ring holds
+ * `capacity` messages whatever the form, and an empty one none. */
+static inline bool mpmc_looks_full(const sl_chan *ch)
+{
+    sl__cellring r = sl__mpmc_used_ring(&ch->q.mpmc);
+    return sl__cellring_full(&r);
+}
+
+static inline bool mpmc_looks_empty(const sl_chan *ch)
+{
+    sl__cellring r = sl__mpmc_used_ring(&ch->q.mpmc);
+    return sl__cellring_empty(&r);
+}
+
 static const flavor_adapter mpmc_adapter = {
     .init = mpmc_init, .drain_destroy = mpmc_drain_destroy,
     .mark = record_mark, .unmark = record_unmark,
@@ -426,6 +448,7 @@ static const flavor_adapter mpmc_adapter = {
     .push_n = mpmc_push_n, .pop_n = mpmc_pop_n, .len = mpmc_len,
     .ready_at = queue_ready_at,
     .light_mark = true, .record_marks = true,
+    .looks_full = mpmc_looks_full, .looks_empty = mpmc_looks_empty,
 };
 
 /* SL_LIST: the unbounded list; its steps are seq_cst read-modify-writes. It

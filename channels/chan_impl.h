@@ -196,15 +196,20 @@ static inline __attribute__((always_inline)) void sl__shm_fence(void)
         atomic_thread_fence(memory_order_seq_cst);
 }
 
-/* One non-blocking send: SL_OK, SL_EVICTED (SL_RING, displaced message to the
- * drop function), SL_FULL, SL_ENOMEM or SL_CLOSED. Wakes one receiver and any
- * selecting thread. */
-sl_status sl__chan_try_send(sl_chan *ch, const void *elem);
+/* A select's try of a send case: as sl_chan_try_send (SL_OK, SL_EVICTED:
+ * SL_RING's displaced message to the drop function, SL_FULL, SL_ENOMEM or
+ * SL_CLOSED; wakes one receiver and any selecting thread), answering SL_FULL
+ * on the flavour's look at a full queue without trying (chan.c). */
+sl_status sl__chan_poll_send(sl_chan *ch, const void *elem);
 
 /* One non-blocking receive: SL_OK, SL_EMPTY, SL_CLOSED once drained, or
  * SL_LAGGED (a broadcast subscriber that fell behind), or SL_EINVAL (a
  * broadcast send handle). */
 sl_status sl__chan_try_recv(sl_chan *ch, void *out);
+
+/* A select's try of a receive case: as sl__chan_try_recv, answering
+ * SL_EMPTY on the flavour's look at an empty queue without trying (chan.c). */
+sl_status sl__chan_poll_recv(sl_chan *ch, void *out);
 
 /* The earliest instant at which ch may become ready to receive without a
  * notify (a timer channel's next fire); SL_FOREVER for the queue flavours,

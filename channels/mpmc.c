@@ -22,13 +22,7 @@
 
 #include <unistd.h>
 
-/* ---- the queue's rings ---------------------------------------------------- */
-
-static sl__cellring used_ring(const sl_mpmc *q)
-{
-    sl_mpmc *m = (sl_mpmc *)(uintptr_t)q;
-    return (sl__cellring){m->used, &m->head, &m->tail, m->one_lap, m->capacity};
-}
+/* ---- the queue's rings (the used ring: rings.h) ---------------------------- */
 
 static sl__cellring free_ring(const sl_mpmc *q)
 {
@@ -171,13 +165,13 @@ int sl__mpmc_publish(sl_mpmc *q, uint64_t value, bool displace, uint64_t *evicte
 {
     /* The cell's CAS publishes the bytes (release) and is the condition
      * change a parked receiver pairs with. */
-    sl__cellring r = used_ring(q);
+    sl__cellring r = sl__mpmc_used_ring(q);
     return sl__cellring_push(&r, value, displace, evicted);
 }
 
 bool sl__mpmc_take_used(sl_mpmc *q, uint64_t *index)
 {
-    sl__cellring r = used_ring(q);
+    sl__cellring r = sl__mpmc_used_ring(q);
     return sl__cellring_pop(&r, index);
 }
 
@@ -217,7 +211,7 @@ static inline __attribute__((always_inline)) bool bad_index(uint64_t index, size
  * has tested the form already (the raw queue's public calls), so the slots
  * are not loaded and tested a second time after the ring step. */
 #define GEOM(field) (shared ? v->field : q->field)
-#define USED() (shared ? v->used : used_ring(q))
+#define USED() (shared ? v->used : sl__mpmc_used_ring(q))
 #define FREE() free_ring(q) /* a shared channel has no indexed form */
 
 static inline __attribute__((always_inline)) int ring_push(sl__cellring r, uint64_t w,
@@ -940,7 +934,7 @@ SL_API size_t sl_mpmc_len(const sl_mpmc *q)
 {
     if (!q)
         return 0;
-    sl__cellring r = used_ring(q);
+    sl__cellring r = sl__mpmc_used_ring(q);
     return (size_t)sl__cellring_len(&r);
 }
 

@@ -73,6 +73,14 @@ size_t sl__spsc_storage(size_t elem_size, size_t capacity);
  * the free ring ("indexed") or the spare table ("swap", channels/mpmc.c). */
 static inline bool sl__mpmc_direct(const sl_mpmc *q) { return q->slots == NULL; }
 
+/* The used ring of q: the cells every form's push publishes in and every
+ * form's pop takes from (cellring.h). */
+static inline sl__cellring sl__mpmc_used_ring(const sl_mpmc *q)
+{
+    sl_mpmc *m = (sl_mpmc *)(uintptr_t)q;
+    return (sl__cellring){m->used, &m->head, &m->tail, m->one_lap, m->capacity};
+}
+
 /* The indexed form's steps: take a free slot index, take the oldest used one,
  * return one to the free ring, and address a slot. Lock-free, ordered as in
  * sl_mpmc_try_*. */

@@ -232,8 +232,8 @@ static sl_status poll_round(sl_select_case *cases, size_t n, size_t *order, size
         sl_select_case *c = &cases[i];
         if (!c->ch)
             continue;
-        sl_status st = c->op == SL_SEL_SEND ? sl__chan_try_send(c->ch, c->buf)
-                                            : sl__chan_try_recv(c->ch, c->buf);
+        sl_status st = c->op == SL_SEL_SEND ? sl__chan_poll_send(c->ch, c->buf)
+                                            : sl__chan_poll_recv(c->ch, c->buf);
 #ifdef SL_MUTANT_SELECT_CLOSED_NOT_READY
         if (st == SL_CLOSED)
             continue; /* planted bug: a closed channel never makes its case ready */

@@ -490,6 +490,33 @@ START_TEST(test_closed_case)
 }
 END_TEST
 
+/* A full channel that is closed: its send case is ready with SL_CLOSED, not
+ * refused as full (a select looks at an SL_MPMC case before trying it:
+ * channels/chan.c, poll_send_with). The recv case's twin is test_closed_case's
+ * closed and drained channel. */
+START_TEST(test_closed_full_send_case)
+{
+    sl_chan *c = mk(SL_MPMC, 2, NULL, NULL);
+    sl_chan *e = mk(SL_MPMC, 4, NULL, NULL); /* stays empty and open */
+    put(c, 1);
+    put(c, 2);
+    uint64_t v = 7, y = 0;
+    size_t idx = 99;
+    sl_select_case sc[2] = {{e, SL_SEL_RECV, &y}, {c, SL_SEL_SEND, &v}};
+    ck_assert_int_eq(sl_select(sc, 2, 0, &idx), SL_TIMEDOUT); /* full and open: refused */
+    sl_chan_close(c);
+    for (int i = 0; i < 3; i++) {
+        idx = 99;
+        sl_status st = sl_select(sc, 2, i == 0 ? 0 : i == 1 ? 5 * MS : SL_FOREVER, &idx);
+        ck_assert_msg(st == SL_CLOSED && idx == 1, "closed full channel's send case: %s index %zu",
+                      sl_status_str(st), idx);
+    }
+    ck_assert_uint_eq(sl_chan_len(c), 2);
+    sl_chan_free(c);
+    sl_chan_free(e);
+}
+END_TEST
+
 /* =========================================================================
  * Fairness
  * ========================================================================= */
@@ -1213,6 +1240,7 @@ static Suite *select_suite(void)
     tcase_add_test(tc, test_exactly_one_send);
     tcase_add_test(tc, test_send_case_rules);
     tcase_add_loop_test(tc, test_closed_case, 0, 4);
+    tcase_add_test(tc, test_closed_full_send_case);
     tcase_add_loop_test(tc, test_fairness_recv, 0, 4);
     tcase_add_test(tc, test_fairness_send);
     tcase_add_test(tc, test_all_flavours_one_call);

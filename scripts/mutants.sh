@@ -82,6 +82,7 @@ mutants=(
 "SELECT_NO_REGISTER|default|unit_select|CK_RUN_CASE=biased CK_TIMEOUT_MULTIPLIER=0.05||1|1|select without registering on its channels"
 "CHAN_NO_SELECT_BELL|default|unit_select|TIMEOUT=90 CK_RUN_CASE=blocking CK_TIMEOUT_MULTIPLIER=0.05||1|0|no select bell on send or receive"
 "SELECT_CLOSED_NOT_READY|default|unit_select|TIMEOUT=60 CK_RUN_CASE=semantics CK_TIMEOUT_MULTIPLIER=0.1||1|1|select: a closed channel's case is not ready"
+"SELECT_PAIR_BIASED|default|unit_select|TIMEOUT=60 CK_RUN_CASE=semantics CK_TIMEOUT_MULTIPLIER=0.1||1|1|select of two cases: the one draw that orders them puts case 1 first three times in four"
 "SELECT_LOOK_IGNORES_CLOSE|default|unit_select|TIMEOUT=60 CK_RUN_CASE=semantics CK_TIMEOUT_MULTIPLIER=0.1||1|1|select: the look at an SL_MPMC case answers full or empty without reading \`closed\`, so a closed channel that is full (send case) or drained (receive case) is refused instead of ready with SL_CLOSED"
 "SELECT_LOOK_SKIPS_DESCRIPTOR|default|unit_chanfd|CK_RUN_CASE=contract||1|1|select: the look at an empty SL_MPMC receive case answers SL_EMPTY even when the channel has a receive-end descriptor, which the try would have re-armed: the descriptor stays readable with nothing to receive"
 "POOL_STATS_NO_RINGS|default|unit_pool|CK_RUN_CASE=batches CK_TIMEOUT_MULTIPLIER=0.05||1|1|pool: stats leave out the jobs in batch rings"

@@ -553,6 +553,47 @@ START_TEST(test_fairness_recv)
 }
 END_TEST
 
+/* SL_MPMC's larger forms (a 64-byte message lives in a swapped slot, a
+ * 300-byte one in an indexed slot) behind select's look: the idle cases
+ * (a full channel, an empty one) are refused with their contents untouched,
+ * the ready case moves the whole message, and a drained close is ready. */
+START_TEST(test_large_messages)
+{
+    const size_t size = _i == 0 ? 64 : 300;
+    sl_chan *data = sl_test_chan(SL_MPMC, size, 4, NULL, NULL);
+    sl_chan *full = sl_test_chan(SL_MPMC, size, 1, NULL, NULL);
+    sl_chan *empty = sl_test_chan(SL_MPMC, size, 1, NULL, NULL);
+    unsigned char in[300], out[300], idle[300], other[300];
+    memset(idle, 0xee, sizeof idle);
+    ck_assert_int_eq(sl_chan_try_send(full, idle), SL_OK);
+    for (int round = 0; round < 64; round++) {
+        memset(in, round, sizeof in);
+        memset(other, 0x55, sizeof other);
+        size_t idx = 99;
+        sl_select_case sc[2] = {{full, SL_SEL_SEND, other}, {data, SL_SEL_SEND, in}};
+        ck_assert_int_eq(sl_select(sc, 2, 0, &idx), SL_OK);
+        ck_assert_uint_eq(idx, 1);
+        sl_select_case rc[2] = {{empty, SL_SEL_RECV, other}, {data, SL_SEL_RECV, out}};
+        ck_assert_int_eq(sl_select(rc, 2, 0, &idx), SL_OK);
+        ck_assert_uint_eq(idx, 1);
+        ck_assert_mem_eq(out, in, size);
+        for (size_t b = 0; b < size; b++) /* the refused receive wrote nothing */
+            ck_assert_uint_eq(other[b], 0x55);
+    }
+    ck_assert_uint_eq(sl_chan_len(full), 1);
+    ck_assert_int_eq(sl_chan_try_recv(full, out), SL_OK);
+    ck_assert_mem_eq(out, idle, size);
+    sl_chan_close(data);
+    size_t idx = 99;
+    sl_select_case rc[2] = {{empty, SL_SEL_RECV, other}, {data, SL_SEL_RECV, out}};
+    ck_assert_int_eq(sl_select(rc, 2, SL_FOREVER, &idx), SL_CLOSED);
+    ck_assert_uint_eq(idx, 1);
+    sl_chan_free(data);
+    sl_chan_free(full);
+    sl_chan_free(empty);
+}
+END_TEST
+
 /* Two always-ready receive cases, the common select's size (shuffled by one
  * draw, not the general loop: channels/select.c, shuffle): each is chosen
  * half the time, within 5 points (about 17 standard deviations at 30000). */
@@ -1276,6 +1317,7 @@ static Suite *select_suite(void)
     tcase_add_loop_test(tc, test_fairness_recv, 0, 4);
     tcase_add_test(tc, test_fairness_send);
     tcase_add_test(tc, test_fairness_pair);
+    tcase_add_loop_test(tc, test_large_messages, 0, 2);
     tcase_add_test(tc, test_all_flavours_one_call);
     suite_add_tcase(s, tc);
 

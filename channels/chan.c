@@ -247,22 +247,36 @@ static sl_status try_send_once(sl_chan *ch, const void *elem)
     return send_once(ch, elem, ch->drop, ch->drop_ctx);
 }
 
-/* A select's try of a send case: refused on the flavour's look when the
- * queue is full and ch open, without the in-flight mark and the rest of a
+/* Whether a select may answer a case refused on its flavour's look
+ * (`looks_refused`: full for a send case, empty for a receive case) without
+ * trying it: only while ch is open and has no descriptor for that end, which
+ * a refused try re-arms (chanfd.c). The look's loads are seq_cst and
+ * `closed` is read after them, so an open channel then was open at the look
+ * too (closed never clears): the refusal linearizes at the look, as the
+ * push's or pop's own test does (docs/guarantees.md, Select). */
+static inline bool refused_on_look(sl_chan *ch, bool looks_refused, sl_chan_end end)
+{
+    if (!looks_refused)
+        return false;
+#ifdef SL_MUTANT_SELECT_LOOK_IGNORES_CLOSE
+    return true; /* planted bug: full or empty outranks closed */
+#endif
+    if (atomic_load_explicit(&ch->closed, memory_order_seq_cst))
+        return false;
+#ifdef SL_MUTANT_SELECT_LOOK_SKIPS_DESCRIPTOR
+    if (end == SL_END_RECV)
+        return true; /* planted bug: a receive-end descriptor is not re-armed */
+#endif
+    return !sl__chanfd_has(ch, end);
+}
+
+/* A select's try of a send case: SL_FULL on the flavour's look at a full
+ * queue (refused_on_look), without the in-flight mark and the rest of a
  * push (a refused try_send of SL_MPMC costs 157 instructions, this refusal
- * 50 with its call and dispatch); otherwise the try itself.
- * The look's loads are seq_cst and `closed` is read after them, so an open
- * channel then was open at the look too (closed never clears): SL_FULL
- * linearizes at the look, as the push's own full test does. A send-end
- * descriptor is left to the try, which re-arms it (chanfd.c). */
+ * 50 with its call and dispatch); otherwise the try itself. */
 PER_FLAVOR sl_status poll_send_with(const flavor_adapter *a, sl_chan *ch, const void *elem)
 {
-#ifdef SL_MUTANT_SELECT_LOOK_IGNORES_CLOSE
-    if (a->looks_full && a->looks_full(ch)) /* planted bug: full outranks closed */
-        return SL_FULL;
-#endif
-    if (a->looks_full && a->looks_full(ch) &&
-        !atomic_load_explicit(&ch->closed, memory_order_seq_cst) && !sl__chanfd_has(ch, SL_END_SEND))
+    if (refused_on_look(ch, a->looks_full && a->looks_full(ch), SL_END_SEND))
         return SL_FULL;
     return send_with(a, ch, elem, ch->drop, ch->drop_ctx);
 }
@@ -376,24 +390,12 @@ static sl_status try_recv_once(sl_chan *ch, void *out)
 
 sl_status sl__chan_try_recv(sl_chan *ch, void *out) { return try_recv_once(ch, out); }
 
-/* A select's try of a receive case: SL_EMPTY on the flavour's look when the
- * queue is empty and ch open, the answer recv_with gives after its pop's
- * own empty test and the same closed load (the argument is
- * poll_send_with's); a closed channel, or one with a receive-end
- * descriptor to re-arm, gets the whole try. */
+/* A select's try of a receive case: SL_EMPTY on the flavour's look at an
+ * empty queue (refused_on_look), the answer recv_with gives after its pop's
+ * own empty test and the same closed load; otherwise the try itself. */
 PER_FLAVOR sl_status poll_recv_with(const flavor_adapter *a, sl_chan *ch, void *out)
 {
-#ifdef SL_MUTANT_SELECT_LOOK_IGNORES_CLOSE
-    if (a->looks_empty && a->looks_empty(ch)) /* planted bug: a drained close reads as empty */
-        return SL_EMPTY;
-#endif
-#ifdef SL_MUTANT_SELECT_LOOK_SKIPS_DESCRIPTOR
-    if (a->looks_empty && a->looks_empty(ch) && /* planted bug: no re-arm */
-        !atomic_load_explicit(&ch->closed, memory_order_seq_cst))
-        return SL_EMPTY;
-#endif
-    if (a->looks_empty && a->looks_empty(ch) &&
-        !atomic_load_explicit(&ch->closed, memory_order_seq_cst) && !sl__chanfd_has(ch, SL_END_RECV))
+    if (refused_on_look(ch, a->looks_empty && a->looks_empty(ch), SL_END_RECV))
         return SL_EMPTY;
     return recv_with(a, ch, out);
 }

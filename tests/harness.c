@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -116,6 +117,21 @@ static int counting_wake(SL_ATOMIC(uint32_t) *w, int n)
 
 const sl_sys_ops sl_test_counting_ops = {.futex_wait = counting_wait,
                                          .futex_wake = counting_wake};
+
+static void *sleeper_main(void *arg)
+{
+    sl_test_sleeper *s = arg;
+    atomic_store(&s->tid, (int)syscall(SYS_gettid));
+    s->st = sl_chan_recv_for(s->ch, &s->msg, 3000 * MS);
+    if (s->st == SL_OK && s->got)
+        atomic_fetch_add(s->got, 1);
+    return NULL;
+}
+
+void sl_test_sleeper_start(sl_test_sleeper *s)
+{
+    ck_assert_int_eq(pthread_create(&s->thr, NULL, sleeper_main, s), 0);
+}
 
 bool sl_test_thread_asleep(int tid)
 {

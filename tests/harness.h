@@ -81,6 +81,21 @@ extern _Atomic unsigned long sl_test_futex_waits, sl_test_futex_wakes;
 extern _Atomic int sl_test_late_riser;
 extern const sl_sys_ops sl_test_counting_ops;
 
+/* The sleeper those tests count: a thread in one timed receive (3 s) of an
+ * 8-byte message on ch. It says its kernel id in `tid` first (for
+ * sl_test_thread_asleep), then keeps the status and the message, and adds 1
+ * to *got (when given) on SL_OK. */
+typedef struct sl_test_sleeper {
+    pthread_t thr;
+    sl_chan *ch;
+    _Atomic int *got;
+    uint64_t msg;
+    sl_status st;
+    _Atomic int tid;
+} sl_test_sleeper;
+/* Starts s's thread (the caller sets ch and got), or the test fails. */
+void sl_test_sleeper_start(sl_test_sleeper *s);
+
 /* A seed: the value of the environment variable `env` when set (to replay a
  * run), else one from the clock and the pid; never 0. */
 uint64_t sl_test_env_seed(const char *env);

@@ -30,7 +30,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <sluice/broadcast.h>
@@ -567,25 +566,9 @@ END_TEST
  * asleep, 32 sends while both take 100 ms to rise, one FUTEX_WAKE in all,
  * and each subscriber still gets every message. */
 
-typedef struct late_sub {
-    pthread_t thr;
-    sl_chan *rx;
-    uint64_t first;
-    sl_status st;
-    _Atomic int tid;
-} late_sub;
-
-static void *late_sub_main(void *p)
-{
-    late_sub *s = p;
-    atomic_store(&s->tid, (int)syscall(SYS_gettid));
-    s->st = sl_chan_recv_for(s->rx, &s->first, 3000 * MS);
-    return NULL;
-}
-
 /* Both subscribers counted unwoken and asleep in the kernel (counted, a
  * thread may not have made its futex call yet), within 2 s. */
-static bool both_asleep(SL_ATOMIC(uint32_t) *unwoken, late_sub *s)
+static bool both_asleep(SL_ATOMIC(uint32_t) *unwoken, sl_test_sleeper *s)
 {
     for (int i = 0; i < 2000; i++) {
         if (sl_test_thread_asleep(atomic_load(&s[0].tid)) &&
@@ -600,12 +583,12 @@ START_TEST(test_one_wake_for_sleepers)
 {
     sl_chan *bc = mk(8, 64, NULL, NULL);
     SL_ATOMIC(uint32_t) *unwoken = &bc->q.bcast.b->unwoken;
-    late_sub s[2] = {{.rx = sub(bc)}, {.rx = sub(bc)}};
+    sl_test_sleeper s[2] = {{.ch = sub(bc)}, {.ch = sub(bc)}};
     atomic_store(&sl_test_futex_wakes, 0);
     atomic_store(&sl_test_late_riser, 1);
     sl_test_sys_install(&sl_test_counting_ops);
     for (int k = 0; k < 2; k++)
-        ck_assert_int_eq(pthread_create(&s[k].thr, NULL, late_sub_main, &s[k]), 0);
+        sl_test_sleeper_start(&s[k]);
     bool asleep = both_asleep(unwoken, s);
     send_range(bc, 0, 32); /* all within the subscribers' 100 ms between wake-up and return */
     unsigned long wakes = atomic_load(&sl_test_futex_wakes);
@@ -619,10 +602,10 @@ START_TEST(test_one_wake_for_sleepers)
     ck_assert_msg(left == 0, "%u unwoken sleepers counted with nobody asleep", (unsigned)left);
     for (int k = 0; k < 2; k++) {
         ck_assert_int_eq(s[k].st, SL_OK);
-        ck_assert_uint_eq(s[k].first, 0);
+        ck_assert_uint_eq(s[k].msg, 0);
         for (uint64_t v = 1; v < 32; v++)
-            expect_u64(s[k].rx, v);
-        sl_chan_free(s[k].rx);
+            expect_u64(s[k].ch, v);
+        sl_chan_free(s[k].ch);
     }
     sl_chan_free(bc);
 }

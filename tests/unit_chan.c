@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <sluice/chan.h>
@@ -1237,30 +1236,11 @@ END_TEST
  * (internal/await.h): a notify makes the call only for a sleeper that no
  * notify has woken yet, and never leaves one asleep. */
 
-typedef struct sleeper {
-    pthread_t thr;
-    sl_chan *ch;
-    _Atomic int *got;
-    sl_status st;
-    _Atomic int tid;
-} sleeper;
-
-static void *sleeper_main(void *arg)
-{
-    sleeper *s = arg;
-    atomic_store(&s->tid, (int)syscall(SYS_gettid));
-    uint64_t v;
-    s->st = sl_chan_recv_for(s->ch, &v, 3000 * MS);
-    if (s->st == SL_OK)
-        atomic_fetch_add(s->got, 1);
-    return NULL;
-}
-
 /* Waits up to 2 s for ch to count n unwoken sleepers on not_empty and,
  * with `in_kernel`, for that thread to sleep in the kernel (counted, it may
  * not have made the futex call yet; a send then wakes nobody, and the
  * sleeper's EAGAIN comes later than the test's next sends). */
-static bool await_unwoken(sl_chan *ch, uint32_t n, const sleeper *in_kernel)
+static bool await_unwoken(sl_chan *ch, uint32_t n, const sl_test_sleeper *in_kernel)
 {
     for (int i = 0; i < 2000; i++) {
         bool asleep = !in_kernel || sl_test_thread_asleep(atomic_load(&in_kernel->tid));
@@ -1289,8 +1269,8 @@ START_TEST(test_one_wake_per_sleeper)
     atomic_store(&sl_test_futex_wakes, 0);
     atomic_store(&sl_test_late_riser, 1);
     sl_test_sys_install(&sl_test_counting_ops);
-    sleeper r = {.ch = ch, .got = &got};
-    ck_assert_int_eq(pthread_create(&r.thr, NULL, sleeper_main, &r), 0);
+    sl_test_sleeper r = {.ch = ch, .got = &got};
+    sl_test_sleeper_start(&r);
     ck_assert_msg(await_unwoken(ch, 1, &r), "the receiver never slept counted (%u)",
                   (unsigned)atomic_load(&ch->unwoken[0]));
     for (uint64_t i = 0; i < 32; i++)
@@ -1318,9 +1298,9 @@ START_TEST(test_every_sleeper_woken)
     _Atomic int got = 0;
     /* The real futex calls: an injected spurious 0 leaves the count high. */
     sl_test_sys_install(&sl_test_counting_ops);
-    sleeper r[2] = {{.ch = ch, .got = &got}, {.ch = ch, .got = &got}};
+    sl_test_sleeper r[2] = {{.ch = ch, .got = &got}, {.ch = ch, .got = &got}};
     for (int i = 0; i < 2; i++)
-        ck_assert_int_eq(pthread_create(&r[i].thr, NULL, sleeper_main, &r[i]), 0);
+        sl_test_sleeper_start(&r[i]);
     bool both = await_unwoken(ch, 2, NULL);
     send_u64(ch, 1);
     bool first = await_got(&got, 1, 2000);

@@ -52,6 +52,7 @@ typedef struct slb_opts {
     size_t capacity;
     uint64_t seed;
     bool pin;                   /* pin every configuration, not only 1x1 */
+    unsigned work;              /* tput: pause hints a consumer spends on each message */
     unsigned timeout_s;         /* a run taking longer is a hang: abort */
     const char *csv, *plot;
     bool list_only;             /* --list: show the contenders, run nothing */
@@ -95,6 +96,7 @@ typedef struct slb_run {
     uint64_t trips, trip_cap_ns, gap_ns;
     uint64_t cap_ns;            /* tput/batch: producers stop after this; 0 = never */
     bool pin;
+    unsigned work;              /* tput: pause hints a consumer spends on each message */
     unsigned timeout_s;         /* the watchdog: a longer run is a hang */
     const char *label;
 } slb_run;

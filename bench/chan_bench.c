@@ -208,8 +208,8 @@ static bool add_workload(slb_workload *w, slb_test t, slb_config cfg, size_t ele
     if (slb_is_latency(t))
         snprintf(w->label, sizeof(w->label), "%s %zuB", slb_test_name(t), elem);
     else
-        snprintf(w->label, sizeof(w->label), "%s %ux%u %zuB", slb_test_name(t),
-                 cfg.producers, cfg.consumers, elem);
+        snprintf(w->label, sizeof(w->label), "%s %ux%u %zuB%s", slb_test_name(t),
+                 cfg.producers, cfg.consumers, elem, t == SLB_TPUT && o->work ? " work" : "");
     w->entries = calloc(n, sizeof(slb_entry));
     for (size_t i = 0; w->entries && i < n; i++) {
         if (!eligible(list[i], t, cfg.producers, cfg.consumers))
@@ -280,6 +280,7 @@ static slb_run make_run(const slb_opts *o, const slb_workload *w, const slb_entr
         .elem = w->elem, .capacity = o->capacity, .msgs = e->msgs, .trips = o->trips,
         .trip_cap_ns = o->trip_cap_ns, .gap_ns = o->stream_gap_ns, .pin = w->pinned,
         .timeout_s = o->timeout_s, .label = w->label,
+        .work = w->test == SLB_TPUT ? o->work : 0,
     };
     if (w->test == SLB_STREAM)
         r.msgs = o->stream_msgs;

@@ -132,6 +132,14 @@ static inline void slb_cpu_relax(void)
 #endif
 }
 
+/* A consumer's work on a message it received (sl-bench chan --work): n pause
+ * hints, as the Rust and Go peers spend them (bench/remote.c). */
+static inline void slb_work(size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        slb_cpu_relax();
+}
+
 /* Every spinning contender waits the same way: a short spin, then yield the
  * CPU, because with more threads than CPUs (4x4 on two cores) the thread we
  * wait for may need ours to run. */

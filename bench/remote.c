@@ -13,13 +13,15 @@
  * never timed. The protocol, one run per process:
  *
  *   PROGRAM NAME VARIANT TEST PRODUCERS CONSUMERS ELEM CAPACITY MSGS CAP_NS
- *           TRIPS TRIP_CAP_NS PIN_NCPU LABEL
+ *           TRIPS TRIP_CAP_NS PIN_NCPU WORK LABEL
  *
  * TEST is tput, pingpong or select (the select workload, tput.c's shape
  * over a pair of channels); a rendezvous run is a pingpong with CAPACITY 0.
  * The numbers are slb_run's fields. PIN_NCPU is 0
  * for an unpinned run, otherwise thread index i is pinned to CPU i % PIN_NCPU
  * (producer k: 2k, consumer k: 2k + 1; ping 0, pong 1), as slb_cpu_for.
+ * WORK is the pause hints a tput consumer spends on each message it receives
+ * (sl-bench chan --work; 0: none).
  * NAME (the contender) and LABEL (the workload) are for failure messages.
  * The program answers with one line on its standard output:
  *
@@ -48,10 +50,10 @@
 
 #include "msg.h"
 
-#define N_ARGS 14 /* PROGRAM .. LABEL */
+#define N_ARGS 15 /* PROGRAM .. LABEL */
 
 typedef struct remote_argv {
-    char num[9][24];
+    char num[10][24];
     char *argv[N_ARGS + 1];
 } remote_argv;
 
@@ -63,9 +65,9 @@ bool slb_remote_built(const char *program)
 
 static void make_argv(const slb_run *r, char *path, remote_argv *a)
 {
-    unsigned long long v[9] = {
+    unsigned long long v[10] = {
         r->producers, r->consumers, r->elem, r->capacity, r->msgs, r->cap_ns,
-        r->trips, r->trip_cap_ns, r->pin ? slb_ncpu() : 0,
+        r->trips, r->trip_cap_ns, r->pin ? slb_ncpu() : 0, r->work,
     };
     a->argv[0] = path;
     a->argv[1] = (char *)r->ops->name;
@@ -73,11 +75,11 @@ static void make_argv(const slb_run *r, char *path, remote_argv *a)
     /* A rendezvous run is a ping-pong whose capacity is 0. */
     a->argv[3] = r->test == SLB_PINGPONG || r->test == SLB_RENDEZVOUS ? "pingpong"
                : r->test == SLB_SELECT ? "select" : "tput";
-    for (int i = 0; i < 9; i++) {
+    for (int i = 0; i < 10; i++) {
         snprintf(a->num[i], sizeof(a->num[i]), "%llu", v[i]);
         a->argv[4 + i] = a->num[i];
     }
-    a->argv[13] = (char *)r->label;
+    a->argv[14] = (char *)r->label;
     a->argv[N_ARGS] = NULL;
 }
 

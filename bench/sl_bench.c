@@ -62,6 +62,8 @@ static void usage(FILE *f)
         "  --capacity N      capacity of every bounded queue (default 1024)\n"
         "  --seed S          shuffle seed (default: from the clock; always printed)\n"
         "  --pin             pin every configuration (1x1 and latency are always pinned)\n"
+        "  --work N          tput: every consumer spends N pause hints on each message\n"
+        "                    it receives (default 0: an empty consumer)\n"
         "  --timeout S       a run longer than this is reported as a hang (default 120)\n"
         "  --csv FILE        one row per workload, contender and round\n"
         "  --plot FILE.png   throughput by configuration (needs gnuplot)\n"
@@ -107,7 +109,7 @@ static bool parse_sizes(const char *s, slb_opts *o)
 
 enum { O_FLAVOR = 256, O_PEERS, O_CONFIG, O_SIZE, O_TESTS, O_MSGS, O_ROUNDS, O_TRIPS,
        O_TRIPMS, O_STREAM, O_GAP, O_CAP, O_SEED, O_PIN, O_TIMEOUT, O_CSV, O_PLOT,
-       O_QUICK, O_LIST, O_HELP, O_RUNMS, O_RINGMS };
+       O_QUICK, O_LIST, O_HELP, O_RUNMS, O_RINGMS, O_WORK };
 
 static const struct option long_opts[] = {
     { "flavor", 1, 0, O_FLAVOR }, { "peers", 1, 0, O_PEERS }, { "config", 1, 0, O_CONFIG },
@@ -117,7 +119,7 @@ static const struct option long_opts[] = {
     { "seed", 1, 0, O_SEED }, { "pin", 0, 0, O_PIN }, { "timeout", 1, 0, O_TIMEOUT },
     { "csv", 1, 0, O_CSV }, { "plot", 1, 0, O_PLOT }, { "quick", 0, 0, O_QUICK },
     { "list", 0, 0, O_LIST }, { "help", 0, 0, O_HELP }, { "run-ms", 1, 0, O_RUNMS },
-    { "ring-ms", 1, 0, O_RINGMS },
+    { "ring-ms", 1, 0, O_RINGMS }, { "work", 1, 0, O_WORK },
     { 0, 0, 0, 0 },
 };
 
@@ -181,6 +183,11 @@ static bool parse_value(int c, const char *arg, slb_opts *o)
     case O_SIZE: return parse_sizes(arg, o);
     case O_TESTS: return slb_parse_names(arg, tests, SLB_TESTS, &o->tests);
     case O_CSV: o->csv = arg; return true;
+    case O_WORK: /* 0 is allowed: the default, an empty consumer */
+        if (!slb_parse_u64(arg, &v) || v > 100000)
+            return false;
+        o->work = (unsigned)v;
+        return true;
     case O_PLOT: o->plot = arg; return true;
     default: break;
     }

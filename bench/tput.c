@@ -228,6 +228,7 @@ static void consume_spinning(tp_shared *s, void *h, slb_check *chk)
                 slb_die(o->name, "pop_n reported %zu messages for %u asked", got, SLB_BATCH);
             for (size_t i = 0; i < got; i++)
                 slb_check_msg(chk, buf + i * words);
+            slb_work(s->run->work * got);
             spins = 0;
             idle_since = 0;
             if (sole && chk->count >= s->total)
@@ -263,6 +264,7 @@ static void consume_blocking(tp_shared *s, void *h, slb_check *chk)
         if (m[0] == SLB_SENTINEL)
             return;
         slb_check_msg(&chk[which - 1], m);
+        slb_work(s->run->work);
     }
 }
 

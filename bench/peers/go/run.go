@@ -22,12 +22,13 @@ type run struct {
 	elem, capacity       int
 	msgs, capNs          uint64 // tput: all producers together; stop after capNs (0: never)
 	trips, tripCapNs     uint64 // ping-pong: at most trips, or until tripCapNs
+	work                 uint64 // tput: pause hints a consumer spends on each message
 	base                 time.Time
 }
 
 func usage(why string) {
 	fmt.Fprintf(os.Stderr, "sl-peer-go: %s\nusage: sl-peer-go NAME VARIANT tput|pingpong|select "+
-		"PRODUCERS CONSUMERS ELEM CAPACITY MSGS CAP_NS TRIPS TRIP_CAP_NS PIN_NCPU LABEL\n"+
+		"PRODUCERS CONSUMERS ELEM CAPACITY MSGS CAP_NS TRIPS TRIP_CAP_NS PIN_NCPU WORK LABEL\n"+
 		"(started by sl-bench chan, one run per process; see bench/remote.c)\n", why)
 	os.Exit(2)
 }
@@ -44,17 +45,18 @@ func num(s string) uint64 {
 // is not used here: goroutines are not threads, so sl-bench confines the
 // whole process to the run's CPUs instead (bench/remote.c).
 func parseRun(args []string) *run {
-	if len(args) != 13 {
+	if len(args) != 14 {
 		usage("wrong number of arguments")
 	}
 	if args[2] != "tput" && args[2] != "pingpong" && args[2] != "select" {
 		usage("unknown test '" + args[2] + "'")
 	}
-	r := &run{name: args[0], label: args[12], pingpong: args[2] == "pingpong",
+	r := &run{name: args[0], label: args[13], pingpong: args[2] == "pingpong",
 		selects:   args[2] == "select",
 		producers: uint32(num(args[3])), consumers: uint32(num(args[4])),
 		elem: int(num(args[5])), capacity: int(num(args[6])), msgs: num(args[7]),
-		capNs: num(args[8]), trips: num(args[9]), tripCapNs: num(args[10]), base: time.Now()}
+		capNs: num(args[8]), trips: num(args[9]), tripCapNs: num(args[10]), work: num(args[12]),
+		base: time.Now()}
 	num(args[11])
 	if r.producers == 0 || r.consumers == 0 || r.producers > 0xFFFE || r.elem <= 0 ||
 		r.elem%8 != 0 || r.capacity < 0 || (r.capacity == 0 && !r.pingpong) {
@@ -75,6 +77,13 @@ func (r *run) timeUp(seq, end uint64) bool {
 func (r *run) die(msg string) {
 	fmt.Fprintf(os.Stderr, "\nsl-bench: FAILED — contender '%s': %s\n", r.name, msg)
 	os.Exit(2)
+}
+
+// work: a consumer's work on a message it received, as the C driver's slb_work.
+func work(n uint64) {
+	for i := uint64(0); i < n; i++ {
+		cpuRelax()
+	}
 }
 
 // backoff: every spinning contender waits the same way, a short spin, then

@@ -65,6 +65,7 @@ func consume[M msg](r *run, sh *shared, ch chan M, block bool) *check {
 				return chk
 			}
 			verify(chk, &m)
+			work(r.work)
 		}
 	}
 	total := per * uint64(r.producers)
@@ -73,6 +74,7 @@ func consume[M msg](r *run, sh *shared, ch chan M, block bool) *check {
 	for {
 		if m, ok := tryRecv(ch); ok {
 			verify(chk, &m)
+			work(r.work)
 			spins, idleSince = 0, 0
 			if sole && chk.count >= total {
 				return chk

@@ -26,6 +26,7 @@ pub struct Run {
     pub trips: u64,       // ping-pong: at most this many
     pub trip_cap_ns: u64, // ...or until this much time has passed
     pub pin_ncpu: usize,  // thread index i runs on CPU i % pin_ncpu; < 2: unpinned
+    pub work: u64,        // tput: pause hints a consumer spends on each message
     base: Instant,
 }
 
@@ -38,7 +39,7 @@ fn num(args: &[String], i: usize) -> u64 {
 pub fn usage(why: &str) -> ! {
     eprintln!(
         "sl-peer: {}\nusage: sl-peer NAME VARIANT tput|pingpong|select PRODUCERS CONSUMERS ELEM \
-         CAPACITY MSGS CAP_NS TRIPS TRIP_CAP_NS PIN_NCPU LABEL\n\
+         CAPACITY MSGS CAP_NS TRIPS TRIP_CAP_NS PIN_NCPU WORK LABEL\n\
          (started by sl-bench chan, one run per process; see bench/remote.c)",
         why
     );
@@ -48,7 +49,7 @@ pub fn usage(why: &str) -> ! {
 impl Run {
     /// args: the command line without the program's name.
     pub fn parse(args: &[String]) -> Run {
-        if args.len() != 13 {
+        if args.len() != 14 {
             usage("wrong number of arguments");
         }
         let test = match args[2].as_str() {
@@ -59,7 +60,7 @@ impl Run {
         };
         let run = Run {
             name: args[0].clone(),
-            label: args[12].clone(),
+            label: args[13].clone(),
             test,
             producers: num(args, 3) as u32,
             consumers: num(args, 4) as u32,
@@ -70,6 +71,7 @@ impl Run {
             trips: num(args, 9),
             trip_cap_ns: num(args, 10),
             pin_ncpu: num(args, 11) as usize,
+            work: num(args, 12),
             base: Instant::now(),
         };
         if run.producers == 0
@@ -132,6 +134,13 @@ extern "C" {
 
 /// Every spinning contender waits the same way: a short spin, then yield
 /// the CPU (with 4x4 on two cores the thread waited for may need ours).
+/// A consumer's work on a message it received: as the C driver's slb_work.
+pub fn work(n: u64) {
+    for _ in 0..n {
+        std::hint::spin_loop();
+    }
+}
+
 pub fn backoff(spins: &mut u32) {
     *spins += 1;
     if *spins < 128 {

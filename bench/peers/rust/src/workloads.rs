@@ -17,7 +17,7 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::SeqCst};
 
 use crate::msg::{fill, sent_sum, sentinel, Check, SENTINEL};
-use crate::run::{backoff, recv, send, Gate, Run, Rx, Test, Tx};
+use crate::run::{backoff, recv, send, work, Gate, Run, Rx, Test, Tx};
 
 pub struct Outcome {
     pub value: f64, // Mmsg/s, or the p50 in ns
@@ -97,6 +97,7 @@ fn consume<'a, const N: usize, R: Rx<[u64; N]>>(
                 return chks;
             }
             chks[which].msg(&m);
+            work(run.work);
         }
     }
     let chk = &mut chks[0];
@@ -105,6 +106,7 @@ fn consume<'a, const N: usize, R: Rx<[u64; N]>>(
     loop {
         if let Some(m) = rx.try_recv() {
             chk.msg(&m);
+            work(run.work);
             spins = 0;
             idle_since = 0;
             if sole && chk.count >= total {

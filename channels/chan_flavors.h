@@ -118,7 +118,8 @@ static inline void count_unmark(SL_ATOMIC(uint32_t) *n)
  * heavy barrier and walks the records (light_mark, record_marks). The mark
  * is ordered before the closed-check in one of two ways:
  *   - `enter` (SL_LIST): the list's push announces itself in the same
- *     record with an exchange, a full barrier; the mark's stores go just
+ *     record, its store followed by the fast side of the asymmetric barrier
+ *     (sl__epoch_refresh: sl_event_fence's); the mark's stores go just
  *     before it, and the push runs inside the epoch section it opened
  *     (list_push), which the unmark leaves;
  *   - otherwise (SL_MPMC): sl_event_fence(), as SL_SPSC's flag.
@@ -137,7 +138,7 @@ record_mark_in(sl_chan *ch, sl_epoch_rec *r, bool enter)
     atomic_store_explicit(&r->sending_on, (const void *)ch, memory_order_release);
     atomic_store_explicit(&r->sending, 1u, memory_order_relaxed);
     if (enter)
-        sl__epoch_refresh(r); /* an exchange: the mark before the closed-check */
+        sl__epoch_refresh(r); /* its fence: the mark before the closed-check */
     else
         sl_event_fence(); /* the mark before the closed-check (heavy on the receiver) */
     return &r->sending;

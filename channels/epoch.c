@@ -10,6 +10,7 @@
  * grows only to the largest number of threads that used lists at once.
  */
 #include "internal/epoch.h"
+#include "internal/await.h"
 #include "internal/testing.h"
 #include "internal/sysops.h"
 
@@ -121,6 +122,9 @@ sl_epoch_rec *sl__epoch_record(void)
 {
     if (sl__epoch_self)
         return sl__epoch_self;
+    /* Before this thread's first announcement: the mode its barrier's fast
+     * side (sl__epoch_refresh) and every scan's heavy side agree on. */
+    sl__event_choose_barrier();
     pthread_key_t key;
     sl_epoch_rec *r = NULL;
     if (exit_key(&key) == 0) {
@@ -160,8 +164,20 @@ uint64_t sl__epoch_stamp(void)
 
 uint64_t sl__epoch_oldest(const sl_epoch_rec *self)
 {
-    /* seq_cst loads: a thread whose announcement this scan misses comes after
-     * the scan in the single total order, so its root loads see the unlink. */
+#ifndef SL_MUTANT_EPOCH_SCAN_UNFENCED /* planted bug when defined */
+    /* The heavy side of the announcements' barrier (sl__epoch_refresh): a
+     * thread whose announcement this scan misses has its root loads after
+     * the barrier, which follows the caller's unlink and stamp, so they see
+     * the unlink (docs/guarantees.md, "Reclamation"). */
+    sl_event_heavy_fence();
+#endif
+    return sl__epoch_oldest_seen(self);
+}
+
+uint64_t sl__epoch_oldest_seen(const sl_epoch_rec *self)
+{
+    /* seq_cst: the anonymous count's increment is a seq_cst RMW, a full
+     * barrier on its side. */
     if (atomic_load_explicit(&anonymous, memory_order_seq_cst) != 0)
         return 0;
     uint64_t oldest = UINT64_MAX;
@@ -169,7 +185,9 @@ uint64_t sl__epoch_oldest(const sl_epoch_rec *self)
     for (; r; r = r->next) {
         if (r == self)
             continue;
-        uint64_t e = atomic_load_explicit(&r->announced, memory_order_seq_cst);
+        /* Acquire: a 0 read from the thread's exit (a release) makes all of
+         * its operation happen before what the caller frees. */
+        uint64_t e = atomic_load_explicit(&r->announced, memory_order_acquire);
         if (e != 0 && e < oldest)
             oldest = e;
     }

@@ -180,7 +180,14 @@ static void reclaim(sl_list *q, const sl_epoch_rec *self)
 #ifdef SL_MUTANT_LIST_EARLY_FREE
     uint64_t safe = UINT64_MAX; /* planted bug: ignores threads still inside */
 #else
-    uint64_t safe = first == end ? 0 : sl__epoch_oldest(self);
+    uint64_t safe = 0;
+    /* A thread seen inside since before the oldest stamp holds every stamped
+     * segment (nothing would be freed): skip the scan's barrier, a
+     * membarrier, as a pop finding the list empty behind a preempted
+     * operation would otherwise issue one each time. */
+    if (first != end && sl__epoch_oldest_seen(self) >=
+                            atomic_load_explicit(&first->retired, memory_order_relaxed))
+        safe = sl__epoch_oldest(self);
 #endif
     sl_list_seg *s = first;
     while (s != end && atomic_load_explicit(&s->retired, memory_order_relaxed) <= safe) {

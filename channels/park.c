@@ -74,12 +74,17 @@ static void choose_barrier(void)
 
 static pthread_once_t barrier_once = PTHREAD_ONCE_INIT;
 
+void sl__event_choose_barrier(void)
+{
+    pthread_once(&barrier_once, choose_barrier);
+}
+
 /* One step of the epoch: bit 0 is the shared mark, never changed. */
 #define EPOCH_STEP 2u
 
 static void event_init(sl_event *ev, uint32_t mark)
 {
-    pthread_once(&barrier_once, choose_barrier);
+    sl__event_choose_barrier();
     atomic_init(&ev->epoch, mark);
     atomic_init(&ev->waiters, 0u);
 }

@@ -44,6 +44,13 @@
 /* The condition a waiter re-checks: true once it may stop waiting. */
 typedef bool (*sl__ready_fn)(void *ctx);
 
+/* Decides the barrier mode (sl__event_asymmetric) if nothing has yet: an
+ * eventcount's init does, and so does anything else that pairs
+ * sl__event_fence_fast with sl_event_heavy_fence (the epoch records,
+ * internal/epoch.h) before its first use, so that both sides of every pair
+ * use the mode that holds for the rest of the process. */
+void sl__event_choose_barrier(void);
+
 /* Flags for sl__event_await. */
 enum {
     /* Retry ready() in a bounded spin before registering (phase 1). For

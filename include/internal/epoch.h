@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "sluice/base.h"
+#include "sluice/park.h"
 
 typedef struct sl_epoch_rec {
     /* 0 outside an operation; otherwise the epoch read on entry. Written only
@@ -65,7 +66,15 @@ void sl__epoch_exit_anonymous(void);
 
 /* Announces the epoch now current: at entry, and where a long operation
  * (a batch) holds no pointer into the structure, so that it stops holding
- * back what was unlinked since it entered. NULL (anonymous) is fine. */
+ * back what was unlinked since it entered. NULL (anonymous) is fine.
+ *
+ * The announcement must be ordered before this operation's loads of the
+ * structure's roots, against a reclaimer's scan (a store->load pair): by
+ * the asymmetric barrier, whose fast side is here (a compiler barrier where
+ * membarrier works, else a seq_cst fence) and whose heavy side the scan
+ * issues (sl__epoch_oldest). A locked exchange here cost every operation a
+ * drain of its store buffer, on the line its previous operation wrote last
+ * (docs/performance.md, "Announcements without a locked instruction"). */
 static inline void sl__epoch_refresh(sl_epoch_rec *r)
 {
     if (r == NULL)
@@ -73,9 +82,11 @@ static inline void sl__epoch_refresh(sl_epoch_rec *r)
     /* Acquire: an epoch read at or past an unlinker's stamp makes its unlink
      * visible to this operation's loads. */
     uint64_t e = atomic_load_explicit(&sl__epoch_global, memory_order_acquire);
-    /* seq_cst RMW: the announcement is ordered before this operation's
-     * (seq_cst) loads of the structure's roots, against a reclaimer's scan. */
-    atomic_exchange_explicit(&r->announced, e, memory_order_seq_cst);
+    /* Release: a scan that reads this announcement also reads everything the
+     * thread's earlier operations did as done before it (their exit's
+     * release, which this store replaces, would otherwise be all it has). */
+    atomic_store_explicit(&r->announced, e, memory_order_release);
+    sl__event_fence_fast(); /* the announcement before the root loads (see above) */
 }
 
 /* Enters a protected operation. Returns the token to pass to sl__epoch_exit.
@@ -107,8 +118,17 @@ uint64_t sl__epoch_stamp(void);
  * `self` (which must hold no pointer to what the caller frees): objects with
  * a stamp <= the result may be freed. UINT64_MAX when nobody is inside; 0
  * while an anonymous thread is. Call after reading the stamps it is compared
- * with. O(records registered); wait-free. */
+ * with. Issues the heavy side of the announcements' barrier first
+ * (sl_event_heavy_fence: a membarrier in asymmetric mode), so it is for a
+ * reclaimer about to free. O(records registered). */
 uint64_t sl__epoch_oldest(const sl_epoch_rec *self);
+
+/* The same scan without the barrier: a hint, never a reason to free. An
+ * announcement it reads was made (a thread is or was just inside since that
+ * epoch); one it misses may still be in its thread's store buffer. A
+ * reclaimer that finds here a thread inside since before its oldest stamp
+ * can free nothing, and skips the barrier. */
+uint64_t sl__epoch_oldest_seen(const sl_epoch_rec *self);
 
 /* How many records are marked sending on `on` (a scan of the registry, for a
  * receiver deciding SL_CLOSED after its heavy barrier, and for a free's

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # tests/model/run.sh — model-checks the parking and close protocols (under
 # sequential consistency, and the SPSC paths under x86-TSO) and the ring of
-# stamped cells and SL_LIST's slots and segments with spin.
+# stamped cells and SL_LIST's slots and segments, and the epoch records'
+# announcement under x86-TSO, with spin.
 #
 #   run.sh                the default checks (exhaustive, ~1 min of CPU in all)
 #   MODEL_FULL=1 run.sh   also the larger configurations (several minutes)
 #   MODEL_BUG=BUG_X run.sh
 #                         the same checks with one planted bug compiled in
 #                         (see the BUG_ lists in park.pml, eventcount.pml,
-#                         close.pml, cellring.pml, list.pml, tso.pml): failures are
+#                         close.pml, cellring.pml, list.pml, tso.pml,
+#                         epoch.pml): failures are
 #                         then expected
 #   run.sh --mutants      every planted bug in turn, on the checks of the model
 #                         it applies to; reports which check catches it, and
@@ -142,6 +144,11 @@ checks_default=(
     "tso-fence|tso.pml||safety"
     "tso-asym-close|tso.pml|-DASYM -DCLOSER -DMSGS=1|safety"
     "tso-fence-close|tso.pml|-DCLOSER -DMSGS=1|safety"
+    # the epoch records' announcement against a reclaimer's scan under
+    # x86-TSO, asymmetric (membarrier) and fence mode: two operations in a
+    # row, one reclaimer freeing the segment it unlinked
+    "epoch-asym|epoch.pml|-DASYM|safety"
+    "epoch-fence|epoch.pml||safety"
 )
 checks_full=(
     "ec-1s2r-timed|eventcount.pml|-DSENDER_TIMED|safety ltlfair:no_lost_wakeup"
@@ -164,6 +171,8 @@ checks_full=(
     "tso-asym-c2-3msg|tso.pml|-DASYM -DCAP=2 -DMSGS=3|safety"
     "tso-fence-c2-3msg|tso.pml|-DCAP=2 -DMSGS=3|safety"
     "tso-asym-sb8-spurious|tso.pml|-DASYM -DSB=8 -DSPURIOUS=1|safety"
+    "epoch-asym-3ops|epoch.pml|-DASYM -DOPS=3|safety"
+    "epoch-fence-3ops|epoch.pml|-DOPS=3|safety"
 )
 
 # Runs a list of checks, JOBS at a time, then prints them in order and counts
@@ -283,6 +292,9 @@ if [ "${1:-}" = "--cover" ]; then
         "59|tso.pml|R6: the last look after the close finds a message"
         "60|tso.pml|R4: the sender's mark (flag = 1) is still buffered at the receiver's barrier"
         "61|tso.pml|R4: the receiver's membarrier drains the sender's non-empty store buffer"
+        "81|epoch.pml|E4: an operation uses the segment it loaded as its root"
+        "82|epoch.pml|U4: the scan's membarrier drains a buffered announcement"
+        "83|epoch.pml|U5: the reclaimer frees the segment"
     )
     safety_only=()
     for spec in "${all_checks[@]}"; do
@@ -356,6 +368,10 @@ if [ "${1:-}" = "--mutants" ]; then
         "BUG_NO_CLOSE_BARRIER -DSC|tso.pml|0"
         "BUG_NO_CLOSE_BARRIER -DCLOSE_BARRIER|tso.pml|1"
         "BUG_TAIL_FIRST|tso.pml|1"
+        "BUG_SCAN_UNFENCED|epoch.pml|1"
+        "BUG_SCAN_UNFENCED -DSC|epoch.pml|0"
+        "BUG_ANNOUNCE_UNFENCED|epoch.pml|1"
+        "BUG_ANNOUNCE_UNFENCED -DSC|epoch.pml|0"
     )
     # A mutant that does not build is a broken switch, not a caught bug; one
     # whose model has no check left under MODEL_ONLY is skipped.

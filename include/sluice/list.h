@@ -38,7 +38,10 @@
  *     through a shared counter, and frees nothing while it runs.
  *   - Reclaiming: a pop that moves past a used-up segment (once per segment)
  *     reads every thread's record, and returns unused segments to the
- *     allocator with free().
+ *     allocator with free(). When the records show it may free something it
+ *     first calls membarrier(2) (MEMBARRIER_CMD_PRIVATE_EXPEDITED, where the
+ *     kernel allows it: the heavy side of the barrier that lets every
+ *     operation announce itself with a plain store).
  * Order: linearizable FIFO, hence FIFO per producer.
  * Memory: segments that every consumer has passed are reclaimed with the
  * library's own epoch scheme (no registration, no helper thread): the pop

@@ -562,3 +562,32 @@ int sl_test_run(Suite *s)
     srunner_free(sr);
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
+
+#if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+#include "internal/testing.h"
+
+static void gated_stop(void *ctx, unsigned step)
+{
+    sl_test_gated_send *g = ctx;
+    (void)step;
+    atomic_store(&g->stopped, 1);
+    while (!atomic_load(&g->go))
+        sl_test_sleep_ns(MS / 10);
+}
+
+void *sl_test_send_gated(void *gated)
+{
+    sl_test_gated_send *g = gated;
+    sl__fi_arm(g->k, gated_stop, g);
+    g->st = sl_chan_try_send(g->ch, &g->value);
+    g->passed = sl__fi_disarm();
+    atomic_store(&g->stopped, 1);
+    return NULL;
+}
+
+void sl_test_wait_stopped(sl_test_gated_send *g)
+{
+    while (!atomic_load(&g->stopped))
+        sl_test_sleep_ns(MS / 10);
+}
+#endif

@@ -191,4 +191,22 @@ void sl_test_account(const char *what, uint64_t n);
 /* Runs the suite with Check and returns the process exit status. */
 int sl_test_run(Suite *s);
 
+#if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+/* A try_send of `value` stopped at its k-th fault-injection step (SL_FI)
+ * until `go` is set: run sl_test_send_gated on a thread, wait with
+ * sl_test_wait_stopped, do what must happen while it is stopped, set `go`,
+ * join. Afterwards `st` is what the send returned and `passed` the steps
+ * it passed (fewer than k: it never reached step k, and a loop over k is
+ * done). */
+typedef struct sl_test_gated_send {
+    sl_chan *ch;
+    uint64_t value;
+    unsigned k, passed;
+    sl_status st;
+    atomic_int stopped, go;
+} sl_test_gated_send;
+void *sl_test_send_gated(void *gated);
+void sl_test_wait_stopped(sl_test_gated_send *g);
+#endif
+
 #endif

@@ -1201,44 +1201,16 @@ END_TEST
  * A send that returned SL_OK must have been received: a selector that said
  * SL_CLOSED while the sender, past its closed-check, had still to push did
  * not see its mark (the marks in the threads' records, chan_flavors.h). */
-typedef struct gated_send {
-    sl_chan *ch;
-    unsigned k, passed;
-    sl_status st;
-    _Atomic int stopped, go;
-} gated_send;
-
-static void gate(void *ctx, unsigned step)
-{
-    gated_send *g = ctx;
-    (void)step;
-    atomic_store(&g->stopped, 1);
-    while (!atomic_load(&g->go))
-        sl_test_sleep_ns(MS / 10);
-}
-
-static void *send_gated(void *p)
-{
-    gated_send *g = p;
-    uint64_t v = 42;
-    sl__fi_arm(g->k, gate, g);
-    g->st = sl_chan_try_send(g->ch, &v);
-    g->passed = sl__fi_disarm();
-    atomic_store(&g->stopped, 1);
-    return NULL;
-}
-
 START_TEST(test_close_with_sender_in_flight)
 {
     const sl_flavor flavors[] = {SL_MPMC, SL_SPSC, SL_LIST, SL_RING};
     const sl_flavor f = flavors[_i];
     unsigned k = 1;
     for (;; k++) {
-        gated_send g = {.ch = mk(f, 4, NULL, NULL), .k = k};
+        sl_test_gated_send g = {.ch = mk(f, 4, NULL, NULL), .k = k, .value = 42};
         pthread_t t;
-        ck_assert_int_eq(pthread_create(&t, NULL, send_gated, &g), 0);
-        while (!atomic_load(&g.stopped))
-            sl_test_sleep_ns(MS / 10);
+        ck_assert_int_eq(pthread_create(&t, NULL, sl_test_send_gated, &g), 0);
+        sl_test_wait_stopped(&g);
         sl_chan_close(g.ch);
         sel_thread *s = calloc(1, sizeof *s);
         ck_assert_ptr_nonnull(s);

@@ -41,13 +41,33 @@ static inline SL_ATOMIC(uint32_t) *spsc_shared_mark(sl_chan *ch)
     return __builtin_expect(flag != NULL, 1) ? flag_mark_as(flag, true) : NULL;
 }
 
-static inline SL_ATOMIC(uint32_t) *mpmc_shared_mark(sl_chan *ch)
+/* SL_MPMC's sending threads mark themselves in lanes of the record, a flag
+ * each, as SL_SPSC's sender does (channels/shm_lane.c): no locked
+ * instruction where the segment's barrier mode is asymmetric. A thread
+ * that found every lane owned counts itself in the record's count. */
+static inline __attribute__((always_inline)) SL_ATOMIC(uint32_t) *mpmc_shared_mark(sl_chan *ch)
 {
-    SL_ATOMIC(uint32_t) *n = shm_mark_word(ch);
-    if (__builtin_expect(n != NULL, 1))
-        /* seq_cst: the mark before the closed-check, in the total order. */
-        atomic_fetch_add_explicit(n, 1u, memory_order_seq_cst);
-    return n;
+    const sl__shm_lane_cache *c = &sl__shm_lane_of_thread;
+    SL_ATOMIC(uint32_t) *w;
+    /* Relaxed: `claim` changes only in this process's claims. */
+    if (__builtin_expect(c->ch == ch && c->claim == atomic_load_explicit(&ch->shm.claim,
+                                                                         memory_order_relaxed), 1))
+        w = c->word;
+    else if (!(w = sl__shm_claim_lane(ch)))
+        return NULL;
+    if (__builtin_expect(sl__shm_is_lane(w), 1))
+        return flag_mark_as(w, true);
+    /* seq_cst: the mark before the closed-check, in the total order. */
+    atomic_fetch_add_explicit(w, 1u, memory_order_seq_cst);
+    return w;
+}
+
+static inline __attribute__((always_inline)) void mpmc_shared_unmark(SL_ATOMIC(uint32_t) *w)
+{
+    if (__builtin_expect(sl__shm_is_lane(w), 1))
+        flag_unmark_across(w);
+    else
+        count_unmark(w);
 }
 
 /* An empty look may be the one that finds every registered sender gone
@@ -175,11 +195,11 @@ static inline size_t mpmc_shared_len(const sl_chan *ch)
 
 static const flavor_adapter mpmc_shared_adapter = {
     .init = shared_init, .drain_destroy = shared_drain_destroy,
-    .mark = mpmc_shared_mark, .unmark = count_unmark,
+    .mark = mpmc_shared_mark, .unmark = mpmc_shared_unmark,
     .push = mpmc_shared_push, .pop = mpmc_shared_pop,
     .push_n = mpmc_shared_push_n, .pop_n = mpmc_shared_pop_n, .len = mpmc_shared_len,
     .ready_at = sl__shm_ready_at,
-    .own_ctor = true, .shared = true, .reports = SL_MPMC,
+    .light_mark = true, .own_ctor = true, .shared = true, .reports = SL_MPMC,
 };
 
 #endif /* SLUICE_CHANNELS_CHAN_FLAVORS_SHARED_H */

@@ -47,6 +47,10 @@ typedef struct sl__shm_header {
     uint64_t size;             /* bytes the creator made the segment */
 } sl__shm_header;
 
+/* Lanes per record: the flags SL_MPMC's sending threads mark themselves
+ * in, one thread each (docs/shm-layout.md, "Records"). */
+#define SL__SHM_LANES 10
+
 /* A shared channel's mapping, process-local (channels/shm.c). */
 typedef struct sl__shm_map {
     void *base;  /* the local page(s) and the segment after them */
@@ -64,6 +68,14 @@ typedef struct sl__shm_map {
     int rec;
     unsigned refused_gen;
     uint64_t refused_at;
+    /* SL_MPMC's sending threads' lanes in the record (channels/shm_lane.c):
+     * which thread of this process owns each (0 none; sl__shm_lane_self's
+     * word), a serial that changes with every claim of the record (a
+     * thread's cached lane is good while it matches), and when the last
+     * look for lanes of exited threads was. */
+    SL_ATOMIC(uint64_t) lane_owner[SL__SHM_LANES];
+    SL_ATOMIC(uint64_t) claim;
+    SL_ATOMIC(uint64_t) lanes_looked_at;
 } sl__shm_map;
 
 struct sl_chan {
@@ -160,6 +172,34 @@ static inline __attribute__((always_inline)) bool sl__shm_claimed_here(const sl_
            atomic_load_explicit(&sl__shm_gen, memory_order_relaxed);
 }
 SL_ATOMIC(uint32_t) *sl__shm_claim_mark(sl_chan *ch);
+
+/* A thread's mark for a shared SL_MPMC handle (channels/shm_lane.c): the
+ * lane it owns in the handle's record, a flag only it writes, or, when
+ * every lane is owned by a living thread, the record's count. The last
+ * one a thread found, cached: good while `ch` and `claim` match. */
+typedef struct sl__shm_lane_cache {
+    const sl_chan *ch;
+    uint64_t claim;
+    SL_ATOMIC(uint32_t) *word;
+} sl__shm_lane_cache;
+extern _Thread_local sl__shm_lane_cache sl__shm_lane_of_thread
+    __attribute__((tls_model("initial-exec")));
+/* The slow path: claims the record if need be, then a lane, and caches
+ * it; NULL while every record is held (the send is refused). */
+SL_ATOMIC(uint32_t) *sl__shm_claim_lane(sl_chan *ch);
+/* channels/shm_lane.c, for shm.c: the lane this thread owns in m's record,
+ * taken if need be (-1: every lane is a living thread's); the owners
+ * forgotten when the record is claimed (under the claim lock); a fork()ed
+ * child's thread forgetting its identity and cached lane. */
+int sl__shm_lane_take(sl__shm_map *m);
+void sl__shm_lanes_reset(sl__shm_map *m);
+void sl__shm_lanes_forked(void);
+/* Whether a mark word is a lane (a flag) rather than a record's count:
+ * the count is a record's first word, on a line boundary; lanes never are. */
+static inline __attribute__((always_inline)) bool sl__shm_is_lane(const SL_ATOMIC(uint32_t) *w)
+{
+    return ((uintptr_t)w & (SL_CACHELINE - 1)) != 0;
+}
 bool sl__shm_senders_in_flight(sl_chan *ch);
 void sl__shm_on_stuck(sl_chan *ch);
 /* A shared channel's full send: sl__shm_on_stuck, or, when a push of

@@ -39,7 +39,7 @@
 #include "sluice/shm.h"
 
 #define SHM_MAGIC 0x4D48534349554C53ull /* "SLUICSHM", little-endian */
-#define SHM_VERSION 10u
+#define SHM_VERSION 11u
 #define SHM_CTL_AT ((size_t)72)    /* the peer-death control words */
 #define SHM_BELL_AT ((size_t)88)   /* the select bell (version 4) */
 #define SHM_RECS_AT ((size_t)2048) /* the records (senders, waiters, roles) */
@@ -250,9 +250,13 @@ typedef struct shm_rec {
     SL_ATOMIC(uint32_t) roles;  /* the registered roles: ROLE_SENDER | ROLE_RECEIVER */
     SL_ATOMIC(uint64_t) owner;  /* 0 free; OWNER_BUSY | the reclaimer's identity; else an identity */
     SL_ATOMIC(uint32_t) parked[2]; /* the owner's threads registered on not_empty, not_full */
-    unsigned char pad[40];
+    /* SL_MPMC: a flag per sending thread of the owner (version 11; shm_lane.c).
+     * In the record's line, as the count was: the owner's threads share it. */
+    SL_ATOMIC(uint32_t) lanes[SL__SHM_LANES];
 } shm_rec;
 _Static_assert(sizeof(shm_rec) == 64, "a record per line");
+_Static_assert(offsetof(shm_rec, marks) == 0 && offsetof(shm_rec, lanes) == 24,
+               "shm layout: the count on the record's line boundary, lanes off it (sl__shm_is_lane)");
 
 typedef struct shm_ctl {
     SL_ATOMIC(uint64_t) next_look;   /* CLOCK_MONOTONIC ns of the next look */
@@ -289,6 +293,7 @@ static void forked_child(void)
     /* Relaxed: the child runs only this thread now. */
     atomic_fetch_add_explicit(&sl__shm_gen, 1u, memory_order_relaxed);
     sl__mpmc_forked_child();
+    sl__shm_lanes_forked();
     register_again();
 }
 
@@ -387,6 +392,27 @@ static void discount(sl_event *ev, SL_ATOMIC(uint32_t) *parked)
     }
 }
 
+/* A record's in-flight marks: the count (or SL_SPSC's flag) and the lanes. */
+static void clear_marks(shm_rec *r)
+{
+    /* Relaxed: the owner's release store of 0 that follows orders them. */
+    atomic_store_explicit(&r->marks, 0u, memory_order_relaxed);
+    for (int k = 0; k < SL__SHM_LANES; k++)
+        atomic_store_explicit(&r->lanes[k], 0u, memory_order_relaxed);
+}
+
+static bool any_mark(shm_rec *r)
+{
+    /* seq_cst: after the caller's barrier (sl__shm_senders_in_flight); an
+     * acquire of the unmark's release too. */
+    bool marked = atomic_load_explicit(&r->marks, memory_order_seq_cst) != 0;
+#ifndef SL_MUTANT_SHM_LANES_UNREAD /* planted bug when defined: the lanes go unread */
+    for (int k = 0; k < SL__SHM_LANES && !marked; k++)
+        marked = atomic_load_explicit(&r->lanes[k], memory_order_seq_cst) != 0;
+#endif
+    return marked;
+}
+
 /* Frees record r, whose owner `seen` is dead (or whose reclaimer, `seen`
  * with OWNER_BUSY, died before it finished): exclusively (BUSY, with this
  * process's identity), so that a second reclaimer cannot clear the mark of
@@ -404,7 +430,7 @@ static void reclaim_settled(sl_chan *ch, shm_rec *r, uint64_t seen)
         return;
     SL_FI(); /* busy, nothing cleared */
 #ifndef SL_MUTANT_SHM_DEAD_MARKS_COUNT
-    atomic_store_explicit(&r->marks, 0u, memory_order_relaxed);
+    clear_marks(r);
 #endif
     discount(&ch->not_empty, &r->parked[0]);
     discount(&ch->not_full, &r->parked[1]);
@@ -472,6 +498,8 @@ static int claim_locked(sl_chan *ch)
     int i = claim_record(ch, self_identity(), reclaim);
     ch->shm.rec = i;
     ch->shm.mark = i < 0 ? NULL : &records(ch)[i].marks;
+    if (i >= 0)
+        sl__shm_lanes_reset(&ch->shm); /* a fork()ed child's copy names its parent's threads */
     if (ch->flavor == SL__MPMC_SHARED) /* the name its holds of spares go by */
         atomic_store_explicit(&ch->geom.mpmc.holder, i < 0 ? SL__HELD_NOBODY : (uint32_t)i,
                               memory_order_relaxed); /* gen's release orders it */
@@ -506,6 +534,19 @@ SL_ATOMIC(uint32_t) *sl__shm_claim_mark(sl_chan *ch)
         return &ch->in_flight[0].n; /* planted bug: an anonymous mark, the send goes ahead */
 #endif
     return rec < 0 ? NULL : &records(ch)[rec].marks;
+}
+
+SL_ATOMIC(uint32_t) *sl__shm_claim_lane(sl_chan *ch)
+{
+    SL_ATOMIC(uint32_t) *count = sl__shm_claim_mark(ch);
+    if (!count || !sl__shm_claimed_here(ch) || ch->shm.rec < 0)
+        return count; /* none; or the planted bug's anonymous mark */
+    int lane = sl__shm_lane_take(&ch->shm);
+    SL_ATOMIC(uint32_t) *word = lane < 0 ? count : &records(ch)[ch->shm.rec].lanes[lane];
+    /* Relaxed: `claim` changes only in this process's claims (claim_locked). */
+    sl__shm_lane_of_thread = (sl__shm_lane_cache){
+        ch, atomic_load_explicit(&ch->shm.claim, memory_order_relaxed), word};
+    return word;
 }
 
 /* Whether a handle registered in `role` holds its record (a living or not
@@ -544,7 +585,7 @@ static void drop_record(sl_chan *ch)
         return; /* none, or the parent's (a fork()ed child's copy of the handle) */
     shm_rec *r = &records(ch)[ch->shm.rec];
     uint32_t was = atomic_exchange_explicit(&r->roles, 0u, memory_order_seq_cst);
-    atomic_store_explicit(&r->marks, 0u, memory_order_relaxed); /* the caller's threads are done */
+    clear_marks(r); /* the caller's threads are done */
     atomic_store_explicit(&r->parked[0], 0u, memory_order_relaxed); /* and wait no more */
     atomic_store_explicit(&r->parked[1], 0u, memory_order_relaxed);
     /* Release: the clears before a new owner's claim. */
@@ -580,8 +621,7 @@ bool sl__shm_senders_in_flight(sl_chan *ch)
     sl__event_heavy_fence_shared();
     shm_rec *rs = records(ch);
     for (int i = 0; i < SHM_RECS; i++) {
-        /* seq_cst: as above; an acquire of the unmark's release too. */
-        if (atomic_load_explicit(&rs[i].marks, memory_order_seq_cst) == 0)
+        if (!any_mark(&rs[i]))
             continue;
         uint64_t o = atomic_load_explicit(&rs[i].owner, memory_order_acquire);
 #ifdef SL_MUTANT_SHM_DEAD_MARKS_COUNT

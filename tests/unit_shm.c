@@ -1413,17 +1413,26 @@ static uint64_t self_start(void)
 }
 
 /* Sender record 0 (docs/shm-layout.md): its mark and owner set by hand. */
+#define LANES 10 /* a record's lanes (SL__SHM_LANES) */
+
+/* Record 0's owner, and its mark: the count at 0 (where == 0), or the flag
+ * of lane where - 1 (docs/shm-layout.md, "Records": lanes from 24). */
+static unsigned g_mark_at;
 static void set_record(unsigned char *raw, uint32_t marks, uint64_t owner)
 {
-    memcpy(raw + 2048, &marks, 4);
+    memcpy(raw + 2048 + (g_mark_at ? 24 + 4 * (g_mark_at - 1) : 0), &marks, 4);
     memcpy(raw + 2048 + 8, &owner, 8);
 }
 
 /* A mark counts while its owner lives, and not once its pid belongs to
- * another process (a different start time) or to none. */
+ * another process (a different start time) or to none; the count and every
+ * lane alike (a receiver that read the count alone would say SL_CLOSED
+ * under a living sender's lane). */
+#define MARK_PLACES 3 /* the count, the first lane, the last */
 START_TEST(test_mark_owner_identity)
 {
-    sl_chan_opts o = opts_of(_i, 4);
+    sl_chan_opts o = opts_of(_i / MARK_PLACES, 4);
+    g_mark_at = (unsigned)(_i % MARK_PLACES) == 2 ? LANES : (unsigned)(_i % MARK_PLACES);
     sl_chan *ch;
     unsigned char buf[MSG_MAX];
     ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
@@ -1943,6 +1952,165 @@ START_TEST(test_receiver_owns_its_slot)
     ck_assert_uint_gt(k, 3);
     printf("[shm death] SL_MPMC 300-byte receive stopped at each of steps 1..%u: its message whole\n",
            k - 1);
+}
+END_TEST
+#endif
+
+/* ---- lanes: a flag per sending thread (channels/shm_lane.c) ---------------- */
+#define LANE_WAVES 3
+#define LANE_THREADS (LANES + 4) /* more than the lanes: some count in the record */
+
+typedef struct lane_sender {
+    sl_chan *ch;
+    unsigned id;
+    uint64_t n;
+    int bad;
+    sl_test_barrier *start;
+} lane_sender;
+
+static void *lane_send_run(void *p)
+{
+    lane_sender *a = p;
+    if (a->start)
+        sl_test_barrier_wait(a->start);
+    for (uint64_t i = 0; i < a->n; i++) {
+        uint64_t m = (uint64_t)a->id << 40 | i;
+        if (sl_chan_send(a->ch, &m) != SL_OK)
+            a->bad = 1;
+    }
+    return NULL;
+}
+
+/* Waves of more threads than a record has lanes send on one handle at once,
+ * each wave's threads exiting before the next starts (their lanes are taken
+ * again by the next wave's, after the look for exited owners); every
+ * message arrives once, each thread's in order, and the channel closes
+ * only once all have landed. */
+START_TEST(test_lanes_many_threads)
+{
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 8, .capacity = 64};
+    sl_chan *ch, *rx;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    ck_assert_int_eq(sl_chan_shm_open_fd(&rx, sl_chan_shm_fd(ch), &o), SL_OK);
+    const uint64_t n = sl_test_scaled(3000, 300);
+    uint64_t next[LANE_WAVES * LANE_THREADS] = {0}, got = 0;
+    for (unsigned w = 0; w < LANE_WAVES; w++) {
+        lane_sender a[LANE_THREADS];
+        pthread_t t[LANE_THREADS];
+        sl_test_barrier start;
+        sl_test_barrier_init(&start, LANE_THREADS);
+        for (unsigned i = 0; i < LANE_THREADS; i++) {
+            a[i] = (lane_sender){.ch = ch, .id = w * LANE_THREADS + i, .n = n, .start = &start};
+            ck_assert_int_eq(pthread_create(&t[i], NULL, lane_send_run, &a[i]), 0);
+        }
+        uint64_t m, until = sl_now_ns() + 60 * SEC;
+        while (got < (w + 1) * LANE_THREADS * n && sl_now_ns() < until) {
+            if (sl_chan_recv_for(rx, &m, 10 * MS) != SL_OK)
+                continue;
+            uint64_t id = m >> 40, seq = m & (((uint64_t)1 << 40) - 1);
+            ck_assert_msg(id < (w + 1) * LANE_THREADS, "a foreign message %llx", ULL(m));
+            ck_assert_msg(seq == next[id], "thread %llu: message %llu where %llu was due", ULL(id),
+                          ULL(seq), ULL(next[id]));
+            next[id]++, got++;
+        }
+        for (unsigned i = 0; i < LANE_THREADS; i++) {
+            ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+            ck_assert_msg(!a[i].bad, "wave %u thread %u: a send failed", w, i);
+        }
+        sl_test_barrier_destroy(&start);
+        sl_test_sleep_ns(60 * MS); /* past the handle's rate limit on looks for exited owners */
+    }
+    ck_assert_uint_eq(got, LANE_WAVES * LANE_THREADS * n);
+    sl_chan_close(ch);
+    uint64_t m;
+    ck_assert_int_eq(sl_chan_recv_for(rx, &m, survivor_wait()), SL_CLOSED);
+    sl_chan_free(rx);
+    sl_chan_free(ch);
+}
+END_TEST
+
+#if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+/* Sends once, then stays alive (its lane owned) until released. */
+typedef struct lane_holder {
+    sl_chan *ch;
+    sl_test_barrier *sent, *release;
+} lane_holder;
+
+static void *lane_hold(void *p)
+{
+    lane_holder *h = p;
+    uint64_t v = 7;
+    (void)sl_chan_send(h->ch, &v);
+    sl_test_barrier_wait(h->sent);
+    sl_test_barrier_wait(h->release);
+    return NULL;
+}
+
+static void *lane_send_once(void *ch)
+{
+    uint64_t v = 8;
+    (void)sl_chan_send(ch, &v);
+    return NULL;
+}
+
+/* Stops a send at each of its steps in turn, its thread holding the first
+ * lane; the other lanes' owners, alive, send a message each, and one more
+ * thread, finding no free lane, sends too; all theirs are received, the
+ * channel closed. A receive must not then answer SL_CLOSED while the
+ * stopped send can still land: its lane is its own (no other thread's
+ * unmark clears it, and a thread finds no lane free of a living owner),
+ * and the receiver reads it. */
+START_TEST(test_lanes_close_in_flight)
+{
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 8, .capacity = 64};
+    unsigned k = 1;
+    for (;; k++) {
+        sl_test_gated_send g = {.k = k, .value = 42};
+        ck_assert_int_eq(sl_chan_shm_create(&g.ch, NULL, &o, 0), SL_OK);
+        ck_assert_int_eq(sl_chan_shm_sender(g.ch), SL_OK); /* the record claimed: no lock in a step */
+        pthread_t t, hold[LANES - 1], late;
+        ck_assert_int_eq(pthread_create(&t, NULL, sl_test_send_gated, &g), 0);
+        sl_test_wait_stopped(&g);
+        sl_test_barrier sent, release;
+        sl_test_barrier_init(&sent, LANES);
+        sl_test_barrier_init(&release, LANES);
+        lane_holder h = {.ch = g.ch, .sent = &sent, .release = &release};
+        for (unsigned i = 0; i < LANES - 1; i++)
+            ck_assert_int_eq(pthread_create(&hold[i], NULL, lane_hold, &h), 0);
+        sl_test_barrier_wait(&sent);
+        ck_assert_int_eq(pthread_create(&late, NULL, lane_send_once, g.ch), 0);
+        ck_assert_int_eq(pthread_join(late, NULL), 0);
+        uint64_t v, got42 = 0, others = 0;
+        while (sl_chan_try_recv(g.ch, &v) == SL_OK)
+            v == 42 ? got42++ : others++;
+        const uint64_t pushed_before = got42; /* the stopped send's, if it had pushed */
+        sl_chan_close(g.ch);
+        sl_status early = sl_chan_try_recv(g.ch, &v);
+        if (early == SL_OK)
+            v == 42 ? got42++ : others++;
+        atomic_store(&g.go, 1);
+        ck_assert_int_eq(pthread_join(t, NULL), 0);
+        sl_test_barrier_wait(&release);
+        for (unsigned i = 0; i < LANES - 1; i++)
+            ck_assert_int_eq(pthread_join(hold[i], NULL), 0);
+        while (sl_chan_try_recv(g.ch, &v) == SL_OK)
+            v == 42 ? got42++ : others++;
+        ck_assert_msg(!(early == SL_CLOSED && g.st == SL_OK && !pushed_before),
+                      "a receive said SL_CLOSED under a send stopped at step %u, which then "
+                      "landed (SL_OK)", k);
+        ck_assert_msg(got42 == (g.st == SL_OK),
+                      "send stopped at step %u returned %s; its message received %llu times", k,
+                      sl_status_str(g.st), ULL(got42));
+        ck_assert_uint_eq(others, LANES);
+        sl_test_barrier_destroy(&sent);
+        sl_test_barrier_destroy(&release);
+        sl_chan_free(g.ch);
+        if (g.passed < k)
+            break;
+    }
+    ck_assert_uint_gt(k, 3);
+    printf("[shm lanes] SL_MPMC send stopped at each of steps 1..%u under %u other senders: "
+           "never taken for landed\n", k - 1, LANES);
 }
 END_TEST
 #endif
@@ -2649,6 +2817,7 @@ static Suite *shm_suite(void)
     tcase_add_loop_test(tc, test_scm_rights, 0, N_OF(k_cfg));
     tcase_add_loop_test(tc, test_named, 0, N_OF(k_cfg));
     tcase_add_test(tc, test_typed);
+    tcase_add_test(tc, test_lanes_many_threads);
     tcase_add_loop_test(tc, test_mpmc_forms_by_size, 0, N_OF(k_mpmc_sizes));
     suite_add_tcase(s, tc);
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
@@ -2656,6 +2825,7 @@ static Suite *shm_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_receiver_owns_its_slot);
     tcase_add_test(tc, test_receive_while_spare_held);
+    tcase_add_test(tc, test_lanes_close_in_flight);
     suite_add_tcase(s, tc);
 #endif
     tc = tcase_create("death");
@@ -2667,7 +2837,7 @@ static Suite *shm_suite(void)
     tcase_add_test(tc, test_refused_send_closed);
     tcase_add_test(tc, test_empty_polls_claim_no_record);
     tcase_add_test(tc, test_record_churn);
-    tcase_add_loop_test(tc, test_mark_owner_identity, 0, N_OF(k_cfg));
+    tcase_add_loop_test(tc, test_mark_owner_identity, 0, N_OF(k_cfg) * MARK_PLACES);
     tcase_add_loop_test(tc, test_killed_while_parked, 0, N_OF(k_cfg));
     tcase_add_loop_test(tc, test_killed_parked_discounted, 0, N_OF(k_cfg));
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT

@@ -148,14 +148,18 @@ static int run_chan_recv16(sl_flavor f, long n, bool batched)
 
 /* A send and a receive as sl-bench's select contenders make them: each an
  * sl_select of two cases, the channel's and an idle channel's (full for
- * the send, empty for the receive), on SL_MPMC channels of 8 bytes. */
-static int run_chan_select(long n)
+ * the send, empty for the receive), on SL_MPMC channels of 8 bytes; with
+ * `shared`, the channel's in shared memory (the idle ones in process). */
+static int run_chan_select(long n, bool shared)
 {
-    sl_chan *ch, *full, *empty;
+    sl_chan *ch, *full, *empty, *made = NULL;
     sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 8, .capacity = 1024};
     sl_chan_opts one = {.flavor = SL_MPMC, .elem_size = 8, .capacity = 1};
-    if (sl_chan_new(&ch, &o) != SL_OK || sl_chan_new(&full, &one) != SL_OK ||
-        sl_chan_new(&empty, &one) != SL_OK)
+    if (shared ? sl_chan_shm_create(&made, NULL, &o, 0) != SL_OK ||
+                     sl_chan_shm_open_fd(&ch, sl_chan_shm_fd(made), &o) != SL_OK
+               : sl_chan_new(&ch, &o) != SL_OK)
+        return 1;
+    if (sl_chan_new(&full, &one) != SL_OK || sl_chan_new(&empty, &one) != SL_OK)
         return 1;
     uint64_t v = 1, out = 0, other = 0;
     sl_chan_try_send(full, &v);
@@ -168,6 +172,7 @@ static int run_chan_select(long n)
         bad |= sl_select(recv, 2, SL_FOREVER, &j) != SL_OK || j != 1;
     }
     sl_chan_free(ch);
+    sl_chan_free(made);
     sl_chan_free(full);
     sl_chan_free(empty);
     return bad || (n > 0 && out != v);
@@ -194,7 +199,7 @@ int main(int argc, char **argv)
     if (argc != 3) {
         fprintf(stderr, "usage: sl-opcount spsc|mpmc|mpmc-64|list|ring|ring-full|ring-full-64|"
                         "chan-spsc|chan-mpmc|chan-mpmc-64|chan-spsc-shm|chan-mpmc-shm|chan-mpmc-shm-64|"
-                        "chan-list|chan-ring|chan-mpmc-select|chan-F-recv16|"
+                        "chan-list|chan-ring|chan-mpmc-select|chan-mpmc-shm-select|chan-F-recv16|"
                         "chan-F-recvn16 "
                         "COUNT\n");
         return 2;
@@ -219,7 +224,9 @@ int main(int argc, char **argv)
     else if (strcmp(w, "chan-ring") == 0)
         r = run_chan(SL_RING, n, 8);
     else if (strcmp(w, "chan-mpmc-select") == 0)
-        r = run_chan_select(n);
+        r = run_chan_select(n, false);
+    else if (strcmp(w, "chan-mpmc-shm-select") == 0)
+        r = run_chan_select(n, true);
     else if ((r = run_recv16_named(w, n)) < 0)
         r = run_raw(w, n);
     if (r < 0) {

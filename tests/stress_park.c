@@ -163,6 +163,8 @@ typedef struct pp_cfg {
 typedef struct pp_run {
     const pp_cfg *cfg;
     uint64_t n, seed;
+    uint64_t floor, until_ns; /* the time budget: A ends the run once past both */
+    atomic_uint_fast64_t last; /* the last hand-off: n, or A's choice once past budget */
     _Alignas(64) atomic_uint_fast64_t a2b;
     _Alignas(64) atomic_uint_fast64_t b2a;
     _Alignas(64) sl_event ev_a2b; /* B waits here */
@@ -177,7 +179,12 @@ static void *pp_a(void *arg)
     sl_test_rng rng;
     sl_test_rng_seed(&rng, r->seed ^ GOLDEN);
     sl_test_barrier_wait(&r->start);
-    for (uint64_t i = 1; i <= r->n; i++) {
+    for (uint64_t i = 1; i <= atomic_load(&r->last); i++) {
+        /* Past the budget: the next hand-off is the last (B reads `last`
+         * after its wait for it, which this publish releases). */
+        if (i > r->floor && atomic_load(&r->last) == r->n && (i & 255) == 0 &&
+            sl_test_now_ns() > r->until_ns)
+            atomic_store(&r->last, i);
         publish(&r->a2b, i, &r->ev_a2b, r->cfg->style, &rng);
         await_ge(&r->b2a, i, &r->ev_b2a, &rng, r->cfg->timed, &r->ws[0], "A");
         sl_test_maybe_stall(&rng, 8192);
@@ -191,7 +198,7 @@ static void *pp_b(void *arg)
     sl_test_rng rng;
     sl_test_rng_seed(&rng, r->seed ^ (2 * GOLDEN));
     sl_test_barrier_wait(&r->start);
-    for (uint64_t i = 1; i <= r->n; i++) {
+    for (uint64_t i = 1; i <= atomic_load(&r->last); i++) {
         await_ge(&r->a2b, i, &r->ev_a2b, &rng, r->cfg->timed, &r->ws[1], "B");
         publish(&r->b2a, i, &r->ev_b2a, r->cfg->style, &rng);
         sl_test_maybe_stall(&rng, 8192);
@@ -230,6 +237,9 @@ START_TEST(event_pingpong)
     r->cfg = cfg;
     r->seed = begin_test(SUITE, "event_pingpong[%s]", cfg->name);
     r->n = sl_test_scaled(cfg->n, cfg->floor);
+    r->floor = cfg->floor;
+    r->until_ns = sl_test_now_ns() + (uint64_t)sl_test_env_uint("SL_STRESS_PARK_S", 10) * SEC;
+    atomic_init(&r->last, r->n);
     atomic_init(&r->a2b, 0);
     atomic_init(&r->b2a, 0);
     sl_event_init(&r->ev_a2b);
@@ -243,13 +253,16 @@ START_TEST(event_pingpong)
     double secs = team_end(&t);
     faults_remove(cfg->faults);
     ASSERT_CLEAN();
-    CHECK_MSG(atomic_load(&r->a2b) == r->n && atomic_load(&r->b2a) == r->n, "incomplete");
+    const uint64_t done = atomic_load(&r->last);
+    CHECK_MSG(atomic_load(&r->a2b) == done && atomic_load(&r->b2a) == done && done > r->floor,
+              "incomplete");
     CHECK_MSG(sl_event_waiters(&r->ev_a2b) == 0 && sl_event_waiters(&r->ev_b2a) == 0,
               "waiter counts %u and %u after everyone left", sl_event_waiters(&r->ev_a2b),
               sl_event_waiters(&r->ev_b2a));
     fprintf(stderr,
-            "[%s] %llu hand-offs in %.3f s; waits slept %llu, cancelled %llu, timed out %llu\n",
-            g_test, ULL(r->n), secs, ULL(r->ws[0].slept + r->ws[1].slept),
+            "[%s] %llu hand-offs of %llu in %.3f s; waits slept %llu, cancelled %llu, timed "
+            "out %llu\n",
+            g_test, ULL(done), ULL(r->n), secs, ULL(r->ws[0].slept + r->ws[1].slept),
             ULL(r->ws[0].cancelled + r->ws[1].cancelled),
             ULL(r->ws[0].timed_out + r->ws[1].timed_out));
     CHECK_MSG(r->ws[0].slept + r->ws[1].slept > 0, "no wait ever reached sl_event_wait");

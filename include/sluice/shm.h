@@ -121,7 +121,11 @@
  *    with its process's identity (pid and start time, so that a reused pid
  *    is not taken for the dead process): a receiver deciding SL_CLOSED
  *    counts only the marks of living processes, so a dead sender never
- *    keeps the others from seeing SL_CLOSED;
+ *    keeps the others from seeing SL_CLOSED (SL_MPMC: a thread sending on
+ *    a handle marks a flag of its own in the record, with no locked
+ *    instruction: ten flags a record, a thread's kept until it exits; a
+ *    thread that finds all ten held by living threads marks the record's
+ *    shared count);
  *  - SL_MPMC with messages over 8 bytes (the swap form): a sending
  *    process killed while it holds a spare slot (from taking it to giving
  *    back the one its cell handed it) leaves its entry naming it, the slot

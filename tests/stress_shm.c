@@ -25,6 +25,11 @@
  * most one per killed consumer (the one it had taken: sluice/shm.h); the
  * message a killed producer was sending arrives once or not at all.
  *
+ * The close under senders: two producer processes of twelve sending
+ * threads each (more than a record's ten lanes) send while the parent
+ * closes the channel at a random instant; every send that returned SL_OK
+ * is received exactly once, and no other.
+ *
  * Send and receive forms are mixed at random: blocking, timed (with the
  * stress suites' time-outs, 0 included), and batches. With fault injection
  * (the faults preset) each process stalls at every atomic step. Under TSan
@@ -495,12 +500,192 @@ START_TEST(test_kill_loop)
 }
 END_TEST
 
+/* ---- a close under many sending threads ------------------------------------
+ * Producer processes of SEND_THREADS threads each, more than a record's ten
+ * lanes (so a process's last threads mark the record's count), send while
+ * the parent closes the channel at a random instant; receiving threads in
+ * consumer processes drain it to SL_CLOSED. Every send that returned SL_OK
+ * is received exactly once, in its thread's order, and no other: a
+ * receiver that answered SL_CLOSED while a send that saw the channel open
+ * was still landing (its mark unread, or cleared by another thread's
+ * unmark) leaves that send's message unreceived, and the books show it. */
+#define SEND_THREADS 12
+#define CU_IDS (MAX_PROCS * SEND_THREADS)
+
+typedef struct cu_tally {
+    atomic_uint bad;
+    atomic_uint_fast64_t sent[CU_IDS]; /* per sending thread: its SL_OK messages */
+    atomic_uint_fast64_t received;
+    atomic_uchar seen[];               /* id * n + seq */
+} cu_tally;
+
+typedef struct cu_run {
+    sl_chan_opts opts;
+    int fd;
+    unsigned producers, consumers;
+    uint64_t n, seed;
+    cu_tally *t;
+    sl_chan *ch;   /* a producer's handle, shared by its threads */
+    unsigned proc; /* which producer process */
+} cu_run;
+
+typedef struct cu_sender {
+    cu_run *r;
+    unsigned id;
+} cu_sender;
+
+static void *cu_send(void *arg)
+{
+    cu_sender *a = arg;
+    cu_run *r = a->r;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, r->seed + a->id);
+    unsigned char batch[BATCH * MSG_MAX];
+    for (uint64_t s = 0; s < r->n;) {
+        size_t k = msg_batch(batch, r->opts.elem_size, a->id, s, r->n - s, BATCH, &rng);
+        size_t sent = 0;
+        sl_status st = SL_OK;
+        uint64_t pick = sl_test_rng_next(&rng) % 3;
+        if (pick == 0)
+            sent = sl_chan_try_send_n(r->ch, batch, k);
+        else if ((st = pick == 1 ? sl_chan_send(r->ch, batch)
+                                 : sl_chan_send_for(r->ch, batch, 1000000)) == SL_OK)
+            sent = 1;
+        s += sent;
+        atomic_store(&r->t->sent[a->id], s);
+        if (st == SL_CLOSED || (sent == 0 && pick == 0 && sl_chan_is_closed(r->ch)))
+            break;
+    }
+    return NULL;
+}
+
+static void cu_produce(cu_run *r)
+{
+    if (sl_chan_shm_open_fd(&r->ch, r->fd, &r->opts) != SL_OK) {
+        atomic_store(&r->t->bad, 1);
+        return;
+    }
+    pthread_t thr[SEND_THREADS];
+    cu_sender a[SEND_THREADS];
+    for (unsigned k = 0; k < SEND_THREADS; k++) {
+        a[k] = (cu_sender){r, r->proc * SEND_THREADS + k};
+        if (pthread_create(&thr[k], NULL, cu_send, &a[k]) != 0)
+            atomic_store(&r->t->bad, 2);
+    }
+    for (unsigned k = 0; k < SEND_THREADS; k++)
+        pthread_join(thr[k], NULL);
+    sl_chan_free(r->ch);
+}
+
+static void *cu_receive(void *arg)
+{
+    cu_run *r = arg;
+    uint64_t next[CU_IDS] = {0};
+    unsigned char buf[MSG_MAX];
+    unsigned ids = r->producers * SEND_THREADS;
+    for (;;) {
+        sl_status st = sl_chan_recv(r->ch, buf);
+        if (st == SL_CLOSED)
+            return NULL;
+        uint32_t p;
+        uint64_t s;
+        char why[128];
+        if (st != SL_OK || !msg_parse(buf, r->opts.elem_size, ids, r->n, &p, &s, why, sizeof why) ||
+            s < next[p]) {
+            atomic_store(&r->t->bad, 3); /* failed, torn, foreign, or out of order */
+            return NULL;
+        }
+        next[p] = s + 1;
+        if (atomic_fetch_add(&r->t->seen[p * r->n + s], 1) != 0)
+            atomic_store(&r->t->bad, 4); /* a duplicate */
+        atomic_fetch_add(&r->t->received, 1);
+    }
+}
+
+static void cu_consume(cu_run *r)
+{
+    if (sl_chan_shm_open_fd(&r->ch, r->fd, &r->opts) != SL_OK) {
+        atomic_store(&r->t->bad, 5);
+        return;
+    }
+    pthread_t thr[MAX_THREADS];
+    for (unsigned i = 0; i < MAX_THREADS; i++)
+        if (pthread_create(&thr[i], NULL, cu_receive, r) != 0)
+            atomic_store(&r->t->bad, 6);
+    for (unsigned i = 0; i < MAX_THREADS; i++)
+        pthread_join(thr[i], NULL);
+    sl_chan_free(r->ch);
+}
+
+static pid_t cu_spawn(cu_run *r, bool producer, unsigned proc)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        signal(SIGALRM, SIG_DFL); /* as spawn() */
+        alarm(120);
+        r->proc = proc;
+        producer ? cu_produce(r) : cu_consume(r);
+        _exit(0);
+    }
+    return pid;
+}
+
+static const size_t k_cu_sizes[] = {8, 64};
+
+START_TEST(test_close_under_senders)
+{
+    cu_run r = {.producers = MPMC_PROCS, .consumers = MPMC_PROCS,
+                .n = sl_test_scaled(100000, 20000),
+                .seed = sl_test_seed("stress_shm", "close_under_senders")};
+    r.opts = (sl_chan_opts){.flavor = SL_MPMC, .elem_size = k_cu_sizes[_i % 2], .capacity = 64};
+    size_t bytes = sizeof(cu_tally) + (size_t)CU_IDS * r.n;
+    r.t = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(r.t, MAP_FAILED);
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &r.opts, 0), SL_OK);
+    r.fd = sl_chan_shm_fd(ch);
+    pid_t prod[MAX_PROCS], cons[MAX_PROCS];
+    for (unsigned i = 0; i < r.consumers; i++)
+        cons[i] = cu_spawn(&r, false, i);
+    for (unsigned i = 0; i < r.producers; i++)
+        prod[i] = cu_spawn(&r, true, i);
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, r.seed);
+    usleep(5000 + sl_test_rng_next(&rng) % 40000); /* the senders well under way */
+    sl_chan_close(ch);
+    join_all(prod, r.producers);
+    join_all(cons, r.consumers);
+    ck_assert_msg(atomic_load(&r.t->bad) == 0, "failed at step %u", atomic_load(&r.t->bad));
+    uint64_t sent = 0;
+    for (unsigned id = 0; id < r.producers * SEND_THREADS; id++) {
+        uint64_t ok = atomic_load(&r.t->sent[id]);
+        ck_assert_msg(ok < r.n, "thread %u sent all %llu before the close: close it sooner", id,
+                      ULL(r.n));
+        uint64_t s = 0;
+        while (s < r.n && r.t->seen[id * r.n + s] == (s < ok))
+            s++;
+        ck_assert_msg(s == r.n, "thread %u: message %llu received %u times (%llu sent with SL_OK)",
+                      id, ULL(s), s < r.n ? r.t->seen[id * r.n + s] : 0, ULL(ok));
+        sent += ok;
+    }
+    ck_assert_uint_eq(atomic_load(&r.t->received), sent);
+    printf("[stress_shm close_under_senders] %zu-byte: %u x %u sending threads, %llu sent before "
+           "the close, each received once\n",
+           r.opts.elem_size, r.producers, SEND_THREADS, ULL(sent));
+    sl_test_account("messages sent under a close, across processes", sent);
+    sl_chan_free(ch);
+    munmap(r.t, bytes);
+}
+END_TEST
+
 static Suite *stress_shm_suite(void)
 {
     Suite *s = suite_create("stress_shm");
     TCase *tc = tcase_create("processes");
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, test_exactly_once_across_processes, 0, N_OF(k_cfgs));
+    tcase_add_loop_test(tc, test_close_under_senders, 0, 4);
     suite_add_tcase(s, tc);
     tc = tcase_create("kill");
     tcase_set_timeout(tc, 120);

@@ -252,6 +252,16 @@ static void join_all(const pid_t *pids, unsigned n)
     }
 }
 
+/* The books every process writes (an anonymous shared mapping, made before
+ * the forks) and the channel, created in a memfd: its descriptor. */
+static int books_and_channel(void **books, size_t bytes, sl_chan **ch, const sl_chan_opts *o)
+{
+    *books = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(*books, MAP_FAILED);
+    ck_assert_int_eq(sl_chan_shm_create(ch, NULL, o, 0), SL_OK);
+    return sl_chan_shm_fd(*ch);
+}
+
 START_TEST(test_exactly_once_across_processes)
 {
     const shm_cfg *c = &k_cfgs[_i];
@@ -259,11 +269,8 @@ START_TEST(test_exactly_once_across_processes)
              .seed = sl_test_seed("stress_shm", "exactly_once")};
     r.opts = (sl_chan_opts){.flavor = c->flavor, .elem_size = c->esz, .capacity = 64};
     size_t bytes = sizeof(tally) + c->producers * r.n;
-    r.t = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    ck_assert_ptr_ne(r.t, MAP_FAILED);
     sl_chan *ch;
-    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &r.opts, 0), SL_OK);
-    r.fd = sl_chan_shm_fd(ch);
+    r.fd = books_and_channel((void **)&r.t, bytes, &ch, &r.opts);
     pid_t prod[MAX_PROCS], cons[MAX_PROCS];
     for (unsigned i = 0; i < c->consumers; i++)
         cons[i] = spawn(&r, false, i);
@@ -640,11 +647,8 @@ START_TEST(test_close_under_senders)
                 .seed = sl_test_seed("stress_shm", "close_under_senders")};
     r.opts = (sl_chan_opts){.flavor = SL_MPMC, .elem_size = k_cu_sizes[_i % 2], .capacity = 64};
     size_t bytes = sizeof(cu_tally) + (size_t)CU_IDS * r.n;
-    r.t = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    ck_assert_ptr_ne(r.t, MAP_FAILED);
     sl_chan *ch;
-    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &r.opts, 0), SL_OK);
-    r.fd = sl_chan_shm_fd(ch);
+    r.fd = books_and_channel((void **)&r.t, bytes, &ch, &r.opts);
     pid_t prod[MAX_PROCS], cons[MAX_PROCS];
     for (unsigned i = 0; i < r.consumers; i++)
         cons[i] = cu_spawn(&r, false, i);

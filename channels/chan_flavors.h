@@ -41,7 +41,9 @@
  * sluice/park.h, asymmetric where membarrier is available: see recv_with).
  *
  * How a sender marks itself is its flavour's choice (the adapter's mark and
- * unmark): one of the three schemes below. */
+ * unmark): one of the three schemes below, or, for a shared SL_MPMC
+ * channel, a flag per sending thread in the segment (a lane, shm_lane.c),
+ * which is the flag's scheme with the shared channels' fence. */
 
 /* The fence between a plain store and the load that must not pass it (a
  * notify's waiter count, a sender's closed-check). Within one process,

@@ -1,7 +1,7 @@
 /*
  * channels/shm_lane.c — which thread of this process marks itself in which
  * lane of a shared SL_MPMC handle's record (docs/shm-layout.md, "Records";
- * docs/design.md, "A lane per sending thread in the shared record").
+ * docs/design.md, "Shared SL_MPMC senders mark in lanes").
  *
  * A shared SL_MPMC send marks itself in flight so that a receiver deciding
  * SL_CLOSED waits for it (chan_flavors.h). The record belongs to one

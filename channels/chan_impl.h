@@ -69,8 +69,8 @@ typedef struct sl__shm_map {
     unsigned refused_gen;
     uint64_t refused_at;
     /* SL_MPMC's sending threads' lanes in the record (channels/shm_lane.c):
-     * which thread of this process owns each (0 none; else shm_lane.c's
-     * word), a serial that changes with every claim of the record (a
+     * which thread of this process owns each (0 none; else the owning
+     * thread's identity word), a serial that changes with every claim of the record (a
      * thread's cached lane is good while it matches), and when the last
      * look for lanes of exited threads was. */
     SL_ATOMIC(uint64_t) lane_owner[SL__SHM_LANES];

@@ -86,8 +86,11 @@ static int own_or_take_free(sl__shm_map *m, uint64_t me)
     for (int k = 0; k < SL__SHM_LANES; k++) {
         uint64_t none = 0;
         /* Relaxed: the lane's flag is 0 while nobody owns it (its last
-         * owner unmarked before it exited); the CAS only decides who. */
-        if (atomic_compare_exchange_strong_explicit(&m->lane_owner[k], &none, me,
+         * owner unmarked before it exited); the CAS only decides who. A
+         * load first: a thread finding every lane owned makes no locked
+         * instruction. */
+        if (atomic_load_explicit(&m->lane_owner[k], memory_order_relaxed) == 0 &&
+            atomic_compare_exchange_strong_explicit(&m->lane_owner[k], &none, me,
                                                     memory_order_relaxed, memory_order_relaxed))
             return k;
     }

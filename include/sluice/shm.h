@@ -125,7 +125,8 @@
  *    a handle marks a flag of its own in the record, with no locked
  *    instruction: ten flags a record, a thread's kept until it exits; a
  *    thread that finds all ten held by living threads marks the record's
- *    shared count);
+ *    shared count; as in one process, a send is not async-signal-safe: a
+ *    signal handler must not send on a handle whose send it interrupted);
  *  - SL_MPMC with messages over 8 bytes (the swap form): a sending
  *    process killed while it holds a spare slot (from taking it to giving
  *    back the one its cell handed it) leaves its entry naming it, the slot

@@ -9,7 +9,8 @@
 #
 # Each round runs every suite in every preset's build (built first, as
 # `make test-PRESET` would build it) with its own seed (SL_STRESS_SEED), the
-# suites' sizes multiplied by S (SL_STRESS_SCALE, default 2), and producer,
+# suites' sizes multiplied by S (SL_STRESS_SCALE, default 2; stress_park's
+# time budget, SL_STRESS_PARK_S, too), and producer,
 # consumer and worker counts that change from round to round (2, 5 or 8, on
 # however many cores there are: the oversubscription is the point). Check's
 # time limits are four times the usual. A failing run's last lines go to
@@ -50,6 +51,8 @@ while [ "$(date +%s)" -lt "$end" ]; do
             env="SL_STRESS_SEED=$seed SL_STRESS_SCALE=$scale SL_STRESS_PRODUCERS=$prod"
             env="$env SL_STRESS_CONSUMERS=$cons SL_POOL_WORKERS=$((prod + 1))"
             env="$env SL_EXEC_WORKERS=$((cons + 1)) CK_TIMEOUT_MULTIPLIER=4"
+            # stress_park's time budget (6 s a ping-pong), scaled too
+            env="$env SL_STRESS_PARK_S=$(awk -v s="$scale" 'BEGIN { print int(6 * s + 0.5) }')"
             log=$(cd "$(dirname "$exe")" && env $env timeout 1800 "$exe" 2>&1)
             rc=$?
             echo "$(date +%T) round $round $p $s: exit $rc ($env)"

@@ -17,29 +17,34 @@
  * in the next lap. one_lap >= 2, so "written for p" and "free for the next
  * lap" never coincide.
  *
- * A push reads the tail t and the stamp s of cell(t):
+ * A push walks from the tail to the first position t whose cell's stamp s
+ * is not past it (s - t <= 0; a stamp past t means cell(t) was written for
+ * t, or later: done), then:
  *     s == t     one double-width CAS writes (t + 1, value) if the cell is
  *                still (t, old value): the claim and the write are one step;
- *                then it moves the tail to next(t);
+ *                then, if next(t) starts a line of cells, it moves the tail
+ *                there (below, "Lazy counters");
  *     s <  t     (then s == t - one_lap + 1) the previous lap's value is still
  *                there: the ring holds `capacity` values: full. A displacing
  *                push instead swaps (s, oldest) for (t + 1, value) in the same
- *                CAS — the oldest value leaves and the new one enters at once;
- *     s >  t     another push wrote cell(t) (help: CAS tail t -> next(t)), or
- *                t is stale; read the tail again.
- * A pop reads the head h and the stamp s of cell(h):
+ *                CAS — the oldest value leaves and the new one enters at once.
+ * A pop walks from the head to the first position h with s - h <= 1 (a
+ * stamp further on means taken or displaced), then:
  *     s == h + 1 CAS the stamp to h + one_lap, having read the value first
- *                (nobody writes it while the stamp is h + 1); move the head;
- *     s == h     nothing written at h, hence nothing after h: empty;
- *     s >  h + 1 cell(h) was taken or displaced (help the head along), or h
- *                is stale.
+ *                (nobody writes it while the stamp is h + 1); the head moves
+ *                as the tail does;
+ *     s == h     nothing written at h, hence nothing after h: empty.
+ * A lost CAS walks on from the same position (or from the counter, if it is
+ * past it).
  *
  * Why this is lock-free and linearizable: docs/guarantees.md, "SL_MPMC". In
- * short: the tail passes a position only after its cell is written, and the
- * head only after it is taken, so writes and takes happen in position order;
- * the cell's CAS is both the claim and the publication, so there is never a
- * claimed cell that others must wait for; and every failed CAS or help means
- * another thread's CAS on that cell or counter succeeded.
+ * short: a push writes position t only after seeing every position before
+ * it done, from the tail on, and the tail passes a position only after its
+ * cell is written (the head: taken), so writes and takes happen in position
+ * order; the cell's CAS is both the claim and the publication, so there is
+ * never a claimed cell that others must wait for; and every failed CAS, and
+ * every step of a walk, means another thread's CAS on that cell succeeded.
+ * tests/model/cellring.pml checks it exhaustively for small rings.
  *
  * Memory orders: stamps and counters are read and CASed seq_cst (on x86 the
  * loads cost nothing extra, and one total order keeps the full/empty argument
@@ -130,15 +135,6 @@ static inline uint64_t sl__cellring_next(const sl__cellring *r, uint64_t pos)
     return (pos & ~(r->one_lap - 1)) + r->one_lap;
 }
 
-/* Moves the counter from pos to the next position unless someone did. */
-static inline void sl__cellring_advance(const sl__cellring *r, SL_ATOMIC(uint64_t) *counter,
-                                        uint64_t pos)
-{
-    SL_FI();
-    atomic_compare_exchange_strong_explicit(counter, &pos, sl__cellring_next(r, pos),
-                                            memory_order_seq_cst, memory_order_relaxed);
-}
-
 /* Moves the counter to next(pos) unless it is there or beyond already. For a
  * displacing push's head: every position up to pos is taken or displaced, but
  * the head may not have reached pos yet (another taker's step from an earlier
@@ -155,6 +151,127 @@ static inline void sl__cellring_raise(const sl__cellring *r, SL_ATOMIC(uint64_t)
            !atomic_compare_exchange_weak_explicit(counter, &cur, to, memory_order_seq_cst,
                                                   memory_order_relaxed))
         ;
+}
+
+/* Lazy counters. A ring's head and tail move once per line of
+ * cells (SL__CELLS_PER_LINE positions), not once per operation: the push
+ * (pop) that finishes a line's last position moves its counter to the next
+ * line, and the others leave it where it is. A push (pop) starts at the
+ * counter and steps over the done cells of its line, which it reads anyway:
+ * the cell it will claim shares their line. The counter still passes a
+ * position only after its cell is done (the invariant the argument rests
+ * on, docs/guarantees.md "SL_MPMC"), so it lags the front by less than a
+ * line once nothing is in flight; whoever steps across a line the counter
+ * has not crossed moves it first (a helper). What this saves: three of
+ * every four locked instructions on each counter, and the counter's line
+ * stays put between them (docs/performance.md, "Lazy counters").
+ * Exceptions: a push that gives a slot back (SL_MPMC's swap form) always
+ * moves the tail, whose locked instruction is the full barrier the starved
+ * flag needs; a pop that copies a slot out (the swap form) always moves
+ * the head, which measured faster there (the lazy head cost the 64-byte
+ * rows 11-25 %); a displacing push always moves both. Rings in shared
+ * memory (layout version 12) are lazy as well, and the layout says so. */
+#define SL__CELLS_PER_LINE (SL_CACHELINE / sizeof(sl_mpmc_cell))
+
+/* Whether pos is the first position of a line of cells. */
+static inline bool sl__cellring_line_start(const sl__cellring *r, uint64_t pos)
+{
+    return (pos & (r->one_lap - 1) & (SL__CELLS_PER_LINE - 1)) == 0;
+}
+
+/* Moves the counter to `to` from `seen` (a value it had), unless it is
+ * there or beyond: every position before `to` must be done. Returns the
+ * value the counter has at the end: `to`, or a position past it. */
+static inline __attribute__((always_inline)) uint64_t
+sl__cellring_move(SL_ATOMIC(uint64_t) *counter, uint64_t seen, uint64_t to)
+{
+    SL_FI();
+    while ((int64_t)(to - seen) > 0)
+        if (atomic_compare_exchange_weak_explicit(counter, &seen, to, memory_order_seq_cst,
+                                                  memory_order_seq_cst))
+            return to;
+    return seen;
+}
+
+/* The counter's move after an operation finished at pos: to the next line
+ * when pos was its line's last (or with `always`). */
+static inline __attribute__((always_inline)) void
+sl__cellring_finish(const sl__cellring *r, SL_ATOMIC(uint64_t) *counter, uint64_t seen,
+                    uint64_t pos, bool always)
+{
+    uint64_t next = sl__cellring_next(r, pos);
+    if (always || sl__cellring_line_start(r, next))
+        sl__cellring_move(counter, seen, next);
+}
+
+/* The front of a counter: from pos (a position at or after *seen, with
+ * every position in [*seen, pos) seen done), the first position whose
+ * cell's stamp s has s - pos <= k (k = 0 for the tail: free or still full;
+ * k = 1 for the head: written or not yet written); its stamp goes to
+ * *stamp. Stepping from a line into the next, it moves the counter there
+ * from *seen (unless someone moved it), and jumps ahead if the counter is
+ * past. With `guarded`, a stamp beyond SL__CELLRING_FAR while the counter
+ * reads *seen ends the walk: returns pos with *stamp = pos - 1 - k, which
+ * the callers read as full (empty). With `eager` (an operation that moves
+ * its counter after every operation), every step is taken as a step into a
+ * new line: the walk of an eager ring is the old help, a CAS per cell.
+ * Lock-free: each step passes a cell another operation finished. */
+static inline __attribute__((always_inline)) uint64_t
+sl__cellring_front(const sl__cellring *r, SL_ATOMIC(uint64_t) *counter, uint64_t *seen,
+                   uint64_t pos, uint64_t k, uint64_t *stamp, bool guarded, bool eager)
+{
+    for (;;) {
+        SL_FI();
+        uint64_t s = atomic_load_explicit(&sl__cell_at(r, pos)->stamp, memory_order_seq_cst);
+        if ((int64_t)(s - pos) <= (int64_t)k) {
+            *stamp = s;
+            return pos;
+        }
+        if (guarded && s - *seen > SL__CELLRING_FAR(r) &&
+            sl__cellring_corrupt(r, counter, s, *seen)) {
+            *stamp = pos - 1 - k; /* a stamp no sound ring holds */
+            return pos;
+        }
+        uint64_t next = sl__cellring_next(r, pos);
+        if (eager || sl__cellring_line_start(r, next)) {
+            uint64_t cur = sl__cellring_move(counter, *seen, next);
+            if ((int64_t)(cur - next) > 0)
+                next = cur; /* the counter is past: every position before it is done */
+            *seen = cur;
+        }
+        pos = next;
+    }
+}
+
+/* The same walk, read-only (for the length):
+ * steps across lines without moving the counter, re-reading it there. A
+ * stamp beyond SL__CELLRING_FAR with the counter unmoved ends it as in a
+ * guarded ring's walk (no sound ring holds one, so the plain rings never
+ * meet the test's second load). */
+static inline uint64_t sl__cellring_peek_front(const sl__cellring *r,
+                                               SL_ATOMIC(uint64_t) *counter, uint64_t k,
+                                               uint64_t *stamp)
+{
+    uint64_t seen = atomic_load_explicit(counter, memory_order_seq_cst);
+    uint64_t pos = seen;
+    for (;;) {
+        uint64_t s = atomic_load_explicit(&sl__cell_at(r, pos)->stamp, memory_order_seq_cst);
+        if ((int64_t)(s - pos) <= (int64_t)k) {
+            *stamp = s;
+            return pos;
+        }
+        if (s - seen > SL__CELLRING_FAR(r) && sl__cellring_corrupt(r, counter, s, seen)) {
+            *stamp = pos - 1 - k; /* read as full (empty) */
+            return pos;
+        }
+        uint64_t next = sl__cellring_next(r, pos);
+        if (sl__cellring_line_start(r, next)) {
+            seen = atomic_load_explicit(counter, memory_order_seq_cst);
+            if ((int64_t)(seen - next) > 0)
+                next = seen;
+        }
+        pos = next;
+    }
 }
 
 /* A spare entry of SL_MPMC's swap form in a shared segment while a push (or
@@ -217,59 +334,56 @@ static inline __attribute__((always_inline)) int
 sl__cellring_push_as(const sl__cellring *r, uint64_t value, bool displace, uint64_t *evicted,
                      bool guarded, SL_ATOMIC(uint64_t) *give_back, uint64_t held)
 {
-    uint64_t t = atomic_load_explicit(r->tail, memory_order_seq_cst);
+    uint64_t seen = atomic_load_explicit(r->tail, memory_order_seq_cst);
+    uint64_t t = seen;
     for (;;) {
+        uint64_t s;
+        t = sl__cellring_front(r, r->tail, &seen, t, 0, &s, guarded, give_back != NULL);
         sl_mpmc_cell *c = sl__cell_at(r, t);
-        SL_FI();
-        uint64_t s = atomic_load_explicit(&c->stamp, memory_order_seq_cst);
         int64_t d = (int64_t)(s - t);
         if (d < 0 && !displace)
             return 1; /* the previous lap's value is still in cell(t) */
-        if (d <= 0) {
-            uint64_t old = atomic_load_explicit(&c->value, memory_order_relaxed);
-            SL_FI();
+        uint64_t old = atomic_load_explicit(&c->value, memory_order_relaxed);
+        SL_FI();
 #ifdef SL_MUTANT_MPMC_SPLIT_PUBLISH
-            /* Planted bug (docs/guarantees.md): claim, then write the value. */
-            if (d == 0) {
-                if (atomic_compare_exchange_strong(&c->stamp, &s, t + 1)) {
-                    SL_FI();
-                    atomic_store_explicit(&c->value, value, memory_order_relaxed);
-                    sl__cellring_advance(r, r->tail, t);
-                    return 0;
-                }
-                t = atomic_load_explicit(r->tail, memory_order_seq_cst);
-                continue;
+        /* Planted bug (docs/guarantees.md): claim, then write the value. */
+        if (d == 0) {
+            if (atomic_compare_exchange_strong(&c->stamp, &s, t + 1)) {
+                SL_FI();
+                atomic_store_explicit(&c->value, value, memory_order_relaxed);
+                sl__cellring_finish(r, r->tail, seen, t, false);
+                return 0;
             }
-#endif
-            /* Claim and publish in one step; when full, the same step takes
-             * the oldest value (position s - 1, which is the head's). A
-             * producer that already sees the tail moved lost this cell: it
-             * skips the locked CAS, which would pull the cell's line away
-             * from the consumer for nothing. */
-            if (atomic_load_explicit(r->tail, memory_order_relaxed) == t &&
-                sl__cellring_say_offer(give_back, held, old) &&
-                sl__dwcas(c, s, old, t + 1, value)) {
-                if (d < 0) {
-                    sl__cellring_raise(r, r->head, s - 1);
-                    *evicted = old;
-                } else if (give_back) {
-                    SL_FI(); /* published, the cell's slot not yet given back */
-                    /* Release: the pops that took old's bytes (before this
-                     * cell was free) before the push that takes it next.
-                     * Before the tail's CAS, a locked instruction: a full
-                     * barrier between this store and whatever the caller
-                     * loads next (channels/mpmc.c, the starved flag). */
-                    atomic_store_explicit(give_back, old, memory_order_release);
-                }
-                sl__cellring_advance(r, r->tail, t);
-                return d < 0 ? 2 : 0;
-            }
-        } else if (guarded && sl__cellring_corrupt(r, r->tail, s, t)) {
-            return 1; /* a stamp no sound ring holds: say full */
-        } else {
-            sl__cellring_advance(r, r->tail, t); /* written by another push, or t is stale */
+            continue;
         }
-        t = atomic_load_explicit(r->tail, memory_order_seq_cst);
+#endif
+        /* Claim and publish in one step; when full, the same step takes
+         * the oldest value (position s - 1, which is the head's). A
+         * producer that already sees the tail past t lost this cell (the
+         * tail passes only done cells): it skips the locked CAS, which
+         * would pull the cell's line away from the consumer for nothing. */
+        if ((int64_t)(atomic_load_explicit(r->tail, memory_order_relaxed) - t) <= 0 &&
+            sl__cellring_say_offer(give_back, held, old) && sl__dwcas(c, s, old, t + 1, value)) {
+            if (d < 0) {
+                sl__cellring_raise(r, r->head, s - 1);
+                *evicted = old;
+            } else if (give_back) {
+                SL_FI(); /* published, the cell's slot not yet given back */
+                /* Release: the pops that took old's bytes (before this
+                 * cell was free) before the push that takes it next.
+                 * The tail's move, made after every give-back, is a
+                 * locked instruction: a full barrier between this store
+                 * and whatever the caller loads next (channels/mpmc.c,
+                 * the starved flag). */
+                atomic_store_explicit(give_back, old, memory_order_release);
+            }
+            sl__cellring_finish(r, r->tail, seen, t, d < 0 || give_back);
+            return d < 0 ? 2 : 0;
+        }
+        /* Lost cell(t): walk on from it, or from the tail if it is past. */
+        seen = atomic_load_explicit(r->tail, memory_order_seq_cst);
+        if ((int64_t)(seen - t) > 0)
+            t = seen;
     }
 }
 
@@ -319,31 +433,6 @@ sl__cellring_copy_out(const sl__cellring_copy *cp, uint64_t index)
     sl__cellring_copy_to(w, cp->to, cp->bytes);
 }
 
-/* A pop's look at the cell of its head h: the cell, its stamp (seq_cst),
- * and how the stamp stands to h + 1 (0: written for h; below: not yet). */
-static inline __attribute__((always_inline)) int64_t
-sl__cellring_pop_look(const sl__cellring *r, uint64_t h, sl_mpmc_cell **c, uint64_t *s)
-{
-    *c = sl__cell_at(r, h);
-    SL_FI();
-    *s = atomic_load_explicit(&(*c)->stamp, memory_order_seq_cst);
-    return (int64_t)(*s - (h + 1));
-}
-
-/* A pop's step at a cell not written for its head h (stamp s, d = s - h - 1
- * non-zero): false when the pop must say empty, true when the head was moved
- * on and the pop looks again. */
-static inline __attribute__((always_inline)) bool
-sl__cellring_pop_past(const sl__cellring *r, int64_t d, uint64_t s, uint64_t h, bool guarded)
-{
-    if (d < 0)
-        return false; /* nothing written at h, so nothing after it */
-    if (guarded && sl__cellring_corrupt(r, r->head, s, h))
-        return false; /* a stamp no sound ring holds: say empty */
-    sl__cellring_advance(r, r->head, h); /* taken or displaced, or h is stale */
-    return true;
-}
-
 /* Removes the oldest value into *value; false when the ring is empty. With
  * `cp`, also copies the value's slot out (above) before taking the cell.
  * Lock-free; acts as acquire, and the taking CAS is seq_cst (what a parked
@@ -352,54 +441,62 @@ static inline __attribute__((always_inline)) bool
 sl__cellring_pop_as(const sl__cellring *r, uint64_t *value, bool guarded,
                     const sl__cellring_copy *cp)
 {
-    uint64_t h = atomic_load_explicit(r->head, memory_order_seq_cst);
+    uint64_t seen = atomic_load_explicit(r->head, memory_order_seq_cst);
+    uint64_t h = seen;
     for (;;) {
-        sl_mpmc_cell *c;
         uint64_t s;
-        int64_t d = sl__cellring_pop_look(r, h, &c, &s);
-        if (d == 0) {
+#ifdef SL_MUTANT_CELLRING_HEAD_WALKS_WRITTEN
+        /* Planted bug: the pop's walk steps over written cells too. */
+        h = sl__cellring_front(r, r->head, &seen, h, 0, &s, guarded, cp != NULL);
+#else
+        h = sl__cellring_front(r, r->head, &seen, h, 1, &s, guarded, cp != NULL);
+#endif
+        if (s != h + 1)
+            return false; /* nothing written at h, so nothing after it */
+        sl_mpmc_cell *c = sl__cell_at(r, h);
 #ifndef SL_MUTANT_MPMC_FREE_BEFORE_READ
-            /* Stable while the stamp is h + 1: only the next lap's push or a
-             * displacing push writes it, and either changes the stamp too. */
-            uint64_t v = atomic_load_explicit(&c->value, memory_order_relaxed);
+        /* Stable while the stamp is h + 1: only the next lap's push or a
+         * displacing push writes it, and either changes the stamp too. */
+        uint64_t v = atomic_load_explicit(&c->value, memory_order_relaxed);
 #endif
 #if !defined(SL_MUTANT_MPMC_COPY_AFTER_TAKE) && !defined(SL_MUTANT_MPMC_FREE_BEFORE_READ)
-            /* Discarded unless the CAS below wins. A guarded ring's index
-             * may be a peer's garbage: out of range, nothing is read (the
-             * caller drops the index). */
+        /* Discarded unless the CAS below wins. A guarded ring's index
+         * may be a peer's garbage: out of range, nothing is read (the
+         * caller drops the index). */
+        if (cp && (!guarded || v < cp->slot_count))
+            sl__cellring_copy_out(cp, v);
+#endif
+        SL_FI();
+        /* A head already past h means cell(h) is taken: skip the CAS. */
+        if ((int64_t)(atomic_load_explicit(r->head, memory_order_relaxed) - h) <= 0 &&
+            atomic_compare_exchange_strong_explicit(&c->stamp, &s, h + r->one_lap,
+                                                    memory_order_seq_cst,
+                                                    memory_order_relaxed)) {
+#ifdef SL_MUTANT_MPMC_FREE_BEFORE_READ
+            /* Planted bug: the cell is free for the next lap already. */
+            SL_FI();
+            uint64_t v = atomic_load_explicit(&c->value, memory_order_relaxed);
+            if (cp)
+                sl__cellring_copy_out(cp, v);
+#endif
+#ifdef SL_MUTANT_MPMC_COPY_AFTER_TAKE
+            /* Planted bug: the slot is copied once the cell is free for
+             * the next lap, whose push may be writing it already. */
+            SL_FI();
             if (cp && (!guarded || v < cp->slot_count))
                 sl__cellring_copy_out(cp, v);
 #endif
-            SL_FI();
-            if (atomic_load_explicit(r->head, memory_order_relaxed) == h &&
-                atomic_compare_exchange_strong_explicit(&c->stamp, &s, h + r->one_lap,
-                                                        memory_order_seq_cst,
-                                                        memory_order_relaxed)) {
-#ifdef SL_MUTANT_MPMC_FREE_BEFORE_READ
-                /* Planted bug: the cell is free for the next lap already. */
-                SL_FI();
-                uint64_t v = atomic_load_explicit(&c->value, memory_order_relaxed);
-                if (cp)
-                    sl__cellring_copy_out(cp, v);
-#endif
-#ifdef SL_MUTANT_MPMC_COPY_AFTER_TAKE
-                /* Planted bug: the slot is copied once the cell is free for
-                 * the next lap, whose push may be writing it already. */
-                SL_FI();
-                if (cp && (!guarded || v < cp->slot_count))
-                    sl__cellring_copy_out(cp, v);
-#endif
-                sl__cellring_advance(r, r->head, h);
-                *value = v;
-                return true;
-            }
-#ifdef SL_MUTANT_MPMC_EMPTY_ON_LOST_CAS
-            return false; /* planted bug: one lost race reads as empty */
-#endif
-        } else if (!sl__cellring_pop_past(r, d, s, h, guarded)) {
-            return false;
+            sl__cellring_finish(r, r->head, seen, h, cp != NULL);
+            *value = v;
+            return true;
         }
-        h = atomic_load_explicit(r->head, memory_order_seq_cst);
+#ifdef SL_MUTANT_MPMC_EMPTY_ON_LOST_CAS
+        return false; /* planted bug: one lost race reads as empty */
+#endif
+        /* Lost cell(h): walk on from it, or from the head if it is past. */
+        seen = atomic_load_explicit(r->head, memory_order_seq_cst);
+        if ((int64_t)(seen - h) > 0)
+            h = seen;
     }
 }
 
@@ -418,39 +515,43 @@ static inline bool sl__cellring_pop_swap(const sl__cellring *r, uint64_t *value,
                                          SL_ATOMIC(uint64_t) *entry, uint64_t held,
                                          uint64_t slot_count)
 {
-    uint64_t h = atomic_load_explicit(r->head, memory_order_seq_cst);
+    uint64_t seen = atomic_load_explicit(r->head, memory_order_seq_cst);
+    uint64_t h = seen;
     for (;;) {
-        sl_mpmc_cell *c;
         uint64_t s;
-        int64_t d = sl__cellring_pop_look(r, h, &c, &s);
-        if (d == 0) {
-            uint64_t v = atomic_load_explicit(&c->value, memory_order_relaxed);
-            bool taken = atomic_load_explicit(r->head, memory_order_relaxed) == h &&
-                         (v < slot_count
-                              ? sl__cellring_say_offer(entry, held, v) &&
-                                    sl__dwcas(c, s, v, h + r->one_lap, mine)
-                              : atomic_compare_exchange_strong_explicit(
-                                    &c->stamp, &s, h + r->one_lap, memory_order_seq_cst,
-                                    memory_order_relaxed));
-            if (taken) {
-                sl__cellring_advance(r, r->head, h);
-                *value = v;
-                return true;
-            }
-        } else if (!sl__cellring_pop_past(r, d, s, h, true)) {
+        h = sl__cellring_front(r, r->head, &seen, h, 1, &s, true, false);
+        if (s != h + 1)
             return false;
+        sl_mpmc_cell *c = sl__cell_at(r, h);
+        uint64_t v = atomic_load_explicit(&c->value, memory_order_relaxed);
+        bool taken = (int64_t)(atomic_load_explicit(r->head, memory_order_relaxed) - h) <= 0 &&
+                     (v < slot_count ? sl__cellring_say_offer(entry, held, v) &&
+                                           sl__dwcas(c, s, v, h + r->one_lap, mine)
+                                     : atomic_compare_exchange_strong_explicit(
+                                           &c->stamp, &s, h + r->one_lap,
+                                           memory_order_seq_cst, memory_order_relaxed));
+        if (taken) {
+            sl__cellring_finish(r, r->head, seen, h, false);
+            *value = v;
+            return true;
         }
-        h = atomic_load_explicit(r->head, memory_order_seq_cst);
+        seen = atomic_load_explicit(r->head, memory_order_seq_cst);
+        if ((int64_t)(seen - h) > 0)
+            h = seen;
     }
 }
 
-static inline int sl__cellring_push(const sl__cellring *r, uint64_t value, bool displace,
-                                    uint64_t *evicted)
+/* The plain forms, inlined where they are called (the walk made them too
+ * large for the compiler to do so unasked: a call on every push and pop,
+ * 49 instructions a pair, callgrind). */
+static inline __attribute__((always_inline)) int
+sl__cellring_push(const sl__cellring *r, uint64_t value, bool displace, uint64_t *evicted)
 {
     return sl__cellring_push_as(r, value, displace, evicted, false, NULL, 0);
 }
 
-static inline bool sl__cellring_pop(const sl__cellring *r, uint64_t *value)
+static inline __attribute__((always_inline)) bool
+sl__cellring_pop(const sl__cellring *r, uint64_t *value)
 {
     return sl__cellring_pop_as(r, value, false, NULL);
 }
@@ -465,11 +566,14 @@ static inline bool sl__cellring_pop_guarded(const sl__cellring *r, uint64_t *val
     return sl__cellring_pop_as(r, value, true, NULL);
 }
 
-/* The push's own full test, alone: the cell at the tail still holds the
- * previous lap's value. The push answers SL_FULL on exactly these two loads
- * (sl__cellring_push_as, s < t), so a caller may answer it here, before
- * work that only a push with room needs (SL_MPMC's swap form: taking a
- * spare slot). A stale tail never looks full: its cell was written since. */
+/* A look at fullness, on the first two loads a push makes: the tail, then
+ * its cell's stamp, still holding the previous lap's value. Exact when it
+ * says full (the push answers SL_FULL on exactly such a load, so a caller
+ * may answer it here, before work that only a push with room needs:
+ * SL_MPMC's swap form taking a spare, a select's send case). A tail that
+ * lags its front (lazy counters) points at a written cell, which never
+ * looks full: then the answer is "maybe not full", and the push's own walk
+ * decides. Cheaper than the walk where it matters, in a select's look. */
 static inline bool sl__cellring_full(const sl__cellring *r)
 {
     uint64_t t = atomic_load_explicit(r->tail, memory_order_seq_cst);
@@ -477,10 +581,11 @@ static inline bool sl__cellring_full(const sl__cellring *r)
     return (int64_t)(s - t) < 0;
 }
 
-/* Whether the ring looks empty, on the loads a pop starts with: the head,
- * then its cell's stamp, not yet written for it (the same answer and the
- * same linearization point as the pop's SL_EMPTY; a stale head's cell was
- * written or taken since, so a stale head never looks empty). */
+/* A look at emptiness, on the first two loads a pop makes: the head, then
+ * its cell's stamp, not yet written for it. Exact when it says empty (the
+ * same answer and linearization point as the pop's SL_EMPTY: a lagging
+ * head's cell is taken, so it never looks empty); otherwise "maybe not
+ * empty", and the pop's walk decides. */
 static inline bool sl__cellring_empty(const sl__cellring *r)
 {
     uint64_t h = atomic_load_explicit(r->head, memory_order_seq_cst);
@@ -488,13 +593,15 @@ static inline bool sl__cellring_empty(const sl__cellring *r)
     return (int64_t)(s - (h + 1)) < 0;
 }
 
-/* Values between head and tail: a snapshot in [0, capacity], exact when no
- * operation is in progress (meanwhile a counter may lag by one position per
- * operation in progress; the clamp keeps the answer in range). */
+/* Values between the head's front and the tail's: a snapshot in
+ * [0, capacity], exact when no operation is in progress (meanwhile a front
+ * may be one position behind per operation in progress; the clamp keeps
+ * the answer in range). */
 static inline uint64_t sl__cellring_len(const sl__cellring *r)
 {
-    uint64_t h = atomic_load_explicit(r->head, memory_order_seq_cst);
-    uint64_t t = atomic_load_explicit(r->tail, memory_order_seq_cst);
+    uint64_t s;
+    uint64_t h = sl__cellring_peek_front(r, r->head, 1, &s);
+    uint64_t t = sl__cellring_peek_front(r, r->tail, 0, &s);
     uint64_t mask = r->one_lap - 1;
     int64_t laps = (int64_t)((t & ~mask) - (h & ~mask)) / (int64_t)r->one_lap;
     int64_t n = laps * (int64_t)r->capacity + (int64_t)(t & mask) - (int64_t)(h & mask);

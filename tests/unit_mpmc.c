@@ -51,11 +51,30 @@ static sl_mpmc_cell *used_cell(sl_mpmc *q, uint64_t pos)
     return &q->used[pos & (q->one_lap - 1)];
 }
 
-/* A push that wrote cell(tail) and stopped before moving the tail; false (and
- * nothing done) when cell(tail) is not free for the tail's position. */
+static uint64_t next_pos(const sl_mpmc *q, uint64_t pos)
+{
+    if ((pos & (q->one_lap - 1)) + 1 < q->capacity)
+        return pos + 1;
+    return (pos & ~(q->one_lap - 1)) + q->one_lap;
+}
+
+/* A counter's front, as an operation's walk finds it (channels/cellring.h,
+ * "Lazy counters"): from the counter, the first position whose stamp is
+ * not more than k past it (k = 0: the tail's; 1: the head's). */
+static uint64_t front_of(sl_mpmc *q, SL_ATOMIC(uint64_t) *counter, uint64_t k)
+{
+    uint64_t pos = atomic_load(counter);
+    while ((int64_t)(atomic_load(&used_cell(q, pos)->stamp) - pos) > (int64_t)k)
+        pos = next_pos(q, pos);
+    return pos;
+}
+
+/* A push that wrote the cell of the tail's front and stopped before moving
+ * the tail; false (and nothing done) when that cell is not free for its
+ * position (full). */
 static bool stopped_push(sl_mpmc *q, uint64_t v)
 {
-    uint64_t t = atomic_load(&q->tail);
+    uint64_t t = front_of(q, &q->tail, 0);
     sl_mpmc_cell *c = used_cell(q, t);
     if (atomic_load(&c->stamp) != t)
         return false;
@@ -64,10 +83,11 @@ static bool stopped_push(sl_mpmc *q, uint64_t v)
     return true;
 }
 
-/* A pop that took cell(head) and stopped before moving the head. */
+/* A pop that took the cell of the head's front and stopped before moving
+ * the head. */
 static bool stopped_pop(sl_mpmc *q, uint64_t *v)
 {
-    uint64_t h = atomic_load(&q->head);
+    uint64_t h = front_of(q, &q->head, 1);
     sl_mpmc_cell *c = used_cell(q, h);
     if (atomic_load(&c->stamp) != h + 1)
         return false;
@@ -140,6 +160,58 @@ START_TEST(test_stopped_states)
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         for (size_t j = 0; j < sizeof starts / sizeof starts[0]; j++)
             run_stopped(sizes[i], starts[j], 0x5EED + i * 16 + j);
+}
+END_TEST
+
+/* The counters move once per line of cells: after every operation at
+ * rest, each sits in its front's line, at or before the front (so a walk
+ * is at most a line's cells), and the length is exact. Capacities below,
+ * at and above a line's four cells, and a partial last line; positions
+ * crossing the counters' wrap. */
+static void check_lazy_counter(sl_mpmc *q, SL_ATOMIC(uint64_t) *counter, uint64_t k,
+                               const char *which, size_t cap, unsigned step)
+{
+    uint64_t c = atomic_load(counter), f = front_of(q, counter, k);
+    uint64_t in_line = (f & (q->one_lap - 1)) % 4; /* four 16-byte cells a line */
+    ck_assert_msg((int64_t)(f - c) >= 0 && f - c <= in_line,
+                  "cap %zu step %u: the %s counter %llu is outside its front %llu's line",
+                  cap, step, which, (unsigned long long)c, (unsigned long long)f);
+}
+
+START_TEST(test_lazy_counters)
+{
+    static const size_t lazy_caps[] = {1, 3, 4, 5, 6, 8, 9};
+    static const uint64_t starts[] = {0, UINT64_MAX - 40};
+    for (size_t i = 0; i < sizeof lazy_caps / sizeof lazy_caps[0]; i++)
+        for (size_t j = 0; j < 2; j++) {
+            sl_mpmc q;
+            size_t cap = lazy_caps[i], n = 0;
+            ck_assert_int_eq(sl__mpmc_init_at(&q, sizeof(uint64_t), cap, starts[j]), SL_OK);
+            sl_test_rng rng;
+            sl_test_rng_seed(&rng, 0x1A2 + i * 4 + j);
+            uint64_t next = 1, want = 1, v;
+            for (unsigned step = 0; step < 3000; step++) {
+                /* runs of pushes and of pops, so both full and empty recur */
+                bool push = ((step / (cap + 2)) % 2 == 0) == (sl_test_rng_next(&rng) % 4 != 0);
+                if (push) {
+                    sl_status st = sl_mpmc_try_push(&q, &next);
+                    ck_assert_int_eq(st, n < cap ? SL_OK : SL_FULL);
+                    if (st == SL_OK)
+                        next++, n++;
+                } else {
+                    sl_status st = sl_mpmc_try_pop(&q, &v);
+                    ck_assert_int_eq(st, n > 0 ? SL_OK : SL_EMPTY);
+                    if (st == SL_OK) {
+                        ck_assert_uint_eq(v, want);
+                        want++, n--;
+                    }
+                }
+                ck_assert_uint_eq(sl_mpmc_len(&q), n);
+                check_lazy_counter(&q, &q.tail, 0, "tail", cap, step);
+                check_lazy_counter(&q, &q.head, 1, "head", cap, step);
+            }
+            sl_mpmc_destroy(&q);
+        }
 }
 END_TEST
 
@@ -588,6 +660,7 @@ static Suite *mpmc_suite(void)
     tcase_add_test(tc, test_model_random);
     tcase_add_test(tc, test_model_random_near_wrap);
     tcase_add_test(tc, test_stopped_states);
+    tcase_add_test(tc, test_lazy_counters);
     tcase_add_test(tc, test_swap_spares_held);
     tcase_add_test(tc, test_swap_form_sizes);
     tcase_add_test(tc, test_swap_model_near_wrap);

@@ -564,6 +564,8 @@ START_TEST(test_open_refusals)
     check_word(fd, raw, 8, 4, 7);                 /* the one before held spares name theirs */
     check_word(fd, raw, 8, 4, 8);                 /* the one before large messages swapped */
     check_word(fd, raw, 8, 4, 9);                 /* the one with anonymous marks */
+    check_word(fd, raw, 8, 4, 10);                /* the one before lanes */
+    check_word(fd, raw, 8, 4, 11);                /* the one before lazy counters */
     check_word(fd, raw, 12, 4, SL_LIST);          /* flavour: not shareable */
     check_word(fd, raw, 16, 8, 0);                /* message size 0 */
     check_word(fd, raw, 24, 8, 0);                /* capacity 0 */

@@ -77,8 +77,9 @@ typedef struct sl_mpmc_cell {
 #define SL__MPMC_NO_SPARE UINT64_MAX
 
 typedef struct sl_mpmc {
-    /* Producers advance the used ring's tail (and, indexed, the free ring's
-     * head) on every push: one line for the producers' counters, on purpose.
+    /* Producers move the used ring's tail once per line of four cells
+     * (after every push in the swap form; channels/cellring.h, "Lazy
+     * counters"): one line for the producers' counters, on purpose.
      * Producers never read the consumers' line, nor consumers this one:
      * full and empty are read from the cells. */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) tail;

@@ -13,23 +13,34 @@
  *
  * Each step is one Promela statement and names the C step it stands for:
  *
- *   push  P1 load tail t (seq_cst)
- *         P2 load the stamp s of cell(t) (seq_cst); d = s - t (signed)
+ *   push  P1 load tail into seen; t = seen
+ *         P2 the walk (sl__cellring_front, k = 0): load the stamp s of
+ *            cell(t) (seq_cst); while s - t > 0 (written or taken: done),
+ *            step t to next(t), and when that starts a line of LINE cells,
+ *            first move the tail there from seen (W: a raise, one step);
+ *            stop at s - t <= 0; d = s - t
  *            d < 0 and not displacing: SL_FULL
  *         P3 load the cell's value `old` (relaxed)
  *         P4 double-width CAS (stamp, value): (s, old) -> (t + 1, value); one
  *            atomic step over both words; it claims and publishes at once,
  *            and when d < 0 (displacing) takes the oldest value `old`
  *         P5 displacing only: raise head to at least next(s - 1)
- *         P6 CAS tail t -> next(t)   (also the help, when d > 0)
- *         P1 again: reload the tail, after a failed P4 or a help
- *   pop   C1 load head h (seq_cst)
- *         C2 load the stamp s of cell(h); d = s - (h + 1)
+ *         P6 the finish: raise tail from seen to next(t) when next(t) starts
+ *            a line, or always when displacing (or in the swap form)
+ *         P1' after a failed P4: reload the tail into seen, and walk on
+ *            from t, or from the tail if it is past t
+ *   pop   C1 load head into seen; h = seen
+ *         C2 the walk (k = 1): stop at the first s - h <= 1, moving the
+ *            head across lines as P2 does; d = s - (h + 1)
  *            d < 0: SL_EMPTY
  *         C3 load the value v (relaxed)
  *         C4 CAS stamp h + 1 -> h + one_lap (seq_cst): the take
- *         C5 CAS head h -> next(h)   (also the help, when d > 0)
- *         C1 again after a failed C4 or a help
+ *         C5 the finish, as P6 (always in the swap form)
+ *         C1' after a failed C4, as P1'
+ * The counters are lazy (cellring.h, "Lazy counters"): they move once per
+ * line. Checked at every move: a counter never passes the first position
+ * not done (the tail the first unwritten, the head the first untaken), and
+ * at rest each counter sits in the line of its front.
  *
  * Positions are taken modulo PMOD (a multiple of one_lap, like 2^64 in C) and
  * compared by their signed difference, as the C code does; with -DBASE near
@@ -66,6 +77,9 @@
  *   DISPLACE   producers use the displacing push (the overwrite ring): never
  *              SL_FULL; the oldest message leaves instead
  *   BASE       the start position (a multiple of one_lap), default 0
+ *   LINE       cells per line of the lazy counters, default 2 (the C code
+ *              has 4; with CAP <= 3, 2 gives both a step inside a line and
+ *              a move across one within a lap)
  * After every thread has ended, init checks the counters at rest and drains
  * the ring with pops until SL_EMPTY.
  *
@@ -84,13 +98,14 @@
  *     s == t - one_lap + 1; an empty answer means s == h; a failed P4 failed
  *     on the stamp (a value never changes without its stamp); the value read
  *     at C3 is still there at a successful C4;
- *   - at rest: tail exact (the first unwritten position), head exact except
- *     in the overwrite ring (a displacing push whose head CAS lost to a pop
- *     still between its C4 and C5 leaves the head on a displaced position),
- *     and sl__cellring_len == the oracle's count; after the drain every
- *     message whose push returned OK was received or displaced exactly once,
- *     one that got SL_FULL neither, head == tail, and every cell is free for
- *     the position it serves next;
+ *   - every counter move: never past the first position not done;
+ *   - at rest: the tail's front (the walk from it) is the first unwritten
+ *     position and the head's the first untaken, each counter in its
+ *     front's line, and sl__cellring_len (on the fronts) == the oracle's
+ *     count; after the drain every message whose push returned OK was
+ *     received or displaced exactly once, one that got SL_FULL neither, the
+ *     fronts are equal, and every cell is free for the position it serves
+ *     next;
  *   - no invalid end state (nobody blocks); with -DNP and `pan -l`
  *     (run.sh's `progress` kind), no non-progress cycle: every loop of retries
  *     passes an operation's completion, under any schedule (lock-freedom in
@@ -102,11 +117,16 @@
  *                         value (channels' SL_MUTANT_MPMC_SPLIT_PUBLISH)
  *   BUG_FREE_BEFORE_READ  C3 after C4: the cell is free before its value is
  *                         read (SL_MUTANT_MPMC_FREE_BEFORE_READ)
- *   BUG_FULL_NE           the full (or displace) decision on s != t, not s < t
- *   BUG_STALE_HELP        the counter move (P5, P6, C5) is a plain store of
- *                         next(pos), not a CAS from pos
- *   BUG_NO_HELP           a push or pop that finds the counter behind its cell
- *                         re-reads it without moving it (waits for the owner)
+ *   BUG_HEAD_WALKS_WRITTEN the pop's walk steps over a cell written for its
+ *                         position (k = 0, as the tail's walk):
+ *                         SL_MUTANT_CELLRING_HEAD_WALKS_WRITTEN
+ *   BUG_STALE_HELP        a counter move (W, P5, P6, C5) is a plain store,
+ *                         not a raise from the value seen
+ *   BUG_NO_HELP           a walk that reaches a line the counter has not
+ *                         crossed re-reads the counter instead of moving it
+ *                         (waits for the operation that finishes the line)
+ * (BUG_FULL_NE, a full decision on s != t, is gone with the walk: the walk
+ * never stops at s > t, so s != t there means s < t.)
  *   BUG_DISPLACE_NO_HEAD  the displacing push leaves the head alone (P5 out):
  *                         the head is then not exact at rest
  *
@@ -163,10 +183,25 @@
 #define SEQ(m)      (((m) - 1) % MSGS)
 
 /* the full (or displace) decision on d = s - t */
-#ifdef BUG_FULL_NE
-#define OLDER(d) ((d) != 0)
-#else
 #define OLDER(d) ((d) < 0)
+
+#ifndef LINE
+#define LINE 2
+#endif
+/* whether p starts a line of cells (sl__cellring_line_start) */
+#define LSTART(p)   (IDX(p) % LINE == 0)
+/* the first position of p's line */
+#define LFIRST(p)   MOD((p) - IDX(p) % LINE)
+/* the pop's walk's bound: s - h <= HEAD_K stops it */
+#ifdef BUG_HEAD_WALKS_WRITTEN
+#define HEAD_K 0
+#else
+#define HEAD_K 1
+#endif
+#ifdef SWAP
+#define ALWAYS_MOVE true
+#else
+#define ALWAYS_MOVE false
 #endif
 
 #define R_OK       0
@@ -224,23 +259,109 @@ inline dequeue(x)
     j = 0
 }
 
-/* P5, P6, C5: sl__cellring_advance: CAS counter pos -> next(pos). Counters
- * only move forward: the CAS from the value read makes that hold by
- * construction; a plain store (BUG_STALE_HELP) from a stale pos does not. */
-inline advance(ctr, p, mark)
+/* W, P6, C5: sl__cellring_move: a CAS loop from the value seen that moves
+ * the counter to `dest` unless it is there or beyond — one atomic step here,
+ * as raise below; `seen` gets the counter's value after it. `limit` is the
+ * first position not done (the tail's: POS(npushed); the head's:
+ * POS(ntaken)): no counter may pass it. */
+inline move(ctr, seen, dest, limit, mark)
 {
     d_step {
 #ifdef BUG_STALE_HELP
-        moved_back = (DIFF(NEXT(p), ctr) < 0);
-        ctr = NEXT(p);                     /* BUG: a plain store */
+        moved_back = (DIFF(dest, ctr) < 0);
+        ctr = dest;                          /* BUG: a plain store */
 #else
         if
-        :: ctr == p -> ctr = NEXT(p)
-        :: else -> REACHED(mark)           /* someone moved it already */
+        :: DIFF(dest, ctr) > 0 ->
+            assert(DIFF(dest, limit) <= 0);  /* never past a position not done */
+            ctr = dest
+        :: else -> REACHED(mark)           /* someone moved it there already */
         fi;
 #endif
-        assert(!moved_back)                /* head and tail only move forward */
+        assert(!moved_back);               /* head and tail only move forward */
+        seen = ctr
     }
+}
+
+/* P2, C2: sl__cellring_front: from pos, the first position whose stamp s
+ * has s - pos <= k (is_head: the pop's walk), moving the counter across
+ * each line it steps into;
+ * leaves that stamp in s. The deciding load's checks: a push's SL_FULL
+ * only when the oracle holds CAP, a pop's SL_EMPTY only when it holds
+ * none. */
+inline front(ctr, seen, pos, k, is_head, limit, mark_walk, mark_move)
+{
+    do
+    :: d_step {
+        s = stamp[IDX(pos)];
+        d = DIFF(s, pos);
+        if
+        :: d <= k && !is_head && OLDER(d) ->
+            if
+            :: !DISPLACING -> assert(qlen == CAP); REACHED(31)  /* full at the deciding load */
+            :: else -> skip
+            fi;
+            assert(s == MOD(pos - ONE_LAP + 1))
+        :: d <= k && is_head && DIFF(s, MOD(pos + 1)) < 0 ->
+            assert(qlen == 0);             /* empty at the deciding load */
+            assert(s == pos);
+            REACHED(34)
+        :: else -> skip
+        fi
+    };
+        if
+        :: d <= k -> break
+        :: else ->
+            REACHED(mark_walk);            /* done: written (or taken) already */
+            nx = NEXT(pos);
+            if
+            :: LSTART(nx) ->
+#ifdef BUG_NO_HELP
+                seen = ctr;                /* BUG: wait for the line's finisher */
+                nx = ctr
+#else
+                move(ctr, seen, nx, limit, mark_move);
+                if
+                :: DIFF(seen, nx) > 0 -> nx = seen    /* the counter is past */
+                :: else -> skip
+                fi
+#endif
+            :: else -> skip
+            fi;
+            pos = nx
+        fi
+    od
+}
+
+/* P6, C5: the finish after an operation at pos */
+inline finish(ctr, seen, pos, always, limit, mark)
+{
+    nx = NEXT(pos);            /* (a conditional expression is no inline argument) */
+    if
+    :: always || LSTART(nx) -> move(ctr, seen, nx, limit, mark)
+    :: else -> skip
+    fi
+}
+
+/* P1', C1': after a lost CAS at pos, the counter again; pos jumps to it
+ * when it is past */
+inline reload(ctr, seen, pos)
+{
+    seen = ctr;
+    if
+    :: DIFF(seen, pos) > 0 -> pos = seen
+    :: else -> skip
+    fi
+}
+
+/* sl__cellring_peek_front at rest: the walk without moves, into pos */
+inline peek(ctr, pos, k)
+{
+    pos = ctr;
+    do
+    :: DIFF(stamp[IDX(pos)], pos) <= k -> break
+    :: else -> pos = NEXT(pos)
+    od
 }
 
 /* P5: sl__cellring_raise: a CAS loop that moves the counter to next(p)
@@ -267,29 +388,17 @@ inline raise(ctr, p, mark)
  * form, where x is m's slot); sets r (and ev when displaced) */
 inline push(m, x)
 {
-    t = tail;                                          /* P1 */
+    seen = tail;                                       /* P1 */
+    t = seen;
     do
-    :: d_step {                                        /* P2 */
-        s = stamp[IDX(t)];
-        d = DIFF(s, t);
-        if
-        :: OLDER(d) && !DISPLACING ->
-            assert(qlen == CAP);                       /* full at the deciding load */
-            REACHED(31)
-        :: else -> skip
-        fi;
-        if
-        :: d < 0 -> assert(s == MOD(t - ONE_LAP + 1))
-        :: else -> skip
-        fi
-    };
+    :: front(tail, seen, t, 0, false, POS(npushed), 32, 37);  /* P2: the walk */
         if
         :: OLDER(d) && !DISPLACING ->
 #ifdef SWAP
             spare[e] = x + 1;                          /* S3: our own slot back */
 #endif
             r = R_FULL; break
-        :: (OLDER(d) && DISPLACING) || d == 0 ->
+        :: else ->
             old = val[IDX(t)];                         /* P3 */
 #ifdef BUG_SPLIT_PUBLISH
             if
@@ -306,10 +415,10 @@ inline push(m, x)
                 if
                 :: ok ->
                     val[IDX(t)] = x;                   /* BUG: then the value */
-                    advance(tail, t, 37);
+                    finish(tail, seen, t, ALWAYS_MOVE, POS(npushed), 37);
                     r = R_OK;
                     break
-                :: else -> goto reload
+                :: else -> goto lost
                 fi
             :: else -> skip
             fi;
@@ -352,22 +461,15 @@ inline push(m, x)
 #endif
                     r = R_OK
                 fi;
-                advance(tail, t, 37);                  /* P6 */
+                finish(tail, seen, t, ALWAYS_MOVE || d != 0, POS(npushed), 37);   /* P6 */
                 break
             :: else -> skip
             fi
-        :: else ->
-            REACHED(32);                               /* written by another push, or t stale */
-#ifndef BUG_NO_HELP
-            advance(tail, t, 37)                       /* P6: the help */
-#else
-            skip
-#endif
         fi;
 #ifdef BUG_SPLIT_PUBLISH
-reload:
+lost:
 #endif
-        t = tail                                       /* P1 again */
+        reload(tail, seen, t)                          /* P1' */
     od
 }
 
@@ -375,8 +477,9 @@ reload:
 /* The swap form's push of message m (channels/mpmc.c, push_swap). */
 inline push_swap(m)
 {
-    t = tail;                                          /* S0: P1 */
-    d_step {                                           /* S0: P2 */
+    t = tail;                                          /* S0: the walk, read-only */
+    do
+    :: d_step {
         s = stamp[IDX(t)];
         d = DIFF(s, t);
         if
@@ -384,6 +487,17 @@ inline push_swap(m)
         :: else -> skip
         fi
     };
+        if
+        :: d <= 0 -> break
+        :: else ->
+            nx = NEXT(t);
+            if
+            :: LSTART(nx) && DIFF(tail, nx) > 0 -> nx = tail
+            :: else -> skip
+            fi;
+            t = nx
+        fi
+    od;
     if
     :: OLDER(d) -> r = R_FULL
     :: else ->
@@ -416,19 +530,11 @@ inline push_swap(m)
 /* sl__cellring_pop; sets r, and v and expect when r == R_OK */
 inline pop()
 {
-    h = head;                                          /* C1 */
+    seen = head;                                       /* C1 */
+    h = seen;
     do
-    :: d_step {                                        /* C2 */
-        s = stamp[IDX(h)];
+    :: front(head, seen, h, HEAD_K, true, POS(ntaken), 36, 42);   /* C2: the walk */
         d = DIFF(s, MOD(h + 1));
-        if
-        :: d < 0 ->
-            assert(qlen == 0);                         /* empty at the deciding load */
-            assert(s == h);
-            REACHED(34)
-        :: else -> skip
-        fi
-    };
         if
         :: d == 0 ->
 #ifndef BUG_FREE_BEFORE_READ
@@ -470,21 +576,15 @@ inline pop()
                 assert(c0 == c1);                      /* not torn */
                 v = c0;                                /* the message, not its slot */
 #endif
-                advance(head, h, 42);                  /* C5 */
+                finish(head, seen, h, ALWAYS_MOVE, POS(ntaken), 42);   /* C5 */
                 r = R_OK;
                 break
             :: else -> skip
             fi
         :: d < 0 -> r = R_EMPTY; break
-        :: else ->
-            REACHED(36);                               /* taken or displaced, or h stale */
-#ifndef BUG_NO_HELP
-            advance(head, h, 42)                       /* C5: the help */
-#else
-            skip
-#endif
+        :: else -> skip                                /* BUG_HEAD_WALKS_WRITTEN only */
         fi;
-        h = head                                       /* C1 again */
+        reload(head, seen, h)                          /* C1' */
     od
 }
 
@@ -501,7 +601,7 @@ inline received(v, expect)
 
 proctype Producer(byte me)
 {
-    byte k, m, x, t, s, old, r, ev, expect, j;
+    byte k, m, x, t, s, old, r, ev, expect, j, seen, nx;
     short d;
     bool ok;
 #ifdef SWAP
@@ -530,6 +630,7 @@ progress_push:
                 evicted[ev] = 1
             fi;
             t = 0; s = 0; d = 0; old = 0; r = 0; ev = 0; expect = 0; ok = false;
+            seen = 0; nx = 0;
 #ifdef SWAP
             e = 0; mine = 0; i = 0; took = false
 #else
@@ -541,7 +642,7 @@ progress_push:
 
 proctype Consumer(byte me)
 {
-    byte k, h, s, v, expect, r, j;
+    byte k, h, s, v, expect, r, j, seen, nx;
     short d;
     bool ok;
 #ifdef SWAP
@@ -561,6 +662,7 @@ progress_pop:
             :: else -> skip
             fi;
             h = 0; s = 0; d = 0; v = 0; expect = 0; r = 0; ok = false;
+            seen = 0; nx = 0;
 #ifdef SWAP
             c0 = 0; c1 = 0
 #else
@@ -571,7 +673,7 @@ progress_pop:
 }
 
 init {
-    byte i, h, s, v, expect, r, j, k;
+    byte i, h, s, v, expect, r, j, k, seen, nx, ft, fh;
     short d, n;
     bool ok;
 #ifdef SWAP
@@ -597,15 +699,24 @@ init {
     }
     (_nr_pr == 1);                     /* every thread has ended: at rest */
 
-    /* counters at rest: both exact. (With a displacing push's head moved by
-     * a CAS from exactly s - 1, the head could rest behind a displaced cell —
-     * the bug review found; P5 raises it instead.) */
-    assert(tail == POS(npushed));
-    assert(head == POS(ntaken));
-    /* sl__cellring_len: exact at rest */
+    /* counters at rest: each front exact, each counter in its front's line
+     * (with the head moved by a CAS from exactly s - 1, a displacing push
+     * could leave it behind a displaced cell — the bug review found; P5
+     * raises it instead). */
+    peek(tail, ft, 0);
+    peek(head, fh, 1);
+    assert(ft == POS(npushed));
+    assert(fh == POS(ntaken));
+    assert(DIFF(tail, LFIRST(ft)) >= 0 && DIFF(ft, tail) >= 0);
+    assert(DIFF(head, LFIRST(fh)) >= 0 && DIFF(fh, head) >= 0);
+    if
+    :: tail != ft || head != fh -> REACHED(41)   /* a counter rests behind its front */
+    :: else -> skip
+    fi;
+    /* sl__cellring_len, on the fronts: exact at rest */
     d_step {
-        k = (DIFF(tail - IDX(tail), head - IDX(head))) / ONE_LAP;
-        n = k * CAP + IDX(tail) - IDX(head);
+        k = (DIFF(ft - IDX(ft), fh - IDX(fh))) / ONE_LAP;
+        n = k * CAP + IDX(ft) - IDX(fh);
         if
         :: n > CAP -> n = CAP
         :: n < 0 -> n = 0
@@ -622,7 +733,7 @@ init {
         :: r == R_OK -> received(v, expect)
         :: else -> break
         fi;
-        d_step { h = 0; s = 0; d = 0; v = 0; expect = 0; r = 0; ok = false }
+        d_step { h = 0; s = 0; d = 0; v = 0; expect = 0; r = 0; ok = false; seen = 0; nx = 0 }
     od;
 #ifdef SWAP
     /* every slot in exactly one place: a cell or a spare entry */
@@ -643,14 +754,18 @@ init {
     n = 0;
 #endif
 
-    assert(qlen == 0 && head == tail && tail == POS(npushed));
+    peek(tail, ft, 0);
+    peek(head, fh, 1);
+    assert(qlen == 0 && fh == ft && ft == POS(npushed));
+    assert(DIFF(tail, LFIRST(ft)) >= 0 && DIFF(head, LFIRST(fh)) >= 0);
     for (i : 1 .. NMSG) {
         assert(sent_ok[i] == pushed[i]);
         assert(got[i] + evicted[i] == (sent_ok[i] -> 1 : 0));
         assert(sent_ok[i] != full_answer[i])
     }
-    /* every cell free for the position it serves next: tail, next(tail), ... */
-    h = tail;
+    /* every cell free for the position it serves next: the tail's front,
+     * next of it, ... */
+    h = ft;
     for (i : 1 .. CAP) {
         assert(stamp[IDX(h)] == h);
         h = NEXT(h)

@@ -243,7 +243,7 @@ sl__cellring_front(const sl__cellring *r, SL_ATOMIC(uint64_t) *counter, uint64_t
     }
 }
 
-/* The same walk, read-only (for the length):
+/* The same walk, read-only (for the full, empty and length snapshots):
  * steps across lines without moving the counter, re-reading it there. A
  * stamp beyond SL__CELLRING_FAR with the counter unmoved ends it as in a
  * guarded ring's walk (no sound ring holds one, so the plain rings never
@@ -566,30 +566,27 @@ static inline bool sl__cellring_pop_guarded(const sl__cellring *r, uint64_t *val
     return sl__cellring_pop_as(r, value, true, NULL);
 }
 
-/* A look at fullness, on the first two loads a push makes: the tail, then
- * its cell's stamp, still holding the previous lap's value. Exact when it
- * says full (the push answers SL_FULL on exactly such a load, so a caller
- * may answer it here, before work that only a push with room needs:
- * SL_MPMC's swap form taking a spare, a select's send case). A tail that
- * lags its front (lazy counters) points at a written cell, which never
- * looks full: then the answer is "maybe not full", and the push's own walk
- * decides. Cheaper than the walk where it matters, in a select's look. */
+/* The push's own full test, alone: the walk from the tail (without moving
+ * it) stops at a cell that still holds the previous lap's value. The push
+ * answers SL_FULL on exactly this (sl__cellring_push_as, s < t), so a
+ * caller may answer it here, before work that only a push with room needs
+ * (SL_MPMC's swap form: taking a spare slot; a select's look). */
 static inline bool sl__cellring_full(const sl__cellring *r)
 {
-    uint64_t t = atomic_load_explicit(r->tail, memory_order_seq_cst);
-    uint64_t s = atomic_load_explicit(&sl__cell_at(r, t)->stamp, memory_order_seq_cst);
+    uint64_t s, t = sl__cellring_peek_front(r, r->tail, 0, &s);
     return (int64_t)(s - t) < 0;
 }
 
-/* A look at emptiness, on the first two loads a pop makes: the head, then
- * its cell's stamp, not yet written for it. Exact when it says empty (the
- * same answer and linearization point as the pop's SL_EMPTY: a lagging
- * head's cell is taken, so it never looks empty); otherwise "maybe not
- * empty", and the pop's walk decides. */
+/* Whether the ring looks empty, on the walk a pop starts with: from the
+ * head to the first cell not taken, not yet written for its position (the
+ * same answer and the same linearization point as the pop's SL_EMPTY). A
+ * look at the head's cell alone would not do: a lagging head's cell is
+ * taken, and an empty ring would then look "maybe not empty" three times in
+ * four (a select's look, and the planted bug SELECT_LOOK_SKIPS_DESCRIPTOR's
+ * check, count on the answer). */
 static inline bool sl__cellring_empty(const sl__cellring *r)
 {
-    uint64_t h = atomic_load_explicit(r->head, memory_order_seq_cst);
-    uint64_t s = atomic_load_explicit(&sl__cell_at(r, h)->stamp, memory_order_seq_cst);
+    uint64_t s, h = sl__cellring_peek_front(r, r->head, 1, &s);
     return (int64_t)(s - (h + 1)) < 0;
 }
 

@@ -135,24 +135,6 @@ static inline uint64_t sl__cellring_next(const sl__cellring *r, uint64_t pos)
     return (pos & ~(r->one_lap - 1)) + r->one_lap;
 }
 
-/* Moves the counter to next(pos) unless it is there or beyond already. For a
- * displacing push's head: every position up to pos is taken or displaced, but
- * the head may not have reached pos yet (another taker's step from an earlier
- * position is still to come), and a plain advance from pos would then be lost
- * for good — the head would rest on a displaced cell and fall one cell further
- * behind with every later displacement. Fails only when the counter moved. */
-static inline void sl__cellring_raise(const sl__cellring *r, SL_ATOMIC(uint64_t) *counter,
-                                      uint64_t pos)
-{
-    uint64_t to = sl__cellring_next(r, pos);
-    uint64_t cur = atomic_load_explicit(counter, memory_order_seq_cst);
-    SL_FI();
-    while ((int64_t)(to - cur) > 0 &&
-           !atomic_compare_exchange_weak_explicit(counter, &cur, to, memory_order_seq_cst,
-                                                  memory_order_relaxed))
-        ;
-}
-
 /* Lazy counters. A ring's head and tail move once per line of
  * cells (SL__CELLS_PER_LINE positions), not once per operation: the push
  * (pop) that finishes a line's last position moves its counter to the next
@@ -181,14 +163,16 @@ static inline bool sl__cellring_line_start(const sl__cellring *r, uint64_t pos)
 
 /* Moves the counter to `to` from `seen` (a value it had), unless it is
  * there or beyond: every position before `to` must be done. Returns the
- * value the counter has at the end: `to`, or a position past it. */
+ * value the counter has at the end: `to`, or a position past it. A strong
+ * CAS: each failure means another thread moved the counter (the progress
+ * argument, docs/guarantees.md "SL_MPMC"). */
 static inline __attribute__((always_inline)) uint64_t
 sl__cellring_move(SL_ATOMIC(uint64_t) *counter, uint64_t seen, uint64_t to)
 {
     SL_FI();
     while ((int64_t)(to - seen) > 0)
-        if (atomic_compare_exchange_weak_explicit(counter, &seen, to, memory_order_seq_cst,
-                                                  memory_order_seq_cst))
+        if (atomic_compare_exchange_strong_explicit(counter, &seen, to, memory_order_seq_cst,
+                                                    memory_order_seq_cst))
             return to;
     return seen;
 }
@@ -209,16 +193,14 @@ sl__cellring_finish(const sl__cellring *r, SL_ATOMIC(uint64_t) *counter, uint64_
  * cell's stamp s has s - pos <= k (k = 0 for the tail: free or still full;
  * k = 1 for the head: written or not yet written); its stamp goes to
  * *stamp. Stepping from a line into the next, it moves the counter there
- * from *seen (unless someone moved it), and jumps ahead if the counter is
- * past. With `guarded`, a stamp beyond SL__CELLRING_FAR while the counter
- * reads *seen ends the walk: returns pos with *stamp = pos - 1 - k, which
- * the callers read as full (empty). With `eager` (an operation that moves
- * its counter after every operation), every step is taken as a step into a
- * new line: the walk of an eager ring is the old help, a CAS per cell.
+ * from *seen (unless someone moved it; only re-reads it without `moves`),
+ * and jumps ahead if the counter is past. With `guarded`, a stamp beyond
+ * SL__CELLRING_FAR while the counter reads *seen ends the walk: returns pos
+ * with *stamp = pos - 1 - k, which the callers read as full (empty).
  * Lock-free: each step passes a cell another operation finished. */
 static inline __attribute__((always_inline)) uint64_t
 sl__cellring_front(const sl__cellring *r, SL_ATOMIC(uint64_t) *counter, uint64_t *seen,
-                   uint64_t pos, uint64_t k, uint64_t *stamp, bool guarded, bool eager)
+                   uint64_t pos, uint64_t k, uint64_t *stamp, bool guarded, bool moves)
 {
     for (;;) {
         SL_FI();
@@ -233,8 +215,9 @@ sl__cellring_front(const sl__cellring *r, SL_ATOMIC(uint64_t) *counter, uint64_t
             return pos;
         }
         uint64_t next = sl__cellring_next(r, pos);
-        if (eager || sl__cellring_line_start(r, next)) {
-            uint64_t cur = sl__cellring_move(counter, *seen, next);
+        if (sl__cellring_line_start(r, next)) {
+            uint64_t cur = moves ? sl__cellring_move(counter, *seen, next)
+                                 : atomic_load_explicit(counter, memory_order_seq_cst);
             if ((int64_t)(cur - next) > 0)
                 next = cur; /* the counter is past: every position before it is done */
             *seen = cur;
@@ -243,35 +226,15 @@ sl__cellring_front(const sl__cellring *r, SL_ATOMIC(uint64_t) *counter, uint64_t
     }
 }
 
-/* The same walk, read-only (for the full, empty and length snapshots):
- * steps across lines without moving the counter, re-reading it there. A
- * stamp beyond SL__CELLRING_FAR with the counter unmoved ends it as in a
- * guarded ring's walk (no sound ring holds one, so the plain rings never
- * meet the test's second load). */
+/* The same walk, read-only (for the full, empty and length snapshots),
+ * guarded whatever the ring: no sound ring holds a stamp that far ahead,
+ * so the plain rings never meet the guard's second load. */
 static inline uint64_t sl__cellring_peek_front(const sl__cellring *r,
                                                SL_ATOMIC(uint64_t) *counter, uint64_t k,
                                                uint64_t *stamp)
 {
     uint64_t seen = atomic_load_explicit(counter, memory_order_seq_cst);
-    uint64_t pos = seen;
-    for (;;) {
-        uint64_t s = atomic_load_explicit(&sl__cell_at(r, pos)->stamp, memory_order_seq_cst);
-        if ((int64_t)(s - pos) <= (int64_t)k) {
-            *stamp = s;
-            return pos;
-        }
-        if (s - seen > SL__CELLRING_FAR(r) && sl__cellring_corrupt(r, counter, s, seen)) {
-            *stamp = pos - 1 - k; /* read as full (empty) */
-            return pos;
-        }
-        uint64_t next = sl__cellring_next(r, pos);
-        if (sl__cellring_line_start(r, next)) {
-            seen = atomic_load_explicit(counter, memory_order_seq_cst);
-            if ((int64_t)(seen - next) > 0)
-                next = seen;
-        }
-        pos = next;
-    }
+    return sl__cellring_front(r, counter, &seen, seen, k, stamp, true, false);
 }
 
 /* A spare entry of SL_MPMC's swap form in a shared segment while a push (or
@@ -338,7 +301,7 @@ sl__cellring_push_as(const sl__cellring *r, uint64_t value, bool displace, uint6
     uint64_t t = seen;
     for (;;) {
         uint64_t s;
-        t = sl__cellring_front(r, r->tail, &seen, t, 0, &s, guarded, give_back != NULL);
+        t = sl__cellring_front(r, r->tail, &seen, t, 0, &s, guarded, true);
         sl_mpmc_cell *c = sl__cell_at(r, t);
         int64_t d = (int64_t)(s - t);
         if (d < 0 && !displace)
@@ -365,7 +328,14 @@ sl__cellring_push_as(const sl__cellring *r, uint64_t value, bool displace, uint6
         if ((int64_t)(atomic_load_explicit(r->tail, memory_order_relaxed) - t) <= 0 &&
             sl__cellring_say_offer(give_back, held, old) && sl__dwcas(c, s, old, t + 1, value)) {
             if (d < 0) {
-                sl__cellring_raise(r, r->head, s - 1);
+                /* The head to the position after the displaced one,
+                 * unless it is there or beyond: every position up to
+                 * s - 1 is taken or displaced, but the head may not have
+                 * reached s - 1 yet (another taker's move is still to
+                 * come), and a CAS from exactly s - 1 would then be lost
+                 * for good, leaving the head on a displaced cell. */
+                sl__cellring_move(r->head, atomic_load_explicit(r->head, memory_order_seq_cst),
+                                  sl__cellring_next(r, s - 1));
                 *evicted = old;
             } else if (give_back) {
                 SL_FI(); /* published, the cell's slot not yet given back */
@@ -447,9 +417,9 @@ sl__cellring_pop_as(const sl__cellring *r, uint64_t *value, bool guarded,
         uint64_t s;
 #ifdef SL_MUTANT_CELLRING_HEAD_WALKS_WRITTEN
         /* Planted bug: the pop's walk steps over written cells too. */
-        h = sl__cellring_front(r, r->head, &seen, h, 0, &s, guarded, cp != NULL);
+        h = sl__cellring_front(r, r->head, &seen, h, 0, &s, guarded, true);
 #else
-        h = sl__cellring_front(r, r->head, &seen, h, 1, &s, guarded, cp != NULL);
+        h = sl__cellring_front(r, r->head, &seen, h, 1, &s, guarded, true);
 #endif
         if (s != h + 1)
             return false; /* nothing written at h, so nothing after it */
@@ -519,7 +489,7 @@ static inline bool sl__cellring_pop_swap(const sl__cellring *r, uint64_t *value,
     uint64_t h = seen;
     for (;;) {
         uint64_t s;
-        h = sl__cellring_front(r, r->head, &seen, h, 1, &s, true, false);
+        h = sl__cellring_front(r, r->head, &seen, h, 1, &s, true, true);
         if (s != h + 1)
             return false;
         sl_mpmc_cell *c = sl__cell_at(r, h);

@@ -364,10 +364,11 @@ inline peek(ctr, pos, k)
     od
 }
 
-/* P5: sl__cellring_raise: a CAS loop that moves the counter to next(p)
- * unless it is there or beyond already — one atomic step here (each of the
- * loop's iterations either succeeds or finds the counter moved, and it stops
- * once the counter is at or past the target). */
+/* P5: the displacing push's sl__cellring_move of the head, from a fresh
+ * load, to next(p) unless it is there or beyond already — one atomic step
+ * here, as move above (each of the loop's iterations either succeeds or
+ * finds the counter moved, and it stops once the counter is at or past the
+ * target). */
 inline raise(ctr, p, mark)
 {
     d_step {

@@ -519,25 +519,25 @@ static __attribute__((noinline)) sl_status await_op(sl_event *ev, sl__ready_fn r
 }
 
 /* The receive streak: how many blocking receives in a row this thread
- * answered at their first try (saturating at SL_RECV_STREAK). One that
- * finds the channel empty after a full streak has caught up with a stream:
- * its spin looks first after SL_SPIN_PATIENT_START pauses, not one, so the
- * producer writes a batch before the receiver reads its lines again (each
- * early look takes the producer's tail or cell line, which the producer's
- * next write must take back: a line transfer more per message, the
- * "consumer that keeps up" of docs/performance.md). A receiver in a
- * ping-pong finds the channel empty at every first try, so its streak
- * stays 0 and its first look still comes after one pause. Per thread, not
- * per channel: a thread whose receives keep finding messages is in a
- * stream, whichever channels they come from. */
-static _Thread_local unsigned recv_streak __attribute__((tls_model("initial-exec")));
+ * answered at their first try (saturating at SL_RECV_STREAK); a select
+ * answered at its first round by a receive case counts as one too. A
+ * receive or a select with a receive case that finds nothing after a full
+ * streak has caught up with a stream: its spin looks first after
+ * SL_SPIN_PATIENT_START pauses, not one, so the producer writes a batch
+ * before the receiver reads its lines again (each early look takes the
+ * producer's tail or cell line, which the producer's next write must take
+ * back: a line transfer more per message, the "consumer that keeps up" of
+ * docs/performance.md). A receiver in a ping-pong finds the channel empty
+ * at every first try, so its streak stays 0 and its first look still comes
+ * after one pause. Per thread, not per channel: a thread whose receives
+ * keep finding messages is in a stream, whichever channels they come from. */
+_Thread_local unsigned sl__recv_streak __attribute__((tls_model("initial-exec")));
 
-/* The spin for a receive whose first try found nothing; the streak ends. */
-static inline unsigned recv_spin(void)
+unsigned sl__recv_streak_spin(void)
 {
-    unsigned spin = recv_streak >= SL_RECV_STREAK ? SL__AWAIT_SPIN | SL__AWAIT_PATIENT
-                                                  : SL__AWAIT_SPIN;
-    recv_streak = 0;
+    unsigned spin = sl__recv_streak >= SL_RECV_STREAK ? SL__AWAIT_SPIN | SL__AWAIT_PATIENT
+                                                      : SL__AWAIT_SPIN;
+    sl__recv_streak = 0;
     return spin;
 }
 
@@ -622,10 +622,11 @@ SL_API sl_status sl_chan_recv_for(sl_chan *ch, void *out, uint64_t timeout_ns)
         return SL_EINVAL;
     sl_status st = try_recv_once(ch, out);
     if (is_final(st)) {
-        recv_streak += recv_streak < SL_RECV_STREAK;
+        sl__recv_streak_hit();
         return st;
     }
-    return await_op(recv_event(ch), recv_ready, ch, NULL, out, timeout_ns, recv_spin());
+    return await_op(recv_event(ch), recv_ready, ch, NULL, out, timeout_ns,
+                    sl__recv_streak_spin());
 }
 
 SL_API sl_status sl_chan_recv(sl_chan *ch, void *out)

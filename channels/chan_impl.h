@@ -15,6 +15,7 @@
 #include "sluice/ring.h"
 #include "sluice/spsc.h"
 #include "internal/await.h"
+#include "internal/spin.h"
 #include "rings.h"
 #include "rendezvous.h"
 #include "timer.h"
@@ -246,6 +247,16 @@ sl_status sl__chan_poll_send(sl_chan *ch, const void *elem);
  * SL_LAGGED (a broadcast subscriber that fell behind), or SL_EINVAL (a
  * broadcast send handle). */
 sl_status sl__chan_try_recv(sl_chan *ch, void *out);
+
+/* The receive streak (chan.c): a receive answered at its first try, or a
+ * select answered at its first round by a receive case, counts a hit; a
+ * wait for a receive takes its spin flags from the streak, which ends it
+ * (SL__AWAIT_PATIENT after a full streak). */
+extern _Thread_local unsigned sl__recv_streak __attribute__((tls_model("initial-exec")));
+
+static inline void sl__recv_streak_hit(void) { sl__recv_streak += sl__recv_streak < SL_RECV_STREAK; }
+
+unsigned sl__recv_streak_spin(void);
 
 /* A select's try of a receive case: as sl__chan_try_recv, answering
  * SL_EMPTY on the flavour's look at an empty queue without trying (chan.c). */

@@ -233,8 +233,10 @@ static void shuffle(size_t *order, size_t n)
 
 /* One round: in a fresh random order, or with order NULL (biased) in the
  * order given. Returns the first final status (setting *index) or
- * SL_TIMEDOUT if no case was ready. */
-static sl_status poll_round(sl_select_case *cases, size_t n, size_t *order, size_t *index)
+ * SL_TIMEDOUT if no case was ready. A select's `first` round answered by a
+ * receive case counts in the receive streak (chan.c). */
+static sl_status poll_round(sl_select_case *cases, size_t n, size_t *order, size_t *index,
+                            bool first)
 {
 #ifdef SL_MUTANT_SELECT_BIASED_SHUFFLES
     size_t mutant_order[SELECT_STACK_CASES]; /* planted bug: the biased select shuffles too */
@@ -255,6 +257,8 @@ static sl_status poll_round(sl_select_case *cases, size_t n, size_t *order, size
             continue; /* planted bug: a closed channel never makes its case ready */
 #endif
         if (st != SL_FULL && st != SL_EMPTY) {
+            if (first && st == SL_OK && c->op == SL_SEL_RECV)
+                sl__recv_streak_hit();
             *index = i;
             return st;
         }
@@ -297,7 +301,7 @@ typedef struct select_ctx {
 static bool select_round(void *ctx)
 {
     select_ctx *w = ctx;
-    w->st = poll_round(w->cases, w->n, w->order, w->index);
+    w->st = poll_round(w->cases, w->n, w->order, w->index, false);
     return w->st != SL_TIMEDOUT;
 }
 
@@ -363,6 +367,17 @@ static sl_status select_sleep(select_ctx *w, uint64_t deadline)
 }
 
 /* Out of line: a select answered by its first round sets up no wait. */
+/* The spin flags of a select whose first round found nothing: a select
+ * with a receive case is a receive that found nothing, and ends the
+ * receive streak (chan.c), spinning patiently after a full one. */
+static unsigned select_spin(const sl_select_case *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (cases[i].ch && cases[i].op == SL_SEL_RECV)
+            return sl__recv_streak_spin() & SL__AWAIT_PATIENT;
+    return 0;
+}
+
 static __attribute__((noinline)) sl_status select_wait(sl_select_case *cases, size_t n,
                                                        size_t *order, uint64_t deadline,
                                                        size_t *index)
@@ -379,7 +394,7 @@ static __attribute__((noinline)) sl_status select_wait(sl_select_case *cases, si
      * heavy fence. */
     sl_status st = SL_OK;
     bool registered = false;
-    if (!sl__await_spin(select_ready, &w, deadline, 0)) {
+    if (!sl__await_spin(select_ready, &w, deadline, select_spin(cases, n))) {
         st = select_sleep(&w, deadline);
         registered = st != SL_ENOMEM;
     }
@@ -395,10 +410,10 @@ static __attribute__((noinline)) sl_status select_wait(sl_select_case *cases, si
 /* The round, then the wait, shared by both selects: `order` is the fair
  * select's shuffle space, NULL for the biased one. One wait path: a hook for
  * either select goes here or in select_wait, never in a copy. */
-static sl_status select_run(sl_select_case *cases, size_t n, size_t *order, uint64_t timeout_ns,
-                            size_t *index)
+static inline __attribute__((always_inline)) sl_status
+select_run(sl_select_case *cases, size_t n, size_t *order, uint64_t timeout_ns, size_t *index)
 {
-    sl_status st = poll_round(cases, n, order, index);
+    sl_status st = poll_round(cases, n, order, index, true);
     if (st == SL_TIMEDOUT && timeout_ns != 0)
         st = select_wait(cases, n, order, sl_deadline_after(timeout_ns), index);
     return st;

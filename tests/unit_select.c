@@ -1189,6 +1189,60 @@ START_TEST(test_biased_wake_and_starve)
 }
 END_TEST
 
+static void *put_later(void *ch)
+{
+    sl_test_sleep_ns(30 * MS);
+    put(ch, 777);
+    return NULL;
+}
+
+/* The receive streak (chan.c) counts a select answered at its first round
+ * by a receive case, and no other: a send case's answer and a select that
+ * had to wait do not add to it, and a select with a receive case that
+ * finds nothing ends it. After a full streak the select waits patiently,
+ * and still gets a message sent while it waits, and its timeout is kept. */
+START_TEST(test_select_receive_streak)
+{
+    const int which = _i;
+    sl_chan *in = mk(SL_MPMC, 64, NULL, NULL), *out = mk(SL_MPMC, 64, NULL, NULL);
+    uint64_t v = 0, w = 5;
+    size_t idx;
+    sl_select_case recv_case = {in, SL_SEL_RECV, &v}, send_case = {out, SL_SEL_SEND, &w};
+    ck_assert_int_eq(select_fns[which](&recv_case, 1, 0, &idx), SL_TIMEDOUT);
+    ck_assert_uint_eq(sl__recv_streak, 0);
+    for (uint64_t i = 1; i <= SL_RECV_STREAK + 2; i++)
+        put(in, i);
+    for (unsigned i = 1; i <= SL_RECV_STREAK + 2; i++) {
+        ck_assert_int_eq(select_fns[which](&recv_case, 1, SL_FOREVER, &idx), SL_OK);
+        ck_assert_uint_eq(v, i);
+        ck_assert_uint_eq(sl__recv_streak, i < SL_RECV_STREAK ? i : SL_RECV_STREAK);
+    }
+    ck_assert_int_eq(select_fns[which](&send_case, 1, SL_FOREVER, &idx), SL_OK);
+    ck_assert_uint_eq(sl__recv_streak, SL_RECV_STREAK); /* a send: neither */
+    /* A full streak, then a timed select on the empty channel: it waits
+     * patiently, times out no earlier than asked, and ends the streak. */
+    uint64_t t0 = sl_test_now_ns();
+    ck_assert_int_eq(select_fns[which](&recv_case, 1, 5 * MS, &idx), SL_TIMEDOUT);
+    ck_assert_uint_ge(sl_test_now_ns() - t0, 5 * MS);
+    ck_assert_uint_eq(sl__recv_streak, 0);
+    /* A full streak again, then a select that must wait for its message. */
+    for (uint64_t i = 1; i <= SL_RECV_STREAK; i++)
+        put(in, i);
+    for (unsigned i = 1; i <= SL_RECV_STREAK; i++)
+        ck_assert_int_eq(select_fns[which](&recv_case, 1, SL_FOREVER, &idx), SL_OK);
+    ck_assert_uint_eq(sl__recv_streak, SL_RECV_STREAK);
+    pthread_t sender;
+    ck_assert_int_eq(pthread_create(&sender, NULL, put_later, in), 0);
+    ck_assert_int_eq(select_fns[which](&recv_case, 1, SL_FOREVER, &idx), SL_OK);
+    ck_assert_uint_eq(v, 777);
+    ck_assert_uint_eq(sl__recv_streak, 0);
+    ck_assert_int_eq(pthread_join(sender, NULL), 0);
+    sl_chan_free(in);
+    sl_chan_free(out);
+}
+END_TEST
+
+
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
 /* A sender stopped at each of its steps in turn (marked in flight, say)
  * while the channel is closed and a selector with a receive case looks:
@@ -1287,6 +1341,7 @@ static Suite *select_suite(void)
     tcase_add_test(tc, test_wake_timed_and_duplicate);
     tcase_add_test(tc, test_wake_after_foreign_ring);
     tcase_add_test(tc, test_no_busy_wait);
+    tcase_add_loop_test(tc, test_select_receive_streak, 0, 2);
     suite_add_tcase(s, tc);
 
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT

@@ -366,7 +366,6 @@ static sl_status select_sleep(select_ctx *w, uint64_t deadline)
     return st;
 }
 
-/* Out of line: a select answered by its first round sets up no wait. */
 /* The spin flags of a select whose first round found nothing: a select
  * with a receive case is a receive that found nothing, and ends the
  * receive streak (chan.c), spinning patiently after a full one. */
@@ -378,6 +377,7 @@ static unsigned select_spin(const sl_select_case *cases, size_t n)
     return 0;
 }
 
+/* Out of line: a select answered by its first round sets up no wait. */
 static __attribute__((noinline)) sl_status select_wait(sl_select_case *cases, size_t n,
                                                        size_t *order, uint64_t deadline,
                                                        size_t *index)

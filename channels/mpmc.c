@@ -166,7 +166,7 @@ int sl__mpmc_publish(sl_mpmc *q, uint64_t value, bool displace, uint64_t *evicte
     /* The cell's CAS publishes the bytes (release) and is the condition
      * change a parked receiver pairs with. */
     sl__cellring r = sl__mpmc_used_ring(q);
-    return sl__cellring_push(&r, value, displace, evicted);
+    return sl__cellring_push_as(&r, value, displace, evicted, false, NULL, 0, q->slots == NULL);
 }
 
 bool sl__mpmc_take_used(sl_mpmc *q, uint64_t *index)
@@ -180,7 +180,7 @@ void sl__mpmc_release(sl_mpmc *q, uint64_t index)
     /* Never full: the free ring has a cell for every slot. The CAS orders
      * our read of the slot before a producer that takes the index writes it. */
     sl__cellring r = free_ring(q);
-    sl__cellring_push(&r, index, false, NULL);
+    sl__cellring_push_free(&r, index);
 }
 
 unsigned char *sl__mpmc_slot(sl_mpmc *q, uint64_t index)
@@ -274,7 +274,8 @@ pop_one(const sl_mpmc *q, const sl__mpmc_view *v, void *out, bool shared, bool d
     SL_FI();
     /* Never full: the free ring has a cell for every slot. The CAS orders
      * our read of the slot before a producer that takes the index writes it. */
-    ring_push(FREE(), w, shared);
+    sl__cellring r = FREE();
+    sl__cellring_push_free(&r, w);
     return SL_OK;
 }
 
@@ -472,12 +473,13 @@ static inline __attribute__((always_inline)) void slot_put(unsigned char *slot, 
 }
 
 /* Whether this CPU has PREFETCHW (internal/util.h): read once, when the
- * library loads, before any thread can push. */
-static bool prefetchw_known;
+ * library loads, before any thread can push (cellring.h declares it). */
+bool sl__prefetchw_known;
+_Thread_local unsigned sl__cellring_quiet __attribute__((tls_model("initial-exec")));
 
 static __attribute__((constructor)) void detect_prefetchw(void)
 {
-    prefetchw_known = sl__cpu_has_prefetchw();
+    sl__prefetchw_known = sl__cpu_has_prefetchw();
 }
 
 /* After a push: asks for the line of the slot this thread's next push will
@@ -493,7 +495,7 @@ static inline __attribute__((always_inline)) void
 prefetch_next_spare(const sl_mpmc *q, const sl__mpmc_view *v, SL_ATOMIC(uint64_t) *e, bool shared)
 {
     uint64_t next = atomic_load_explicit(e, memory_order_relaxed);
-    if (next < GEOM(slot_count) && prefetchw_known)
+    if (next < GEOM(slot_count) && sl__prefetchw_known)
         sl__prefetch_for_write(swap_slot(GEOM(slots), GEOM(elem_size), next));
 }
 
@@ -525,7 +527,8 @@ push_swap(const sl_mpmc *q, const sl__mpmc_view *v, const void *elem, sl_event *
      * a parked receiver pairs with, and swaps our slot for the cell's free
      * one, which goes back into e before the tail's CAS. */
     int full = sl__cellring_push_as(&r, mine, false, NULL, shared, give_back,
-                                    shared && give_back ? sl__held_base(view_holder(v), mine) : 0);
+                                    shared && give_back ? sl__held_base(view_holder(v), mine) : 0,
+                                    true);
     if (__builtin_expect(full, 0)) {
         /* Release: as the give-back. seq_cst fence: the give-back before the
          * flag's load, as the tail's CAS orders it on success. */

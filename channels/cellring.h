@@ -253,9 +253,6 @@ static inline uint64_t sl__cellring_peek_front(const sl__cellring *r,
  * ahead measured slower. Consumers take no such hint: their next line is
  * the one a producer close ahead is still writing (measured x0.87). */
 #define SL__CELLRING_QUIET_LINES 16u
-/* Whether this CPU has PREFETCHW (internal/util.h); set when the library
- * loads (channels/mpmc.c). */
-extern bool sl__prefetchw_known;
 /* Lines left before this thread's pushes fetch ahead again. */
 extern _Thread_local unsigned sl__cellring_quiet __attribute__((tls_model("initial-exec")));
 

@@ -38,6 +38,7 @@
 #include "rings.h"
 #include "internal/epoch.h"
 #include "internal/spin.h"
+#include "internal/util.h"
 #include "internal/testing.h"
 #include "internal/sysops.h"
 
@@ -271,6 +272,29 @@ static sl_status push_grow(sl_list *q, sl_list_seg *seg, const void *elem)
     return SL_EMPTY;
 }
 
+/* The slot states a later push will publish with its CAS, fetched ahead
+ * by the push that published slot i: a state's line was last written by a
+ * consumer (TAKEN) or by the segment's reset, so it sits in another core's
+ * cache, and a locked instruction lets nothing overlap the miss (as
+ * channels/cellring.h's sl__cellring_fetch_ahead for the rings). Grouped
+ * slots (up to 24 bytes): the next group's line, by the push that starts a
+ * group. A slot of its own: the slot two ahead, so that the line has two
+ * pushes' time to arrive (one ahead measured slower at 64 bytes). Within
+ * the segment only. docs/performance.md, "The next line fetched ahead". */
+static inline void push_fetch_ahead(const sl_list *q, sl_list_seg *seg, uint64_t i,
+                                    list_slot slot)
+{
+    if (!sl__prefetchw_known)
+        return;
+    if (q->group_slots >= 2) {
+        uint64_t g = (i * q->group_recip) >> 32; /* as slot_at */
+        if (i == g * q->group_slots && i + q->group_slots < q->seg_slots)
+            sl__prefetch_for_write((unsigned char *)slot.state + q->group_bytes);
+    } else if (i + 2 < q->seg_slots) {
+        sl__prefetch_for_write(slot_at(q, seg, i + 2).state);
+    }
+}
+
 static sl_status push_locked(sl_list *q, const void *elem, sl_epoch_rec *self)
 {
     for (;;) {
@@ -297,8 +321,10 @@ static sl_status push_locked(sl_list *q, const void *elem, sl_epoch_rec *self)
         if (atomic_compare_exchange_strong_explicit(slot.state, &expect,
                                                     (unsigned char)SLOT_FULL,
                                                     memory_order_seq_cst,
-                                                    memory_order_relaxed))
+                                                    memory_order_relaxed)) {
+            push_fetch_ahead(q, seg, i, slot);
             return SL_OK;
+        }
 #ifdef SL_MUTANT_LIST_OK_AFTER_POISON
         return SL_OK; /* planted bug: the poisoned slot's message is lost */
 #endif

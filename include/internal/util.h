@@ -44,6 +44,10 @@ static inline bool sl__cpu_has_prefetchw(void)
 #endif
 }
 
+/* sl__cpu_has_prefetchw(), read once when the library loads, before any
+ * thread can push (channels/mpmc.c). */
+extern bool sl__prefetchw_known;
+
 /* Online CPUs, clamped to [1, max]. */
 static inline unsigned sl__online_cpus(unsigned max)
 {

@@ -244,7 +244,7 @@ static inline uint64_t sl__cellring_peek_front(const sl__cellring *r,
  * without the hint the next line's first push would wait for it with its
  * double-width CAS, a locked instruction, which cannot overlap the miss. So
  * the line arrives while the push's caller does other work (8-byte rows
- * x1.2-x1.5, docs/performance.md "The next line fetched ahead"). Once a
+ * x1.2-x1.4, docs/performance.md "The next line fetched ahead"). Once a
  * line, by the one push that starts it. Not while the ring runs full: the
  * next line is then the one the consumers are taking, and the hint would
  * pull it away from them; a thread whose push found the ring full leaves

@@ -164,7 +164,9 @@ bool sl__mpmc_take_free(sl_mpmc *q, uint64_t *index)
 int sl__mpmc_publish(sl_mpmc *q, uint64_t value, bool displace, uint64_t *evicted)
 {
     /* The cell's CAS publishes the bytes (release) and is the condition
-     * change a parked receiver pairs with. */
+     * change a parked receiver pairs with. The next line is fetched ahead
+     * in the direct form only: the overwrite ring's indexed used ring runs
+     * full, and the hint there took the consumers' line (cellring.h). */
     sl__cellring r = sl__mpmc_used_ring(q);
     return sl__cellring_push_as(&r, value, displace, evicted, false, NULL, 0, q->slots == NULL);
 }
@@ -472,8 +474,8 @@ static inline __attribute__((always_inline)) void slot_put(unsigned char *slot, 
     }
 }
 
-/* Whether this CPU has PREFETCHW (internal/util.h): read once, when the
- * library loads, before any thread can push (cellring.h declares it). */
+/* Declared in internal/util.h and cellring.h ("The next line, fetched
+ * ahead"); the flag is set here, when the library loads. */
 bool sl__prefetchw_known;
 _Thread_local unsigned sl__cellring_quiet __attribute__((tls_model("initial-exec")));
 

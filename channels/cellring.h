@@ -256,8 +256,54 @@ static inline uint64_t sl__cellring_peek_front(const sl__cellring *r,
 /* Lines left before this thread's pushes fetch ahead again. */
 extern _Thread_local unsigned sl__cellring_quiet __attribute__((tls_model("initial-exec")));
 
+/* What a push fetches ahead: the next line of cells, and with `slots`
+ * (SL_MPMC's swap form) the slots that this line's other free cells hold.
+ * A swap-form push receives the slot its cell held and writes it at the
+ * thread's next push; that slot's line, too, sits in the cache of the
+ * consumer that read it a lap ago, and the slot's stores must reach the
+ * cache before that push's locked instructions complete. Fetched when the
+ * push one position earlier receives its own (prefetch_next_spare,
+ * channels/mpmc.c), it arrived late: one push is shorter than a line's
+ * transfer. The cells of the line that a push starts are in this thread's
+ * cache once its CAS is done, so their values are read without a miss,
+ * and each of their slots is asked for two to four pushes before it is
+ * written (docs/performance.md, "The slots fetched ahead"). Only by a
+ * thread that has made SL__CELLRING_STREAM pushes since its last pop: one
+ * that alternates (a ping-pong, a pipeline stage) waits between its
+ * pushes long enough for prefetch_next_spare's one slot, and the early
+ * fetches would only compete with its peer's misses on the lines it is
+ * about to read (64-byte ping-pong x0.90 with them). */
+#define SL__CELLRING_STREAM 4u
+/* Pushes by this thread since its last pop (any cell ring's), up to
+ * SL__CELLRING_STREAM. */
+extern _Thread_local unsigned sl__cellring_pushes __attribute__((tls_model("initial-exec")));
+
+typedef struct sl__cellring_slots {
+    const unsigned char *base;
+    size_t stride;       /* bytes per slot */
+    uint64_t slot_count; /* a value at or above it is no slot (a peer's garbage) */
+} sl__cellring_slots;
+
+/* The slots that the free cells after position t in its line hold. Relaxed
+ * loads: a hint, and a cell taken or refilled meanwhile only makes it a
+ * wasted one. Only cells free for this lap (stamp = position): a cell still
+ * holding last lap's message holds a slot a consumer has yet to read. */
 static inline __attribute__((always_inline)) void
-sl__cellring_fetch_ahead(const sl__cellring *r, uint64_t t)
+sl__cellring_fetch_slots(const sl__cellring *r, uint64_t t, const sl__cellring_slots *a)
+{
+    for (uint64_t n = t + 1; (n & (r->one_lap - 1)) < r->capacity && !sl__cellring_line_start(r, n);
+         n++) {
+        const sl_mpmc_cell *c = sl__cell_at(r, n);
+        if (atomic_load_explicit(&c->stamp, memory_order_relaxed) != n)
+            continue;
+        uint64_t v = atomic_load_explicit(&c->value, memory_order_relaxed);
+        if (v < a->slot_count)
+            sl__prefetch_for_write(a->base + (size_t)v * a->stride);
+    }
+}
+
+static inline __attribute__((always_inline)) void
+sl__cellring_fetch_ahead(const sl__cellring *r, uint64_t t, const sl__cellring_slots *slots)
 {
     if (!sl__cellring_line_start(r, t))
         return;
@@ -265,8 +311,11 @@ sl__cellring_fetch_ahead(const sl__cellring *r, uint64_t t)
         sl__cellring_quiet--;
         return;
     }
-    if (sl__prefetchw_known)
-        sl__prefetch_for_write(sl__cell_at(r, t + SL__CELLS_PER_LINE));
+    if (!sl__prefetchw_known)
+        return;
+    sl__prefetch_for_write(sl__cell_at(r, t + SL__CELLS_PER_LINE));
+    if (slots && sl__cellring_pushes >= SL__CELLRING_STREAM)
+        sl__cellring_fetch_slots(r, t, slots);
 }
 
 /* A spare entry of SL_MPMC's swap form in a shared segment while a push (or
@@ -323,12 +372,14 @@ sl__cellring_say_offer(SL_ATOMIC(uint64_t) *entry, uint64_t held, uint64_t offer
  * channels/mpmc.c: the slot the cell hands the push). With `held` (a shared
  * swap form's push: its sl__held_base), each CAS is preceded by a store of
  * `held` and the cell's offer into give_back. With `ahead`, a push that
- * starts a line fetches the next one (sl__cellring_fetch_ahead). Lock-free; the
+ * starts a line fetches the next one, and with `slots` (the swap form's)
+ * the slots of its line's other cells (sl__cellring_fetch_ahead). Lock-free; the
  * publishing step is a double-width CAS (a full barrier: releases the
  * value's bytes, and is the condition change a parked receiver pairs with). */
 static inline __attribute__((always_inline)) int
 sl__cellring_push_as(const sl__cellring *r, uint64_t value, bool displace, uint64_t *evicted,
-                     bool guarded, SL_ATOMIC(uint64_t) *give_back, uint64_t held, bool ahead)
+                     bool guarded, SL_ATOMIC(uint64_t) *give_back, uint64_t held, bool ahead,
+                     const sl__cellring_slots *slots)
 {
     uint64_t seen = atomic_load_explicit(r->tail, memory_order_seq_cst);
     uint64_t t = seen;
@@ -382,8 +433,10 @@ sl__cellring_push_as(const sl__cellring *r, uint64_t value, bool displace, uint6
                  * the starved flag). */
                 atomic_store_explicit(give_back, old, memory_order_release);
             }
+            if (slots && sl__cellring_pushes < SL__CELLRING_STREAM)
+                sl__cellring_pushes++;
             if (ahead)
-                sl__cellring_fetch_ahead(r, t);
+                sl__cellring_fetch_ahead(r, t, slots);
             sl__cellring_finish(r, r->tail, seen, t, d < 0 || give_back);
             return d < 0 ? 2 : 0;
         }
@@ -448,6 +501,7 @@ static inline __attribute__((always_inline)) bool
 sl__cellring_pop_as(const sl__cellring *r, uint64_t *value, bool guarded,
                     const sl__cellring_copy *cp)
 {
+    sl__cellring_pushes = 0; /* not a stream of pushes (sl__cellring_fetch_slots) */
     uint64_t seen = atomic_load_explicit(r->head, memory_order_seq_cst);
     uint64_t h = seen;
     for (;;) {
@@ -522,6 +576,7 @@ static inline bool sl__cellring_pop_swap(const sl__cellring *r, uint64_t *value,
                                          SL_ATOMIC(uint64_t) *entry, uint64_t held,
                                          uint64_t slot_count)
 {
+    sl__cellring_pushes = 0; /* as sl__cellring_pop_as */
     uint64_t seen = atomic_load_explicit(r->head, memory_order_seq_cst);
     uint64_t h = seen;
     for (;;) {
@@ -554,7 +609,7 @@ static inline bool sl__cellring_pop_swap(const sl__cellring *r, uint64_t *value,
 static inline __attribute__((always_inline)) int
 sl__cellring_push(const sl__cellring *r, uint64_t value, bool displace, uint64_t *evicted)
 {
-    return sl__cellring_push_as(r, value, displace, evicted, false, NULL, 0, true);
+    return sl__cellring_push_as(r, value, displace, evicted, false, NULL, 0, true, NULL);
 }
 
 /* A push into a ring of free slot indices (SL_MPMC's indexed form, the
@@ -563,7 +618,7 @@ sl__cellring_push(const sl__cellring *r, uint64_t value, bool displace, uint64_t
 static inline __attribute__((always_inline)) void
 sl__cellring_push_free(const sl__cellring *r, uint64_t value)
 {
-    sl__cellring_push_as(r, value, false, NULL, false, NULL, 0, false);
+    sl__cellring_push_as(r, value, false, NULL, false, NULL, 0, false, NULL);
 }
 
 static inline __attribute__((always_inline)) bool
@@ -574,7 +629,7 @@ sl__cellring_pop(const sl__cellring *r, uint64_t *value)
 
 static inline int sl__cellring_push_guarded(const sl__cellring *r, uint64_t value)
 {
-    return sl__cellring_push_as(r, value, false, NULL, true, NULL, 0, true);
+    return sl__cellring_push_as(r, value, false, NULL, true, NULL, 0, true, NULL);
 }
 
 static inline bool sl__cellring_pop_guarded(const sl__cellring *r, uint64_t *value)

@@ -168,7 +168,8 @@ int sl__mpmc_publish(sl_mpmc *q, uint64_t value, bool displace, uint64_t *evicte
      * in the direct form only: the overwrite ring's indexed used ring runs
      * full, and the hint there took the consumers' line (cellring.h). */
     sl__cellring r = sl__mpmc_used_ring(q);
-    return sl__cellring_push_as(&r, value, displace, evicted, false, NULL, 0, q->slots == NULL);
+    return sl__cellring_push_as(&r, value, displace, evicted, false, NULL, 0, q->slots == NULL,
+                                NULL);
 }
 
 bool sl__mpmc_take_used(sl_mpmc *q, uint64_t *index)
@@ -478,6 +479,7 @@ static inline __attribute__((always_inline)) void slot_put(unsigned char *slot, 
  * ahead"); the flag is set here, when the library loads. */
 bool sl__prefetchw_known;
 _Thread_local unsigned sl__cellring_quiet __attribute__((tls_model("initial-exec")));
+_Thread_local unsigned sl__cellring_pushes __attribute__((tls_model("initial-exec")));
 
 static __attribute__((constructor)) void detect_prefetchw(void)
 {
@@ -528,9 +530,11 @@ push_swap(const sl_mpmc *q, const sl__mpmc_view *v, const void *elem, sl_event *
     /* The cell's CAS publishes the bytes (release), is the condition change
      * a parked receiver pairs with, and swaps our slot for the cell's free
      * one, which goes back into e before the tail's CAS. */
+    sl__cellring_slots slots = {GEOM(slots), sl__mpmc_swap_stride(GEOM(elem_size)),
+                                GEOM(slot_count)};
     int full = sl__cellring_push_as(&r, mine, false, NULL, shared, give_back,
                                     shared && give_back ? sl__held_base(view_holder(v), mine) : 0,
-                                    true);
+                                    true, &slots);
     if (__builtin_expect(full, 0)) {
         /* Release: as the give-back. seq_cst fence: the give-back before the
          * flag's load, as the tail's CAS orders it on success. */

@@ -32,6 +32,22 @@ static inline void sl__prefetch_for_write(const void *p)
 #endif
 }
 
+/* Asks the core to move the line holding p out of its private caches into
+ * the cache the cores share, so that another core's next read of it is
+ * served there instead of by a snoop of this core. A hint: never faults. On
+ * x86-64, CLDEMOTE (0F 1C /0), which a CPU without it executes as a NOP
+ * (the opcode is in the hint-NOP space, 0F 18-0F 1F), so it needs no CPUID
+ * test; elsewhere nothing. It costs the caller when the line is written
+ * again soon (docs/performance.md, "The slot handed on"). */
+static inline void sl__cache_demote(const void *p)
+{
+#if defined(__x86_64__)
+    __asm__ volatile("cldemote %0" ::"m"(*(const char *)p));
+#else
+    (void)p;
+#endif
+}
+
 /* Whether sl__prefetch_for_write has an instruction to use. x86-64: CPUID
  * 0x80000001 ECX bit 8 (3DNowPrefetch / PRFCHW). */
 static inline bool sl__cpu_has_prefetchw(void)

@@ -278,6 +278,27 @@ extern _Thread_local unsigned sl__cellring_quiet __attribute__((tls_model("initi
  * SL__CELLRING_STREAM. */
 extern _Thread_local unsigned sl__cellring_pushes __attribute__((tls_model("initial-exec")));
 
+/* Whether this thread waits for what it receives: WAITING once one of its
+ * pops found a ring empty, HANDED once a pop then took a message (the
+ * thread waited for it), NONE after a pop that took one at once (a pop
+ * halves the value: WAITING becomes HANDED, HANDED NONE). A push after
+ * HANDED hands its message to a reader that likely waits too (a
+ * ping-pong, an idle pipeline stage): channels/mpmc.c, push_swap. */
+enum { SL__CELLRING_NONE = 0, SL__CELLRING_HANDED = 1, SL__CELLRING_WAITING = 2 };
+extern _Thread_local unsigned char sl__cellring_handoff __attribute__((tls_model("initial-exec")));
+
+static inline __attribute__((always_inline)) bool sl__cellring_popped_empty(void)
+{
+    sl__cellring_handoff = SL__CELLRING_WAITING;
+    return false;
+}
+
+static inline __attribute__((always_inline)) bool sl__cellring_popped(void)
+{
+    sl__cellring_handoff >>= 1;
+    return true;
+}
+
 typedef struct sl__cellring_slots {
     const unsigned char *base;
     size_t stride;       /* bytes per slot */
@@ -513,7 +534,7 @@ sl__cellring_pop_as(const sl__cellring *r, uint64_t *value, bool guarded,
         h = sl__cellring_front(r, r->head, &seen, h, 1, &s, guarded, true);
 #endif
         if (s != h + 1)
-            return false; /* nothing written at h, so nothing after it */
+            return sl__cellring_popped_empty(); /* nothing written at h, so nothing after it */
         sl_mpmc_cell *c = sl__cell_at(r, h);
 #ifndef SL_MUTANT_MPMC_FREE_BEFORE_READ
         /* Stable while the stamp is h + 1: only the next lap's push or a
@@ -549,7 +570,7 @@ sl__cellring_pop_as(const sl__cellring *r, uint64_t *value, bool guarded,
 #endif
             sl__cellring_finish(r, r->head, seen, h, cp != NULL);
             *value = v;
-            return true;
+            return sl__cellring_popped();
         }
 #ifdef SL_MUTANT_MPMC_EMPTY_ON_LOST_CAS
         return false; /* planted bug: one lost race reads as empty */
@@ -583,7 +604,7 @@ static inline bool sl__cellring_pop_swap(const sl__cellring *r, uint64_t *value,
         uint64_t s;
         h = sl__cellring_front(r, r->head, &seen, h, 1, &s, true, true);
         if (s != h + 1)
-            return false;
+            return sl__cellring_popped_empty();
         sl_mpmc_cell *c = sl__cell_at(r, h);
         uint64_t v = atomic_load_explicit(&c->value, memory_order_relaxed);
         bool taken = (int64_t)(atomic_load_explicit(r->head, memory_order_relaxed) - h) <= 0 &&
@@ -595,7 +616,7 @@ static inline bool sl__cellring_pop_swap(const sl__cellring *r, uint64_t *value,
         if (taken) {
             sl__cellring_finish(r, r->head, seen, h, false);
             *value = v;
-            return true;
+            return sl__cellring_popped();
         }
         seen = atomic_load_explicit(r->head, memory_order_seq_cst);
         if ((int64_t)(seen - h) > 0)

@@ -480,6 +480,7 @@ static inline __attribute__((always_inline)) void slot_put(unsigned char *slot, 
 bool sl__prefetchw_known;
 _Thread_local unsigned sl__cellring_quiet __attribute__((tls_model("initial-exec")));
 _Thread_local unsigned sl__cellring_pushes __attribute__((tls_model("initial-exec")));
+_Thread_local unsigned char sl__cellring_handoff __attribute__((tls_model("initial-exec")));
 
 static __attribute__((constructor)) void detect_prefetchw(void)
 {
@@ -542,12 +543,16 @@ push_swap(const sl_mpmc *q, const sl__mpmc_view *v, const void *elem, sl_event *
         atomic_thread_fence(memory_order_seq_cst);
     }
     SL_FI();
-    if (!full && sl__cellring_pushes < SL__CELLRING_STREAM)
-        /* A thread that alternates hands this slot to a reader next:
-         * demoted to the shared cache, the consumer's copy does not wait
-         * for a snoop of this core (64-byte ping-pong 8-13 % shorter). Not while
-         * streaming, where it cost the pinned 64-byte loop two thirds. */
+    if (!full && sl__cellring_handoff == SL__CELLRING_HANDED) {
+        /* This thread waited for the message it received last, so a reader
+         * likely waits for this one: demoted to the shared cache, the
+         * slot's line reaches it without a snoop of this core (64-byte
+         * ping-pong 8-18 % shorter). Once per message waited for: in a
+         * stream, or a busy pipeline stage, it cost two thirds of the
+         * throughput (docs/performance.md, "The slot handed on"). */
+        sl__cellring_handoff = SL__CELLRING_NONE;
         sl__cache_demote(swap_slot(GEOM(slots), GEOM(elem_size), mine));
+    }
     if (!full)
         prefetch_next_spare(q, v, e, shared);
     if (wake && atomic_load_explicit(STARVED(), memory_order_seq_cst))

@@ -438,7 +438,8 @@ SL_API uint64_t sl_deadline_after(uint64_t timeout_ns)
 
 /* This thread's spin budget, in tries (spin.h, "the spin learns"): the
  * whole SL_SPIN_TRIES while its spins see their condition, halved (down to
- * SL_SPIN_TRIES_MIN) by each spin that does not; every SL_SPIN_PROBE-th
+ * SL_SPIN_TRIES_MIN) by each spin that does not when a yield after it
+ * does; every SL_SPIN_PROBE-th
  * spin takes the whole budget again, so that a thread whose partners have
  * moved to another CPU finds out. Initial-exec: one %fs-relative load. */
 static _Thread_local unsigned spin_budget __attribute__((tls_model("initial-exec"))) =
@@ -467,12 +468,21 @@ bool sl__await_spin(sl__ready_fn ready, void *ctx, uint64_t deadline_ns, unsigne
             return false;
     }
     /* The spin saw nothing: its partner is slow, or waits for this CPU. */
-    if (!probe && spin_budget > SL_SPIN_TRIES_MIN)
-        spin_budget = spin_budget / 2 > SL_SPIN_TRIES_MIN ? spin_budget / 2 : SL_SPIN_TRIES_MIN;
     for (unsigned i = 0; i < SL_SPIN_YIELDS; i++) {
         sched_yield();
-        if (ready(ctx))
+        if (ready(ctx)) {
+            /* A yield gave the partner this CPU and it made the change: it
+             * shares the CPU, where no spin can see it, so spin less. Not
+             * on a wait that goes on to sleep: a partner on another CPU
+             * that is asleep itself replies only after its wake-up, and
+             * shrinking on that made a ping-pong's sleeps sustain
+             * themselves (docs/performance.md, "Spins that learn only
+             * from a yield"). */
+            if (!probe && spin_budget > SL_SPIN_TRIES_MIN)
+                spin_budget =
+                    spin_budget / 2 > SL_SPIN_TRIES_MIN ? spin_budget / 2 : SL_SPIN_TRIES_MIN;
             return true;
+        }
     }
     return false;
 }

@@ -32,8 +32,9 @@ static inline void sl_cpu_relax(void)
 #define SL_SPIN_TRIES 14
 #define SL_SPIN_RELAX_MAX 64
 /* The spin learns (channels/park.c, sl__await_spin): a thread whose spin
- * saw nothing halves its next budget of tries, down to this many, and is
- * back at SL_SPIN_TRIES after one that saw its condition; every
+ * saw nothing, and whose yields after it then saw its condition (a partner
+ * on its own CPU), halves its next budget of tries, down to this many, and
+ * is back at SL_SPIN_TRIES after a spin that saw its condition; every
  * SL_SPIN_PROBE-th spin (a power of two) takes all SL_SPIN_TRIES. When
  * every partner is on the waiter's CPU no spin can see the condition
  * change: with all of them on one CPU, the fixed 14 tries (~7 µs each

@@ -266,13 +266,12 @@ extern _Thread_local unsigned sl__cellring_quiet __attribute__((tls_model("initi
  * channels/mpmc.c), it arrived late: one push is shorter than a line's
  * transfer. The cells of the line that a push starts are in this thread's
  * cache once its CAS is done, so their values are read without a miss,
- * and each of their slots is asked for two to four pushes before it is
+ * and three slots in four are asked for two to four pushes before they are
  * written (docs/performance.md, "The slots fetched ahead"). Only by a
- * thread that has made SL__CELLRING_STREAM pushes since its last pop: one
- * that alternates (a ping-pong, a pipeline stage) waits between its
- * pushes long enough for prefetch_next_spare's one slot, and the early
- * fetches would only compete with its peer's misses on the lines it is
- * about to read (64-byte ping-pong x0.90 with them). */
+ * thread that has made SL__CELLRING_STREAM pushes since its last pop: in a
+ * ping-pong the one slot prefetch_next_spare asks for arrives in time, and
+ * the early fetches competed with the peer's misses on the lines it was
+ * about to read (64-byte ping-pong x0.90-x0.96 with them). */
 #define SL__CELLRING_STREAM 4u
 /* Pushes by this thread since its last pop (any cell ring's), up to
  * SL__CELLRING_STREAM. */
@@ -299,27 +298,40 @@ static inline __attribute__((always_inline)) bool sl__cellring_popped(void)
     return true;
 }
 
+/* The swap form's slots, for the hints that fetch them. Unlike
+ * sl__cellring_copy's, slot_count is always the real count: every index a
+ * hint reads is bounded by it, in process too. */
 typedef struct sl__cellring_slots {
     const unsigned char *base;
     size_t stride;       /* bytes per slot */
     uint64_t slot_count; /* a value at or above it is no slot (a peer's garbage) */
 } sl__cellring_slots;
 
+/* Asks for slot v's line ready to be written, if v is a slot at all (a
+ * stale or swept index, or a peer's garbage, is skipped: no address
+ * outside the slots is formed). The caller has checked
+ * sl__prefetchw_known. */
+static inline __attribute__((always_inline)) void
+sl__cellring_fetch_slot(const sl__cellring_slots *a, uint64_t v)
+{
+    if (v < a->slot_count)
+        sl__prefetch_for_write(a->base + (size_t)v * a->stride);
+}
+
 /* The slots that the free cells after position t in its line hold. Relaxed
  * loads: a hint, and a cell taken or refilled meanwhile only makes it a
  * wasted one. Only cells free for this lap (stamp = position): a cell still
- * holding last lap's message holds a slot a consumer has yet to read. */
+ * holding last lap's message holds a slot a consumer has yet to read. The
+ * walk stops at the lap's last cell, so a ring whose capacity is not a
+ * multiple of four reads no cell past it. */
 static inline __attribute__((always_inline)) void
 sl__cellring_fetch_slots(const sl__cellring *r, uint64_t t, const sl__cellring_slots *a)
 {
     for (uint64_t n = t + 1; (n & (r->one_lap - 1)) < r->capacity && !sl__cellring_line_start(r, n);
          n++) {
         const sl_mpmc_cell *c = sl__cell_at(r, n);
-        if (atomic_load_explicit(&c->stamp, memory_order_relaxed) != n)
-            continue;
-        uint64_t v = atomic_load_explicit(&c->value, memory_order_relaxed);
-        if (v < a->slot_count)
-            sl__prefetch_for_write(a->base + (size_t)v * a->stride);
+        if (atomic_load_explicit(&c->stamp, memory_order_relaxed) == n)
+            sl__cellring_fetch_slot(a, atomic_load_explicit(&c->value, memory_order_relaxed));
     }
 }
 

@@ -497,11 +497,10 @@ static __attribute__((constructor)) void detect_prefetchw(void)
  * in shared memory) is out of range and skipped. Measured in
  * docs/performance.md, "Prefetching the next spare". */
 static inline __attribute__((always_inline)) void
-prefetch_next_spare(const sl_mpmc *q, const sl__mpmc_view *v, SL_ATOMIC(uint64_t) *e, bool shared)
+prefetch_next_spare(SL_ATOMIC(uint64_t) *e, const sl__cellring_slots *slots)
 {
-    uint64_t next = atomic_load_explicit(e, memory_order_relaxed);
-    if (next < GEOM(slot_count) && sl__prefetchw_known)
-        sl__prefetch_for_write(swap_slot(GEOM(slots), GEOM(elem_size), next));
+    if (sl__prefetchw_known)
+        sl__cellring_fetch_slot(slots, atomic_load_explicit(e, memory_order_relaxed));
 }
 
 /* The swap form's push, for the raw queue (`shared` false) and the shared
@@ -520,7 +519,10 @@ push_swap(const sl_mpmc *q, const sl__mpmc_view *v, const void *elem, sl_event *
     SL_ATOMIC(uint64_t) *e = take_spare(q, v, shared, &mine);
     if (!e)
         return SL_FULL; /* every spare is with a push in progress */
-    slot_put(swap_slot(GEOM(slots), GEOM(elem_size), mine), elem, GEOM(elem_size));
+    unsigned char *mine_slot = swap_slot(GEOM(slots), GEOM(elem_size), mine);
+    slot_put(mine_slot, elem, GEOM(elem_size));
+    sl__cellring_slots slots = {GEOM(slots), sl__mpmc_swap_stride(GEOM(elem_size)),
+                                GEOM(slot_count)};
     SL_ATOMIC(uint64_t) *give_back = e;
 #ifdef SL_MUTANT_MPMC_SPARE_BACK_EARLY
     /* Planted bug: the slot about to be published stays among the spares. */
@@ -531,8 +533,6 @@ push_swap(const sl_mpmc *q, const sl__mpmc_view *v, const void *elem, sl_event *
     /* The cell's CAS publishes the bytes (release), is the condition change
      * a parked receiver pairs with, and swaps our slot for the cell's free
      * one, which goes back into e before the tail's CAS. */
-    sl__cellring_slots slots = {GEOM(slots), sl__mpmc_swap_stride(GEOM(elem_size)),
-                                GEOM(slot_count)};
     int full = sl__cellring_push_as(&r, mine, false, NULL, shared, give_back,
                                     shared && give_back ? sl__held_base(view_holder(v), mine) : 0,
                                     true, &slots);
@@ -547,14 +547,14 @@ push_swap(const sl_mpmc *q, const sl__mpmc_view *v, const void *elem, sl_event *
         /* This thread waited for the message it received last, so a reader
          * likely waits for this one: demoted to the shared cache, the
          * slot's line reaches it without a snoop of this core (64-byte
-         * ping-pong 8-18 % shorter). Once per message waited for: in a
-         * stream, or a busy pipeline stage, it cost two thirds of the
-         * throughput (docs/performance.md, "The slot handed on"). */
+         * ping-pong 8-18 % shorter). Once per message waited for: on every
+         * push it cost a stream two thirds of its throughput and a busy
+         * pipeline stage 40 % (docs/performance.md, "The slot handed on"). */
         sl__cellring_handoff = SL__CELLRING_NONE;
-        sl__cache_demote(swap_slot(GEOM(slots), GEOM(elem_size), mine));
+        sl__cache_demote(mine_slot);
     }
     if (!full)
-        prefetch_next_spare(q, v, e, shared);
+        prefetch_next_spare(e, &slots);
     if (wake && atomic_load_explicit(STARVED(), memory_order_seq_cst))
         wake_starved(STARVED(), wake);
     return full ? SL_FULL : SL_OK;

@@ -37,8 +37,10 @@ static inline void sl__prefetch_for_write(const void *p)
  * served there instead of by a snoop of this core. A hint: never faults. On
  * x86-64, CLDEMOTE (0F 1C /0), which a CPU without it executes as a NOP
  * (the opcode is in the hint-NOP space, 0F 18-0F 1F), so it needs no CPUID
- * test; elsewhere nothing. It costs the caller when the line is written
- * again soon (docs/performance.md, "The slot handed on"). */
+ * test; elsewhere nothing. Not a free hint: on the VM measured, demoting
+ * every line a stream's consumer was about to read cost the stream far
+ * more than it saved (docs/performance.md, "The slot handed on"), so a
+ * caller demotes only a line handed to a reader that waits for it. */
 static inline void sl__cache_demote(const void *p)
 {
 #if defined(__x86_64__)

@@ -324,6 +324,7 @@ static const char *skip_reason(const slb_workload *w)
 }
 
 #define PROBE_MSGS 50000u
+#define PROBE_MIN_NS 30000000u /* a probe shorter than this is not trusted */
 #define MIN_MSGS 20000u
 #define MAX_MSGS 50000000u
 
@@ -331,9 +332,13 @@ static const char *skip_reason(const slb_workload *w)
  * Throughput contenders span three orders of magnitude, so one message count
  * cannot make every run last ~0.1-0.3 s: the fast ones would be timed over a
  * few milliseconds and the slow ones would take seconds each. Unless --msgs
- * fixes the count, each contender first makes one probe run (verified, not
- * recorded) and then runs every round with the count that should last
- * o->run_ns at the probe's rate. The count is in the CSV.
+ * fixes the count, each contender first makes probe runs (verified, not
+ * recorded), growing fourfold until one lasts PROBE_MIN_NS, and then runs
+ * every round with the count that should last o->run_ns at that probe's
+ * rate. The count is in the CSV. One probe of 50 000 messages lasted 2-20
+ * ms: thread start-up and a fresh queue's first allocations set its rate,
+ * and a contender probed on a slow moment ran every round over a tenth of
+ * the others' length, where those costs weigh ten times as much.
  */
 static void size_runs(const slb_opts *o, slb_workload *w, progress *p)
 {
@@ -344,10 +349,16 @@ static void size_runs(const slb_opts *o, slb_workload *w, progress *p)
         if (slb_is_latency(w->test) || o->msgs)
             continue;
         show(p, w, 0, 0, e->ops->name);
-        e->msgs = PROBE_MSGS;
-        slb_run run = make_run(o, w, e);
         slb_result res;
-        if (!run_one(&run, &res)) {
+        bool ran;
+        for (e->msgs = PROBE_MSGS;; e->msgs *= 4) {
+            slb_run run = make_run(o, w, e);
+            uint64_t t0 = slb_now_ns();
+            ran = run_one(&run, &res);
+            if (!ran || slb_now_ns() - t0 >= PROBE_MIN_NS || e->msgs >= MAX_MSGS / 4)
+                break;
+        }
+        if (!ran) {
             e->skip = skip_reason(w);
             continue;
         }

@@ -5,9 +5,9 @@
  *
  * A segment is one allocation: a header, then `seg_slots` slots in groups,
  * each group its slots' one-byte states and then their messages (slot_at).
- * Positions in a segment are claimed with
- * fetch-and-add on `enq` (producers) and `deq` (consumers); both may run past
- * the end, which means "this segment is used up".
+ * Positions in a segment are claimed with a CAS on `enq` (producers) and
+ * `deq` (consumers) (push_claim says why not a fetch-and-add); `enq` at or
+ * past the end means "this segment is used up".
  *
  * Why lock-free: every iteration of a push either publishes its message, or
  * finds its slot poisoned by a consumer (which made progress), or finds the
@@ -47,6 +47,11 @@ enum { SLOT_EMPTY = 0, SLOT_FULL = 1, SLOT_TAKEN = 2 };
 /* A consumer that finds its slot empty while a producer has already claimed
  * it waits this many pause hints before poisoning it. */
 #define LIST_EMPTY_SPIN 64
+
+/* A thread whose claim lost to another's waits 1, 2, 4 ... pause hints,
+ * doubling up to 2^LIST_CLAIM_BACKOFF_MAX (256, 5-13 us here), before its
+ * next try (claim_backoff). */
+#define LIST_CLAIM_BACKOFF_MAX 8
 
 struct sl_list_seg {
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) enq; /* producers' next slot */
@@ -295,16 +300,66 @@ static inline void push_fetch_ahead(const sl_list *q, sl_list_seg *seg, uint64_t
     }
 }
 
+/* Claims take a position with a CAS from the one seen to the next, not a
+ * fetch-and-add, so that a thread learns when it met another and can stand
+ * back: after a lost CAS it waits claim_backoff's doubling pause. Two
+ * threads of one side on the two cores otherwise alternate positions, and
+ * the counter's line and every slot line travel between them once a
+ * message; standing back lets the winner claim a run of positions with its
+ * lines at home (crossbeam's list does the same). A lost CAS means another
+ * thread's claim succeeded, so the claim stays lock-free, and a successful
+ * one is a fetch-and-add that found what it expected: every execution is
+ * one the fetch-and-add algorithm has too (guarantees.md, SL_LIST).
+ * docs/performance.md, "Claims that stand back". */
+static inline void claim_backoff(unsigned *step)
+{
+    for (unsigned k = 0; k < (1u << *step); k++)
+        sl_cpu_relax();
+    if (*step < LIST_CLAIM_BACKOFF_MAX)
+        (*step)++;
+}
+
+/* A push's claim of a slot of seg: its index, or seg_slots when seg is used
+ * up. The CAS starts from a guess, this thread's last claim in seg plus one
+ * (kept in its record), right whenever no other producer claimed since:
+ * then the CAS is the one access to `enq`, where a load first would bring
+ * the line in shared for a consumer's emptiness check to read and the CAS
+ * would need it again (a ping-pong's round trip measured 6-15 % longer). A
+ * wrong guess only fails the CAS, which returns the true value; a guess at
+ * or past the end is not trusted (the segment may be a new one at the same
+ * address) and `enq` is read instead. */
+static inline uint64_t push_claim(const sl_list *q, sl_list_seg *seg, sl_epoch_rec *self)
+{
+    uint64_t i = self && self->push_seg == seg ? self->push_next : q->seg_slots;
+#ifdef SL_MUTANT_LIST_GUESS_TRUSTED
+    if (i < q->seg_slots) { /* planted bug: the guess taken as the claim, unchecked */
+        atomic_store_explicit(&seg->enq, i + 1, memory_order_seq_cst);
+        self->push_next = i + 1;
+        return i;
+    }
+#endif
+    if (i >= q->seg_slots)
+        i = atomic_load_explicit(&seg->enq, memory_order_relaxed);
+    unsigned step = 0;
+    /* seq_cst: a parked receiver's emptiness re-check compares deq with enq;
+     * the claim must be in the same total order as its fence. */
+    while (i < q->seg_slots &&
+           !atomic_compare_exchange_weak_explicit(&seg->enq, &i, i + 1, memory_order_seq_cst,
+                                                  memory_order_relaxed))
+        claim_backoff(&step);
+    if (self)
+        self->push_seg = seg, self->push_next = i + 1;
+    return i;
+}
+
 static sl_status push_locked(sl_list *q, const void *elem, sl_epoch_rec *self)
 {
     for (;;) {
         /* seq_cst: after the epoch announcement (internal/epoch.h); acquire
          * makes the segment's initialisation visible. */
         sl_list_seg *seg = atomic_load_explicit(&q->tail, memory_order_seq_cst);
-        /* seq_cst: a parked receiver's emptiness re-check compares deq with
-         * enq; the claim must be in the same total order as its fence. */
         SL_FI();
-        uint64_t i = atomic_fetch_add_explicit(&seg->enq, 1, memory_order_seq_cst);
+        uint64_t i = push_claim(q, seg, self);
         if (i >= q->seg_slots) {
             sl_status st = push_grow(q, seg, elem);
             if (st != SL_EMPTY)
@@ -455,6 +510,7 @@ static bool pop_sees_empty(sl_list *q, sl_list_seg *seg, uint64_t d, const sl_ep
 
 static sl_status pop_locked(sl_list *q, void *out, sl_epoch_rec *self)
 {
+    unsigned step = 0; /* claim_backoff's */
     for (;;) {
         /* seq_cst: after the epoch announcement (internal/epoch.h). */
         sl_list_seg *seg = atomic_load_explicit(&q->head, memory_order_seq_cst);
@@ -477,9 +533,14 @@ static sl_status pop_locked(sl_list *q, void *out, sl_epoch_rec *self)
         if (st == SLOT_EMPTY && pop_sees_empty(q, seg, d, self))
             return SL_EMPTY;
         SL_FI();
-        uint64_t i = atomic_fetch_add_explicit(&seg->deq, 1, memory_order_seq_cst);
-        /* Usually the slot just looked at: no second lookup. */
-        if (i < q->seg_slots && pop_take(q, i == d ? at_d : slot_at(q, seg, i), out))
+        /* The claim of slot d (push_claim says why a CAS); seq_cst as the
+         * push's. Lost: another consumer took d, so look again. */
+        if (!atomic_compare_exchange_strong_explicit(&seg->deq, &d, d + 1, memory_order_seq_cst,
+                                                     memory_order_relaxed)) {
+            claim_backoff(&step);
+            continue;
+        }
+        if (pop_take(q, at_d, out))
             return SL_OK;
     }
 }

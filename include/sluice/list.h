@@ -15,11 +15,12 @@
  *
  * Algorithm: the segment-array queue of Correia & Ramalhete (FAAArrayQueue,
  * 2016), with message bytes stored inline. A push claims a slot of the tail
- * segment with fetch-and-add, writes the bytes, and publishes them with a CAS
+ * segment (a CAS of its counter, standing back for a moment after losing
+ * one to another thread), writes the bytes, and publishes them with a CAS
  * of the slot's state from EMPTY to FULL. A pop claims a slot of the head
- * segment with fetch-and-add and exchanges its state to TAKEN: if it was FULL
- * the message is the pop's; if it was still EMPTY the slot is poisoned and the
- * late push retries on a later slot. Nobody ever waits for another thread.
+ * segment the same way and takes its state: if it was FULL the message is
+ * the pop's; if it was still EMPTY the slot is poisoned and the late push
+ * retries on a later slot. Nobody ever waits for another thread.
  *
  * Progress: every operation is lock-free; a thread stopped anywhere delays
  * nobody's operation. In steady state (the list neither growing past its

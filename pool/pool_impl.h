@@ -240,7 +240,11 @@ void sl__pool_keys_drop_list(sl__pool_key_job *list, void (*visit)(const sl_job 
  * spawn; the slot (and its inbox) outlives it. */
 typedef struct sl__pool_slot {
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(sl__pool_worker *) worker; /* NULL: vacant */
-    SL_ATOMIC(uint64_t) load; /* jobs pushed to this inbox and not yet popped */
+    /* A line apart from `worker`, which round-robin's pick reads at every
+     * submit and which changes only when a worker comes or goes, where
+     * `running` changes twice a job: together, every submit fetched the line
+     * from the occupant's core. */
+    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) load; /* jobs pushed to this inbox and not yet popped */
     /* The occupant is running a job. Here rather than in the worker so that
      * dispatch, stats and wait_idle read it without touching a worker that
      * may be exiting; written only by the occupant. */

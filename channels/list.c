@@ -340,6 +340,7 @@ static inline uint64_t push_claim(const sl_list *q, sl_list_seg *seg, sl_epoch_r
 #endif
     if (i >= q->seg_slots)
         i = atomic_load_explicit(&seg->enq, memory_order_relaxed);
+    SL_FI(); /* another producer may claim now: the CAS then fails */
     unsigned step = 0;
     /* seq_cst: a parked receiver's emptiness re-check compares deq with enq;
      * the claim must be in the same total order as its fence. */

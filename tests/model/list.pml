@@ -21,7 +21,11 @@
  * Each step is one Promela statement and names the C step it stands for:
  *
  *   push  L1 load tail seg (seq_cst)
- *         L2 fetch-and-add seg->enq: claims slot i
+ *         L2 push_claim: La read seg->enq into i (the C code's guess, its
+ *            own last claim plus one, is a value enq had; so is any read);
+ *            Lb CAS seg->enq i -> i + 1: claims slot i; lost (another push
+ *            claimed since), i is the value the CAS read and Lb again;
+ *            i >= SEG, no CAS
  *            i >= SEG (the segment is used up): push_grow
  *              G1 load seg->next
  *                 none: G2 a fresh segment, private: the message in slot 0,
@@ -41,7 +45,8 @@
  *            EMPTY: pop_sees_empty: E1 load seg->enq e; d >= e: E2 load
  *                   seg->next; none: SL_EMPTY; else claim
  *            FULL: claim
- *         Q4 fetch-and-add seg->deq: claims slot i; i >= SEG: Q1 again
+ *         Q4 CAS seg->deq d -> d + 1: claims slot i = d; lost (another pop
+ *            claimed d): Q1 again
  *         T1 load slot i's state (acquire)
  *            FULL: T2 copy the message out, T3 store TAKEN (release): SL_OK
  *            EMPTY: its producer has not published. W exchange the state
@@ -85,6 +90,8 @@
  *   BUG_NEW_SEG_ENQ_ZERO  a fresh segment's enq starts at 0: slot 0, which
  *                         holds the linking push's message, is claimed again
  *                         (SL_MUTANT_LIST_NEW_SEG_ENQ_ZERO)
+ *   BUG_CLAIM_UNCHECKED   Lb stores i + 1 instead of the CAS: the guess
+ *                         taken as the claim (SL_MUTANT_LIST_GUESS_TRUSTED)
  *   BUG_EMPTY_NO_ENQ      pop_sees_empty skips E1: SL_EMPTY whenever slot d
  *                         is unpublished and no next segment exists, though
  *                         later slots may hold messages
@@ -167,7 +174,26 @@ inline push(m)
 {
     do
     :: seg = tail;                                     /* L1 */
-        d_step { i = enq[seg]; enq[seg]++ };           /* L2: fetch-and-add */
+        i = enq[seg];                                  /* La: the guess */
+        do
+        :: d_step {                                    /* Lb: CAS enq i -> i + 1 */
+               if
+               :: i >= SEG -> ok = true                /* used up: no CAS */
+#ifdef BUG_CLAIM_UNCHECKED
+               :: i < SEG -> enq[seg] = i + 1; ok = true
+#else
+               :: i < SEG && enq[seg] == i -> enq[seg] = i + 1; ok = true
+               :: i < SEG && enq[seg] != i ->
+                   i = enq[seg]; ok = false;
+                   REACHED(80)                         /* another push claimed since */
+#endif
+               fi
+           };
+           if
+           :: ok -> break
+           :: else -> skip
+           fi
+        od;
         if
         :: i >= SEG ->
             nx = nxt[seg];                             /* G1 */
@@ -348,9 +374,14 @@ inline pop()
             fi;
             if
             :: claim ->
-                d_step { i = deq[seg]; deq[seg]++ };   /* Q4: fetch-and-add */
+                d_step {                               /* Q4: CAS deq d -> d + 1 */
+                    if
+                    :: deq[seg] == d -> deq[seg] = d + 1; i = d
+                    :: else -> claim = false; REACHED(81) /* another pop claimed d */
+                    fi
+                };
                 if
-                :: i < SEG ->
+                :: claim ->
                     take();
                     if
                     :: ok ->

@@ -14,9 +14,11 @@
  * segment used up and links or follows the next one (a CAS that some thread
  * wins). A pop either takes a message, poisons an empty slot, finds the list
  * empty, moves the head to the next segment, or rereads `deq` after another
- * consumer claimed the slot it looked at. No step waits for a particular
+ * consumer claimed the slot it looked at. A claim's CAS that fails does so
+ * because another thread's claim succeeded. No step waits for a particular
  * other thread (the bounded spin before poisoning only saves the late
- * producer a retry; the reclaim flag is only ever tried, never waited on).
+ * producer a retry, the bounded pause after a lost claim only lets the
+ * winner run on; the reclaim flag is only ever tried, never waited on).
  *
  * Cache lines: a pop reads the producers' `enq` line only when the slot at
  * `deq` holds nothing yet (the emptiness check); with messages waiting it
@@ -348,8 +350,10 @@ static inline uint64_t push_claim(const sl_list *q, sl_list_seg *seg, sl_epoch_r
            !atomic_compare_exchange_weak_explicit(&seg->enq, &i, i + 1, memory_order_seq_cst,
                                                   memory_order_relaxed))
         claim_backoff(&step);
-    if (self)
-        self->push_seg = seg, self->push_next = i + 1;
+    if (self) {
+        self->push_seg = seg;
+        self->push_next = i + 1;
+    }
     return i;
 }
 

@@ -141,10 +141,32 @@ void sl__pool_want_worker(sl_pool *p)
 
 /* ---- push: inboxes ------------------------------------------------------- */
 
+/* The submitting thread's turn at the inboxes of the pool it last fed. Each
+ * thread goes round on its own, from a start the pool's cursor deals out when
+ * it comes to that pool: a shared cursor took a locked add on one line that
+ * every submitter writes, at every submit. Several submitters each going
+ * round still spread the jobs evenly; a thread that alternates between pools
+ * deals from the cursor each time, as before. */
+static _Thread_local struct {
+    const sl_pool *pool;
+    unsigned next;
+} inbox_turn __attribute__((tls_model("initial-exec")));
+
+static unsigned next_turn(sl_pool *p, unsigned n)
+{
+    if (inbox_turn.pool != p) {
+        inbox_turn.pool = p;
+        inbox_turn.next = atomic_fetch_add_explicit(&p->rr, 1, memory_order_relaxed);
+    }
+    unsigned i = inbox_turn.next < n ? inbox_turn.next : inbox_turn.next % n;
+    inbox_turn.next = i + 1 < n ? i + 1 : 0; /* no division on the way round */
+    return i;
+}
+
 static unsigned pick_round_robin(sl_pool *p)
 {
     unsigned n = p->queue.inboxes;
-    unsigned i = atomic_fetch_add_explicit(&p->rr, 1, memory_order_relaxed) % n;
+    unsigned i = next_turn(p, n);
     for (unsigned k = 0; k < n; k++) {
         unsigned s = i + k < n ? i + k : i + k - n;
         if (atomic_load_explicit(&p->slots[s].worker, memory_order_relaxed))
@@ -159,7 +181,7 @@ static unsigned pick_round_robin(sl_pool *p)
 static unsigned pick_least_loaded(sl_pool *p)
 {
     unsigned n = p->queue.inboxes;
-    unsigned start = atomic_fetch_add_explicit(&p->rr, 1, memory_order_relaxed) % n;
+    unsigned start = next_turn(p, n);
     unsigned best = start;
     uint64_t best_load = UINT64_MAX;
     for (unsigned k = 0; k < n && best_load > 0; k++) {

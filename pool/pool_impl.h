@@ -277,7 +277,7 @@ struct sl_pool {
      * (searchers, sleepers, one eventcount per worker slot: idle.h). */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) pending; /* accepted, not started | CLOSED */
     sl__idle idle;                 /* max_workers slots; its count has a line of its own */
-    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(unsigned) rr; /* round-robin cursor */
+    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(unsigned) rr; /* deals each submitting thread its first inbox */
     /* Slots whose ring is not empty: written per batch by workers, read by
      * searchers and park re-checks (sl__pool_has_work); its own line, so
      * that submitters, who never read it, are not disturbed. */

@@ -121,7 +121,8 @@ typedef struct sl_job {
 /* Where a submitted job waits for a worker. */
 typedef enum sl_dispatch {
     SL_DISPATCH_SHARED = 0,     /* one queue for all workers (the default) */
-    SL_DISPATCH_ROUND_ROBIN,    /* per-worker inboxes, fed in turn */
+    SL_DISPATCH_ROUND_ROBIN,    /* per-worker inboxes, fed in turn (each
+                                   submitting thread goes round on its own) */
     SL_DISPATCH_LEAST_LOADED,   /* per-worker inboxes, the shortest is fed */
 } sl_dispatch;
 /* With inboxes, a worker takes from its own inbox first and, when that is

@@ -176,8 +176,9 @@ static unsigned pick_round_robin(sl_pool *p)
 }
 
 /* The inbox with the fewest queued jobs — those its worker took into its
- * batch ring included — counting a running job as one; ties go to the
- * first found from a rotating start. */
+ * batch ring included (`load` counts both: sl__pool_count_moved) —
+ * counting a running job as one; ties go to the first found from a
+ * rotating start. */
 static unsigned pick_least_loaded(sl_pool *p)
 {
     unsigned n = p->queue.inboxes;
@@ -189,7 +190,6 @@ static unsigned pick_least_loaded(sl_pool *p)
         if (!atomic_load_explicit(&p->slots[s].worker, memory_order_relaxed))
             continue; /* vacant: only a pointer test, never a dereference */
         uint64_t load = atomic_load_explicit(&p->slots[s].load, memory_order_relaxed) +
-                        sl__pool_ring_len(&p->slots[s].ring) +
                         atomic_load_explicit(&p->slots[s].running, memory_order_relaxed);
         if (load < best_load)
             best = s, best_load = load;

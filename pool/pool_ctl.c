@@ -78,6 +78,7 @@ static void sweep_rings(sl_pool *p, sl_discard why)
     for (unsigned s = 0; s < p->opts.max_workers; s++) {
         bool emptied = false;
         unsigned n = sl__pool_ring_claim(&p->slots[s].ring, got, SL__POOL_BATCH, false, &emptied);
+        sl__pool_count_moved(p, s, n, s, 0);
         for (unsigned i = 0; i < n; i++)
             discard_taken(p, &got[i], why);
         if (emptied)
@@ -98,8 +99,7 @@ static void sweep(sl_pool *p, sl_discard why, size_t limit)
     sl_job job;
     unsigned from;
     while (limit-- > 0 && sl__pool_queue_pop(&p->queue, 0, &job, 1, &from)) {
-        if (p->opts.dispatch == SL_DISPATCH_LEAST_LOADED)
-            atomic_fetch_sub_explicit(&p->slots[from].load, 1, memory_order_relaxed);
+        sl__pool_count_moved(p, from, 1, from, 0);
         discard_taken(p, &job, why);
         sl__pool_pending_done(p, 1);
     }

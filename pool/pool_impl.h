@@ -244,7 +244,9 @@ typedef struct sl__pool_slot {
      * submit and which changes only when a worker comes or goes, where
      * `running` changes twice a job: together, every submit fetched the line
      * from the occupant's core. */
-    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) load; /* jobs pushed to this inbox and not yet popped */
+    /* Least-loaded's count: jobs in this inbox, and in this slot's batch
+     * ring, not yet taken to run (sl__pool_count_moved). */
+    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) load;
     /* The occupant is running a job. Here rather than in the worker so that
      * dispatch, stats and wait_idle read it without touching a worker that
      * may be exiting; written only by the occupant. */
@@ -318,6 +320,28 @@ struct sl_pool {
     SL_ATOMIC(uint64_t) ctl_kicks; /* the control thread's condition */
     pthread_t ctl;
 };
+
+/* ---- least-loaded's counts ---------------------------------------------- */
+
+/* n jobs left slot `from`'s inbox or batch ring (taken to run, stolen, or
+ * discarded), and `kept` of them went on into slot `to`'s ring. Keeps `load`
+ * counting what each slot holds, its ring included, so that the pick reads
+ * one line per inbox (load and running), not also the ring's line, which
+ * its owner writes at every job. A no-op in the other modes. Relaxed: the
+ * counts only steer the pick; nothing is published through them. */
+static inline void sl__pool_count_moved(sl_pool *p, unsigned from, unsigned n, unsigned to,
+                                        unsigned kept)
+{
+    if (p->opts.dispatch != SL_DISPATCH_LEAST_LOADED || n == 0)
+        return;
+    if (from == to) {
+        atomic_fetch_sub_explicit(&p->slots[from].load, n - kept, memory_order_relaxed);
+        return;
+    }
+    atomic_fetch_sub_explicit(&p->slots[from].load, n, memory_order_relaxed);
+    if (kept)
+        atomic_fetch_add_explicit(&p->slots[to].load, kept, memory_order_relaxed);
+}
 
 /* ---- the core (pool_core.c) ---------------------------------------------- */
 

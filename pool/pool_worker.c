@@ -132,6 +132,7 @@ static bool take_own(sl__pool_worker *w)
         stop_running(w); /* stolen meanwhile */
         return false;
     }
+    sl__pool_count_moved(w->pool, w->slot, 1, w->slot, 0);
     if (emptied)
         sl__pool_ring_emptied(w->pool);
     w->has_job = true;
@@ -155,8 +156,10 @@ static unsigned steal(sl__pool_worker *w, sl_job *out, bool *emptied)
             continue; /* planted bug: a busy worker's batch waits for it */
 #endif
         unsigned got = sl__pool_ring_claim(&p->slots[s].ring, out, SL__POOL_BATCH, true, emptied);
-        if (got)
+        if (got) {
+            sl__pool_count_moved(p, s, got, w->slot, got - 1); /* as take_fresh keeps them */
             return got;
+        }
     }
     stop_running(w);
     return 0;
@@ -168,8 +171,7 @@ static unsigned pop_lists(sl__pool_worker *w, sl_job *out, unsigned max)
     sl_pool *p = w->pool;
     unsigned from;
     unsigned n = sl__pool_queue_pop(&p->queue, w->slot, out, max, &from);
-    if (n && p->opts.dispatch == SL_DISPATCH_LEAST_LOADED)
-        atomic_fetch_sub_explicit(&p->slots[from].load, n, memory_order_relaxed);
+    sl__pool_count_moved(p, from, n, w->slot, n ? n - 1 : 0); /* as take_fresh keeps them */
     return n;
 }
 

@@ -1826,11 +1826,12 @@ static int herd_futex_wake(SL_ATOMIC(uint32_t) *word, int count)
 }
 
 static uint64_t herd_now(void) { return sl__sys_default_ops.now_ns(); }
-static int herd_membarrier(int cmd) { return sl__sys_default_ops.membarrier(cmd); }
 
+/* membarrier stays the base's (the harness's, which SL_TEST_SYSFAULTS may
+ * refuse): the barrier mode is chosen once per process, by whichever table
+ * is in place first, and must agree with every call after. */
 static const sl_sys_ops k_herd_ops = {
-    .futex_wait = herd_futex_wait, .futex_wake = herd_futex_wake, .now_ns = herd_now,
-    .membarrier = herd_membarrier};
+    .futex_wait = herd_futex_wait, .futex_wake = herd_futex_wake, .now_ns = herd_now};
 
 static void restore_ops(void) { sl_test_sys_restore(); }
 
@@ -1930,7 +1931,7 @@ static int hold_membarrier(int cmd)
 {
     if (on_hold_worker())
         atomic_fetch_add(&g_hold.barriers, 1);
-    return sl__sys_default_ops.membarrier(cmd);
+    return sl_test_sys_base()->membarrier(cmd); /* as k_herd_ops says */
 }
 
 static const sl_sys_ops k_hold_ops = {

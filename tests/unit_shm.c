@@ -2637,7 +2637,7 @@ static int scripted_membarrier(int cmd)
         atomic_fetch_add(&n_bar_global, 1);
         return atomic_load(&bar_global);
     }
-    return sl__sys_default_ops.membarrier(cmd); /* the in-process mode's, as it is */
+    return sl_test_sys_base()->membarrier(cmd); /* the in-process mode's, as it is */
 }
 
 static const sl_sys_ops scripted_barrier_ops = {.membarrier = scripted_membarrier};

@@ -321,22 +321,54 @@ static inline void claim_backoff(unsigned *step)
         (*step)++;
 }
 
+/* The thread's guess for a push into seg (push_claim), or `none`. Two are
+ * kept, for the last two segments it pushed into, so that a thread feeding
+ * two lists in turn (a pool's round-robin submitter with two inboxes, a
+ * sender alternating between two channels) guesses right in both: with one,
+ * every such push read `enq` first. A hit on the older one makes it the
+ * newer. */
+static inline uint64_t guess_for(sl_epoch_rec *self, const sl_list_seg *seg, uint64_t none)
+{
+    if (!self)
+        return none;
+    if (self->push_guess[0].seg == seg)
+        return self->push_guess[0].next;
+    if (self->push_guess[1].seg != seg)
+        return none;
+    uint64_t next = self->push_guess[1].next;
+    self->push_guess[1] = self->push_guess[0];
+    self->push_guess[0].seg = seg;
+    return next;
+}
+
+/* Records the claim of slot i of seg as the thread's newest guess. */
+static inline void guess_keep(sl_epoch_rec *self, const sl_list_seg *seg, uint64_t i)
+{
+    if (!self)
+        return;
+    if (self->push_guess[0].seg != seg) {
+        self->push_guess[1] = self->push_guess[0];
+        self->push_guess[0].seg = seg;
+    }
+    self->push_guess[0].next = i + 1;
+}
+
 /* A push's claim of a slot of seg: its index, or seg_slots when seg is used
  * up. The CAS starts from a guess, this thread's last claim in seg plus one
- * (kept in its record), right whenever no other producer claimed since:
- * then the CAS is the one access to `enq`, where a load first would bring
- * the line in shared for a consumer's emptiness check to read and the CAS
- * would need it again (a ping-pong's round trip measured 6-15 % longer). A
- * wrong guess only fails the CAS, which returns the true value; a guess at
+ * (kept in its record: guess_for), right whenever no other producer claimed
+ * since: then the CAS is the one access to `enq`, where a load first would
+ * bring the line in shared for a consumer's emptiness check to read and the
+ * CAS would need it again (a ping-pong's round trip measured 6-15 % longer).
+ * A wrong guess only fails the CAS, which returns the true value; a guess at
  * or past the end is not trusted (the segment may be a new one at the same
  * address) and `enq` is read instead. */
 static inline uint64_t push_claim(const sl_list *q, sl_list_seg *seg, sl_epoch_rec *self)
 {
-    uint64_t i = self && self->push_seg == seg ? self->push_next : q->seg_slots;
+    uint64_t i = guess_for(self, seg, q->seg_slots);
 #ifdef SL_MUTANT_LIST_GUESS_TRUSTED
     if (i < q->seg_slots) { /* planted bug: the guess taken as the claim, unchecked */
         atomic_store_explicit(&seg->enq, i + 1, memory_order_seq_cst);
-        self->push_next = i + 1;
+        guess_keep(self, seg, i);
         return i;
     }
 #endif
@@ -350,10 +382,7 @@ static inline uint64_t push_claim(const sl_list *q, sl_list_seg *seg, sl_epoch_r
            !atomic_compare_exchange_weak_explicit(&seg->enq, &i, i + 1, memory_order_seq_cst,
                                                   memory_order_relaxed))
         claim_backoff(&step);
-    if (self) {
-        self->push_seg = seg;
-        self->push_next = i + 1;
-    }
+    guess_keep(self, seg, i);
     return i;
 }
 

@@ -48,11 +48,14 @@ typedef struct sl_epoch_rec {
     SL_ATOMIC(const void *) sending_on;
     struct sl_epoch_rec *next;       /* registry link: set before the record is
                                         published, never changed after */
-    /* SL_LIST's guess of where the owner's next push claims (channels/list.c,
-     * push_claim): the segment of its last claim and that claim plus one.
-     * Only a hint, checked by the CAS. Read and written only by the owner. */
-    const void *push_seg;
-    uint64_t push_next;
+    /* SL_LIST's guesses of where the owner's next push claims (channels/list.c,
+     * push_claim): for the segments of its last claims in two lists, the
+     * most recent first, that claim plus one. Only hints, checked by the
+     * CAS. Read and written only by the owner. */
+    struct {
+        const void *seg;
+        uint64_t next;
+    } push_guess[2];
 } sl_epoch_rec;
 
 /* The global epoch (starts at 1; 0 means "outside") and the calling thread's

@@ -20,6 +20,10 @@
 SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) sl__epoch_global = 1;
 _Thread_local sl_epoch_rec *sl__epoch_self __attribute__((tls_model("initial-exec")));
 
+/* A record is one line: its owner writes the announcement, the mark and the
+ * push guesses at every operation, and no other record may share them. */
+_Static_assert(sizeof(sl_epoch_rec) == SL_CACHELINE, "an epoch record is one cache line");
+
 static SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(sl_epoch_rec *) registry;
 /* Threads inside an operation without a record. */
 static SL_ATOMIC(uint64_t) anonymous;

@@ -240,12 +240,12 @@ void sl__pool_keys_drop_list(sl__pool_key_job *list, void (*visit)(const sl_job 
  * spawn; the slot (and its inbox) outlives it. */
 typedef struct sl__pool_slot {
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(sl__pool_worker *) worker; /* NULL: vacant */
-    /* A line apart from `worker`, which round-robin's pick reads at every
-     * submit and which changes only when a worker comes or goes, where
-     * `running` changes twice a job: together, every submit fetched the line
-     * from the occupant's core. */
     /* Least-loaded's count: jobs in this inbox, and in this slot's batch
-     * ring, not yet taken to run (sl__pool_count_moved). */
+     * ring, not yet taken to run (sl__pool_count_moved). A line apart from
+     * `worker`, which round-robin's pick reads at every submit and which
+     * changes only when a worker comes or goes, where `running` changes
+     * twice a job: together, every submit fetched the line from the
+     * occupant's core. */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) load;
     /* The occupant is running a job. Here rather than in the worker so that
      * dispatch, stats and wait_idle read it without touching a worker that

@@ -49,9 +49,9 @@ typedef struct sl_epoch_rec {
     struct sl_epoch_rec *next;       /* registry link: set before the record is
                                         published, never changed after */
     /* SL_LIST's guesses of where the owner's next push claims (channels/list.c,
-     * push_claim): for the segments of its last claims in two lists, the
-     * most recent first, that claim plus one. Only hints, checked by the
-     * CAS. Read and written only by the owner. */
+     * push_claim): for the last two segments it claimed in, the most recent
+     * first, its last claim there plus one. Only hints, checked by the CAS.
+     * Read and written only by the owner. */
     struct {
         const void *seg;
         uint64_t next;

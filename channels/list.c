@@ -325,23 +325,19 @@ static inline void claim_backoff(unsigned *step)
  * kept, for the last two segments it pushed into, so that a thread feeding
  * two lists in turn (a pool's round-robin submitter with two inboxes, a
  * sender alternating between two channels) guesses right in both: with one,
- * every such push read `enq` first. A hit on the older one makes it the
- * newer. */
-static inline uint64_t guess_for(sl_epoch_rec *self, const sl_list_seg *seg, uint64_t none)
+ * every such push read `enq` first. */
+static inline uint64_t guess_for(const sl_epoch_rec *self, const sl_list_seg *seg,
+                                 uint64_t none)
 {
     if (!self)
         return none;
     if (self->push_guess[0].seg == seg)
         return self->push_guess[0].next;
-    if (self->push_guess[1].seg != seg)
-        return none;
-    uint64_t next = self->push_guess[1].next;
-    self->push_guess[1] = self->push_guess[0];
-    self->push_guess[0].seg = seg;
-    return next;
+    return self->push_guess[1].seg == seg ? self->push_guess[1].next : none;
 }
 
-/* Records the claim of slot i of seg as the thread's newest guess. */
+/* Records the claim of slot i of seg as the thread's newest guess; the
+ * other segment's, whichever was newest before, is kept as the older. */
 static inline void guess_keep(sl_epoch_rec *self, const sl_list_seg *seg, uint64_t i)
 {
     if (!self)

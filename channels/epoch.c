@@ -16,6 +16,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) sl__epoch_global = 1;
 _Thread_local sl_epoch_rec *sl__epoch_self __attribute__((tls_model("initial-exec")));
@@ -40,10 +41,16 @@ static void give_back(void *p)
     atomic_store_explicit(&r->owned, 0, memory_order_release);
 }
 
+SL_ATOMIC(unsigned) sl__epoch_forks;
+
 /* fork's child has only the forking thread: every other record's owner is
- * gone, and an announcement it left would hold back reclamation forever. */
+ * gone, and an announcement it left would hold back reclamation forever.
+ * The new generation tells each list that a reclaim flag raised before it
+ * was raised by a thread the child does not have (channels/list.c). */
 static void child_after_fork(void)
 {
+    /* Relaxed: the child runs only this thread now. */
+    atomic_fetch_add_explicit(&sl__epoch_forks, 1u, memory_order_relaxed);
     sl_epoch_rec *r = atomic_load_explicit(&registry, memory_order_relaxed);
     for (; r; r = r->next) {
         if (r == sl__epoch_self)
@@ -114,6 +121,7 @@ static sl_epoch_rec *new_record(void)
     atomic_init(&r->owned, 1u);
     atomic_init(&r->sending, 0u);
     atomic_init(&r->sending_on, NULL);
+    memset(r->push_guess, 0, sizeof r->push_guess); /* no guess yet: a NULL segment */
     r->next = atomic_load_explicit(&registry, memory_order_relaxed);
     /* Release: the record's fields are written before a scan can reach it. */
     while (!atomic_compare_exchange_weak_explicit(&registry, &r->next, r, memory_order_release,

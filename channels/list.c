@@ -167,6 +167,43 @@ static sl_list_seg *take_spare(sl_list *q)
     return atomic_exchange_explicit(&q->spare, NULL, memory_order_acquire);
 }
 
+/* The reclaim flag: 0, or raised by a thread of fork generation g
+ * (sl__epoch_forks) as 2g + 1. Only a thread of this process's own
+ * generation is there to lower it: in a fork's child, a flag raised before
+ * the fork was raised by a thread that did not come along, and is taken
+ * over rather than respected, or the child would never free a segment of
+ * that list again. Acquire: the previous reclaimer's moves of `oldest` are
+ * visible. */
+static bool reclaim_begin(sl_list *q)
+{
+    unsigned mine = 2u * atomic_load_explicit(&sl__epoch_forks, memory_order_relaxed) + 1u;
+    unsigned seen = atomic_load_explicit(&q->reclaiming, memory_order_relaxed);
+#ifdef SL_MUTANT_LIST_FORK_FLAG_KEPT
+    mine = 1u; /* planted bug: a flag raised before a fork holds off the child's reclaims */
+    seen = 0u;
+#endif
+    if (seen == mine)
+        return false; /* another thread of this process frees now: tried, never waited for */
+    return atomic_compare_exchange_strong_explicit(&q->reclaiming, &seen, mine,
+                                                   memory_order_acquire, memory_order_relaxed);
+}
+
+/* Stamps s, which the walk found unstamped, if it is unlinked: its
+ * unlinker has yet to stamp it (pop_advance), or was a thread a fork left
+ * behind and never will. The head's seq_cst load that shows it moved past
+ * s comes before the stamp, as the unlinker's CAS does; whichever stamp
+ * comes first counts. false: s is the head, the walk's end. */
+static bool stamp_unlinked(sl_list *q, sl_list_seg *s)
+{
+    if (atomic_load_explicit(&q->head, memory_order_seq_cst) == s)
+        return false;
+    uint64_t unstamped = 0;
+    /* Release: as the unlinker's stamp. */
+    atomic_compare_exchange_strong_explicit(&s->retired, &unstamped, sl__epoch_stamp(),
+                                            memory_order_release, memory_order_relaxed);
+    return true;
+}
+
 /* Frees, oldest first, the unlinked segments that no thread inside an
  * operation can still hold. One thread at a time; the others skip it (it is
  * tried, never waited for). The calling thread's own announcement is left out
@@ -174,16 +211,14 @@ static sl_list_seg *take_spare(sl_list *q)
  * it loaded before the call (NULL: it may, and its announcement counts). */
 static void reclaim(sl_list *q, const sl_epoch_rec *self)
 {
-    unsigned idle = 0;
-    /* Acquire: the previous reclaimer's moves of `oldest` are visible. */
-    if (!atomic_compare_exchange_strong_explicit(&q->reclaiming, &idle, 1u, memory_order_acquire,
-                                                 memory_order_relaxed))
+    if (!reclaim_begin(q))
         return;
     sl_list_seg *first = atomic_load_explicit(&q->oldest, memory_order_relaxed), *end = first;
     /* Stamps before the scan: a segment stamped after the scan may be held by
      * a thread that entered after it. Acquire: the stamp's epoch bump (after
      * the unlink) is ordered before the scan's loads. */
-    while (atomic_load_explicit(&end->retired, memory_order_acquire) != 0)
+    while (atomic_load_explicit(&end->retired, memory_order_acquire) != 0 ||
+           stamp_unlinked(q, end))
         end = atomic_load_explicit(&end->next, memory_order_relaxed);
 #ifdef SL_MUTANT_LIST_EARLY_FREE
     uint64_t safe = UINT64_MAX; /* planted bug: ignores threads still inside */
@@ -200,10 +235,12 @@ static void reclaim(sl_list *q, const sl_epoch_rec *self)
     sl_list_seg *s = first;
     while (s != end && atomic_load_explicit(&s->retired, memory_order_relaxed) <= safe) {
         sl_list_seg *next = atomic_load_explicit(&s->next, memory_order_relaxed);
+        /* `oldest` passes s before s is put: a fork between the two leaves
+         * the child one segment short, never one it would free twice. */
+        atomic_store_explicit(&q->oldest, next, memory_order_relaxed);
         seg_put(q, s);
         s = next;
     }
-    atomic_store_explicit(&q->oldest, s, memory_order_relaxed);
     /* Release: the next reclaimer starts from this `oldest`. */
     atomic_store_explicit(&q->reclaiming, 0u, memory_order_release);
 }
@@ -462,7 +499,10 @@ static bool pop_advance(sl_list *q, sl_list_seg *seg, const sl_epoch_rec *self)
                                                 memory_order_relaxed)) {
         /* Release: the stamp (taken after the unlink) is read before a
          * reclaimer's scan. This thread touches seg no more. */
-        atomic_store_explicit(&seg->retired, sl__epoch_stamp(), memory_order_release);
+        uint64_t unstamped = 0;
+        /* A CAS: a reclaimer may have stamped it first (stamp_unlinked). */
+        atomic_compare_exchange_strong_explicit(&seg->retired, &unstamped, sl__epoch_stamp(),
+                                                memory_order_release, memory_order_relaxed);
         reclaim(q, self);
     }
     return true;

@@ -62,6 +62,11 @@ typedef struct sl_epoch_rec {
  * record (NULL until its first operation). Initial-exec TLS: one
  * %fs-relative load, no __tls_get_addr call. */
 extern SL_ATOMIC(uint64_t) sl__epoch_global;
+/* fork children this process descends from, counted in each child by the
+ * library's fork handler (0 in a process that no fork made). A flag held
+ * by a thread of an earlier generation is held by a thread this process
+ * does not have (channels/list.c, the reclaim flag). */
+extern SL_ATOMIC(unsigned) sl__epoch_forks;
 extern _Thread_local sl_epoch_rec *sl__epoch_self __attribute__((tls_model("initial-exec")));
 
 /* First operation of a thread (or after its record was given back):

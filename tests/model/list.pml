@@ -21,8 +21,13 @@
  * Each step is one Promela statement and names the C step it stands for:
  *
  *   push  L1 load tail seg (seq_cst)
- *         L2 push_claim: La read seg->enq into i (the C code's guess, its
- *            own last claim plus one, is a value enq had; so is any read);
+ *         L2 push_claim: La read seg->enq into i (the C code starts from a
+ *            guess instead, its last claim plus one in a segment at that
+ *            address, which may be a value this segment's enq never had: a
+ *            guess from an earlier use of the address, or from another
+ *            list; only the CAS claims, and a CAS from a value enq does not
+ *            hold fails and reads the true one, so the first CAS from any
+ *            guess is a lost Lb here, followed by the Lb the model makes);
  *            Lb CAS seg->enq i -> i + 1: claims slot i; lost (another push
  *            claimed since), i is the value the CAS read and Lb again;
  *            i >= SEG, no CAS

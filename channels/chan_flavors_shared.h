@@ -162,20 +162,31 @@ static inline const sl__mpmc_view *mpmc_shared_pop_view(sl_chan *ch)
     return &ch->geom.mpmc;
 }
 
+/* One pop. A pop of messages over SL__MPMC_SWAP_MAX bytes holds a spare
+ * in the view's `holder` name only while the handle's record is claimed in
+ * this process: a fork()ed child's handle names its parent's record until
+ * the child claims its own, and a spare held in that name would be settled
+ * as the parent's at the parent's death, under the child's copy (found by
+ * review: a slot in two cells). Until then it copies first. */
+static inline sl_status mpmc_shared_pop_one(sl_chan *ch, void *out)
+{
+    const sl__mpmc_view *v = mpmc_shared_pop_view(ch);
+#ifndef SL_MUTANT_SHM_POP_HOLDS_UNCLAIMED
+    if (ch->elem_size > SL__MPMC_SWAP_MAX && !sl__shm_claimed_here(ch))
+        return sl__mpmc_pop_copy_in(v, out);
+#endif
+    return sl__mpmc_pop_in(v, out);
+}
+
 static inline sl_status mpmc_shared_pop(sl_chan *ch, void *out)
 {
-    sl_status st = sl__mpmc_pop_in(mpmc_shared_pop_view(ch), out);
+    sl_status st = mpmc_shared_pop_one(ch, out);
     return st == SL_EMPTY ? shared_empty(ch) : st;
 }
 
 static inline sl_status mpmc_shared_push_one(sl_chan *ch, const void *elem)
 {
     return sl__mpmc_push_in(&ch->geom.mpmc, elem);
-}
-
-static inline sl_status mpmc_shared_pop_one(sl_chan *ch, void *out)
-{
-    return sl__mpmc_pop_in(mpmc_shared_pop_view(ch), out);
 }
 
 static inline size_t mpmc_shared_push_n(sl_chan *ch, const void *elems, size_t n)

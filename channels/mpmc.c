@@ -896,6 +896,11 @@ sl_status sl__mpmc_pop_in(const sl__mpmc_view *v, void *out)
     return pop_one(NULL, v, out, true, true);
 }
 
+sl_status sl__mpmc_pop_copy_in(const sl__mpmc_view *v, void *out)
+{
+    return pop_copy_large(v, out);
+}
+
 void sl__mpmc_drain(sl_mpmc *q, sl_visit_fn fn, void *ctx)
 {
     uint64_t v;

@@ -131,6 +131,11 @@ typedef struct sl__mpmc_view {
  * are private memory). */
 sl_status sl__mpmc_push_in(const sl__mpmc_view *v, const void *elem);
 sl_status sl__mpmc_pop_in(const sl__mpmc_view *v, void *out);
+/* A pop of messages over SL__MPMC_SWAP_MAX bytes that holds no spare: the
+ * slot is copied into out before the cell is taken (so a pop that loses
+ * its race and then finds the ring empty has written out). For a handle
+ * with no record claimed in this process. */
+sl_status sl__mpmc_pop_copy_in(const sl__mpmc_view *v, void *out);
 
 /* Gives back what pushes of the processes in `dead` (a bit per record)
  * held when they died: for each entry one of them holds, the slot that is

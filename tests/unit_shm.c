@@ -1707,6 +1707,127 @@ END_TEST
 #endif
 
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+/* A fork()ed child's receive of messages over 256 bytes on the handle it
+ * inherited, which names its parent's record until the child claims one of
+ * its own. The child stops at every step of its receive; at step k the
+ * parent takes the message that was there, at step k + d it sends
+ * another (d = 1, 2, 3; k = 1, 2, ... until the receive ends first). So the receive's
+ * look may see a message, its view's check (which would claim a record)
+ * none, and its pop one again: the pop must then hold no spare in the
+ * parent's name, which the parent's death would have a look settle as the
+ * parent's, under the child's copy, leaving the slot in two places (found
+ * by review; planted bug SHM_POP_HOLDS_UNCLAIMED). */
+enum { FH_SIZE = 300, FH_CAP = 4 };
+/* The spare table of that geometry (docs/shm-layout.md): L = 8 cells. */
+#define FH_SPARES_AT 6272
+
+typedef struct fork_hold {
+    sl_chan *ch;
+    const unsigned char *raw;
+    unsigned rec;          /* the parent's record */
+    int stopped[2], go[2]; /* pipes: child to parent, parent to child */
+    bool held;             /* the child's: a spare seen held in rec's name */
+} fork_hold;
+
+static bool spare_held_by(const unsigned char *raw, unsigned rec)
+{
+    for (int j = 0; j < FH_CAP; j++) {
+        uint64_t w = atomic_load((_Atomic uint64_t *)(void *)(raw + FH_SPARES_AT + 8 * j));
+        if ((w >> 63) && ((w >> 56) & 127u) == rec)
+            return true;
+    }
+    return false;
+}
+
+/* At every step: the check, then a stop for the parent's move. */
+static void stop_every_step(void *ctx, unsigned step)
+{
+    (void)step;
+    fork_hold *f = ctx;
+    f->held |= spare_held_by(f->raw, f->rec);
+    char b = 's';
+    ck_assert_int_eq(write(f->stopped[1], &b, 1), 1);
+    ck_assert_int_eq(read(f->go[0], &b, 1), 1);
+    sl__fi_arm(1, stop_every_step, ctx);
+}
+
+static int receive_inherited(void *p)
+{
+    fork_hold *f = p;
+    unsigned char out[FH_SIZE];
+    sl__fi_arm(1, stop_every_step, f);
+    sl_status st = sl_chan_try_recv(f->ch, out);
+    sl__fi_disarm();
+    char b = 'e';
+    if (write(f->stopped[1], &b, 1) != 1)
+        return 4;
+    if (st == SL_OK && ((out[0] != 0x5A && out[0] != 0x5B) || out[FH_SIZE - 1] != out[0]))
+        return 2; /* not one of the two messages, whole */
+    return st != SL_OK && st != SL_EMPTY ? 3 : f->held ? 1 : 0;
+}
+
+/* One child's receive with the parent's moves at steps k and k + d;
+ * returns the steps the child stopped at. */
+static unsigned fork_hold_round(fork_hold *f, unsigned k, unsigned d)
+{
+    unsigned char msg[FH_SIZE];
+    memset(msg, 0x5A, sizeof msg);
+    ck_assert_int_eq(sl_chan_try_send(f->ch, msg), SL_OK);
+    ck_assert_int_eq(pipe(f->stopped), 0);
+    ck_assert_int_eq(pipe(f->go), 0);
+    pid_t pid = spawn(receive_inherited, f);
+    unsigned steps = 0;
+    char b;
+    for (;;) {
+        ck_assert_int_eq(read(f->stopped[0], &b, 1), 1);
+        if (b != 's')
+            break;
+        steps++;
+        if (steps == k) /* the message goes before the child's pop sees it */
+            (void)sl_chan_try_recv(f->ch, msg);
+        if (steps == k + d) { /* and another comes */
+            memset(msg, 0x5B, sizeof msg);
+            ck_assert_int_eq(sl_chan_try_send(f->ch, msg), SL_OK);
+        }
+        ck_assert_int_eq(write(f->go[1], &b, 1), 1);
+    }
+    int rc = reap(pid);
+    ck_assert_msg(rc == 0, "moves at steps %u and %u: the child's receive %s (status %d)", k,
+                  k + d, rc == 1 ? "held a spare in its parent's name" : "failed", rc);
+    while (sl_chan_try_recv(f->ch, msg) == SL_OK) /* what the child left */
+        ck_assert(msg[0] == 0x5A || msg[0] == 0x5B);
+    for (int i = 0; i < 2; i++)
+        close(f->stopped[i]), close(f->go[i]);
+    return steps;
+}
+
+START_TEST(test_forked_large_pop_holds_nothing_unclaimed)
+{
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = FH_SIZE, .capacity = FH_CAP};
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    unsigned char msg[FH_SIZE] = {0};
+    ck_assert_int_eq(sl_chan_try_send(ch, msg), SL_OK); /* this process claims a record */
+    ck_assert_int_eq(sl_chan_try_recv(ch, msg), SL_OK);
+    fork_hold f = {.ch = ch, .raw = map_raw(sl_chan_shm_fd(ch), 8192), .rec = 64};
+    for (unsigned i = 0; i < 64; i++)
+        if (atomic_load((_Atomic uint64_t *)(void *)(f.raw + 2048 + 64 * i + 8)) != 0)
+            f.rec = i;
+    ck_assert_uint_lt(f.rec, 64);
+    unsigned k = 1;
+    for (unsigned d = 1; d <= 3; d++)
+        for (k = 1; k <= fork_hold_round(&f, k, d);)
+            k++;
+    ck_assert_uint_gt(k, 3); /* the receive had steps enough for both moves */
+    printf("[shm death] forked 300-byte receive, the parent's moves at each of steps 1..%u\n",
+           k - 1);
+    munmap((void *)f.raw, 8192);
+    sl_chan_free(ch);
+}
+END_TEST
+#endif
+
+#if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
 /* A registered sender that exits without freeing its handle: its record
  * stays held by a dead owner, with the sender's role. */
 static int register_and_exit(void *p)
@@ -2846,6 +2967,7 @@ static Suite *shm_suite(void)
     tcase_add_loop_test(tc, test_death_at_every_step, 0, 20);
     tcase_add_loop_test(tc, test_death_in_a_look, 0, N_OF(k_cfg));
     tcase_add_loop_test(tc, test_spare_holder_dies, 0, N_OF(k_holders));
+    tcase_add_test(tc, test_forked_large_pop_holds_nothing_unclaimed);
 #endif
     suite_add_tcase(s, tc);
     tc = tcase_create("receivers"); /* the last registered receiver is gone */

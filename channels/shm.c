@@ -39,7 +39,7 @@
 #include "sluice/shm.h"
 
 #define SHM_MAGIC 0x4D48534349554C53ull /* "SLUICSHM", little-endian */
-#define SHM_VERSION 12u
+#define SHM_VERSION 13u
 #define SHM_CTL_AT ((size_t)72)    /* the peer-death control words */
 #define SHM_BELL_AT ((size_t)88)   /* the select bell (version 4) */
 #define SHM_RECS_AT ((size_t)2048) /* the records (senders, waiters, roles) */
@@ -413,21 +413,27 @@ static bool any_mark(shm_rec *r)
     return marked;
 }
 
-/* Frees record r, whose owner `seen` is dead (or whose reclaimer, `seen`
- * with OWNER_BUSY, died before it finished): exclusively (BUSY, with this
- * process's identity), so that a second reclaimer cannot clear the mark of
- * a new owner; the owner's parked threads stop counting as waiters. Every
- * clear is a store of 0 or an exchange with 0, so a reclaim finished by
- * another process leaves the record as one that ran through would; only a
- * parked count the dead reclaimer had taken out but not yet subtracted
- * stays in `waiters` (a wake for nobody now and then, never a lost one). */
-static void reclaim_settled(sl_chan *ch, shm_rec *r, uint64_t seen)
+/* Takes record r, whose owner `seen` is dead (or whose reclaimer, `seen`
+ * with OWNER_BUSY, died before it finished), for this process: BUSY, with
+ * its identity, so that no other look settles r's spare entries or clears
+ * r's fields meanwhile, and no new owner claims r and writes holds in its
+ * name that a settle could take for the dead one's. false: another
+ * process took it first. */
+static bool reclaim_take(shm_rec *r, uint64_t seen)
 {
-    uint64_t want = seen;
-    /* seq_cst: one reclaimer wins; the clears below come after its win. */
-    if (!atomic_compare_exchange_strong_explicit(&r->owner, &want, OWNER_BUSY | self_identity(),
-                                                 memory_order_seq_cst, memory_order_relaxed))
-        return;
+    /* seq_cst: one reclaimer wins; the settle and the clears come after. */
+    return atomic_compare_exchange_strong_explicit(&r->owner, &seen, OWNER_BUSY | self_identity(),
+                                                   memory_order_seq_cst, memory_order_relaxed);
+}
+
+/* Frees record r, taken by reclaim_take: its marks stop counting, the
+ * owner's parked threads stop counting as waiters. Every clear is a store
+ * of 0 or an exchange with 0, so a reclaim finished by another process
+ * leaves the record as one that ran through would; only a parked count the
+ * dead reclaimer had taken out but not yet subtracted stays in `waiters` (a
+ * wake for nobody now and then, never a lost one). */
+static void reclaim_finish(sl_chan *ch, shm_rec *r)
+{
     SL_FI(); /* busy, nothing cleared */
 #ifndef SL_MUTANT_SHM_DEAD_MARKS_COUNT
     clear_marks(r);
@@ -442,26 +448,58 @@ static void reclaim_settled(sl_chan *ch, shm_rec *r, uint64_t seen)
 
 /* The spare entries (SL_MPMC's swap form) that the dead owners in `dead`
  * held (their pushes, and their pops over 256 bytes), settled
- * (sl__mpmc_settle_spares); the records still named by one. */
+ * (sl__mpmc_settle_spares); the records still named by one. The caller
+ * holds every record in `dead` (reclaim_take). */
 static uint64_t settle_spares(sl_chan *ch, uint64_t dead)
 {
     return ch->flavor == SL__MPMC_SHARED ? sl__mpmc_settle_spares(&ch->geom.mpmc, dead) : 0;
 }
 
-/* reclaim_settled, unless a spare entry still names the record (its bit
- * in `named`): a new owner's holds would be taken for the dead one's.
- * (Once reclaiming, none does.) */
-static void reclaim_unnamed(sl_chan *ch, shm_rec *r, uint64_t seen, uint64_t named)
+/* Reclaims the records in `dead`, each dead as its word in owners[] says:
+ * takes them, settles the spare entries they name, then frees each one no
+ * entry names any more, and gives the others back to the next look (their
+ * owner word as it was: still dead) — freed, a new owner's holds would be
+ * taken for the dead one's. Taking before settling is what makes the
+ * settle's decisions hold: a look that settled a record it did not hold
+ * could be preempted between its reading of a held word and its CAS,
+ * while another look settled and freed the record and a new owner
+ * wrote the same word again (layout version 13; docs/guarantees.md,
+ * "Settling under the record"). */
+static void reclaim_all(sl_chan *ch, const uint64_t *owners, uint64_t dead)
 {
-    if (reclaiming(seen) || !((named >> (r - records(ch))) & 1))
-        reclaim_settled(ch, r, seen);
+    shm_rec *rs = records(ch);
+    uint64_t taken = 0;
+#ifdef SL_MUTANT_SHM_SETTLE_UNHELD
+    /* Planted bug: the spares settled before the records are taken. */
+    uint64_t named = settle_spares(ch, dead);
+#endif
+    for (int i = 0; i < SHM_RECS; i++)
+        if (((dead >> i) & 1) && reclaim_take(&rs[i], owners[i]))
+            taken |= (uint64_t)1 << i;
+    if (!taken)
+        return;
+    SL_FI(); /* taken, their spares not yet settled */
+#ifndef SL_MUTANT_SHM_SETTLE_UNHELD
+    uint64_t named = settle_spares(ch, taken);
+#endif
+    for (int i = 0; i < SHM_RECS; i++) {
+        if (!((taken >> i) & 1))
+            continue;
+        if ((named >> i) & 1)
+            /* Release: as the free's; the next look takes it from here. */
+            atomic_store_explicit(&rs[i].owner, owners[i], memory_order_release);
+        else
+            reclaim_finish(ch, &rs[i]);
+    }
 }
 
 /* One record's reclaim, its spares settled first. */
 static void reclaim(sl_chan *ch, shm_rec *r, uint64_t seen)
 {
-    uint64_t bit = (uint64_t)1 << (r - records(ch));
-    reclaim_unnamed(ch, r, seen, reclaiming(seen) ? 0 : settle_spares(ch, bit));
+    uint64_t owners[SHM_RECS] = {0};
+    int i = (int)(r - records(ch));
+    owners[i] = seen;
+    reclaim_all(ch, owners, (uint64_t)1 << i);
 }
 
 /* A free record for `self`, with `reclaim` reclaiming dead owners' on a
@@ -652,10 +690,8 @@ static void look_for_the_gone(sl_chan *ch)
             living |= atomic_load_explicit(&rs[i].roles, memory_order_relaxed);
     }
     /* The spares of all the dead at once: one may wait for another's. */
-    uint64_t named = dead ? settle_spares(ch, dead) : 0;
-    for (int i = 0; i < SHM_RECS; i++)
-        if ((dead >> i) & 1)
-            reclaim_unnamed(ch, &rs[i], owners[i], named);
+    if (dead)
+        reclaim_all(ch, owners, dead);
     /* Relaxed: a registration the look misses is found by the next one. */
     uint32_t ever = atomic_load_explicit(&control(ch)->roles_ever, memory_order_relaxed);
     close_if_gone(ch, ever & ROLES & ~living);

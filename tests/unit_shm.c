@@ -32,6 +32,7 @@
 #include "stress_common.h"
 #include "internal/testing.h"
 #include "internal/sysops.h"
+#include "../channels/chan_impl.h" /* sl__shm_on_stuck: a look, run by hand */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -566,6 +567,7 @@ START_TEST(test_open_refusals)
     check_word(fd, raw, 8, 4, 9);                 /* the one with anonymous marks */
     check_word(fd, raw, 8, 4, 10);                /* the one before lanes */
     check_word(fd, raw, 8, 4, 11);                /* the one before lazy counters */
+    check_word(fd, raw, 8, 4, 12);                /* the one that settled unheld records */
     check_word(fd, raw, 12, 4, SL_LIST);          /* flavour: not shareable */
     check_word(fd, raw, 16, 8, 0);                /* message size 0 */
     check_word(fd, raw, 24, 8, 0);                /* capacity 0 */
@@ -1828,6 +1830,155 @@ END_TEST
 #endif
 
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+/* A look that settles a dead holder's spare entry and is stopped at its
+ * first step (after it took the dead record, layout version 13), while
+ * another look runs and a new process sends: the record cannot be freed,
+ * claimed again and held in anew under the stopped look, whose decision
+ * would then be applied to the new owner's hold (found by review: a look
+ * that settled a record it did not hold, stopped between its read of the
+ * held word and its CAS, gave back a slot a new owner of the record held,
+ * and a message was read twice and another lost; planted bug
+ * SHM_SETTLE_UNHELD). D dies holding a spare with its offer recorded; N
+ * sends while the look A is stopped. */
+enum { SU_SIZE = 24, SU_CAP = 2 };
+
+static bool offer_recorded(sl_chan *ch)
+{
+    for (int j = 0; j < SU_CAP; j++) {
+        uint64_t w = atomic_load(&ch->geom.mpmc.spares[j]);
+        if ((w >> 63) && ((w >> 28) & ((1u << 28) - 1)) != (1u << 28) - 1)
+            return true;
+    }
+    return false;
+}
+
+static sl_chan *su_ch; /* each process's own handle, for the hooks */
+
+static void die_at_offer(void *ctx, unsigned step)
+{
+    (void)step;
+    if (offer_recorded(su_ch))
+        _exit(0); /* killed right there: its spare held, its CAS not made */
+    sl__fi_arm(1, die_at_offer, ctx);
+}
+
+static int send_and_die(void *p)
+{
+    unsigned char m[SU_SIZE] = {0};
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = SU_SIZE};
+    if (sl_chan_shm_open_fd(&su_ch, *(int *)p, &o) != SL_OK)
+        return 1;
+    if (sl_chan_try_send(su_ch, m) != SL_OK || sl_chan_try_recv(su_ch, m) != SL_OK)
+        return 2; /* its record claimed */
+    sl__fi_arm(1, die_at_offer, NULL);
+    (void)sl_chan_try_send(su_ch, m);
+    return 3;
+}
+
+typedef struct su_pipes {
+    int fd, go[2], held[2]; /* to N, from N */
+} su_pipes;
+
+static su_pipes *su_p;
+
+static void stop_at_offer(void *ctx, unsigned step)
+{
+    (void)step;
+    if (!offer_recorded(su_ch)) {
+        sl__fi_arm(1, stop_at_offer, ctx);
+        return;
+    }
+    char b = 'o';
+    ck_assert_int_eq(write(su_p->held[1], &b, 1), 1);
+    ck_assert_int_eq(read(su_p->go[0], &b, 1), 1);
+}
+
+static int send_when_told(void *p)
+{
+    su_p = p;
+    unsigned char m[SU_SIZE];
+    memset(m, 0xBB, sizeof m);
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = SU_SIZE};
+    if (sl_chan_shm_open_fd(&su_ch, su_p->fd, &o) != SL_OK)
+        return 1;
+    char b;
+    if (read(su_p->go[0], &b, 1) != 1)
+        return 2;
+    sl__fi_arm(1, stop_at_offer, NULL);
+    sl_status st = sl_chan_try_send(su_ch, m);
+    sl__fi_disarm();
+    return st == SL_OK ? 0 : 4;
+}
+
+typedef struct su_look {
+    sl_chan *ch;
+    sl_test_barrier stopped, go;
+} su_look;
+
+static void look_stops(void *ctx, unsigned step)
+{
+    (void)step;
+    su_look *l = ctx;
+    sl_test_barrier_wait(&l->stopped);
+    sl_test_barrier_wait(&l->go);
+}
+
+static void *look_stopped_at_its_first_step(void *p)
+{
+    su_look *l = p;
+    sl__fi_arm(1, look_stops, l);
+    sl__shm_on_stuck(l->ch); /* a look: due at once (sl__shm_look_ns 0) */
+    sl__fi_disarm();
+    return NULL;
+}
+
+START_TEST(test_settle_under_the_record)
+{
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = SU_SIZE, .capacity = SU_CAP};
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    su_ch = ch;
+    su_pipes pp = {.fd = sl_chan_shm_fd(ch)};
+    ck_assert_int_eq(pipe(pp.go), 0);
+    ck_assert_int_eq(pipe(pp.held), 0);
+    pid_t n = spawn(send_when_told, &pp);
+    ck_assert_int_eq(reap(spawn(send_and_die, &pp.fd)), 0); /* D: dead, holding */
+    uint64_t look = sl__shm_look_ns;
+    sl__shm_look_ns = 0;
+    ck_assert_int_eq(sl_chan_shm_receiver(ch), SL_OK); /* its empty receives look */
+    su_look l = {.ch = ch};
+    sl_test_barrier_init(&l.stopped, 2);
+    sl_test_barrier_init(&l.go, 2);
+    pthread_t a;
+    ck_assert_int_eq(pthread_create(&a, NULL, look_stopped_at_its_first_step, &l), 0);
+    sl_test_barrier_wait(&l.stopped);
+    unsigned char out[SU_SIZE], msg[SU_SIZE];
+    ck_assert_int_eq(sl_chan_try_recv(ch, out), SL_EMPTY); /* B: another look */
+    char b = 'g';
+    ck_assert_int_eq(write(pp.go[1], &b, 1), 1); /* N sends, stops with its offer said */
+    ck_assert_int_eq(read(pp.held[0], &b, 1), 1);
+    sl_test_barrier_wait(&l.go); /* A goes on */
+    pthread_join(a, NULL);
+    memset(msg, 0xAA, sizeof msg);
+    ck_assert_int_eq(sl_chan_try_send(ch, msg), SL_OK);
+    ck_assert_int_eq(write(pp.go[1], &b, 1), 1); /* N finishes its send */
+    ck_assert_int_eq(reap(n), 0);
+    int aa = 0, bb = 0, other = 0;
+    for (int i = 0; i < 4 && sl_chan_try_recv(ch, out) == SL_OK; i++)
+        *(out[0] == 0xAA ? &aa : out[0] == 0xBB ? &bb : &other) += 1;
+    ck_assert_msg(aa == 1 && bb == 1 && other == 0,
+                  "received 0xAA x%d, 0xBB x%d, another x%d: each sent once", aa, bb, other);
+    sl__shm_look_ns = look;
+    for (int i = 0; i < 2; i++)
+        close(pp.go[i]), close(pp.held[i]);
+    sl_test_barrier_destroy(&l.stopped);
+    sl_test_barrier_destroy(&l.go);
+    sl_chan_free(ch);
+}
+END_TEST
+#endif
+
+#if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
 /* A registered sender that exits without freeing its handle: its record
  * stays held by a dead owner, with the sender's role. */
 static int register_and_exit(void *p)
@@ -2968,6 +3119,7 @@ static Suite *shm_suite(void)
     tcase_add_loop_test(tc, test_death_in_a_look, 0, N_OF(k_cfg));
     tcase_add_loop_test(tc, test_spare_holder_dies, 0, N_OF(k_holders));
     tcase_add_test(tc, test_forked_large_pop_holds_nothing_unclaimed);
+    tcase_add_test(tc, test_settle_under_the_record);
 #endif
     suite_add_tcase(s, tc);
     tc = tcase_create("receivers"); /* the last registered receiver is gone */

@@ -294,6 +294,13 @@ void sl__bcast_release(sl__bcast_end *e)
     free(b);
 }
 
+uint32_t sl__bcast_sending(const sl_chan *ch)
+{
+    const sl__bcast_end *e = &ch->q.bcast;
+    /* Acquire: as the free's other counts (refuse_free_in_use). */
+    return e->subscriber ? 0 : atomic_load_explicit(&e->b->in_flight, memory_order_acquire);
+}
+
 SL_ATOMIC(uint32_t) *sl__bcast_mark(sl_chan *ch)
 {
     sl__bcast_end *e = &ch->q.bcast;

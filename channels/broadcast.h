@@ -82,6 +82,11 @@ typedef struct sl__bcast_end {
     void *scratch;            /* subscriber, with a drop function: a message's bytes, to drop */
 } sl__bcast_end;
 
+/* The send handle's sends in flight (the ring's count, which its mark
+ * raises; a ring has one send handle, so the count is that handle's); 0
+ * for a subscriber. For sl_chan_free's misuse check. */
+uint32_t sl__bcast_sending(const struct sl_chan *ch);
+
 /* Sets up a handle: a new ring for o (the send handle: SL_EINVAL for
  * elem_size 0 or above SL_ELEM_MAX, capacity 0 or too large; SL_ENOMEM), or,
  * inside sl_chan_subscribe, a subscriber of its ring. */

@@ -86,6 +86,8 @@ static void refuse_free_in_use(const sl_chan *ch)
         sending += atomic_load_explicit(&ch->in_flight[i].n, memory_order_acquire);
     if (adapter_of(ch->flavor)->record_marks)
         sending += (uint32_t)sl__epoch_senders_on(ch);
+    if (adapter_of(ch->flavor)->sending_elsewhere)
+        sending += adapter_of(ch->flavor)->sending_elsewhere(ch);
     if (parked == 0 && selecting == 0 && sending == 0)
         return;
     fprintf(stderr,

@@ -305,6 +305,9 @@ typedef struct flavor_adapter {
     SL_ATOMIC(uint32_t) *(*recv_unwoken)(sl_chan *ch);
     /* After sl_chan_close has closed ch and woken its own waiters (NULL: none). */
     void (*on_close)(sl_chan *ch);
+    /* Sends into ch in flight that its mark counts outside the handle (the
+     * broadcast ring's count), for the free's misuse check (NULL: none). */
+    uint32_t (*sending_elsewhere)(const sl_chan *ch);
     /* A whole non-blocking send, for a flavour that needs no in-flight mark
      * (rendezvous: it decides close under its own lock) and does its own
      * notifies: one out-of-line call, so the other flavours' send path
@@ -668,6 +671,7 @@ static const flavor_adapter bcast_adapter = {
     .ready_at = bcast_ready_at,
     .lags = true, .recv_event = sl__bcast_recv_event,
     .recv_unwoken = sl__bcast_recv_unwoken, .on_close = sl__bcast_closed,
+    .sending_elsewhere = sl__bcast_sending,
 };
 
 /* ---- shared channels: channels/chan_flavors_shared.h ------------------- */

@@ -4,7 +4,7 @@
  *
  * State: `epoch`, the futex word, and `waiters`, the number of threads between
  * sl_event_prepare and the end of their wait. The no-lost-wake-up argument
- * (docs/guarantees.md, "Parking"):
+ * (docs/guarantees.md, "The eventcount"):
  *
  *   waiter   W1 waiters += 1 (seq_cst) ; fence(seq_cst) ; W2 key = epoch
  *            W3 re-check the condition ; W4 FUTEX_WAIT(epoch, key)

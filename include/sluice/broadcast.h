@@ -78,7 +78,8 @@
  * a later send overwrites it, whichever comes first; a message sent with
  * nobody subscribed is dropped in its send. A drop function may assume:
  * it runs once per message, on a copy of the message's bytes as sent; no
- * receive is copying the message or will return it after it runs; it may
+ * receive is copying the message or starts a copy of it after it runs
+ * (one whose copy was complete before may return it after); it may
  * run on the sender's thread or on any subscriber's, inside a receive,
  * sl_chan_subscribe or sl_chan_free (so it must be thread-safe). It must
  * not assume the subscribers are done with what their copies point to:

@@ -112,10 +112,20 @@ sl_status sl__chanfd_rearm_recv(sl_chan *ch, void *out)
 #else
     sl_status st = sl__chan_try_recv(ch, out); /* A4 */
 #endif
-    /* Closed, with a send that saw it open still landing: that sender's
-     * unmark rings no descriptor, so keep this one readable until the
-     * receiver can say SL_CLOSED. */
-    if (st == SL_EMPTY && sl_chan_is_closed(ch))
+    /* The reset (A1) wiped every signal made before it, and a change made
+     * while the flag was down, before the reset, wrote nothing: more
+     * messages than the re-check takes, or a close (found by review: the
+     * descriptor then stayed unreadable with a message in the channel, or
+     * for good after a close). So unless the re-check found the channel
+     * empty and open, which no such change leaves, signal it: spurious
+     * readiness at worst, and only when a change met the re-arm. Closed
+     * and empty (a send that saw it open still landing) is signalled too,
+     * until the receiver can say SL_CLOSED. */
+#ifndef SL_MUTANT_CHANFD_RECHECK_TAKES_ALL
+    if (st != SL_EMPTY || sl_chan_is_closed(ch))
+#else
+    if (st == SL_EMPTY && sl_chan_is_closed(ch)) /* planted bug: the old test */
+#endif
         signal_end(e);
     return st;
 }

@@ -169,12 +169,70 @@ START_TEST(test_rearm_rechecks)
     ck_assert_ptr_null(inject_into);
     ck_assert_int_eq(st, SL_OK);
     ck_assert_uint_eq(out, 42);
-    /* (The re-check's own receive signalled the re-armed descriptor:
-     * spurious readiness, allowed.) Drained, it is armed and unreadable. */
+    /* (The re-check that took a message signalled the re-armed
+     * descriptor: spurious readiness, allowed.) Drained, it is armed and
+     * unreadable. */
     ck_assert_int_eq(sl_chan_try_recv(ch, &out), SL_EMPTY);
     ck_assert(!readable(fd));
     ck_assert_int_eq(sl_chan_try_send(ch, &v), SL_OK);
     ck_assert(readable(fd));
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* Changes made while the flag is down, before a re-arm's reset, which
+ * wipes their signal: two sends (the re-check takes one) or a close (the
+ * re-check says SL_CLOSED). The descriptor must be readable afterwards:
+ * a loop that saw SL_EMPTY before would otherwise sleep with a message in
+ * the channel, or for good after the close (found by review; planted bug
+ * CHANFD_RECHECK_TAKES_ALL). The flag is down because a send signalled the
+ * descriptor and another receive took that message. */
+static sl_chan *meddle_with;
+static bool meddle_closes;
+
+static void meddle_then_reset(int fd)
+{
+    sl_chan *ch = meddle_with;
+    if (ch) {
+        meddle_with = NULL;
+        uint64_t v = 5;
+        if (meddle_closes)
+            sl_chan_close(ch);
+        else
+            CHECK(sl_chan_try_send(ch, &v) == SL_OK && sl_chan_try_send(ch, &v) == SL_OK,
+                  "two sends at the reset");
+    }
+    sl_test_sys_base()->eventfd_reset(fd);
+}
+
+START_TEST(test_rearm_keeps_earlier_changes)
+{
+    sl_flavor f = all_flavors[_i / 2];
+    meddle_closes = _i % 2;
+    sl_chan *ch = chan8(f, 8);
+    int fd;
+    uint64_t out = 0, v = 1;
+    ck_assert_int_eq(sl_chan_fd(ch, SL_END_RECV, &fd), SL_OK);
+    ck_assert_int_eq(sl_chan_try_recv(ch, &out), SL_EMPTY); /* armed */
+    ck_assert_int_eq(sl_chan_try_send(ch, &v), SL_OK);      /* signalled: flag down */
+    ck_assert(readable(fd));
+    ck_assert_int_eq(sl_chan_try_recv(ch, &out), SL_OK);    /* another receiver's take */
+    static const sl_sys_ops ops = {.eventfd_reset = meddle_then_reset};
+    meddle_with = ch;
+    sl_test_sys_install(&ops);
+    sl_status st = sl_chan_try_recv(ch, &out); /* empty: re-arms, the changes at its reset */
+    sl_test_sys_restore();
+    ck_assert_ptr_null(meddle_with);
+    ck_assert_int_eq(st, meddle_closes ? SL_CLOSED : SL_OK);
+    ck_assert_msg(readable(fd), "%s: the descriptor is not readable %s", sl_test_flavor_name(f),
+                  meddle_closes ? "after the close" : "with a message in the channel");
+    if (!meddle_closes) {
+        ck_assert_int_eq(sl_chan_try_recv(ch, &out), SL_OK);
+        ck_assert_int_eq(sl_chan_try_recv(ch, &out), SL_EMPTY);
+    } else {
+        ck_assert_int_eq(sl_chan_try_recv(ch, &out), SL_CLOSED);
+        ck_assert(readable(fd));
+    }
     sl_chan_free(ch);
 }
 END_TEST
@@ -421,6 +479,7 @@ static Suite *chanfd_suite(void)
     tcase_add_loop_test(tc, test_same_fd_and_free, 0, N_OF(all_flavors));
     tcase_add_loop_test(tc, test_recv_level_cycle, 0, N_OF(all_flavors));
     tcase_add_loop_test(tc, test_rearm_rechecks, 0, N_OF(all_flavors));
+    tcase_add_loop_test(tc, test_rearm_keeps_earlier_changes, 0, 2 * N_OF(all_flavors));
     tcase_add_loop_test(tc, test_close_readable, 0, N_OF(all_flavors));
     tcase_add_loop_test(tc, test_send_level_cycle, 0, N_OF(all_flavors));
     tcase_add_test(tc, test_other_forms_rearm);

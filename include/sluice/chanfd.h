@@ -26,9 +26,9 @@
  * (room made) or a close at any later time — also while the loop is between
  * that try and its next epoll_wait — makes the descriptor readable
  * (docs/guarantees.md, "Event-loop descriptors"). Spurious readiness is
- * possible (another thread received the message first; a receive on the
- * channel also signals the receive end's descriptor if it was re-armed): the
- * loop's try then finds nothing and re-arms it. After a close the descriptor
+ * possible (another thread received the message first; a re-arming try
+ * that met a change signals its own descriptor): the loop's try then finds
+ * nothing and re-arms it. After a close the descriptor
  * stays readable for good: the receiver drains, then gets SL_CLOSED.
  *
  * Cost: none while no descriptor was asked for — a send or receive already

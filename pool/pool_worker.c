@@ -216,16 +216,26 @@ static bool take_fresh(sl__pool_worker *w)
     return true;
 }
 
-/* The next job: the own ring's, else fresh work. Fresh work ends a search
- * (a searcher, or a sleeper woken with a token, stops; the last one out
- * wakes the next sleeper if more is waiting: idle.h) — always before the
- * job runs, so no job ever runs while its worker holds a token
- * (worker_died relies on it). */
+/* The next job: the own ring's, else fresh work. Either ends a search (a
+ * searcher, or a sleeper woken with a token, stops; the last one out wakes
+ * the next sleeper if more is waiting: idle.h) — always before the job
+ * runs, so no job ever runs while its worker holds a token (worker_died
+ * relies on it; and while one is held every submit sees "someone
+ * searches" and wakes nobody). The own ring's job needs it too: a worker
+ * parked with jobs in its ring (a stop left them there) is woken with a
+ * token by the start, and ran them holding it, so a job of that ring that
+ * submitted a child and waited for it stalled while another worker slept
+ * (found by review). */
 static bool take(sl__pool_worker *w)
 {
     sl_pool *p = w->pool;
-    if (take_own(w))
+    if (take_own(w)) {
+#ifndef SL_MUTANT_POOL_RING_JOB_KEEPS_TOKEN
+        if (__builtin_expect(w->searching, 0))
+            sl__idle_search_end(&p->idle, &w->searching, sl__pool_more_work, p);
+#endif
         return true;
+    }
     if (!take_fresh(w))
         return false;
     if (w->searching)

@@ -94,6 +94,7 @@ mutants=(
 "SELECT_LOOK_SKIPS_DESCRIPTOR|default|unit_chanfd|CK_RUN_CASE=contract||1|1|select: the look at an empty SL_MPMC receive case answers SL_EMPTY even when the channel has a receive-end descriptor, which the try would have re-armed: the descriptor stays readable with nothing to receive"
 "POOL_STATS_NO_RINGS|default|unit_pool|CK_RUN_CASE=batches CK_TIMEOUT_MULTIPLIER=0.05||1|1|pool: stats leave out the jobs in batch rings"
 "POOL_BATCH_THROUGH_STOP|default|unit_pool|CK_RUN_CASE=batches CK_TIMEOUT_MULTIPLIER=0.05||1|1|pool: a worker runs the rest of its batch through a stop"
+"POOL_RING_JOB_KEEPS_TOKEN|default|unit_pool|CK_RUN_CASE=batches||1|1|a worker woken with the wake token runs its batch ring's jobs still holding it (ending the search only before fresh work), so a ring job left by a stop that submits a child after the start wakes nobody while another worker sleeps"
 "POOL_NO_STEAL_BUSY|default|unit_pool|CK_RUN_CASE=batches CK_TIMEOUT_MULTIPLIER=0.05||1|1|pool: no stealing from a busy worker's batch"
 "POOL_NO_SWEEP_RINGS|default|unit_pool|CK_RUN_CASE=batches CK_TIMEOUT_MULTIPLIER=0.05||1|1|pool: reset and cancel do not sweep the rings"
 "POOL_CLAIM_STORE|default|stress_pool|CK_RUN_CASE=accounting||1|0|pool: a ring claim moves \`head\` with a store instead of a CAS"

@@ -34,6 +34,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sluice/park.h>
 #include <sluice/pool.h>
 #include "sysops.h"
 
@@ -2436,6 +2437,76 @@ START_TEST(test_free_from_own_job_aborts)
 }
 END_TEST
 
+/* A job left in a worker's batch ring by a stop runs after the start,
+ * which wakes that worker with the wake token; it submits a child and
+ * waits for it while a second worker sleeps. The child must run: the
+ * token goes before the ring's job runs, as before a fresh one, or every
+ * submit sees "someone searches" and wakes nobody (found by review: the
+ * child waited until its parent gave up; planted bug
+ * POOL_RING_JOB_KEEPS_TOKEN). */
+static atomic_int rt_gate, rt_first_started, rt_child_ran, rt_child_waited;
+
+static void rt_first(void *arg, void *ctx)
+{
+    (void)arg, (void)ctx;
+    atomic_store(&rt_first_started, 1);
+    while (!atomic_load(&rt_gate))
+        sl_test_sleep_ns(MS);
+}
+
+static void rt_child(void *arg, void *ctx)
+{
+    (void)arg, (void)ctx;
+    atomic_store(&rt_child_ran, 1);
+}
+
+static void rt_parent(void *arg, void *ctx)
+{
+    (void)ctx;
+    sl_pool *p = arg;
+    sl_pool_wait_ready(p, SL_FOREVER);
+    if (sl_pool_set_workers(p, 2) != SL_OK)
+        return;
+    sl_pool_wait_ready(p, SL_FOREVER); /* the second worker is there */
+    sl_pool_stats st;
+    for (int i = 0; i < 400; i++) { /* and parked */
+        sl_pool_get_stats(p, &st);
+        if (st.parked >= 1)
+            break;
+        sl_test_sleep_ns(5 * MS);
+    }
+    if (sl_pool_submit(p, rt_child, NULL) != SL_OK)
+        return;
+    uint64_t give_up = sl_now_ns() + 5 * SEC;
+    while (!atomic_load(&rt_child_ran) && sl_now_ns() < give_up)
+        sl_test_sleep_ns(MS);
+    atomic_store(&rt_child_waited, atomic_load(&rt_child_ran) ? 1 : 2);
+}
+
+START_TEST(test_ring_job_after_start_wakes_for_its_child)
+{
+    sl_pool_opts o = {.max_workers = 2, .active_workers = 1, .start_stopped = true};
+    sl_pool *p = new_pool(&o);
+    ck_assert_int_eq(sl_pool_submit(p, rt_first, NULL), SL_OK);
+    ck_assert_int_eq(sl_pool_submit(p, rt_parent, p), SL_OK); /* both queued while stopped */
+    ck_assert_int_eq(sl_pool_start(p), SL_OK); /* the one worker takes both: rt_parent to its ring */
+    uint64_t give_up = sl_now_ns() + 10 * SEC;
+    while (!atomic_load(&rt_first_started) && sl_now_ns() < give_up)
+        sl_test_sleep_ns(MS);
+    ck_assert_msg(atomic_load(&rt_first_started), "the first job never started");
+    ck_assert_int_eq(sl_pool_stop(p), SL_OK); /* rt_parent stays in the ring */
+    atomic_store(&rt_gate, 1);
+    sl_pool_wait_ready(p, SL_FOREVER);
+    sl_test_sleep_ns(50 * MS); /* the worker parks, its ring not empty */
+    ck_assert_int_eq(sl_pool_start(p), SL_OK);
+    ck_assert_int_eq(sl_pool_wait_idle(p, 20 * SEC), SL_OK);
+    ck_assert_msg(atomic_load(&rt_child_waited) == 1,
+                  "the ring's job waited 5 s for its child while a worker slept (%d)",
+                  atomic_load(&rt_child_waited));
+    sl_pool_free(p);
+}
+END_TEST
+
 static Suite *pool_suite(void)
 {
     Suite *s = suite_create("pool");
@@ -2503,6 +2574,7 @@ static Suite *pool_suite(void)
     tcase_add_loop_test(tc, test_batch_stopped_midway, 0, 4);
     tcase_add_test(tc, test_batch_worker_dies_midway);
     tcase_add_test(tc, test_batch_stolen_from_busy_worker);
+    tcase_add_test(tc, test_ring_job_after_start_wakes_for_its_child);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -319,7 +319,9 @@ static shm_ctl *control(const sl_chan *ch)
 /* What /proc says of pid: -1 gone (or a zombie: dead all the same), 0
  * unknown (no /proc, or one mounted with hidepid, where a missing entry
  * proves nothing: the caller asks kill), 1 alive with its start time in
- * *start. */
+ * *start. A zombie with threads left (field 20) is a process whose main
+ * thread exited while others run: alive (found by review: its record was
+ * reclaimed and the channel closed under its sending thread). */
 static int proc_state(uint32_t pid, uint64_t *start)
 {
     char path[40], buf[512];
@@ -334,12 +336,16 @@ static int proc_state(uint32_t pid, uint64_t *start)
     buf[n] = 0;
     char *p = strrchr(buf, ')'); /* the command name may hold anything */
     unsigned long long t = 0;
+    long threads = 0;
     char state = 0;
-    /* state is field 3, starttime field 22 (proc(5)) */
+    /* state is field 3, num_threads field 20, starttime field 22 (proc(5)) */
     if (!p || sscanf(p + 1, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-                            "%*s %*s %*s %llu", &state, &t) != 2)
+                            "%*s %ld %*s %llu", &state, &threads, &t) != 3)
         return 0;
-    if (state == 'Z' || state == 'X')
+#ifdef SL_MUTANT_SHM_ZOMBIE_LEADER_DEAD
+    threads = 1; /* planted bug: a zombie main thread is the whole process */
+#endif
+    if (state == 'X' || (state == 'Z' && threads <= 1))
         return -1;
     *start = (uint64_t)t & START_MASK;
     return 1;

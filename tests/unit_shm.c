@@ -1708,6 +1708,63 @@ START_TEST(test_death_at_every_step)
 END_TEST
 #endif
 
+/* A sender process whose main thread exits while its sending thread runs
+ * on: /proc then shows the process as a zombie (its main thread), with
+ * threads left. It is alive: the looks that run meanwhile (the receiver
+ * waits in sl_chan_recv) must not reclaim its record and close the channel
+ * under its sender (found by review: every send then said SL_CLOSED, 0 of
+ * 20 received; planted bug SHM_ZOMBIE_LEADER_DEAD). Then it exits, and
+ * the receiver gets every message, then SL_CLOSED. */
+static sl_chan *zl_ch;
+
+static void *zl_send_later(void *p)
+{
+    (void)p;
+    sl_test_sleep_ns(300 * MS); /* six looks and more see the zombie main thread */
+    unsigned char m[MSG_MAX] = {0};
+    for (uint64_t i = 0; i < 20; i++) {
+        memcpy(m, &i, sizeof i);
+        if (sl_chan_send(zl_ch, m) != SL_OK)
+            _exit(3);
+    }
+    sl_chan_free(zl_ch);
+    _exit(0);
+}
+
+static int main_thread_exits(void *p)
+{
+    zl_ch = p;
+    if (sl_chan_shm_sender(zl_ch) != SL_OK)
+        return 2;
+    pthread_t t;
+    if (pthread_create(&t, NULL, zl_send_later, NULL) != 0)
+        return 4;
+    pthread_exit(NULL);
+}
+
+START_TEST(test_sender_main_thread_exits)
+{
+    sl_chan_opts o = opts_of(_i, 64);
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    pid_t pid = spawn(main_thread_exits, ch);
+    unsigned char m[MSG_MAX];
+    uint64_t got = 0, v;
+    sl_status st;
+    while ((st = sl_chan_recv_for(ch, m, 10 * SEC)) == SL_OK) {
+        memcpy(&v, m, sizeof v);
+        ck_assert_uint_eq(v, got);
+        got++;
+    }
+    int rc = reap(pid);
+    ck_assert_msg(rc == 0 && got == 20 && st == SL_CLOSED,
+                  "%s %zu-byte: %llu of 20 received, then %d; the sender's status %d (3: a "
+                  "send refused, closed under it)",
+                  o.flavor == SL_SPSC ? "SL_SPSC" : "SL_MPMC", o.elem_size, ULL(got), st, rc);
+    sl_chan_free(ch);
+}
+END_TEST
+
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
 /* A fork()ed child's receive of messages over 256 bytes on the handle it
  * inherited, which names its parent's record until the child claims one of
@@ -3113,6 +3170,7 @@ static Suite *shm_suite(void)
     tcase_add_test(tc, test_record_churn);
     tcase_add_loop_test(tc, test_mark_owner_identity, 0, N_OF(k_cfg) * MARK_PLACES);
     tcase_add_loop_test(tc, test_killed_while_parked, 0, N_OF(k_cfg));
+    tcase_add_loop_test(tc, test_sender_main_thread_exits, 0, N_OF(k_cfg));
     tcase_add_loop_test(tc, test_killed_parked_discounted, 0, N_OF(k_cfg));
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
     tcase_add_loop_test(tc, test_death_at_every_step, 0, 20);

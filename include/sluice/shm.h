@@ -176,8 +176,12 @@
  * short by its process's death is finished by the next look (the record
  * names its reclaimer). A process that calls exec without freeing its
  * handles is the same process (same pid and start time): its records, and
- * its registration, last until it exits. Unregistered handles never close
- * the channel.
+ * its registration, last until it exits. A process whose main thread has
+ * exited while other threads run is alive. Every process that opens a
+ * segment must be in the same pid namespace (and time namespace): a pid
+ * read in another is another process, and a living sender would be taken
+ * for dead (its records reclaimed, the channel closed). Unregistered
+ * handles never close the channel.
  * "The last receiver is gone" is the mirror, by the same mechanism: a
  * handle registered with sl_chan_shm_receiver counts as a receiver until
  * it is freed or its process dies; once receivers were registered and none

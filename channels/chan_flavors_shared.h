@@ -149,30 +149,23 @@ static inline sl_status mpmc_shared_push(sl_chan *ch, const void *elem, sl_visit
     return sl__mpmc_push_in(&ch->geom.mpmc, elem);
 }
 
-/* The view a pop goes through. A pop of messages over SL__MPMC_SWAP_MAX
- * bytes holds a spare named by the handle's record, as a push does
- * (channels/mpmc.c, pop_swap_large): the record is claimed in this process
- * first, by the handle's first receive that finds a message (an empty poll
- * claims nothing: a handle that never receives one keeps no record). */
-static inline const sl__mpmc_view *mpmc_shared_pop_view(sl_chan *ch)
-{
-    if (ch->elem_size > SL__MPMC_SWAP_MAX && !sl__shm_claimed_here(ch) &&
-        !sl__cellring_empty(&ch->geom.mpmc.used))
-        (void)sl__shm_claim_mark(ch);
-    return &ch->geom.mpmc;
-}
-
 /* One pop. A pop of messages over SL__MPMC_SWAP_MAX bytes holds a spare
- * in the view's `holder` name only while the handle's record is claimed in
- * this process: a fork()ed child's handle names its parent's record until
- * the child claims its own, and a spare held in that name would be settled
- * as the parent's at the parent's death, under the child's copy (found by
- * review: a slot in two cells). Until then it copies first. */
+ * named by the handle's record, as a push does (channels/mpmc.c,
+ * pop_swap_large), so only while that record is claimed in this process:
+ * by the handle's first receive that finds a message (an empty poll claims
+ * nothing: a handle that never receives one keeps no record). Until then
+ * it copies first — also in a fork()ed child, whose inherited handle names
+ * its parent's record until it claims its own: a spare held in that name
+ * would be settled as the parent's at the parent's death, under the
+ * child's copy (found by review: a slot in two cells). */
 static inline sl_status mpmc_shared_pop_one(sl_chan *ch, void *out)
 {
-    const sl__mpmc_view *v = mpmc_shared_pop_view(ch);
-#ifndef SL_MUTANT_SHM_POP_HOLDS_UNCLAIMED
-    if (ch->elem_size > SL__MPMC_SWAP_MAX && !sl__shm_claimed_here(ch))
+    const sl__mpmc_view *v = &ch->geom.mpmc;
+    if (ch->elem_size > SL__MPMC_SWAP_MAX && !sl__shm_claimed_here(ch) &&
+        (sl__cellring_empty(&v->used) || !sl__shm_claim_mark(ch)))
+#ifdef SL_MUTANT_SHM_POP_HOLDS_UNCLAIMED
+        return sl__mpmc_pop_in(v, out); /* planted bug: holds in the name the view has */
+#else
         return sl__mpmc_pop_copy_in(v, out);
 #endif
     return sl__mpmc_pop_in(v, out);

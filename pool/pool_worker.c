@@ -229,23 +229,21 @@ static bool take_fresh(sl__pool_worker *w)
 static bool take(sl__pool_worker *w)
 {
     sl_pool *p = w->pool;
-    if (take_own(w)) {
-#ifndef SL_MUTANT_POOL_RING_JOB_KEEPS_TOKEN
-        if (__builtin_expect(w->searching, 0))
-            sl__idle_search_end(&p->idle, &w->searching, sl__pool_more_work, p);
-#endif
-        return true;
-    }
-    if (!take_fresh(w))
+    bool own = take_own(w);
+    if (!own && !take_fresh(w))
         return false;
+#ifdef SL_MUTANT_POOL_RING_JOB_KEEPS_TOKEN
+    if (w->searching && !own) /* planted bug: a ring job runs holding the token */
+#else
     if (w->searching)
+#endif
         sl__idle_search_end(&p->idle, &w->searching, sl__pool_more_work, p);
-    /* More waiting behind this job — in the lists, or in a ring just
+    /* More waiting behind fresh work — in the lists, or in a ring just
      * filled: the backlog exceeds the workers that were woken for it (a
      * burst of submits can all see one searcher) — fan out one more, or ask
      * for a new worker when none sleeps, as a submit would. Nothing happens
      * while someone searches, the sleeper just woken above included. */
-    if (sl__pool_has_work(p))
+    if (!own && sl__pool_has_work(p))
         sl__pool_want_worker(p);
     return true;
 }

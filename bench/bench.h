@@ -43,6 +43,7 @@ typedef struct slb_opts {
     uint64_t msgs;              /* messages per throughput run, all producers;
                                    0 = sized per contender to last run_ns */
     uint64_t run_ns;            /* target length of an auto-sized run */
+    uint64_t fixed_cap_ns;      /* a run of --msgs messages stops after this (0: never) */
     uint64_t ring_run_ns;       /* ...in the overwrite workload */
     unsigned rounds;
     uint64_t trips;             /* ping-pong round trips per run (at most) */

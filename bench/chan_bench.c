@@ -290,6 +290,8 @@ static slb_run make_run(const slb_opts *o, const slb_workload *w, const slb_entr
      * instead of a run that takes minutes. */
     if (!o->msgs)
         r.cap_ns = 4 * run_ns(o, w->test);
+    else
+        r.cap_ns = o->fixed_cap_ns;
     return r;
 }
 

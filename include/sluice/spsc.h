@@ -22,10 +22,11 @@
  * its own line and the slot — the other side's line moves only when the cached
  * view says full (producer) or empty (consumer).
  *
- * Capacity: exactly what was asked. Storage is the capacity plus at least two
- * cache lines of slack, rounded up to a power of two so that the free-running
- * counters map to slots with a mask; the slack keeps the producer of a full
- * ring off the line the consumer reads next.
+ * Capacity: exactly what was asked. Storage is the capacity plus two cache
+ * lines of slack (none for slots of 128 bytes or more, which are lines of
+ * their own), rounded up to a power of two so that the free-running counters
+ * map to slots with a mask; the slack keeps the producer of a full ring off
+ * the line the consumer reads next.
  *
  * Misuse: a second concurrent producer or consumer breaks the ring. Builds with
  * SL_DEBUG_CHECKS (the default without NDEBUG) detect two overlapping pushes or

@@ -39,9 +39,10 @@
 #include "sluice/shm.h"
 
 #define SHM_MAGIC 0x4D48534349554C53ull /* "SLUICSHM", little-endian */
-#define SHM_VERSION 13u
+#define SHM_VERSION 14u
 #define SHM_CTL_AT ((size_t)72)    /* the peer-death control words */
 #define SHM_BELL_AT ((size_t)88)   /* the select bell (version 4) */
+#define SHM_NS_AT ((size_t)104)    /* the creator's namespaces (version 14) */
 #define SHM_RECS_AT ((size_t)2048) /* the records (senders, waiters, roles) */
 #define SHM_RECS SL_SHM_SENDERS
 #define SHM_DATA_AT (SHM_RECS_AT + SHM_RECS * (size_t)64) /* the storage */
@@ -267,8 +268,27 @@ _Static_assert(SHM_CTL_AT >= AT(drained) + 4 && SHM_CTL_AT + sizeof(shm_ctl) <= 
                "shm layout: the control words sit between drained and the marks");
 _Static_assert(offsetof(shm_ctl, barriers) == 12, "shm layout: the barrier mode at 84");
 
+/* The creator's pid and time namespaces, as the inode numbers of
+ * /proc/self/ns/pid and /proc/self/ns/time (0: unknown; a kernel before
+ * 5.6 has no time namespaces). A pid, and a start time, mean one process
+ * only within one pid and one time namespace: only a process in the
+ * creator's both ("native") judges whether an owner is dead, and only an
+ * owner that is native too (owner_dead). Written once before the magic. */
+typedef struct shm_ns {
+    SL_ATOMIC(uint64_t) pid_ns;
+    SL_ATOMIC(uint64_t) time_ns;
+} shm_ns;
+_Static_assert(SHM_NS_AT >= SHM_BELL_AT + sizeof(sl__shm_bell) && SHM_NS_AT % 8 == 0 &&
+                   SHM_NS_AT + sizeof(shm_ns) <= AT(in_flight),
+               "shm layout: the namespaces sit after the select bell, before the marks");
+
 #define PID_BITS 22 /* PID_MAX_LIMIT is 2^22 */
-#define START_MASK (((uint64_t)1 << (63 - PID_BITS)) - 1) /* the top bit is OWNER_BUSY */
+/* 40 bits of start time: 348 years of 100 Hz ticks (the top two bits are
+ * OWNER_BUSY and OWNER_FOREIGN). */
+#define START_MASK (((uint64_t)1 << (62 - PID_BITS)) - 1)
+/* The owner is not in the creator's namespaces: no process can tell its
+ * pid from another's, so it counts as alive (version 14). */
+#define OWNER_FOREIGN ((uint64_t)1 << 62)
 /* A record being reclaimed: this bit, and the reclaiming process's identity,
  * so that a reclaim whose process died (killed in a look) is finished by
  * the next one instead of holding the record, its roles and its mark for
@@ -278,6 +298,7 @@ _Static_assert(offsetof(shm_ctl, barriers) == 12, "shm layout: the barrier mode 
 SL_ATOMIC(unsigned) sl__shm_gen = 1;
 
 static void register_again(void);
+static void read_own_namespaces(void);
 
 /* Threads of a process share a handle: one claims its record, under this
  * lock, which a fork() holds across (a child must not inherit it held). */
@@ -294,10 +315,15 @@ static void forked_child(void)
     atomic_fetch_add_explicit(&sl__shm_gen, 1u, memory_order_relaxed);
     sl__mpmc_forked_child();
     sl__shm_lanes_forked();
+    read_own_namespaces();
     register_again();
 }
 
-static void add_fork_handler(void) { pthread_atfork(fork_prepare, fork_parent, forked_child); }
+static void add_fork_handler(void)
+{
+    read_own_namespaces();
+    pthread_atfork(fork_prepare, fork_parent, forked_child);
+}
 
 /* A fork()ed child must not mark itself in its parent's record. */
 static void watch_forks(void)
@@ -314,6 +340,59 @@ static shm_rec *records(const sl_chan *ch)
 static shm_ctl *control(const sl_chan *ch)
 {
     return (shm_ctl *)((unsigned char *)ch + SL__CHAN_SHARED_AT + SHM_CTL_AT);
+}
+
+static shm_ns *namespaces(const sl_chan *ch)
+{
+    return (shm_ns *)((unsigned char *)ch + SL__CHAN_SHARED_AT + SHM_NS_AT);
+}
+
+/* This process's namespaces: read before its first shared channel and
+ * again in a fork()ed child (a parent's unshare(CLONE_NEWPID) puts its
+ * children, not itself, in a new pid namespace). Relaxed: written only
+ * while this process runs one thread, or by every thread with the same
+ * values. */
+static SL_ATOMIC(uint64_t) own_pid_ns, own_time_ns;
+
+static uint64_t ns_inode(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (uint64_t)sb.st_ino : 0;
+}
+
+static void read_own_namespaces(void)
+{
+    atomic_store_explicit(&own_pid_ns, ns_inode("/proc/self/ns/pid"), memory_order_relaxed);
+    atomic_store_explicit(&own_time_ns, ns_inode("/proc/self/ns/time"), memory_order_relaxed);
+}
+
+void sl__shm_set_namespaces(uint64_t pid_ns, uint64_t time_ns)
+{
+    atomic_store_explicit(&own_pid_ns, pid_ns, memory_order_relaxed);
+    atomic_store_explicit(&own_time_ns, time_ns, memory_order_relaxed);
+}
+
+/* A new segment's namespaces: its creator's. Relaxed: init_shared's
+ * release of the magic publishes them. */
+static void stamp_namespaces(sl_chan *ch)
+{
+    shm_ns *ns = namespaces(ch);
+    atomic_store_explicit(&ns->pid_ns, atomic_load_explicit(&own_pid_ns, memory_order_relaxed),
+                          memory_order_relaxed);
+    atomic_store_explicit(&ns->time_ns, atomic_load_explicit(&own_time_ns, memory_order_relaxed),
+                          memory_order_relaxed);
+}
+
+/* Whether this process is in the segment's creator's namespaces, where the
+ * pids and start times in owner words mean what it reads in /proc. */
+static bool native_here(const sl_chan *ch)
+{
+    const shm_ns *ns = namespaces(ch);
+    /* Relaxed: written before the magic, which the open acquired. */
+    return atomic_load_explicit(&ns->pid_ns, memory_order_relaxed) ==
+               atomic_load_explicit(&own_pid_ns, memory_order_relaxed) &&
+           atomic_load_explicit(&ns->time_ns, memory_order_relaxed) ==
+               atomic_load_explicit(&own_time_ns, memory_order_relaxed);
 }
 
 /* What /proc says of pid: -1 gone (or a zombie: dead all the same), 0
@@ -351,13 +430,13 @@ static int proc_state(uint32_t pid, uint64_t *start)
     return 1;
 }
 
-/* This process's identity, as an owner word. */
-static uint64_t self_identity(void)
+/* This process's identity in ch's segment, as an owner word. */
+static uint64_t self_identity(const sl_chan *ch)
 {
     uint32_t pid = (uint32_t)getpid();
     uint64_t start = 0;
     (void)proc_state(pid, &start); /* unknown: 0, and only the pid is checked */
-    return (start << PID_BITS) | pid;
+    return (start << PID_BITS) | pid | (native_here(ch) ? 0 : OWNER_FOREIGN);
 }
 
 static bool reclaiming(uint64_t owner) { return (owner & OWNER_BUSY) != 0; }
@@ -365,14 +444,20 @@ static bool reclaiming(uint64_t owner) { return (owner & OWNER_BUSY) != 0; }
 /* Whether the owner word names a process that is dead: the record's owner,
  * or, while OWNER_BUSY is set, its reclaimer. Conservative: a process
  * /proc cannot tell about counts as alive unless kill says ESRCH (then a
- * zombie, and a reused pid, count as alive). */
-static bool owner_dead(uint64_t owner)
+ * zombie, and a reused pid, count as alive); so does every owner when
+ * this process is not in the creator's namespaces, and a foreign owner
+ * (shm_ns: its pid names another process, or none, in /proc here). */
+static bool owner_dead(const sl_chan *ch, uint64_t owner)
 {
+#ifndef SL_MUTANT_SHM_FOREIGN_JUDGED /* planted bug when defined: pids read across namespaces */
+    if ((owner & OWNER_FOREIGN) || !native_here(ch))
+        return false;
+#endif
 #ifdef SL_MUTANT_SHM_RECLAIMER_DEATH_KEPT
     if (reclaiming(owner))
         return false; /* planted bug: a reclaim whose process died holds the record for good */
 #endif
-    owner &= ~OWNER_BUSY;
+    owner &= ~(OWNER_BUSY | OWNER_FOREIGN);
     uint32_t pid = (uint32_t)(owner & ((1u << PID_BITS) - 1));
     uint64_t start = 0;
     int st = proc_state(pid, &start);
@@ -425,10 +510,10 @@ static bool any_mark(shm_rec *r)
  * r's fields meanwhile, and no new owner claims r and writes holds in its
  * name that a settle could take for the dead one's. false: another
  * process took it first. */
-static bool reclaim_take(shm_rec *r, uint64_t seen)
+static bool reclaim_take(const sl_chan *ch, shm_rec *r, uint64_t seen)
 {
     /* seq_cst: one reclaimer wins; the settle and the clears come after. */
-    return atomic_compare_exchange_strong_explicit(&r->owner, &seen, OWNER_BUSY | self_identity(),
+    return atomic_compare_exchange_strong_explicit(&r->owner, &seen, OWNER_BUSY | self_identity(ch),
                                                    memory_order_seq_cst, memory_order_relaxed);
 }
 
@@ -480,7 +565,7 @@ static void reclaim_all(sl_chan *ch, const uint64_t *owners, uint64_t dead)
     uint64_t named = settle_spares(ch, dead);
 #endif
     for (int i = 0; i < SHM_RECS; i++)
-        if (((dead >> i) & 1) && reclaim_take(&rs[i], owners[i]))
+        if (((dead >> i) & 1) && reclaim_take(ch, &rs[i], owners[i]))
             taken |= (uint64_t)1 << i;
     if (!taken)
         return;
@@ -517,7 +602,7 @@ static int claim_record(sl_chan *ch, uint64_t self, bool reclaim_dead)
     for (int pass = 0; pass < 1 + reclaim_dead; pass++)
         for (int i = 0; i < SHM_RECS; i++) {
             uint64_t o = atomic_load_explicit(&rs[i].owner, memory_order_acquire);
-            if (pass == 1 && o != 0 && owner_dead(o))
+            if (pass == 1 && o != 0 && owner_dead(ch, o))
                 reclaim(ch, &rs[i], o), o = atomic_load_explicit(&rs[i].owner, memory_order_acquire);
             /* seq_cst: the claim before this sender's mark and closed-check. */
             if (o == 0 && atomic_compare_exchange_strong_explicit(
@@ -539,7 +624,7 @@ static int claim_locked(sl_chan *ch)
     unsigned gen = atomic_load_explicit(&sl__shm_gen, memory_order_relaxed);
     uint64_t now = sl__now_ns();
     bool reclaim = ch->shm.refused_gen != gen || now - ch->shm.refused_at >= SHM_LOOK_NS;
-    int i = claim_record(ch, self_identity(), reclaim);
+    int i = claim_record(ch, self_identity(ch), reclaim);
     ch->shm.rec = i;
     ch->shm.mark = i < 0 ? NULL : &records(ch)[i].marks;
     if (i >= 0)
@@ -671,7 +756,7 @@ bool sl__shm_senders_in_flight(sl_chan *ch)
 #ifdef SL_MUTANT_SHM_DEAD_MARKS_COUNT
         return true; /* planted bug: a dead sender's mark counts as in flight */
 #endif
-        if (o == 0 || !owner_dead(o))
+        if (o == 0 || !owner_dead(ch, o))
             return true; /* a living sender's, or one a living reclaimer is clearing */
         reclaim(ch, &rs[i], o); /* dead: what it pushed is in the queue already */
     }
@@ -690,7 +775,7 @@ static void look_for_the_gone(sl_chan *ch)
         owners[i] = atomic_load_explicit(&rs[i].owner, memory_order_acquire);
         if (owners[i] == 0)
             continue;
-        if (owner_dead(owners[i])) /* a dead owner's, or a dead reclaimer's: finish it */
+        if (owner_dead(ch, owners[i])) /* a dead owner's, or a dead reclaimer's: finish it */
             dead |= (uint64_t)1 << i;
         else if (!reclaiming(owners[i]))
             living |= atomic_load_explicit(&rs[i].roles, memory_order_relaxed);
@@ -942,6 +1027,7 @@ SL_API sl_status sl_chan_shm_create(sl_chan **out, const char *name, const sl_ch
     fill_local(ch, &g);
     /* Relaxed: init_shared's release of the magic publishes it. */
     atomic_store_explicit(&control(ch)->barriers, creator_mode(), memory_order_relaxed);
+    stamp_namespaces(ch);
     init_shared(ch, &g);
     *out = ch;
     return SL_OK;

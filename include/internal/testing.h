@@ -43,6 +43,14 @@ size_t sl__epoch_records(void);
  * is in use. */
 extern uint64_t sl__shm_look_ns;
 
+/* This process's pid and time namespaces as the shared channels see them
+ * (channels/shm.c, "shm_ns"): a test hook that makes the process, from now
+ * on, foreign to every segment created in its real namespaces (or, given
+ * those values back, native again). Call it after the process's first
+ * shared channel exists (which reads the real ones) and while no other
+ * thread uses one. */
+void sl__shm_set_namespaces(uint64_t pid_ns, uint64_t time_ns);
+
 /* The shared channels' barrier mode in this process (channels/shm.c; also
  * declared in chan_impl.h): 1 while its fast sides use a compiler barrier. */
 extern SL_ATOMIC(int) sl__shm_light;

@@ -177,11 +177,13 @@
  * names its reclaimer). A process that calls exec without freeing its
  * handles is the same process (same pid and start time): its records, and
  * its registration, last until it exits. A process whose main thread has
- * exited while other threads run is alive. Every process that opens a
- * segment must be in the same pid namespace (and time namespace): a pid
- * read in another is another process, and a living sender would be taken
- * for dead (its records reclaimed, the channel closed). Unregistered
- * handles never close the channel.
+ * exited while other threads run is alive. A pid read in another pid (or
+ * time) namespace names another process, so only the processes in the
+ * segment's creator's namespaces look for deaths, and only of processes in
+ * them: a process in other namespaces (a container, a sandbox with its own
+ * pid namespace) may open and use the segment, is never taken for dead,
+ * and its death goes unfound (its marks and its registration stay, as
+ * where /proc cannot tell). Unregistered handles never close the channel.
  * "The last receiver is gone" is the mirror, by the same mechanism: a
  * handle registered with sl_chan_shm_receiver counts as a receiver until
  * it is freed or its process dies; once receivers were registered and none

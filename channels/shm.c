@@ -30,6 +30,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -353,6 +354,24 @@ static shm_ns *namespaces(const sl_chan *ch)
  * while this process runs one thread, or by every thread with the same
  * values. */
 static SL_ATOMIC(uint64_t) own_pid_ns, own_time_ns;
+/* Whether the /proc mounted here shows this process's pid namespace (its
+ * /proc/self is getpid()). One mounted from an ancestor's (unshare without
+ * a /proc of its own, a sandbox that bind-mounts the host's) shows other
+ * processes under this namespace's pids: proc_state then knows nothing,
+ * and kill(2), which takes pids in this namespace, judges (found by
+ * review: a sender read its start time from the host's pid 2 and was
+ * taken for dead by a receiver with a /proc of its own). */
+static SL_ATOMIC(bool) own_proc;
+
+static bool proc_is_own(void)
+{
+    char buf[24];
+    ssize_t n = readlink("/proc/self", buf, sizeof buf - 1);
+    if (n <= 0)
+        return false; /* no /proc here: kill(2) judges */
+    buf[n] = 0;
+    return strtol(buf, NULL, 10) == (long)getpid();
+}
 
 static uint64_t ns_inode(const char *path)
 {
@@ -364,6 +383,11 @@ static void read_own_namespaces(void)
 {
     atomic_store_explicit(&own_pid_ns, ns_inode("/proc/self/ns/pid"), memory_order_relaxed);
     atomic_store_explicit(&own_time_ns, ns_inode("/proc/self/ns/time"), memory_order_relaxed);
+#ifndef SL_MUTANT_SHM_PROC_OF_ANOTHER /* planted bug when defined: any /proc is believed */
+    atomic_store_explicit(&own_proc, proc_is_own(), memory_order_relaxed);
+#else
+    atomic_store_explicit(&own_proc, proc_is_own() || true, memory_order_relaxed);
+#endif
 }
 
 void sl__shm_set_namespaces(uint64_t pid_ns, uint64_t time_ns)
@@ -403,6 +427,8 @@ static bool native_here(const sl_chan *ch)
  * reclaimed and the channel closed under its sending thread). */
 static int proc_state(uint32_t pid, uint64_t *start)
 {
+    if (!atomic_load_explicit(&own_proc, memory_order_relaxed))
+        return 0; /* another namespace's /proc: it tells nothing of pid */
     char path[40], buf[512];
     snprintf(path, sizeof path, "/proc/%u/stat", pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -796,6 +822,13 @@ static uint64_t look_if_due(sl_chan *ch, uint64_t now)
     uint64_t at = atomic_load_explicit(&c->next_look, memory_order_relaxed);
     if (now < at && at - now <= SHM_LOOK_NS)
         return at; /* not due (a time further than a period is a peer's garbage) */
+#ifndef SL_MUTANT_SHM_FOREIGN_LOOKS /* planted bug when defined: a foreign look takes the turn */
+    /* A look here would judge nobody (owner_dead), yet move the next one a
+     * period on for every process: a foreign poller that kept winning would
+     * keep a native waiter from ever finding a death (found by review). */
+    if (!native_here(ch))
+        return now + SHM_LOOK_NS;
+#endif
     /* Relaxed: only who looks is decided here; the look reads with its own orders. */
     if (atomic_compare_exchange_strong_explicit(&c->next_look, &at, now + SHM_LOOK_NS,
                                                 memory_order_relaxed, memory_order_relaxed))

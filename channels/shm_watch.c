@@ -17,9 +17,13 @@
  * blocked receiver does. Changes made in this process signal the
  * descriptors directly (sl__chan_ring_watchers), as on any channel.
  *
- * The thread starts with the first shared channel watched and stays for the
- * process's life, asleep while nothing changes (it holds no resources a
- * process must give back; exit ends it). All signals are blocked in it.
+ * The thread starts with the first shared channel watched and ends when
+ * the list is empty (the next add starts another), asleep while nothing
+ * changes. It must not outlive the watching: a process whose main thread
+ * calls pthread_exit ends with its last thread, and a watcher left running
+ * kept such a sender alive for good, its record and registration with it,
+ * its receivers never told the last sender was gone (found by review). All
+ * signals are blocked in it.
  *
  * Removal (sl_chan_free) must not unmap a segment the watcher still
  * touches: it takes the channel off the list, moves `gen` and notifies the
@@ -130,6 +134,14 @@ static void *watcher(void *arg)
         watch_view v;
         pthread_mutex_lock(&W.lock);
         bool ok = view_build(&v);
+#ifndef SL_MUTANT_SHM_WATCHER_STAYS /* planted bug when defined: it outlives the list */
+        if (ok && v.n == 0) {
+            W.running = false; /* under the lock: the next add starts a watcher */
+            pthread_mutex_unlock(&W.lock);
+            free(v.w);
+            return NULL;
+        }
+#endif
         pthread_mutex_unlock(&W.lock);
         if (!ok) {
             nanosleep(&(struct timespec){0, 1000000}, NULL);

@@ -1901,6 +1901,122 @@ START_TEST(test_other_pid_namespace_sender)
 }
 END_TEST
 
+/* A foreign process polling an empty channel must not take the periodic
+ * look's turn from the native processes: its look judges nobody, and while
+ * it kept winning, a native receiver never found that the last sender had
+ * died (found by review; planted bug SHM_FOREIGN_LOOKS). A native sender
+ * registers and dies; a foreign child polls with try_recv for 1.5 s; this
+ * process, native, must get SL_CLOSED well within that, at the default
+ * look period. */
+static int foreign_poller(void *p)
+{
+    sl__shm_set_namespaces(1, 1);
+    unsigned char m[MSG_MAX];
+    uint64_t end = sl_test_now_ns() + 1500 * MS;
+    while (sl_test_now_ns() < end)
+        if (sl_chan_try_recv(p, m) == SL_OK)
+            return 2;
+    return 0;
+}
+
+static int register_and_die(void *p)
+{
+    return sl_chan_shm_sender(p) == SL_OK ? 0 : 2;
+}
+
+START_TEST(test_foreign_poller_takes_no_look)
+{
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 8, .capacity = 4};
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    ck_assert_int_eq(reap(spawn(register_and_die, ch)), 0);
+    pid_t poller = spawn(foreign_poller, ch);
+    sl_test_sleep_ns(100 * MS); /* the poller at work */
+    uint64_t t0 = sl_test_now_ns();
+    sl_status st = sl_chan_recv_for(ch, (unsigned char[MSG_MAX]){0}, 1200 * MS);
+    uint64_t waited = sl_test_now_ns() - t0;
+    ck_assert_int_eq(reap(poller), 0);
+    ck_assert_msg(st == SL_CLOSED, "%s after %llu ms beside a foreign poller, not SL_CLOSED",
+                  sl_status_str(st), ULL(waited / MS));
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* Every process in one pid namespace (so all native), the creator and the
+ * sender with the /proc of the namespace above (their /proc/self is not
+ * their pid), the receiver with a /proc of its own. The sender must not
+ * take its start time from the host's process of its pid, which the
+ * receiver's looks would find started at another time: taken for dead, the
+ * channel closed under it (found by review; planted bug
+ * SHM_PROC_OF_ANOTHER). Run in a child that makes the namespaces; returns
+ * NS_UNAVAILABLE where it cannot. */
+static int proc_sender(void *p)
+{
+    unsigned char m[MSG_MAX] = {0};
+    if (sl_chan_shm_sender(p) != SL_OK)
+        return 2;
+    for (uint64_t i = 0; i < 20; i++) {
+        sl_test_sleep_ns(20 * MS);
+        memcpy(m, &i, sizeof i);
+        if (sl_chan_send(p, m) != SL_OK)
+            return 3;
+    }
+    sl_chan_free(p);
+    return 0;
+}
+
+static int proc_receiver(void *p)
+{
+    if (unshare(CLONE_NEWNS) != 0 ||
+        mount("none", "/proc", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
+        return NS_UNAVAILABLE;
+    sl_status st;
+    uint64_t got = recv_numbered(p, &st);
+    return got == 20 && st == SL_CLOSED ? 0 : 20 + (int)(got < 20 ? got : 20);
+}
+
+static int proc_creator(void)
+{
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 8, .capacity = 4};
+    sl_chan *ch;
+    if (sl_chan_shm_create(&ch, NULL, &o, 0) != SL_OK)
+        return 4;
+    pid_t r = spawn(proc_receiver, ch);
+    sl_test_sleep_ns(50 * MS); /* its /proc mounted before the sender starts */
+    pid_t s = spawn(proc_sender, ch);
+    int rs = reap(s), rr = reap(r);
+    return rr == NS_UNAVAILABLE ? NS_UNAVAILABLE : rr ? rr : rs;
+}
+
+static int in_pid_namespace_host_proc(void *p)
+{
+    (void)p;
+    if (unshare(CLONE_NEWPID) != 0 && unshare(CLONE_NEWUSER | CLONE_NEWPID) != 0)
+        return NS_UNAVAILABLE;
+    pid_t init = fork();
+    if (init < 0)
+        return NS_UNAVAILABLE;
+    if (init == 0)
+        _exit(proc_creator());
+    return reap(init);
+}
+
+START_TEST(test_proc_of_another_namespace)
+{
+    const uint64_t look = sl__shm_look_ns;
+    sl__shm_look_ns = 5 * MS;
+    int rc = reap(spawn(in_pid_namespace_host_proc, NULL));
+    sl__shm_look_ns = look;
+    if (rc == NS_UNAVAILABLE) {
+        printf("[shm namespaces] no pid namespace could be made here: case not run\n");
+        return;
+    }
+    ck_assert_msg(rc == 0, "status %d (20 + n: the receiver got n of 20, then SL_CLOSED or a "
+                           "wait of 10 s; 3: a send refused, closed under it)", rc);
+}
+END_TEST
+
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
 /* A fork()ed child's receive of messages over 256 bytes on the handle it
  * inherited, which names its parent's record until the child claims one of
@@ -2997,6 +3113,68 @@ static void fd_recv_across(sl_chan *ch, const sl_chan_opts *o)
 /* Every configuration in one test: a test process that ends with the
  * watcher thread alive costs a second under TSan (its exit waits for
  * threads to report), so the fd case keeps to a few such processes. */
+/* A sender process that once watched a shared channel with a descriptor
+ * (taken on a second handle, then freed) and whose main thread then exits
+ * while nothing else of its own runs: the process must end. The watcher
+ * thread used to stay for the process's life and keep it, with whatever
+ * records and registrations it held, for good (found by review: a sender
+ * that did not free its handle was never found gone; planted bug
+ * SHM_WATCHER_STAYS). Its handles are freed first here (a leak checker
+ * would fail an exit that did not), so its receiver gets the message, then
+ * SL_CLOSED from the free, and the process must then be gone within 5 s.
+ * Not under ThreadSanitizer, whose own thread outlives main as well, nor
+ * under AddressSanitizer, whose leak check at that exit finds the test
+ * framework's structures, which only main's stack held. */
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define US_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define US_SANITIZED 1
+#endif
+#endif
+
+static int watched_then_main_exits(void *p)
+{
+    sl_chan *ch = p, *h;
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 8};
+    int fd = -1;
+    if (sl_chan_shm_open_fd(&h, sl_chan_shm_fd(ch), &o) != SL_OK ||
+        sl_chan_fd(h, SL_END_RECV, &fd) != SL_OK)
+        return 2;
+    sl_chan_free(h);
+    unsigned char m[MSG_MAX] = {0};
+    if (sl_chan_shm_sender(ch) != SL_OK || sl_chan_send(ch, m) != SL_OK)
+        return 3;
+    sl_chan_free(ch);
+    pthread_exit(NULL);
+}
+
+START_TEST(test_fd_watcher_leaves)
+{
+#ifdef US_SANITIZED
+    printf("[shm fd] a process whose main thread exits: not under a sanitizer\n");
+    return;
+#endif
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 8, .capacity = 4};
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    pid_t pid = spawn(watched_then_main_exits, ch);
+    sl_status st;
+    uint64_t got = recv_numbered(ch, &st);
+    int ws = 0;
+    pid_t r = 0;
+    for (int i = 0; i < 500 && r == 0; i++, sl_test_sleep_ns(10 * MS))
+        r = waitpid(pid, &ws, WNOHANG);
+    if (r == 0)
+        kill(pid, SIGKILL); /* its alarm cannot end it: the watcher blocks every signal */
+    int rc = r == 0 ? reap(pid) : WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+    ck_assert_msg(r == pid && rc == 0 && got == 1 && st == SL_CLOSED,
+                  "%llu of 1 received, then %s; the sender %s (status %d)", ULL(got),
+                  sl_status_str(st), r == pid ? "ended" : "still there after 5 s", rc);
+    sl_chan_free(ch);
+}
+END_TEST
+
 START_TEST(test_fd_recv_across)
 {
     long_look();
@@ -3309,6 +3487,8 @@ static Suite *shm_suite(void)
     tcase_add_loop_test(tc, test_sender_main_thread_exits, 0, N_OF(k_cfg));
     tcase_add_loop_test(tc, test_foreign_namespaces_judge_nobody, 0, 2);
     tcase_add_loop_test(tc, test_other_pid_namespace_sender, 0, 2);
+    tcase_add_test(tc, test_foreign_poller_takes_no_look);
+    tcase_add_test(tc, test_proc_of_another_namespace);
     tcase_add_loop_test(tc, test_killed_parked_discounted, 0, N_OF(k_cfg));
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
     tcase_add_loop_test(tc, test_death_at_every_step, 0, 20);
@@ -3341,6 +3521,7 @@ static Suite *shm_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_fd_recv_across);
     tcase_add_test(tc, test_fd_send_across);
+    tcase_add_test(tc, test_fd_watcher_leaves);
     tcase_add_loop_test(tc, test_fd_watch_list, 0, 2);
     suite_add_tcase(s, tc);
     tc = tcase_create("refusals");

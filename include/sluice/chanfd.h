@@ -46,7 +46,10 @@
  * process cannot write this process's eventfd, so the first descriptor of a
  * shared channel starts a watcher thread in this process (one per process,
  * for every shared channel with a descriptor; all signals blocked in it; it
- * lives until the process exits). It sleeps on the select bells of the
+ * ends when the last such channel is freed, and the next descriptor starts
+ * another). While it runs the process has a thread of sluice's: a process
+ * whose main thread calls pthread_exit with a shared channel still watched
+ * does not end (free the handles first). It sleeps on the select bells of the
  * watched segments (futex_waitv(2), the bells select uses: sluice/shm.h)
  * and makes a re-armed descriptor readable when its end is ready, so a send,
  * receive or close in another process reaches the loop, as does the

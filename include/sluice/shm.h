@@ -183,7 +183,9 @@
  * them: a process in other namespaces (a container, a sandbox with its own
  * pid namespace) may open and use the segment, is never taken for dead,
  * and its death goes unfound (its marks and its registration stay, as
- * where /proc cannot tell). Unregistered handles never close the channel.
+ * where /proc cannot tell). A process whose /proc shows another pid
+ * namespace than its own is told apart, and tells others apart, by pid
+ * alone. Unregistered handles never close the channel.
  * "The last receiver is gone" is the mirror, by the same mechanism: a
  * handle registered with sl_chan_shm_receiver counts as a receiver until
  * it is freed or its process dies; once receivers were registered and none

@@ -579,7 +579,7 @@ static inline bool timer_stopped(const sl_chan *ch)
 static inline sl_status timer_pop(sl_chan *ch, void *out)
 {
     uint64_t at;
-    if (timer_stopped(ch) || sl__timer_take(&ch->q.timer, &at) != SL_OK)
+    if (timer_stopped(ch) || sl__timer_take(&ch->q.timer, &ch->closed, &at) != SL_OK)
         return SL_EMPTY;
     memcpy(out, &at, sizeof at); /* out may be unaligned */
     return SL_OK;

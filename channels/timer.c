@@ -36,7 +36,7 @@ static uint64_t next_on_grid(uint64_t due, uint64_t period, uint64_t now)
     return due + k * period;
 }
 
-sl_status sl__timer_take(sl_timer_state *t, uint64_t *out)
+sl_status sl__timer_take(sl_timer_state *t, const SL_ATOMIC(uint32_t) *closed, uint64_t *out)
 {
     /* Relaxed: a fire carries no data; the compare-and-swap alone decides
      * which receiver gets it. */
@@ -53,6 +53,14 @@ sl_status sl__timer_take(sl_timer_state *t, uint64_t *out)
         uint64_t after = t->period ? next_on_grid(due, t->period, now) : SL_FOREVER;
 #endif
         SL_FI(); /* due seen, not yet taken */
+#ifndef SL_MUTANT_TIMER_CLOSE_UNCHECKED /* planted bug when defined: a close during the take is missed */
+        /* After the clock read: a receive that checked `closed` before it
+         * and then stalled until past a fire scheduled after a close took
+         * that fire, after another receiver had seen SL_CLOSED (found by
+         * review). Seq_cst: against close's exchange. */
+        if (atomic_load_explicit(closed, memory_order_seq_cst))
+            return SL_EMPTY;
+#endif
         /* seq_cst: the change of state the channel's notify (sl__chan_ring_selectors)
          * is ordered after, as for every flavour's pop. On failure `due` is
          * the fire another receiver left: look again. */

@@ -27,9 +27,12 @@ typedef struct sl_timer_state {
 void sl__timer_arm(sl_timer_state *t, uint64_t first, uint64_t period);
 
 /* Takes the due fire, if any: SL_OK with its scheduled instant in *out (the
- * oldest fire not yet received), or SL_EMPTY. Lock-free: a failed
- * compare-and-swap means another receiver took a fire. */
-sl_status sl__timer_take(sl_timer_state *t, uint64_t *out);
+ * oldest fire not yet received), or SL_EMPTY, also once `closed` (the
+ * channel's flag) is set. Lock-free: a failed compare-and-swap means
+ * another receiver took a fire. A take linearizes at its last load of
+ * `closed`, which follows the clock read that found the fire due: no fire
+ * scheduled after a close is ever taken. */
+sl_status sl__timer_take(sl_timer_state *t, const SL_ATOMIC(uint32_t) *closed, uint64_t *out);
 
 /* The instant of the next fire (SL_FOREVER: none), a snapshot. */
 uint64_t sl__timer_next(const sl_timer_state *t);

@@ -107,6 +107,7 @@ mutants=(
 "CHAN_NO_LAST_LOOK|default|stress_chan|CK_RUN_CASE=close_drains||1|0|receiver skips the last look after close (answers SL_CLOSED with a message inside)"
 "TIMER_BACKLOG|default|unit_timer|CK_TIMEOUT_MULTIPLIER=0.1||1|1|timer: a ticker's next fire is the missed one plus one period (missed ticks queue up)"
 "TIMER_TAKE_BY_STORE|default|unit_timer|CK_TIMEOUT_MULTIPLIER=0.1||1|1|timer: a receive takes a due fire with a plain store instead of the CAS"
+"TIMER_CLOSE_UNCHECKED|default|unit_timer|CK_TIMEOUT_MULTIPLIER=0.1||1|1|timer: a receive checks \`closed\` only before its clock read, so one that stalls there through a close and past the next fire takes a fire scheduled after the close"
 "TIMER_BLIND_WAIT|default|unit_timer|CK_TIMEOUT_MULTIPLIER=0.1||1|0|timer: waits ignore the timers' next fire (\`sl__chan_ready_at\` says SL_FOREVER)"
 "SHM_PRIVATE_FUTEX|default|unit_shm|CK_RUN_CASE=park SL_SHM_CHILD_ALARM=1||1|1|shared eventcounts wait and wake with FUTEX_PRIVATE_FLAG: a receiver parked in one process is never woken by a send or close in another"
 "SHM_UNBOUNDED_INDEX|asan|unit_shm|CK_RUN_CASE=refusals||1|0|a shared SL_MPMC channel uses a slot index read from the segment without checking it against the slot count (a peer's garbage becomes an access outside the segment)"

@@ -281,6 +281,43 @@ START_TEST(test_close_stops_and_wakes)
 }
 END_TEST
 
+/* A receive that checked `closed` and then stalled until a close and past
+ * the fire it then found due must not take that fire: it was scheduled
+ * after the close (found by review: the receive answered SL_OK with it,
+ * after another receiver had seen SL_CLOSED; planted bug
+ * TIMER_CLOSE_UNCHECKED). The stall is the receive's own clock read, which
+ * closes the timer and moves the fake clock 30 ms on, past the fire. */
+static sl_chan *close_at_clock_read;
+
+static uint64_t closing_clock(void)
+{
+    sl_chan *ch = close_at_clock_read;
+    if (ch) {
+        close_at_clock_read = NULL;
+        sl_chan_close(ch);
+        fake_set(T0 + 30 * MS);
+    }
+    return fake_clock();
+}
+
+static const sl_sys_ops closing_ops = {.now_ns = closing_clock, .futex_wait = fake_wait};
+
+START_TEST(test_close_during_take)
+{
+    fake_start();
+    sl_chan *ch = mk_after(20 * MS); /* due at T0 + 20 ms, after the close at T0 */
+    sl_test_sys_install(&closing_ops);
+    close_at_clock_read = ch;
+    uint64_t v = 3;
+    sl_status st = sl_chan_try_recv(ch, &v);
+    ck_assert_msg(st == SL_CLOSED && v == 3, "%s with %llu: a fire scheduled after the close",
+                  sl_status_str(st), ULL(v));
+    ck_assert_ptr_null(close_at_clock_read); /* the close happened inside the take */
+    sl_test_sys_restore();
+    sl_chan_free(ch);
+}
+END_TEST
+
 /* ---- select ---------------------------------------------------------------- */
 /* The loop the feature is for: work, a ticker and a deadline. On the fake
  * clock the whole run is determined: the work first (ready at once), then
@@ -470,6 +507,7 @@ static Suite *timer_suite(void)
     tcase_add_test(tc, test_tick_grid_and_coalescing);
     tcase_add_test(tc, test_never);
     tcase_add_test(tc, test_close_stops_and_wakes);
+    tcase_add_test(tc, test_close_during_take);
     tcase_add_test(tc, test_select_work_ticker_deadline);
     tcase_add_test(tc, test_select_timeout_and_send_case);
     tcase_add_test(tc, test_one_receiver_per_fire);

@@ -383,11 +383,11 @@ static void read_own_namespaces(void)
 {
     atomic_store_explicit(&own_pid_ns, ns_inode("/proc/self/ns/pid"), memory_order_relaxed);
     atomic_store_explicit(&own_time_ns, ns_inode("/proc/self/ns/time"), memory_order_relaxed);
-#ifndef SL_MUTANT_SHM_PROC_OF_ANOTHER /* planted bug when defined: any /proc is believed */
-    atomic_store_explicit(&own_proc, proc_is_own(), memory_order_relaxed);
-#else
-    atomic_store_explicit(&own_proc, proc_is_own() || true, memory_order_relaxed);
+    bool own = proc_is_own();
+#ifdef SL_MUTANT_SHM_PROC_OF_ANOTHER
+    own = true; /* planted bug: any /proc is believed */
 #endif
+    atomic_store_explicit(&own_proc, own, memory_order_relaxed);
 }
 
 void sl__shm_set_namespaces(uint64_t pid_ns, uint64_t time_ns)

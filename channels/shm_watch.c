@@ -133,15 +133,17 @@ static void *watcher(void *arg)
     for (;;) {
         watch_view v;
         pthread_mutex_lock(&W.lock);
-        bool ok = view_build(&v);
 #ifndef SL_MUTANT_SHM_WATCHER_STAYS /* planted bug when defined: it outlives the list */
-        if (ok && v.n == 0) {
-            W.running = false; /* under the lock: the next add starts a watcher */
+        if (W.n == 0) {
+            /* Under the lock: the next add starts a watcher, and a remover
+             * waiting for a rebuild sees that none runs. */
+            W.running = false;
+            pthread_cond_broadcast(&W.rebuilt);
             pthread_mutex_unlock(&W.lock);
-            free(v.w);
             return NULL;
         }
 #endif
+        bool ok = view_build(&v);
         pthread_mutex_unlock(&W.lock);
         if (!ok) {
             nanosleep(&(struct timespec){0, 1000000}, NULL);

@@ -1846,35 +1846,55 @@ END_TEST
  * without it the case says so and checks nothing. */
 #define NS_UNAVAILABLE 10
 
-static int send_as_namespace_init(sl_chan *ch)
+/* A /proc of this pid namespace's own, in this mount namespace only. */
+static bool mount_own_proc(void)
 {
-    if (mount("none", "/proc", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
-        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
-        return NS_UNAVAILABLE;
-    if (getpid() != 1 || sl_chan_shm_sender(ch) != SL_OK)
-        return 2;
+    return mount("none", "/proc", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
+           mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0;
+}
+
+/* A registered sender's 20 numbered messages over 400 ms (eighty looks at
+ * the 5 ms period these tests set), then its free: 0, or the failing step. */
+static int send_twenty_slowly(void *p)
+{
     unsigned char m[MSG_MAX] = {0};
+    if (sl_chan_shm_sender(p) != SL_OK)
+        return 2;
     for (uint64_t i = 0; i < 20; i++) {
         sl_test_sleep_ns(20 * MS);
         memcpy(m, &i, sizeof i);
-        if (sl_chan_send(ch, m) != SL_OK)
+        if (sl_chan_send(p, m) != SL_OK)
             return 3;
     }
-    sl_chan_free(ch);
+    sl_chan_free(p);
     return 0;
+}
+
+/* fn(arg) run as pid 1 of a new pid namespace (with the namespaces in
+ * `more` too), by a child that makes them: its status, or NS_UNAVAILABLE
+ * where they cannot be made (neither as root nor in a user namespace). */
+static int as_namespace_init(int (*fn)(void *), void *arg, int more)
+{
+    if (unshare(CLONE_NEWPID | more) != 0 && unshare(CLONE_NEWUSER | CLONE_NEWPID | more) != 0)
+        return NS_UNAVAILABLE;
+    pid_t init = fork();
+    if (init < 0)
+        return NS_UNAVAILABLE;
+    if (init == 0)
+        _exit(fn(arg));
+    return reap(init);
+}
+
+static int send_as_namespace_init(void *p)
+{
+    if (!mount_own_proc())
+        return NS_UNAVAILABLE;
+    return getpid() != 1 ? 2 : send_twenty_slowly(p);
 }
 
 static int in_new_pid_namespace(void *p)
 {
-    if (unshare(CLONE_NEWPID | CLONE_NEWNS) != 0 &&
-        unshare(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS) != 0)
-        return NS_UNAVAILABLE;
-    pid_t init = fork(); /* pid 1 of the new namespace */
-    if (init < 0)
-        return NS_UNAVAILABLE;
-    if (init == 0)
-        _exit(send_as_namespace_init(p));
-    return reap(init);
+    return as_namespace_init(send_as_namespace_init, p, CLONE_NEWNS);
 }
 
 START_TEST(test_other_pid_namespace_sender)
@@ -1950,56 +1970,32 @@ END_TEST
  * channel closed under it (found by review; planted bug
  * SHM_PROC_OF_ANOTHER). Run in a child that makes the namespaces; returns
  * NS_UNAVAILABLE where it cannot. */
-static int proc_sender(void *p)
-{
-    unsigned char m[MSG_MAX] = {0};
-    if (sl_chan_shm_sender(p) != SL_OK)
-        return 2;
-    for (uint64_t i = 0; i < 20; i++) {
-        sl_test_sleep_ns(20 * MS);
-        memcpy(m, &i, sizeof i);
-        if (sl_chan_send(p, m) != SL_OK)
-            return 3;
-    }
-    sl_chan_free(p);
-    return 0;
-}
-
 static int proc_receiver(void *p)
 {
-    if (unshare(CLONE_NEWNS) != 0 ||
-        mount("none", "/proc", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
-        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
+    if (unshare(CLONE_NEWNS) != 0 || !mount_own_proc())
         return NS_UNAVAILABLE;
     sl_status st;
     uint64_t got = recv_numbered(p, &st);
     return got == 20 && st == SL_CLOSED ? 0 : 20 + (int)(got < 20 ? got : 20);
 }
 
-static int proc_creator(void)
+static int proc_creator(void *p)
 {
+    (void)p;
     sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 8, .capacity = 4};
     sl_chan *ch;
     if (sl_chan_shm_create(&ch, NULL, &o, 0) != SL_OK)
         return 4;
     pid_t r = spawn(proc_receiver, ch);
     sl_test_sleep_ns(50 * MS); /* its /proc mounted before the sender starts */
-    pid_t s = spawn(proc_sender, ch);
+    pid_t s = spawn(send_twenty_slowly, ch);
     int rs = reap(s), rr = reap(r);
     return rr == NS_UNAVAILABLE ? NS_UNAVAILABLE : rr ? rr : rs;
 }
 
 static int in_pid_namespace_host_proc(void *p)
 {
-    (void)p;
-    if (unshare(CLONE_NEWPID) != 0 && unshare(CLONE_NEWUSER | CLONE_NEWPID) != 0)
-        return NS_UNAVAILABLE;
-    pid_t init = fork();
-    if (init < 0)
-        return NS_UNAVAILABLE;
-    if (init == 0)
-        _exit(proc_creator());
-    return reap(init);
+    return as_namespace_init(proc_creator, p, 0);
 }
 
 START_TEST(test_proc_of_another_namespace)

@@ -86,22 +86,44 @@ static void sweep_rings(sl_pool *p, sl_discard why)
     }
 }
 
+/* A job a sweep popped from a list of inbox `from`. */
+static void sweep_popped(sl_pool *p, const sl_job *job, unsigned from, sl_discard why)
+{
+    sl__pool_count_moved(p, from, 1, from, 0);
+    discard_taken(p, job, why);
+    sl__pool_pending_done(p, 1);
+}
+
 /* Hands queued jobs to on_discard: first the jobs waiting for their keys,
- * then the rings, then the lists, at most `limit` of those — reset takes
- * what was queued when it began, and does not chase submitters that keep
- * the lists full. Each job leaves `pending` (or its ring) after its report,
- * so wait_idle has seen it. */
-static void sweep(sl_pool *p, sl_discard why, size_t limit)
+ * then the rings, then each list in turn. `all` false (reset): a list gives
+ * up what it holds when the sweep reaches it and no more, so submitters that
+ * keep it full are not chased; every job queued before the reset began is
+ * among those, at the list's front (FIFO, and no worker pops while the pool
+ * is stopped). One count over all the lists would not do: a pop takes the
+ * top level and inbox 0 first, so jobs pushed there during the sweep used
+ * up the count and left older ones queued, to run after the next start.
+ * Each job leaves `pending` (or its ring) after its report, so wait_idle
+ * has seen it. */
+static void sweep(sl_pool *p, sl_discard why, bool all)
 {
     sweep_ctx c = {p, why};
     sl__pool_keys_drop_list(sl__pool_keys_take_waiting(&p->keys), discard_waiting, &c);
     sweep_rings(p, why);
     sl_job job;
     unsigned from;
-    while (limit-- > 0 && sl__pool_queue_pop(&p->queue, 0, &job, 1, &from)) {
-        sl__pool_count_moved(p, from, 1, from, 0);
-        discard_taken(p, &job, why);
-        sl__pool_pending_done(p, 1);
+#ifdef SL_MUTANT_POOL_RESET_ONE_COUNT
+    /* Planted bug: one count over all the lists, spent in pop order. */
+    size_t count = all ? SIZE_MAX : 0;
+    for (size_t i = 0; !all && i < sl__pool_queue_lists(&p->queue); i++)
+        count += sl__pool_queue_len_at(&p->queue, i);
+    while (count-- > 0 && sl__pool_queue_pop(&p->queue, 0, &job, 1, &from))
+        sweep_popped(p, &job, from, why);
+    return;
+#endif
+    for (size_t i = 0; i < sl__pool_queue_lists(&p->queue); i++) {
+        size_t limit = all ? SIZE_MAX : sl__pool_queue_len_at(&p->queue, i);
+        while (limit-- > 0 && sl__pool_queue_pop_at(&p->queue, i, &job, &from))
+            sweep_popped(p, &job, from, why);
     }
 }
 
@@ -227,16 +249,15 @@ static bool ctl_pass(sl_pool *p)
     join_exited(p);
     bool poll = false;
     if (atomic_load_explicit(&p->run_state, memory_order_seq_cst) == SL__RUN_CANCELLING) {
-        sweep(p, SL_DISCARD_CANCELLED, SIZE_MAX); /* nothing new can come */
+        sweep(p, SL_DISCARD_CANCELLED, true); /* nothing new can come */
         poll = !sl__pool_drained(p); /* a late push, or a worker filling its ring */
     }
     pthread_mutex_lock(&p->lock);
     bool reset = p->cmd == SL__CMD_RESET && !p->reset_swept;
     pthread_mutex_unlock(&p->lock);
     if (reset) {
-        /* What was queued when the sweep began (the jobs waiting for their
-         * keys are taken whole first); what arrives later stays queued. */
-        sweep(p, SL_DISCARD_RESET, sl__pool_queue_len(&p->queue));
+        /* What was queued when the sweep began, and no more (sweep). */
+        sweep(p, SL_DISCARD_RESET, false);
         pthread_mutex_lock(&p->lock);
         p->reset_swept = true;
         pthread_mutex_unlock(&p->lock);

@@ -103,8 +103,16 @@ sl_status sl__pool_queue_push(sl__pool_queue *q, unsigned inbox, const sl_job *j
  * empty); the inbox they came from goes to *from. */
 unsigned sl__pool_queue_pop(sl__pool_queue *q, unsigned own, sl_job *out, unsigned max,
                             unsigned *from);
-/* Jobs in all lists; a snapshot. */
-size_t sl__pool_queue_len(const sl__pool_queue *q);
+/* The lists one by one, for a sweep (pool_ctl.c): there are
+ * sl__pool_queue_lists of them. len_at: jobs in list i now, a snapshot.
+ * pop_at: its oldest job into *out, its inbox into *from; false when it
+ * is empty. */
+static inline size_t sl__pool_queue_lists(const sl__pool_queue *q)
+{
+    return (size_t)q->levels * q->inboxes;
+}
+size_t sl__pool_queue_len_at(const sl__pool_queue *q, size_t i);
+bool sl__pool_queue_pop_at(sl__pool_queue *q, size_t i, sl_job *out, unsigned *from);
 /* Whether some list holds a job a pop could take now (or a push that has
  * claimed its slot and is about to publish: a pop then poisons the slot and
  * the list reads empty again). Reads each list's indices with seq_cst loads

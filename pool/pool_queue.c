@@ -86,15 +86,6 @@ unsigned sl__pool_queue_pop(sl__pool_queue *q, unsigned own, sl_job *out, unsign
     return 0;
 }
 
-/* Jobs in inbox (all levels); a snapshot. */
-static size_t inbox_len(const sl__pool_queue *q, unsigned inbox)
-{
-    size_t n = 0;
-    for (unsigned level = 0; level < q->levels; level++)
-        n += sl_list_len(list_at(q, inbox, level));
-    return n;
-}
-
 bool sl__pool_queue_any(const sl__pool_queue *q)
 {
     size_t n = (size_t)q->levels * q->inboxes;
@@ -105,10 +96,13 @@ bool sl__pool_queue_any(const sl__pool_queue *q)
     return false;
 }
 
-size_t sl__pool_queue_len(const sl__pool_queue *q)
+size_t sl__pool_queue_len_at(const sl__pool_queue *q, size_t i)
 {
-    size_t n = 0;
-    for (unsigned inbox = 0; inbox < q->inboxes; inbox++)
-        n += inbox_len(q, inbox);
-    return n;
+    return sl_list_len(&q->lists[i]);
+}
+
+bool sl__pool_queue_pop_at(sl__pool_queue *q, size_t i, sl_job *out, unsigned *from)
+{
+    *from = (unsigned)(i / q->levels);
+    return sl_list_try_pop(&q->lists[i], out) == SL_OK;
 }

@@ -989,6 +989,76 @@ START_TEST(test_reset_discards_queued)
 }
 END_TEST
 
+/* A reset whose own discards submit (callbacks may): each discarded job
+ * queued before the reset submits one new job where the sweep's pops come
+ * first — a higher level (case 0), or inbox 0 among the inboxes the
+ * control thread feeds in turn (case 1). Every job queued before the reset
+ * must still reach on_discard and never run; the new ones are concurrent
+ * with it and may go either way, exactly once. (A sweep that counted the
+ * jobs queued when it began and spent the count in pop order took the
+ * newcomers instead of half the old jobs, which then ran after the start.) */
+#define RESET_OLD 64u
+typedef struct reset_race {
+    sl_pool *pool;
+    unsigned new_level;
+    atomic_uint old_discarded, old_ran, new_submitted, new_discarded, new_ran, failed;
+} reset_race;
+static reset_race *g_race;
+
+static void reset_race_job(void *arg, void *ctx)
+{
+    (void)ctx;
+    atomic_fetch_add(of_arg(arg) < RESET_OLD ? &g_race->old_ran : &g_race->new_ran, 1);
+}
+
+static void reset_race_discard(const sl_job *job, sl_discard why, void *user)
+{
+    reset_race *r = user;
+    if (why != SL_DISCARD_RESET)
+        atomic_fetch_add(&r->failed, 1);
+    if (of_arg(job->arg) >= RESET_OLD) {
+        atomic_fetch_add(&r->new_discarded, 1);
+        return;
+    }
+    atomic_fetch_add(&r->old_discarded, 1);
+    uintptr_t k = RESET_OLD + atomic_fetch_add(&r->new_submitted, 1);
+    sl_job j = {.fn = reset_race_job, .arg = as_arg(k), .priority = r->new_level};
+    if (sl_pool_submit_job(r->pool, &j, SL_FOREVER) != SL_OK)
+        atomic_fetch_add(&r->failed, 1);
+}
+
+START_TEST(test_reset_discards_what_came_before)
+{
+    begin_test(SUITE, "reset_discards_what_came_before[%s]", _i ? "round-robin" : "levels");
+    reset_race r = {.new_level = _i ? 0 : 1};
+    g_race = &r;
+    sl_pool_opts o = {.max_workers = 2, .start_stopped = true, .on_discard = reset_race_discard,
+                      .user = &r, .priority_levels = _i ? 1 : 2,
+                      .dispatch = _i ? SL_DISPATCH_ROUND_ROBIN : SL_DISPATCH_SHARED};
+    r.pool = new_pool(&o);
+    for (uintptr_t i = 0; i < RESET_OLD; i++) {
+        sl_job j = {.fn = reset_race_job, .arg = as_arg(i), .priority = 0};
+        CHECK_MSG(sl_pool_submit_job(r.pool, &j, SL_FOREVER) == SL_OK, "submit %u", (unsigned)i);
+    }
+    CHECK_MSG(sl_pool_reset(r.pool) == SL_OK, "reset");
+    sl_status st = sl_pool_wait_ready(r.pool, POOL_SOON_NS);
+    CHECK_MSG(st == SL_OK, "wait_ready after the reset = %s", sl_status_str(st));
+    unsigned old_discarded = atomic_load(&r.old_discarded);
+    CHECK_MSG(sl_pool_start(r.pool) == SL_OK, "start");
+    wait_idle_ok(r.pool);
+    unsigned old_ran = atomic_load(&r.old_ran), newcomers = atomic_load(&r.new_submitted);
+    unsigned new_seen = atomic_load(&r.new_discarded) + atomic_load(&r.new_ran);
+    sl_pool_free(r.pool);
+    g_race = NULL;
+    CHECK_MSG(atomic_load(&r.failed) == 0, "a discard for another reason, or a refused submit");
+    CHECK_MSG(old_discarded == RESET_OLD && old_ran == 0,
+              "of %u jobs queued before the reset, %u discarded by it and %u ran after the "
+              "start", RESET_OLD, old_discarded, old_ran);
+    CHECK_MSG(newcomers == RESET_OLD && new_seen == newcomers,
+              "%u jobs submitted during the reset, %u discarded or run", newcomers, new_seen);
+}
+END_TEST
+
 START_TEST(test_shutdown_drain_from_stopped)
 {
     uint64_t seed = begin_test(SUITE, "shutdown_drain_from_stopped");
@@ -2535,6 +2605,7 @@ static Suite *pool_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_pause_and_resume);
     tcase_add_test(tc, test_reset_discards_queued);
+    tcase_add_loop_test(tc, test_reset_discards_what_came_before, 0, 2);
     tcase_add_test(tc, test_shutdown_drain_from_stopped);
     tcase_add_test(tc, test_shutdown_cancel);
     tcase_add_loop_test(tc, test_free_discards_queued, 0, 3);

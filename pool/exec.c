@@ -121,7 +121,9 @@ SL_API sl_future sl_submit(sl_exec *ex, sl_task_fn fn, const void *args, size_t 
 static bool sync_on_worker(sl__worker *w, sl__task *t, void *ret)
 {
     for (;;) {
-        /* acquire: a thief's result before our copy of it */
+        /* acquire: a thief's result before our copy of it. DONE exactly:
+         * NOTIFYING means a registered waiter, so this thread inside
+         * sl__exec_wait, which settles it. */
         if (atomic_load_explicit(&t->state, memory_order_acquire) == SL__TASK_DONE)
             return false;
         sl__task *top = sl__deque_take(&w->deque);
@@ -183,7 +185,7 @@ SL_API bool sl_is_ready(const sl_future *f)
         return false;
     const sl__task *t = f->task;
     /* acquire: the task's completion before the caller's next steps */
-    return atomic_load_explicit(&t->state, memory_order_acquire) == SL__TASK_DONE;
+    return sl__task_completed(atomic_load_explicit(&t->state, memory_order_acquire));
 }
 
 /* ---- lifecycle ---- */

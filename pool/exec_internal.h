@@ -38,9 +38,28 @@ typedef struct sl__worker sl__worker;
 
 /* Task state, for tasks with a future. PENDING until the task completes when
  * run by a thread other than its syncer; WAITED once the syncer has published
- * where it sleeps (task->sleep) and may park; DONE once the result is in the
- * payload. A task run inline by its syncer never leaves PENDING. */
-enum { SL__TASK_PENDING = 0, SL__TASK_WAITED = 1, SL__TASK_DONE = 2 };
+ * where it sleeps (task->sleep) and may park; NOTIFYING once the result is in
+ * the payload, while the completer may still ring the syncer's event; DONE
+ * when the completer is through with the record. A task run inline by its
+ * syncer never leaves PENDING. Both NOTIFYING and DONE say "completed"
+ * (sl__task_completed): a waiter wakes on either, and waits out NOTIFYING
+ * before it frees the record or returns (sl__task_settle), since the event
+ * it lent may belong to another executor, which its caller may free as soon
+ * as it returns (exec_run.c). */
+enum {
+    SL__TASK_PENDING = 0,
+    SL__TASK_WAITED = 1,
+    SL__TASK_DONE = 2,
+    SL__TASK_NOTIFYING = SL__TASK_DONE | SL__TASK_WAITED
+};
+
+static inline bool sl__task_completed(uint32_t state) { return (state & SL__TASK_DONE) != 0; }
+
+/* A scope's count once its last task's completer is through with it (the
+ * count is biased by one for the scope's own thread until sl_scope_end, so
+ * it reaches zero only in that completer, which then stores this). */
+#define SL__SCOPE_RELEASED ((uint64_t)1 << 63)
+
 
 /* A task record: one header line and the payload (arguments, then result).
  * Records live in slabs owned by the executor and are recycled through the
@@ -226,7 +245,9 @@ typedef struct sl__wait {
 
 /* Waits on the calling thread, of any kind, until wt is over; helps or not
  * as the thread and its stack allow. On return the task's result or the
- * scope's tasks' effects are visible (acquire). */
+ * scope's tasks' effects are visible (acquire), and the last completer is
+ * through with the task record or the scope, and with the event the waiter
+ * lent it. */
 void sl__exec_wait(sl_exec *ex, const sl__wait *wt);
 /* Worker w's main loop, on its thread: runs tasks until its executor is
  * quiescent and being freed (sl__exec_quiesce). */

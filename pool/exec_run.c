@@ -116,18 +116,24 @@ bool sl__exec_has_work(sl_exec *ex, const sl__worker *w)
     return sl_list_len(&ex->injector) != 0;
 }
 
-/* One task of s has completed: the last one wakes the thread in
- * sl_scope_end. The scope may live on that thread's stack and be gone as
- * soon as the count reaches zero, so its event is read first; the event
- * itself outlives the scope (exec_scope.c). */
+/* One task of s has completed: the last one (its decrement reaches zero,
+ * which the scope's own count keeps it from doing before sl_scope_end) wakes
+ * the thread there, then says it is through with the scope and the event
+ * (SL__SCOPE_RELEASED), which the waiter waits for before it returns: the
+ * scope may live on its stack, and the event may be a worker's of another
+ * executor, freed as soon as the waiter's caller frees that executor. */
 static void scope_count_off(sl_scope *s)
 {
     sl_event *sleep = s->sl__sleep;
     SL_FI();
     /* release: the task's effects before the zero the waiter acquires;
      * seq_cst: the zero before the notify's read of the waiter count */
-    if (atomic_fetch_sub_explicit(&s->sl__pending, 1, memory_order_seq_cst) == 1)
-        sl_event_notify_all(sleep);
+    if (atomic_fetch_sub_explicit(&s->sl__pending, 1, memory_order_seq_cst) != 1)
+        return;
+    sl_event_notify_all(sleep);
+    SL_FI();
+    /* release: our last accesses to s and its event before the waiter's return */
+    atomic_store_explicit(&s->sl__pending, SL__SCOPE_RELEASED, memory_order_release);
 }
 
 void sl__exec_run(sl_exec *ex, sl__worker *w, sl__task *t)
@@ -141,15 +147,23 @@ void sl__exec_run(sl_exec *ex, sl__worker *w, sl__task *t)
         scope_count_off(scope);
         return;
     }
-    /* release: the result before DONE; seq_cst: DONE before the notify's
+    /* release: the result before DONE. acquire on failure: the syncer's
+     * event pointer, stored before its WAITED. */
+    uint32_t st = SL__TASK_PENDING;
+    if (atomic_compare_exchange_strong_explicit(&t->state, &st, SL__TASK_DONE,
+                                                memory_order_seq_cst, memory_order_acquire))
+        return;
+    /* WAITED: the syncer may sleep on its event. It leaves once it sees the
+     * completion, but not before our last store (exec_wait.c, settle): the
+     * record then goes back to a cache, and the event may be a worker's of
+     * another executor, which the syncer's caller may then free.
+     * seq_cst: NOTIFYING (with the result, release) before the notify's
      * read of the waiter count (sluice/park.h). */
-    uint32_t old = atomic_exchange_explicit(&t->state, SL__TASK_DONE, memory_order_seq_cst);
-    if (old == SL__TASK_WAITED) {
-        SL_FI();
-        /* The syncer may already have seen DONE and recycled the record;
-         * then this reads a later waiter's event and wakes it spuriously,
-         * which every sleeper tolerates (it re-checks). */
-        sl_event *ev = atomic_load_explicit(&t->sleep, memory_order_relaxed);
-        sl_event_notify_one(ev);
-    }
+    atomic_store_explicit(&t->state, SL__TASK_NOTIFYING, memory_order_seq_cst);
+    SL_FI();
+    sl_event_notify_one(atomic_load_explicit(&t->sleep, memory_order_relaxed));
+    SL_FI();
+    /* release: our last accesses to the record and the event before the
+     * syncer's return */
+    atomic_store_explicit(&t->state, SL__TASK_DONE, memory_order_release);
 }

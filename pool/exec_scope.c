@@ -2,18 +2,20 @@
  * pool/exec_scope.c — structured parallelism on the executor: scopes,
  * sl_parallel_for (lazy binary splitting), cancellation tokens.
  *
- * A scope counts its tasks that have not completed (sl__pending). A task is
- * counted before it is queued and uncounted after it has run, and a task of
- * the scope that spawns into the scope counts the child before it uncounts
- * itself, so the count reaches zero only when the whole tree is done — and
- * then stays zero, since only the scope's thread and its tasks spawn into it.
+ * A scope counts its tasks that have not completed (sl__pending), plus one
+ * for its own thread until sl_scope_end. A task is counted before it is
+ * queued and uncounted after it has run, and a task of the scope that spawns
+ * into the scope counts the child before it uncounts itself, so the count
+ * reaches zero only when the whole tree is done and sl_scope_end has begun.
+ * The decrement that reaches it is sl_scope_end's own when no task was
+ * outstanding (nothing to wait for), else the last completer's, which rings
+ * the waiter and then stores SL__SCOPE_RELEASED (exec_run.c); the waiter
+ * returns only once it sees that (exec_wait.c, settle).
  *
- * The thread in sl_scope_end sleeps on an event that outlives the scope (its
- * worker's, or the executor's event for foreign threads), chosen at
- * sl_scope_begin: the last completer (exec_run.c) reads it before its
- * decrement, because after the decrement the scope may already be gone from
- * the waiter's stack. sl_scope_end waits through exec_wait.c, as sl_sync
- * does; like exec.c, this file calls down only.
+ * The thread in sl_scope_end sleeps on the event chosen at sl_scope_begin
+ * (its worker's, of whichever executor, or the executor's event for foreign
+ * threads). sl_scope_end waits through exec_wait.c, as sl_sync does; like
+ * exec.c, this file calls down only.
  */
 #include "exec_internal.h"
 
@@ -24,7 +26,7 @@ SL_API void sl_scope_begin(sl_exec *ex, sl_scope *s)
 {
     if (!s)
         return;
-    atomic_init(&s->sl__pending, 0);
+    atomic_init(&s->sl__pending, 1); /* the scope's own count, until sl_scope_end */
     s->sl__ex = ex;
     if (ex) {
         /* A worker (of any executor) helps its own executor in sl_scope_end
@@ -80,6 +82,16 @@ SL_API void sl_scope_spawn(sl_scope *s, sl_task_fn fn, const void *args, size_t 
 SL_API void sl_scope_end(sl_scope *s)
 {
     if (!s || !s->sl__ex)
+        return;
+    /* Relaxed: only a second sl_scope_end (a misuse, refused as a no-op, not
+     * a wait for a count that never comes) reads either value here. */
+    uint64_t n = atomic_load_explicit(&s->sl__pending, memory_order_relaxed);
+    if (n == 0 || n == SL__SCOPE_RELEASED)
+        return;
+    /* acq_rel: drops the scope's own count; acquire: the finished tasks'
+     * decrements (a release sequence) before our return. The last one: no
+     * task outstanding, nobody to wait for. */
+    if (atomic_fetch_sub_explicit(&s->sl__pending, 1, memory_order_acq_rel) == 1)
         return;
     sl__wait wt = { NULL, s };
     sl__exec_wait(s->sl__ex, &wt);

@@ -46,15 +46,43 @@ _Thread_local sl__worker *sl__tls_worker __attribute__((tls_model("initial-exec"
 
 /* ---- what a wait waits for ---- */
 
-/* True once wt is over; never for NULL (a worker's main loop). */
+/* True once wt is over — the last completer may still be ringing the
+ * waiter's event (settle) —; never for NULL (a worker's main loop). */
 static bool wait_done(const sl__wait *wt)
 {
     if (!wt)
         return false;
     if (wt->task) /* acquire: the task's result before our read of it */
-        return atomic_load_explicit(&wt->task->state, memory_order_acquire) == SL__TASK_DONE;
+        return sl__task_completed(atomic_load_explicit(&wt->task->state, memory_order_acquire));
     /* acquire: every task of the scope before our return from sl_scope_end */
-    return atomic_load_explicit(&wt->scope->sl__pending, memory_order_acquire) == 0;
+    uint64_t n = atomic_load_explicit(&wt->scope->sl__pending, memory_order_acquire);
+    return n == 0 || n == SL__SCOPE_RELEASED;
+}
+
+/* After wait_done: waits, spinning then yielding, until the last completer
+ * is through with the record or the scope and the event it rings. Only
+ * between its completion and its last store: a load of the event pointer
+ * and a notify, unless it is preempted there. The event may be a worker's
+ * of another executor (a task of ex1 synced, or a scope of ex1 ended, on a
+ * worker of ex2), which the caller may free as soon as this returns; and
+ * the record goes back to a cache. acquire: the completer's accesses
+ * before our return. */
+static void settle(const sl__wait *wt)
+{
+#ifdef SL_MUTANT_EXEC_WAITER_LEAVES_EARLY
+    return; /* planted bug: the waiter leaves while its completer still rings its event */
+#endif
+    for (unsigned i = 0;; i++) {
+        if (wt->task ? atomic_load_explicit(&wt->task->state, memory_order_acquire) !=
+                           SL__TASK_NOTIFYING
+                     : atomic_load_explicit(&wt->scope->sl__pending, memory_order_acquire) ==
+                           SL__SCOPE_RELEASED)
+            return;
+        if (i < 64)
+            sl_cpu_relax();
+        else
+            sched_yield(); /* the completer may need this core */
+    }
 }
 
 static bool wait_done_ready(void *wt) { return wait_done(wt); }
@@ -72,7 +100,7 @@ static bool register_waiter(sl__task *t, sl_event *ev)
     if (atomic_compare_exchange_strong_explicit(&t->state, &st, SL__TASK_WAITED,
                                                 memory_order_release, memory_order_acquire))
         return true;
-    return st != SL__TASK_DONE;
+    return !sl__task_completed(st);
 }
 
 /* ---- the stack-depth rule ---- */
@@ -494,4 +522,5 @@ void sl__exec_wait(sl_exec *ex, const sl__wait *wt)
     } else if (w || !help_foreign(ex, wt)) {
         wait_parked(wt);
     }
+    settle(wt);
 }

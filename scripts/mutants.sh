@@ -96,6 +96,7 @@ mutants=(
 "POOL_BATCH_THROUGH_STOP|default|unit_pool|CK_RUN_CASE=batches CK_TIMEOUT_MULTIPLIER=0.05||1|1|pool: a worker runs the rest of its batch through a stop"
 "POOL_RING_JOB_KEEPS_TOKEN|default|unit_pool|CK_RUN_CASE=batches||1|1|a worker woken with the wake token runs its batch ring's jobs still holding it (ending the search only before fresh work), so a ring job left by a stop that submits a child after the start wakes nobody while another worker sleeps"
 "POOL_RESET_ONE_COUNT|default|unit_pool|CK_RUN_CASE=commands||1|1|a reset counts the jobs queued when it began and spends the count in pop order (top level and inbox 0 first), so jobs its own discards submit there are taken instead of older ones, which run after the next start"
+"EXEC_WAITER_LEAVES_EARLY|faults|stress_exec|CK_RUN_CASE=lent||1|1|executor: a syncer or scope waiter leaves as soon as it sees the completion, while the completer still rings the event it lent (a worker's of another executor, which the caller may then free)"
 "POOL_NO_STEAL_BUSY|default|unit_pool|CK_RUN_CASE=batches CK_TIMEOUT_MULTIPLIER=0.05||1|1|pool: no stealing from a busy worker's batch"
 "POOL_NO_SWEEP_RINGS|default|unit_pool|CK_RUN_CASE=batches CK_TIMEOUT_MULTIPLIER=0.05||1|1|pool: reset and cancel do not sweep the rings"
 "POOL_CLAIM_STORE|default|stress_pool|CK_RUN_CASE=accounting||1|0|pool: a ring claim moves \`head\` with a store instead of a CAS"

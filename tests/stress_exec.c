@@ -633,6 +633,108 @@ START_TEST(test_foreign_syncs_help_under_load)
 }
 END_TEST
 
+#if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+#include "testing.h"
+
+/* ---- a waiter lends its event to another executor's completer ---------- */
+
+/* A worker of ex2 waits for work of ex1 — a task it spawned there and syncs,
+ * or a scope of ex1 it ends — and sleeps on its own event (of ex2), which
+ * ex1's completer rings. The completer is stopped (SL_FI marks, this build
+ * only) after the completion is visible and before it is through with that
+ * event; ex2's worker is woken by other work and sees the completion. It must
+ * not return until the completer is through: its caller may free ex2, and
+ * with it the event, as soon as it does (a notify into freed memory, found
+ * by review). Planted bug: EXEC_WAITER_LEAVES_EARLY. */
+typedef struct lent_run {
+    sl_exec *ex1, *ex2;
+    bool scope;
+    unsigned k;          /* the completer's mark to stop at, counted after arming */
+    atomic_int stopped, go;
+} lent_run;
+static lent_run *g_lent;
+
+static void lent_stop(void *ctx, unsigned step)
+{
+    lent_run *r = ctx;
+    (void)step;
+    atomic_store(&r->stopped, 1);
+    while (!atomic_load(&r->go))
+        sl_test_sleep_ns(MS / 10);
+}
+
+/* On ex1's worker: long enough for the waiter to register and sleep. */
+static void lent_completer(void *args, void *ret)
+{
+    (void)args;
+    sl_test_sleep_ns(100 * MS);
+    if (ret)
+        *(int *)ret = 42;
+    sl__fi_arm(g_lent->k, lent_stop, g_lent);
+}
+
+/* On ex2's worker. */
+static void lent_waiter(void *args, void *ret)
+{
+    (void)args;
+    int v = 42;
+    if (g_lent->scope) {
+        sl_scope s;
+        sl_scope_begin(g_lent->ex1, &s);
+        sl_scope_spawn(&s, lent_completer, NULL, 0);
+        sl_scope_end(&s);
+    } else {
+        sl_future f = sl_spawn(g_lent->ex1, lent_completer, NULL, 0, sizeof(int));
+        v = 0;
+        if (sl_sync(&f, &v) != SL_OK)
+            v = -1;
+    }
+    *(int *)ret = v;
+}
+
+static void lent_noop(void *args, void *ret)
+{
+    (void)args;
+    (void)ret;
+}
+
+START_TEST(test_waiter_stays_while_its_event_is_rung)
+{
+    /* Marks after arming: the one after the task's function, then for a
+     * future the one after NOTIFYING; for a scope the one before the
+     * decrement, then one inside the notify or after it. */
+    lent_run r = {.scope = _i == 1, .k = _i == 1 ? 3 : 2};
+    begin_test("exec", "waiter_stays_while_its_event_is_rung[%s]",
+               r.scope ? "scope" : "future");
+    g_lent = &r;
+    r.ex1 = new_exec(1);
+    r.ex2 = new_exec(1);
+    sl_future fa = sl_spawn(r.ex2, lent_waiter, NULL, 0, sizeof(int));
+    uint64_t t0 = sl_test_now_ns();
+    while (!atomic_load(&r.stopped) && sl_test_now_ns() - t0 < 10 * SEC)
+        sl_test_sleep_ns(MS);
+    bool stopped = atomic_load(&r.stopped);
+    /* Other work for ex2: its worker wakes and finds the completion (synced
+     * only after the release: a waiter that stays runs nothing meanwhile). */
+    sl_future fn = sl_spawn(r.ex2, lent_noop, NULL, 0, 0);
+    sl_test_sleep_ns(100 * MS);
+    bool left_early = sl_is_ready(&fa);
+    atomic_store(&r.go, 1);
+    int v = 0;
+    sl_status st = sl_sync(&fa, &v);
+    sl_status st_noop = sl_sync(&fn, NULL);
+    sl_exec_free(r.ex2);
+    sl_exec_free(r.ex1);
+    g_lent = NULL;
+    CHECK_MSG(stopped, "the completer never reached its mark %u", r.k);
+    CHECK_MSG(st_noop == SL_OK && st == SL_OK && v == 42, "syncs: %s, %s, value %d",
+              sl_status_str(st_noop), sl_status_str(st), v);
+    CHECK_MSG(!left_early, "ex2's worker returned from its %s while ex1's completer, stopped, "
+              "had still to ring its event", r.scope ? "sl_scope_end" : "sl_sync");
+}
+END_TEST
+#endif
+
 static Suite *exec_stress_suite(void)
 {
     Suite *s = suite_create("exec-stress");
@@ -656,6 +758,12 @@ static Suite *exec_stress_suite(void)
     tcase_add_test(tc, test_racing_syncs_of_copies);
     tcase_add_test(tc, test_free_with_work_in_flight);
     suite_add_tcase(s, tc);
+#if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+    tc = tcase_create("lent");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_waiter_stays_while_its_event_is_rung, 0, 2);
+    suite_add_tcase(s, tc);
+#endif
     return s;
 }
 

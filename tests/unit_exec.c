@@ -768,6 +768,15 @@ START_TEST(test_scope_nested_spawns)
     sl_scope_begin(ex, &s);
     sl_scope_spawn(&s, NULL, NULL, 0); /* refused */
     sl_scope_end(&s);
+    sl_scope_end(&s); /* a second end: nothing to wait for, and no wait */
+    /* Ended after its tasks, then ended again: returns too. */
+    atomic_ulong nodes = 0;
+    sl_scope_begin(ex, &s);
+    tree_args t = { &s, &nodes, 2, 3 };
+    sl_scope_spawn(&s, tree_node, &t, sizeof t);
+    sl_scope_end(&s);
+    ck_assert_uint_eq(atomic_load(&nodes), 13);
+    sl_scope_end(&s);
     sl_scope_begin(NULL, &s); /* unusable: every call does nothing */
     sl_scope_spawn(&s, tree_node, NULL, 0);
     sl_scope_end(&s);

@@ -211,11 +211,12 @@ SL_API sl_future sl_submit(sl_exec *ex, sl_task_fn fn, const void *args, size_t 
  * stack, usually) until end returns. Scopes nest.
  */
 typedef struct sl_scope {
-    /* Private. Tasks spawned into the scope and not yet completed. */
+    /* Private. Tasks spawned into the scope and not yet completed, plus one
+     * until sl_scope_end; a mark once the last completer is through. */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) sl__pending;
     sl_exec *sl__ex;
-    /* Where the thread in sl_scope_end sleeps: its worker's event or the
-     * executor's event for foreign waiters; both outlive the scope. */
+    /* Where the thread in sl_scope_end sleeps: its worker's event (of
+     * whichever executor) or the executor's event for foreign waiters. */
     sl_event *sl__sleep;
 } sl_scope;
 

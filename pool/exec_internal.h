@@ -43,9 +43,9 @@ typedef struct sl__worker sl__worker;
  * when the completer is through with the record. A task run inline by its
  * syncer never leaves PENDING. Both NOTIFYING and DONE say "completed"
  * (sl__task_completed): a waiter wakes on either, and waits out NOTIFYING
- * before it frees the record or returns (sl__task_settle), since the event
- * it lent may belong to another executor, which its caller may free as soon
- * as it returns (exec_run.c). */
+ * before it frees the record or returns (exec_wait.c, settle), since the
+ * event it lent may belong to another executor, which its caller may free
+ * as soon as it returns (exec_run.c). */
 enum {
     SL__TASK_PENDING = 0,
     SL__TASK_WAITED = 1,
@@ -59,7 +59,6 @@ static inline bool sl__task_completed(uint32_t state) { return (state & SL__TASK
  * count is biased by one for the scope's own thread until sl_scope_end, so
  * it reaches zero only in that completer, which then stores this). */
 #define SL__SCOPE_RELEASED ((uint64_t)1 << 63)
-
 
 /* A task record: one header line and the payload (arguments, then result).
  * Records live in slabs owned by the executor and are recycled through the

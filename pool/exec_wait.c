@@ -46,8 +46,9 @@ _Thread_local sl__worker *sl__tls_worker __attribute__((tls_model("initial-exec"
 
 /* ---- what a wait waits for ---- */
 
-/* True once wt is over — the last completer may still be ringing the
- * waiter's event (settle) —; never for NULL (a worker's main loop). */
+/* True once wt is over, though its last completer may still be ringing the
+ * waiter's event (settle waits that out); never for NULL (a worker's main
+ * loop). */
 static bool wait_done(const sl__wait *wt)
 {
     if (!wt)

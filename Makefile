@@ -42,18 +42,22 @@ build: build-deps
 
 # Each test appends what it checked to build/<preset>/accounted.txt
 # (SL_ACCOUNT_FILE, tests/harness.h); the summary adds them up at the end.
-# ctest runs one test at a time (the suites start threads of their own),
-# except in the fuzz preset: each libFuzzer target is one thread fuzzing for
-# a fixed wall-clock time, so JOBS of them at once each keep a core and the
-# time they were given, and the preset takes a JOBS-th of the time.
+# ctest runs the stress suites (and the model checks, the benchmark and
+# example runs) one at a time: they start threads of their own, and the
+# stress suites' hunt needs the cores. The unit suites (label "unit": short
+# cases, mostly one thread or sleeping on time-outs) run JOBS at once first,
+# which halves their time under the sanitizers. In the fuzz preset, each
+# libFuzzer target is one thread fuzzing for a fixed wall-clock time, so
+# JOBS of them at once each keep a core and the time they were given, and
+# the preset takes a JOBS-th of the time. The faults preset runs only the
+# stress suites (its test preset says so).
 test: deps
 	@set -e; for p in $(PRESETS); do \
 	    echo "==== $$p build ===="; \
 	    cmake --preset $$p >/dev/null; \
 	    cmake --build --preset $$p -j $(JOBS); \
 	    rm -f build/$$p/accounted.txt; \
-	    j=1; [ $$p != fuzz ] || j=$(JOBS); \
-	    SL_ACCOUNT_FILE=$(CURDIR)/build/$$p/accounted.txt ctest --preset $$p -j $$j; \
+	    $(MAKE) --no-print-directory ctest-$$p; \
 	done; \
 	sh scripts/test-summary.sh $(foreach p,$(PRESETS),build/$(p)/accounted.txt); \
 	echo "==== planted bugs (scripts/mutants.sh --fast) ===="; \
@@ -64,9 +68,18 @@ test-%: deps
 	cmake --preset $* >/dev/null
 	cmake --build --preset $* -j $(JOBS)
 	rm -f build/$*/accounted.txt
-	SL_ACCOUNT_FILE=$(CURDIR)/build/$*/accounted.txt ctest --preset $* \
-	    -j $(if $(filter fuzz,$*),$(JOBS),1)
+	@$(MAKE) --no-print-directory ctest-$*
 	@sh scripts/test-summary.sh build/$*/accounted.txt
+
+# ctest-<preset>: the tests of a built preset, scheduled as `test` says.
+ctest-%:
+	@set -e; acc=$(CURDIR)/build/$*/accounted.txt; \
+	case $* in \
+	fuzz) SL_ACCOUNT_FILE=$$acc ctest --preset $* -j $(JOBS) ;; \
+	faults) SL_ACCOUNT_FILE=$$acc ctest --preset $* -j 1 ;; \
+	*) SL_ACCOUNT_FILE=$$acc ctest --preset $* -L unit -j $(JOBS); \
+	   SL_ACCOUNT_FILE=$$acc ctest --preset $* -LE unit -j 1 ;; \
+	esac
 
 bench: bench-deps
 	cmake --preset default >/dev/null

@@ -23,9 +23,9 @@
 # targets built there as usual (nothing to do after make test); then only the
 # objects whose dependency files name the file holding the switch are
 # recompiled with -DSL_MUTANT_<NAME>, with that target's flags, into
-# build/mutant-<name>/, and the check's executable is relinked there from the
-# unchanged objects, a copy of libsluice.a with the changed members replaced,
-# and the target's own link line. A switch that changes no object is reported
+# build/mutant-<name>-<preset>-<target>/, and the check's executable is
+# relinked there from the unchanged objects, a copy of libsluice.a with the
+# changed members replaced, and the target's own link line. A switch that changes no object is reported
 # as ESCAPED: a misspelt name cannot pass for a caught bug.
 #
 # Output: one line per mutant — name, check, caught / ESCAPED (expected) /
@@ -34,20 +34,26 @@
 # second run (most checks meet their bug through a race); caught there, its
 # verdict reads "caught (2nd run)". Exit status 1 when a mutant that must be
 # caught escapes both runs (or its build fails).
-# Environment: MUTANT_TIMEOUT (seconds per check, default 120), JOBS (build
-# parallelism, default nproc).
+# Mutants run MUTANT_LANES at a time (default 2), each in its own folder; a
+# catch that only says a time limit passed, made beside another check, is
+# confirmed by a run alone ("caught (alone)"), as a slow correct check could
+# have run out of time too.
+# Environment: MUTANT_TIMEOUT (seconds per check, default 120), MUTANT_LANES,
+# JOBS (build parallelism, default nproc).
 set -u
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 2
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 LIMIT=${MUTANT_TIMEOUT:-120}
+LANES=${MUTANT_LANES:-2}
 
 # The C mutants, one per line:
 #   NAME | preset | target | environment for the check | arguments | must be
 #   caught (1) or expected to escape (0) | fast (1: make test runs it) |
 #   the planted bug, as the table shows it
-# The check runs as `env ENV build/mutant-<name>/TARGET ARGS` under a timeout.
+# The check runs as `env ENV build/mutant-<name>-<preset>-<target>/TARGET ARGS`
+# under a timeout.
 # Suites narrow themselves to one Check test case with CK_RUN_CASE.
 mutants=(
 "MPMC_SPLIT_PUBLISH|faults|unit_mpmc|CK_RUN_CASE=threads CK_TIMEOUT_MULTIPLIER=0.2||1|1|a push claims the cell with a stamp CAS and writes the value afterwards (the window the double-width CAS closes)"
@@ -224,12 +230,13 @@ compile_object() {
 # fails with a reason on stdout.
 build_mutant() {
     local name=$1 preset=$2 target=$3
-    local base="$root/build/$preset" dir="$root/build/mutant-${name,,}"
+    local base="$root/build/$preset" dir="$root/build/mutant-${name,,}-$preset-$target"
     local define="SL_MUTANT_$name"
     local files
     files=$(grep -rlw --include='*.c' --include='*.h' "$define" channels pool include)
     if [ -z "$files" ]; then echo "no source holds $define"; return 1; fi
-    base_build "$preset" "$target" || { echo "base build of $target ($preset) failed"; return 1; }
+    [ "${based:-0}" = 1 ] || base_build "$preset" "$target" ||
+        { echo "base build of $target ($preset) failed"; return 1; }
     local tpath
     tpath=$(find "$base" -path '*/CMakeFiles/*' -prune -o -type f -name "$target" -perm -u+x -print | head -n 1)
     [ -n "$tpath" ] || { echo "no $target in build/$preset"; return 1; }
@@ -317,10 +324,20 @@ run_check() {
         verdict="ESCAPED (expected)" how=""
     fi
 }
+
+# A catch that only says time ran out: a check run beside another (a lane)
+# may just have been slow, so such a catch is confirmed by a run alone.
+timed_catch() {
+    [[ $1 == *"Test timeout expired"* || $1 == *"(stopped at "*"s)" || $1 == *"no progress for"* ]]
+}
+
+# run_one SPEC OUT: builds one mutant and runs its check, writing to OUT the
+# line "name|check|verdict|how|seconds|bug|dir|limit|preset|env|exe|args|must"
+# (fields with no | in them but `bug` and `how`, which are read by position).
 run_one() {
-    local spec=$1 name preset target env args must fast bug
+    local spec=$1 outf=$2 name preset target env args must fast bug
     IFS='|' read -r name preset target env args must fast bug <<<"$spec"
-    local t0 exe verdict how rc secs check
+    local t0 exe verdict how secs check dir=""
     # TIMEOUT=N in the environment field: this check's own time limit
     local limit=$LIMIT
     if [[ $env == TIMEOUT=* ]]; then
@@ -333,10 +350,9 @@ run_one() {
     [ "$preset" = default ] || check="$check, $preset build"
     t0=$(date +%s.%N)
     if ! exe=$(build_mutant "$name" "$preset" "$target"); then
-        verdict="BUILD FAILED" how=$exe
-        bad=$((bad + 1)) escaped+=("$name (build)")
+        verdict="BUILD FAILED" how=$exe exe=""
     else
-        local dir=${exe%/*}
+        dir=${exe%/*}
         mkdir -p "$dir/corpus"
         args=${args//@DIR@/$dir}
         args=${args//@ROOT@/$root}
@@ -345,43 +361,101 @@ run_one() {
             (cd "$dir" && timeout "$limit" env $env "$(cat base-exe)" $args) \
                 >"$dir/baseline.out" 2>&1 ||
                 { echo "mutants: $check fails without $name too (see $dir/baseline.out)" >&2
-                  bad=$((bad + 1)); }
+                  verdict="BASELINE FAILED"; }
         fi
-        run_check "$dir" "$limit" "$preset" "$env" "$exe" "$args" "$must"
-        # Most checks meet their bug through a race, so a run can miss it
-        # by chance (on a loaded machine, one in tens). A bug that must be
-        # caught gets one more run, and the verdict says it took two; a bug
-        # that escapes both fails the step.
-        if [ "$verdict" = ESCAPED ]; then
-            local first=$how
-            cp "$dir/check.out" "$dir/check-1.out"
+        if [ "${verdict:-}" != "BASELINE FAILED" ]; then
             run_check "$dir" "$limit" "$preset" "$env" "$exe" "$args" "$must"
-            if [ "$verdict" = caught ]; then
-                verdict="caught (2nd run)"
-                log "mutants: $name escaped its first run${first:+ ($first)}, caught by the second"
+            # Most checks meet their bug through a race, so a run can miss
+            # it by chance (on a loaded machine, one in tens). A bug that
+            # must be caught gets one more run, and the verdict says it
+            # took two; a bug that escapes both fails the step.
+            if [ "$verdict" = ESCAPED ]; then
+                local first=$how
+                cp "$dir/check.out" "$dir/check-1.out"
+                run_check "$dir" "$limit" "$preset" "$env" "$exe" "$args" "$must"
+                if [ "$verdict" = caught ]; then
+                    verdict="caught (2nd run)"
+                    how="${how}${first:+ (1st run: $first)}"
+                fi
             fi
         fi
-        [ "$verdict" = ESCAPED ] && bad=$((bad + 1)) && escaped+=("$name")
     fi
     secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
+    how=${how//$'\n'/ }
+    printf '%s\n' "$name" "$check" "$verdict" "$how" "$secs" "$bug" "$dir" "$limit" \
+        "$preset" "$env" "$exe" "$args" "$must" >"$outf"
+}
+
+# Reads a finished mutant's OUT file: confirms a timed catch made beside
+# another check, then counts and prints it.
+report_one() {
+    local outf=$1 name check verdict how secs bug dir limit preset env exe args must
+    { read -r name; read -r check; read -r verdict; read -r how; read -r secs; read -r bug
+      read -r dir; read -r limit; read -r preset; read -r env; read -r exe; read -r args
+      read -r must; } <"$outf"
+    if [ "$LANES" -gt 1 ] && [[ $verdict == caught* ]] && timed_catch "$how"; then
+        local first=$how t0
+        t0=$(date +%s)
+        run_check "$dir" "$limit" "$preset" "$env" "$exe" "$args" "$must"
+        secs=$((secs + $(date +%s) - t0))
+        if [[ $verdict == caught ]]; then
+            verdict="caught (alone)"
+        else
+            how="beside another check: $first; alone: ${how:-passed}"
+        fi
+    fi
+    case $verdict in
+    "BUILD FAILED") bad=$((bad + 1)) escaped+=("$name (build)") ;;
+    "BASELINE FAILED") bad=$((bad + 1)) escaped+=("$name (baseline)") ;;
+    ESCAPED) bad=$((bad + 1)) escaped+=("$name") ;;
+    esac
     log "$(printf '%-26s %-40s %-8s %4ss  %s' "$name" "$check" "$verdict" "$secs" "$how")"
     results+=("$name|$check|$verdict|$how|$secs|$bug")
 }
 
-found=0
+selected=()
 for spec in "${mutants[@]}"; do
     IFS='|' read -r name _ _ _ _ _ fast _ <<<"$spec"
     case $mode in
     fast) [ "$fast" = 1 ] || continue ;;
     only) [ "$name" = "$only" ] || continue ;;
     esac
-    found=1
-    run_one "$spec"
+    selected+=("$spec")
 done
-if [ "$mode" = only ] && [ "$found" = 0 ] && [ "$model" = 0 ]; then
+if [ "$mode" = only ] && [ ${#selected[@]} = 0 ] && [ "$model" = 0 ]; then
     echo "mutants: no mutant named $only" >&2
     exit 2
 fi
+
+# The preset trees' builds first, one at a time (two builds of one tree at
+# once would trip over each other); the lanes then only compile into their
+# own folders.
+for spec in "${selected[@]}"; do
+    IFS='|' read -r name preset target _ <<<"$spec"
+    base_build "$preset" "$target" || echo "mutants: base build of $target ($preset) failed" >&2
+done
+based=1
+
+# LANES mutants at a time, each building its own copy and running its check;
+# reported in the list's order as they finish.
+work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-mutants.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+next_report=0
+report_ready() {
+    while [ "$next_report" -lt ${#selected[@]} ] && [ -f "$work/$next_report.done" ]; do
+        report_one "$work/$next_report"
+        next_report=$((next_report + 1))
+    done
+}
+for i in "${!selected[@]}"; do
+    while [ "$(jobs -rp | wc -l)" -ge "$LANES" ]; do
+        wait -n
+        report_ready
+    done
+    (run_one "${selected[$i]}" "$work/$i"; touch "$work/$i.done") &
+done
+wait
+report_ready
 
 # The models' planted bugs: run.sh --mutants prints "mutant -DBUG (model):",
 # the checks, then "  => caught: CHECK KIND pan's line" or "  => not caught".

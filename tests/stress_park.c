@@ -238,7 +238,7 @@ START_TEST(event_pingpong)
     r->seed = begin_test(SUITE, "event_pingpong[%s]", cfg->name);
     r->n = sl_test_scaled(cfg->n, cfg->floor);
     r->floor = cfg->floor;
-    r->until_ns = sl_test_now_ns() + (uint64_t)sl_test_env_uint("SL_STRESS_PARK_S", 6) * SEC;
+    r->until_ns = sl_test_now_ns() + (uint64_t)sl_test_env_uint("SL_STRESS_PARK_S", 3) * SEC;
     atomic_init(&r->last, r->n);
     atomic_init(&r->a2b, 0);
     atomic_init(&r->b2a, 0);

@@ -645,13 +645,23 @@ PER_FLAVOR size_t send_n_with(const flavor_adapter *a, sl_chan *ch, const void *
     if (a->shared && __builtin_expect(!mark, 0))
         return 0; /* no record for it: every one is held (sluice/shm.h) */
     size_t sent = 0;
-    if (!atomic_load_explicit(&ch->closed, memory_order_seq_cst))
+    bool open = !atomic_load_explicit(&ch->closed, memory_order_seq_cst);
+    if (open)
         sent = a->push_n(ch, elems, n);
 #ifdef SL_MUTANT_CHAN_SEND_N_AFTER_CLOSE
     else
         sent = a->push_n(ch, elems, n); /* planted bug: a closed channel takes a batch */
 #endif
     send_end(a, ch, mark);
+#ifdef SL_MUTANT_SHM_BATCH_NO_LOOK
+    open = false; /* planted bug: a full batch send makes no look */
+#endif
+    if (a->shared && open && sent < n)
+        /* Full: the look for a gone receiver, as a full single send's
+         * (shared_full), without its descriptor re-arm, which the batch
+         * forms never make (sluice/chanfd.h). Found by review: a loop
+         * polling with batches never learnt of the death. */
+        sl__shm_on_full(ch);
     if (sent) {
         chan_notify(ch, &ch->not_empty, sent);
         ring_receivers(ch);

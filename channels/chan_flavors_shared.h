@@ -71,7 +71,9 @@ static inline __attribute__((always_inline)) void mpmc_shared_unmark(SL_ATOMIC(u
 }
 
 /* An empty look may be the one that finds every registered sender gone
- * (a full send's look is send_with's, chan.c). */
+ * (a full send's look is send_with's and send_n_with's, chan.c): the batch
+ * receives take it too, or a loop polling with them never learns of the
+ * death (found by review). */
 static inline sl_status shared_empty(sl_chan *ch)
 {
     sl__shm_on_stuck(ch);
@@ -124,6 +126,10 @@ static inline size_t spsc_shared_pop_n(sl_chan *ch, void *out, size_t n)
     spsc_shared_side(ch, 1);
     size_t k = sl__spsc_pop_n_in(&ch->q.spsc, &ch->geom.spsc, out, n);
     store_load_fence(true); /* head store before the notify's waiter load */
+#ifndef SL_MUTANT_SHM_BATCH_NO_LOOK
+    if (k == 0)
+        shared_empty(ch); /* the look, as an empty single receive's */
+#endif
     return k;
 }
 
@@ -189,7 +195,12 @@ static inline size_t mpmc_shared_push_n(sl_chan *ch, const void *elems, size_t n
 
 static inline size_t mpmc_shared_pop_n(sl_chan *ch, void *out, size_t n)
 {
-    return pop_each(ch, out, n, mpmc_shared_pop_one);
+    size_t k = pop_each(ch, out, n, mpmc_shared_pop_one);
+#ifndef SL_MUTANT_SHM_BATCH_NO_LOOK
+    if (k == 0)
+        shared_empty(ch); /* the look, as an empty single receive's */
+#endif
+    return k;
 }
 
 static inline size_t mpmc_shared_len(const sl_chan *ch)

@@ -1082,6 +1082,60 @@ START_TEST(test_last_receiver_gone)
 }
 END_TEST
 
+/* The batch forms are receives and sends too: a receiver polling with
+ * sl_chan_try_recv_n learns that the last registered sender is gone, and a
+ * sender polling a full channel with sl_chan_try_send_n that the last
+ * registered receiver is (found by review: neither batch made the look, so
+ * a polling loop of batches never saw the channel close). _i: the
+ * configuration, then the direction. */
+START_TEST(test_last_peer_gone_batch)
+{
+    int cfg = _i % 4;
+    bool recv_side = _i < 4;
+    const uint64_t look = sl__shm_look_ns;
+    sl__shm_look_ns = 5 * MS; /* a prompt look: the test stays short */
+    sl_chan_opts o = opts_of(cfg, 4);
+    sl_chan *ch;
+    unsigned char buf[4 * MSG_MAX];
+    int ready[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    death_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o, .v = (uint64_t)ready[1],
+                   .op = recv_side ? SENDER_KILLED : RECEIVER_KILLED};
+    pid_t pid = spawn(recv_side ? registered_sender : registered_receiver, &a);
+    size_t got = 0;
+    if (recv_side) {
+        ck_assert_int_eq(reap(pid), 128 + SIGKILL); /* three sent, then killed */
+        for (uint64_t i = 0; i < survivor_wait() / MS && !sl_chan_is_closed(ch); i++) {
+            got += sl_chan_try_recv_n(ch, buf, 4);
+            usleep(1000);
+        }
+        got += sl_chan_try_recv_n(ch, buf, 4);
+        ck_assert_uint_eq(got, 3);
+    } else {
+        char c;
+        ck_assert_int_eq(read(ready[0], &c, 1), 1); /* registered */
+        for (uint64_t i = 0; i < o.capacity; i++) {
+            sl_test_seq_fill(buf, o.elem_size, i);
+            ck_assert_int_eq(sl_chan_try_send(ch, buf), SL_OK);
+        }
+        ck_assert_int_eq(reap(pid), 128 + SIGKILL);
+        for (uint64_t i = 0; i < survivor_wait() / MS && !sl_chan_is_closed(ch); i++) {
+            ck_assert_uint_eq(sl_chan_try_send_n(ch, buf, 4), 0);
+            usleep(1000);
+        }
+    }
+    ck_assert_msg(sl_chan_is_closed(ch), "%s %zu-byte: a polling %s never learnt that the "
+                  "last registered %s is gone", k_cfg[cfg].flavor == SL_SPSC ? "SL_SPSC" : "SL_MPMC",
+                  k_cfg[cfg].esz, recv_side ? "try_recv_n" : "try_send_n",
+                  recv_side ? "sender" : "receiver");
+    close(ready[0]);
+    close(ready[1]);
+    sl_chan_free(ch);
+    sl__shm_look_ns = look;
+}
+END_TEST
+
 /* An unregistered receiver (it waited, so it held a record) dies: nothing
  * closes while a registered one lives; that one's free then closes the
  * channel at once. */
@@ -3497,6 +3551,7 @@ static Suite *shm_suite(void)
     tc = tcase_create("receivers"); /* the last registered receiver is gone */
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, test_last_receiver_gone, 0, 32);
+    tcase_add_loop_test(tc, test_last_peer_gone_batch, 0, 8);
     tcase_add_loop_test(tc, test_unregistered_receiver_dies, 0, N_OF(k_cfg));
     tcase_add_test(tc, test_receiver_refusal);
     suite_add_tcase(s, tc);

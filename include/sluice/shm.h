@@ -167,7 +167,7 @@
  * receivers get SL_CLOSED once drained, as after sl_chan_close, and no
  * distinct status: a receiver's loop needs no new case). A free closes at
  * once; a death is found by the next look — an empty receive, a full send
- * or a waiter,
+ * (single or batch) or a waiter,
  * at most SL_SHM_LOOK_MS after the death plus the time to read /proc once
  * per record (microseconds). Processes are told apart by /proc/<pid>/stat;
  * where /proc does not show the process (not mounted, or mounted with

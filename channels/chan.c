@@ -294,10 +294,12 @@ sl_status sl__chan_poll_send(sl_chan *ch, const void *elem)
  * ring for the selectors and descriptors with a send case. Nothing for an
  * unbounded queue, whose senders never wait for room: a send refused for
  * memory is final, a select's send case is ready at once, and a send-end
- * descriptor is never re-armed, for no send says SL_FULL. */
+ * descriptor is never re-armed, for no send says SL_FULL. Nothing for a
+ * receive-only channel (a timer) either: no send waits on it, and a ring
+ * would wake the selectors waiting to send elsewhere for nothing. */
 PER_FLAVOR void room_made(const flavor_adapter *a, sl_chan *ch, size_t room)
 {
-    if (a->unbounded)
+    if (a->unbounded || a->recv_only)
         return;
     chan_notify(ch, &ch->not_full, room);
     ring_senders(ch);

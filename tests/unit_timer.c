@@ -400,7 +400,6 @@ START_TEST(test_real_clock_not_early)
         ck_assert_int_eq(sl_chan_recv(t, &v), SL_OK);
         ck_assert_uint_ge(sl_test_now_ns(), v);
         ck_assert_uint_ge(v, start + 5 * MS);
-        ck_assert_uint_eq((v - (start + 5 * MS)) % (5 * MS) < (5 * MS), 1);
         ck_assert_uint_gt(v, prev);
         if (prev)
             ck_assert_uint_eq((v - prev) % (5 * MS), 0); /* on the grid */

@@ -36,8 +36,8 @@
 # caught escapes both runs (or its build fails).
 # Mutants run MUTANT_LANES at a time (default 2), each in its own folder; a
 # catch that only says a time limit passed, made beside another check, is
-# confirmed by a run alone ("caught (alone)"), as a slow correct check could
-# have run out of time too.
+# confirmed by a run alone once every lane is done ("caught (alone)", listed
+# last), as a slow correct check could have run out of time too.
 # Environment: MUTANT_TIMEOUT (seconds per check, default 120), MUTANT_LANES,
 # JOBS (build parallelism, default nproc).
 set -u
@@ -387,14 +387,21 @@ run_one() {
         "$preset" "$env" "$exe" "$args" "$must" >"$outf"
 }
 
-# Reads a finished mutant's OUT file: confirms a timed catch made beside
-# another check, then counts and prints it.
+# Whether a finished mutant's catch (OUT file) needs a run alone.
+needs_confirm() {
+    local verdict how
+    { read -r; read -r; read -r verdict; read -r how; } <"$1"
+    [ "$LANES" -gt 1 ] && [[ $verdict == caught* ]] && timed_catch "$how"
+}
+
+# Reads a finished mutant's OUT file and counts and prints it; with
+# `alone`, runs its check once more first, with no other check running.
 report_one() {
-    local outf=$1 name check verdict how secs bug dir limit preset env exe args must
+    local outf=$1 alone=${2:-} name check verdict how secs bug dir limit preset env exe args must
     { read -r name; read -r check; read -r verdict; read -r how; read -r secs; read -r bug
       read -r dir; read -r limit; read -r preset; read -r env; read -r exe; read -r args
       read -r must; } <"$outf"
-    if [ "$LANES" -gt 1 ] && [[ $verdict == caught* ]] && timed_catch "$how"; then
+    if [ -n "$alone" ]; then
         local first=$how t0
         t0=$(date +%s)
         run_check "$dir" "$limit" "$preset" "$env" "$exe" "$args" "$must"
@@ -438,13 +445,19 @@ done
 based=1
 
 # LANES mutants at a time, each building its own copy and running its check;
-# reported in the list's order as they finish.
+# reported in the list's order as they finish, except the catches to be
+# confirmed alone, which wait until every lane is done.
 work=$(mktemp -d "${TMPDIR:-/tmp}/sluice-mutants.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 next_report=0
+to_confirm=()
 report_ready() {
     while [ "$next_report" -lt ${#selected[@]} ] && [ -f "$work/$next_report.done" ]; do
-        report_one "$work/$next_report"
+        if needs_confirm "$work/$next_report"; then
+            to_confirm+=("$next_report")
+        else
+            report_one "$work/$next_report"
+        fi
         next_report=$((next_report + 1))
     done
 }
@@ -457,6 +470,9 @@ for i in "${!selected[@]}"; do
 done
 wait
 report_ready
+for i in ${to_confirm[@]+"${to_confirm[@]}"}; do
+    report_one "$work/$i" alone
+done
 
 # The models' planted bugs: run.sh --mutants prints "mutant -DBUG (model):",
 # the checks, then "  => caught: CHECK KIND pan's line" or "  => not caught".

@@ -160,6 +160,7 @@ mutants=(
 "SELECT_RING_ONE_WAY|default|unit_select|TIMEOUT=90 CK_RUN_CASE=blocking CK_TIMEOUT_MULTIPLIER=0.05||1|0|a receive never rings the bells of selectors waiting to send"
 "RECV_N_EMPTY_AT_ZERO|fuzz|fuzz_mpmc||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/mpmc|1|1|\`recv_n_for\` with a zero timeout on an empty channel answers SL_EMPTY instead of SL_TIMEDOUT"
 "RECV_N_NO_LAST_LOOK|faults|stress_chan|CK_RUN_CASE=close_drains||1|0|batch receive skips the last look after close (\`recv_n\` answers SL_CLOSED with messages inside)"
+"RECV_N_NO_LAST_LOOK|faults|unit_shm|CK_RUN_CASE=batchrace||1|0|the same skipped last look, met across processes: a sender process's batches race the close, and the receiver drains to SL_CLOSED short of what they counted"
 "CHANFD_RECHECK_TAKES_ALL|default|unit_chanfd|CK_RUN_CASE=contract||1|1|a receive-end re-arm signals its descriptor after the re-check only when the channel is closed and empty, as if the re-check's one message were all that the reset wiped: two sends, or a close, made before the reset leave the descriptor unreadable"
 "CHANFD_NO_RECHECK|default|unit_chanfd|CK_RUN_CASE=contract||1|1|event-loop descriptor: a receive's re-arm resets and arms without its re-check"
 "RDV_SELECT_NO_HOLD|default|stress_flavors|CK_RUN_CASE=rendezvous SL_STRESS_SCALE=4||1|1|rendezvous: a select rounds over its cases with its offers open (a partner takes one while the round performs another case)"

@@ -2589,6 +2589,95 @@ START_TEST(test_receiver_owns_its_slot)
 END_TEST
 #endif
 
+/* ---- a close racing with batches --------------------------------------------
+ * A sender process sends batches of 5 with try_send_n until it sees the
+ * channel closed, and reports how many messages the batches counted; the
+ * parent receives with recv_n_for, closes after `at` messages, and drains
+ * to SL_CLOSED: it must have every counted message, once each, in order.
+ * The periodic look is off, so a wake lost between the processes hangs to
+ * the 5 s limit. 30 rounds, scaled by SL_STRESS_SCALE (at least 4); in the
+ * fault-injection build, whose stalls widen the close's window, they catch
+ * RECV_N_NO_LAST_LOOK in most runs. */
+static const struct {
+    sl_flavor flavor;
+    size_t esz;
+} k_race[] = {{SL_SPSC, 8},  {SL_SPSC, 64},  {SL_SPSC, 4096}, {SL_MPMC, 8},
+              {SL_MPMC, 64}, {SL_MPMC, 256}, {SL_MPMC, 257},  {SL_MPMC, 4096}};
+
+typedef struct race_arg {
+    int fd, pipe;
+    sl_chan_opts opts;
+} race_arg;
+
+static int batch_sender(void *p)
+{
+    race_arg *a = p;
+    sl_chan *ch;
+    if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK)
+        return 1;
+    size_t esz = a->opts.elem_size;
+    unsigned char *buf = malloc(5 * esz);
+    uint64_t sent = 0;
+    for (;;) {
+        for (uint64_t i = 0; i < 5; i++)
+            sl_test_seq_fill(buf + i * esz, esz, sent + i);
+        size_t k = sl_chan_try_send_n(ch, buf, 5);
+        sent += k;
+        if (k == 0 && sl_chan_is_closed(ch))
+            break;
+    }
+    if (write(a->pipe, &sent, sizeof sent) != sizeof sent)
+        return 2;
+    sl_chan_free(ch);
+    return 0;
+}
+
+START_TEST(test_batch_close_race)
+{
+    sl_chan_opts o = {.flavor = k_race[_i].flavor, .elem_size = k_race[_i].esz, .capacity = 16};
+    size_t esz = o.elem_size;
+    unsigned char *buf = malloc(7 * esz);
+    uint64_t look = sl__shm_look_ns;
+    sl__shm_look_ns = 3600 * SEC; /* no periodic look to hide a lost wake */
+    const int rounds = (int)sl_test_scaled(30, 4);
+    for (int round = 0; round < rounds; round++) {
+        sl_chan *ch;
+        ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+        int pp[2];
+        ck_assert_int_eq(pipe(pp), 0);
+        race_arg a = {.fd = sl_chan_shm_fd(ch), .pipe = pp[1], .opts = o};
+        pid_t pid = spawn(batch_sender, &a);
+        uint64_t got = 0, at = 500 + (uint64_t)round * 37;
+        bool closed = false;
+        for (;;) {
+            size_t k = 0;
+            sl_status st = sl_chan_recv_n_for(ch, buf, 7, 5 * SEC, &k);
+            if (st == SL_CLOSED)
+                break;
+            ck_assert_msg(st == SL_OK, "round %d: %s after %llu", round, sl_status_str(st),
+                          (unsigned long long)got);
+            for (size_t i = 0; i < k; i++)
+                ck_assert_msg(sl_test_seq_is(buf + i * esz, esz, got + i),
+                              "round %d: message %llu", round, (unsigned long long)(got + i));
+            got += k;
+            if (!closed && got >= at) {
+                sl_chan_close(ch);
+                closed = true;
+            }
+        }
+        join_ok(pid);
+        uint64_t sent = 0;
+        ck_assert_int_eq(read(pp[0], &sent, sizeof sent), (ssize_t)sizeof sent);
+        ck_assert_msg(got == sent, "round %d: %llu received of %llu counted sent", round,
+                      (unsigned long long)got, (unsigned long long)sent);
+        close(pp[0]), close(pp[1]);
+        sl_chan_free(ch);
+    }
+    sl__shm_look_ns = look;
+    free(buf);
+}
+END_TEST
+
 /* ---- lanes: a flag per sending thread (channels/shm_lane.c) ---------------- */
 #define LANE_WAVES 3
 #define LANE_THREADS (LANES + 4) /* more than the lanes: some count in the record */
@@ -3567,6 +3656,10 @@ static Suite *shm_suite(void)
     tcase_add_loop_test(tc, test_select_waitv_faults, 0, 4);
     tcase_add_loop_test(tc, test_select_many_segments, 0, N_OF(k_cfg));
     tcase_add_loop_test(tc, test_select_killed_selector, 0, N_OF(k_cfg));
+    suite_add_tcase(s, tc);
+    tc = tcase_create("batchrace"); /* a close racing with batches across processes */
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, test_batch_close_race, 0, N_OF(k_race));
     suite_add_tcase(s, tc);
     tc = tcase_create("fd");
     tcase_set_timeout(tc, 60);

@@ -20,7 +20,10 @@
  * Progress: with messages of at most 8 bytes, lock-free without condition,
  * and nothing ever waits. With larger messages, lock-free while fewer than
  * SL_RING_SPARE operations hold a slot at once (each holds at most one, for
- * the length of a copy); beyond that a push yields until one of them is done.
+ * the length of a copy, or, on a channel's displacing send, of the drop
+ * function that receives the displaced message: a drop that blocks counts
+ * against the bound while it runs); beyond that a push yields until one of
+ * them is done.
  * Never SL_FULL, never fails.
  * Order: linearizable FIFO; a displaced message is always the oldest.
  * Accounting: every message pushed is, exactly once, popped, displaced (handed

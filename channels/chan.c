@@ -647,6 +647,7 @@ PER_FLAVOR size_t send_n_with(const flavor_adapter *a, sl_chan *ch, const void *
     if (a->shared && __builtin_expect(!mark, 0))
         return 0; /* no record for it: every one is held (sluice/shm.h) */
     size_t sent = 0;
+    SL_FI(); /* marked in flight, closed not yet checked (as send_with) */
     bool open = !atomic_load_explicit(&ch->closed, memory_order_seq_cst);
     if (open)
         sent = a->push_n(ch, elems, n);

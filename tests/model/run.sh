@@ -233,10 +233,11 @@ run_list() {
 all_checks=("${checks_default[@]}")
 if [ "${MODEL_FULL:-0}" = 1 ]; then
     all_checks+=("${checks_full[@]}")
-    # up to ~20 million states: compress them (COLLAPSE), 4 GB per check
+    # up to ~150 million states (close-1s2r-2msg: 152.8 million, past 4 GB
+    # even compressed; 518 s): compress them (COLLAPSE), 8 GB per check
     CFLAGS_PAN=${MODEL_CFLAGS:--O0 -DCOLLAPSE}
     HASH=${MODEL_HASH:-26}
-    MEM=${MODEL_MEM:-4096}
+    MEM=${MODEL_MEM:-8192}
 fi
 
 if [ "${1:-}" = "--cover" ]; then

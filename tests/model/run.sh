@@ -5,7 +5,8 @@
 # announcement under x86-TSO, with spin.
 #
 #   run.sh                the default checks (exhaustive, ~1 min of CPU in all)
-#   MODEL_FULL=1 run.sh   also the larger configurations (several minutes)
+#   MODEL_FULL=1 run.sh   also the larger configurations (about half an hour
+#                         on 2 cores; up to 8 GB a check)
 #   MODEL_BUG=BUG_X run.sh
 #                         the same checks with one planted bug compiled in
 #                         (see the BUG_ lists in park.pml, eventcount.pml,

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "internal/spin.h"
+#include "internal/testing.h"
 #include "rings.h"
 
 sl_status sl__ring_init_at(sl_ring *r, size_t elem_size, size_t capacity, uint64_t start)

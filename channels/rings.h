@@ -181,9 +181,6 @@ sl_status sl__list_push_entered(sl_list *q, const void *elem, struct sl_epoch_re
 size_t sl__list_push_n_entered(sl_list *q, const void *elems, size_t n,
                                struct sl_epoch_rec *self);
 
-/* sl_ring_init with the counters started as sl__mpmc_init_mode's `start`. */
-sl_status sl__ring_init_at(sl_ring *r, size_t elem_size, size_t capacity, uint64_t start);
-
 /* The overwrite ring's push with the displaced message handed to `displaced`
  * in place (NULL: discarded). Returns SL_OK or SL_EVICTED. */
 sl_status sl__ring_push_visit(sl_ring *r, const void *elem, sl_visit_fn displaced, void *ctx);

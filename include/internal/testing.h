@@ -17,13 +17,16 @@
 
 struct sl_spsc;
 struct sl_mpmc;
+struct sl_ring;
 struct sl_chan;
 struct sl_chan_opts;
 
-/* As sl_spsc_init / sl_mpmc_init / sl_chan_new, with both counters starting at
- * `start` instead of 0 (e.g. UINT64_MAX - 100 to cross the wrap early). */
+/* As sl_spsc_init / sl_mpmc_init / sl_ring_init / sl_chan_new, with both
+ * counters starting at `start` instead of 0 (e.g. UINT64_MAX - 100 to cross
+ * the wrap early). */
 sl_status sl__spsc_init_at(struct sl_spsc *q, size_t elem_size, size_t capacity, uint64_t start);
 sl_status sl__mpmc_init_at(struct sl_mpmc *q, size_t elem_size, size_t capacity, uint64_t start);
+sl_status sl__ring_init_at(struct sl_ring *r, size_t elem_size, size_t capacity, uint64_t start);
 sl_status sl__chan_new_at(struct sl_chan **out, const struct sl_chan_opts *opts, uint64_t start);
 /* As sl__mpmc_init_at, with `spares` spare slots in SL_MPMC's swap form
  * (messages of 9 to 256 bytes; 0 or more than the capacity: the capacity),

@@ -12,8 +12,8 @@
  *
  *   [0] mode    bit 0: 1 = raw ring, 0 = channel
  *               bit 1: channel with a drop function
- *               bits 2-3: start of the ring counters (SPSC and MPMC only, via
- *                         the test hooks in include/internal/testing.h): 0 = 0,
+ *               bits 2-3: start of the ring counters (SPSC, MPMC and RING,
+ *                         via the test hooks in include/internal/testing.h): 0 = 0,
  *                         1 = UINT64_MAX - off, 2 = 2^32 - off, 3 = 2^63 - off
  *               bits 4-7: off / 3 (counters start up to 45 below the wrap)
  *   [1] [2] elem_size: [1] < 0x40 picks from fz_sizes[], else

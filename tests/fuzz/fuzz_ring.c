@@ -11,9 +11,8 @@
 
 static void *ring_create(size_t es, size_t cap, uint64_t start, sl_status *st)
 {
-    (void)start;
     sl_ring *r = fz_aligned(sizeof *r);
-    *st = sl_ring_init(r, es, cap);
+    *st = sl__ring_init_at(r, es, cap, start);
     if (*st != SL_OK) {
         free(r);
         return NULL;

@@ -566,9 +566,9 @@ int sl_test_run(Suite *s)
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
 #include "internal/testing.h"
 
-static void gated_stop(void *ctx, unsigned step)
+void sl_test_gate_stop(void *gate, unsigned step)
 {
-    sl_test_gated_send *g = ctx;
+    sl_test_gate *g = gate;
     (void)step;
     atomic_store(&g->stopped, 1);
     while (!atomic_load(&g->go))
@@ -578,16 +578,16 @@ static void gated_stop(void *ctx, unsigned step)
 void *sl_test_send_gated(void *gated)
 {
     sl_test_gated_send *g = gated;
-    sl__fi_arm(g->k, gated_stop, g);
+    sl__fi_arm(g->k, sl_test_gate_stop, &g->gate);
     g->st = sl_chan_try_send(g->ch, &g->value);
     g->passed = sl__fi_disarm();
-    atomic_store(&g->stopped, 1);
+    atomic_store(&g->gate.stopped, 1);
     return NULL;
 }
 
 void sl_test_wait_stopped(sl_test_gated_send *g)
 {
-    while (!atomic_load(&g->stopped))
+    while (!atomic_load(&g->gate.stopped))
         sl_test_sleep_ns(MS / 10);
 }
 #endif

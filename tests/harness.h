@@ -192,6 +192,14 @@ void sl_test_account(const char *what, uint64_t n);
 int sl_test_run(Suite *s);
 
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+/* A thread stopped at a fault-injection step: sl__fi_arm(k, sl_test_gate_stop,
+ * &gate) makes the thread's k-th step (SL_FI) set `stopped` and wait until
+ * `go` is set. */
+typedef struct sl_test_gate {
+    atomic_int stopped, go;
+} sl_test_gate;
+void sl_test_gate_stop(void *gate, unsigned step);
+
 /* A try_send of `value` stopped at its k-th fault-injection step (SL_FI)
  * until `go` is set: run sl_test_send_gated on a thread, wait with
  * sl_test_wait_stopped, do what must happen while it is stopped, set `go`,
@@ -203,7 +211,7 @@ typedef struct sl_test_gated_send {
     uint64_t value;
     unsigned k, passed;
     sl_status st;
-    atomic_int stopped, go;
+    sl_test_gate gate;
 } sl_test_gated_send;
 void *sl_test_send_gated(void *gated);
 void sl_test_wait_stopped(sl_test_gated_send *g);

@@ -650,18 +650,9 @@ typedef struct lent_run {
     sl_exec *ex1, *ex2;
     bool scope;
     unsigned k;          /* the completer's mark to stop at, counted after arming */
-    atomic_int stopped, go;
+    sl_test_gate gate;
 } lent_run;
 static lent_run *g_lent;
-
-static void lent_stop(void *ctx, unsigned step)
-{
-    lent_run *r = ctx;
-    (void)step;
-    atomic_store(&r->stopped, 1);
-    while (!atomic_load(&r->go))
-        sl_test_sleep_ns(MS / 10);
-}
 
 /* On ex1's worker: long enough for the waiter to register and sleep. */
 static void lent_completer(void *args, void *ret)
@@ -670,7 +661,7 @@ static void lent_completer(void *args, void *ret)
     sl_test_sleep_ns(100 * MS);
     if (ret)
         *(int *)ret = 42;
-    sl__fi_arm(g_lent->k, lent_stop, g_lent);
+    sl__fi_arm(g_lent->k, sl_test_gate_stop, &g_lent->gate);
 }
 
 /* On ex2's worker. */
@@ -711,15 +702,15 @@ START_TEST(test_waiter_stays_while_its_event_is_rung)
     r.ex2 = new_exec(1);
     sl_future fa = sl_spawn(r.ex2, lent_waiter, NULL, 0, sizeof(int));
     uint64_t t0 = sl_test_now_ns();
-    while (!atomic_load(&r.stopped) && sl_test_now_ns() - t0 < 10 * SEC)
+    while (!atomic_load(&r.gate.stopped) && sl_test_now_ns() - t0 < 10 * SEC)
         sl_test_sleep_ns(MS);
-    bool stopped = atomic_load(&r.stopped);
+    bool stopped = atomic_load(&r.gate.stopped);
     /* Other work for ex2: its worker wakes and finds the completion (synced
      * only after the release: a waiter that stays runs nothing meanwhile). */
     sl_future fn = sl_spawn(r.ex2, lent_noop, NULL, 0, 0);
     sl_test_sleep_ns(100 * MS);
     bool left_early = sl_is_ready(&fa);
-    atomic_store(&r.go, 1);
+    atomic_store(&r.gate.go, 1);
     int v = 0;
     sl_status st = sl_sync(&fa, &v);
     sl_status st_noop = sl_sync(&fn, NULL);

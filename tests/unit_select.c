@@ -1275,7 +1275,7 @@ START_TEST(test_close_with_sender_in_flight)
         s->n = 1, s->timeout = 2 * SEC; /* it may answer at once: no sel_start */
         ck_assert_int_eq(pthread_create(&s->thr, NULL, sel_main, s), 0);
         sl_test_sleep_ns(30 * MS); /* the selector into its sleep */
-        atomic_store(&g.go, 1);
+        atomic_store(&g.gate.go, 1);
         ck_assert_int_eq(pthread_join(t, NULL), 0);
         sl_status st = sel_join(s);
         ck_assert_msg((st == SL_CLOSED && g.st != SL_OK) ||

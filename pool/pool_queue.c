@@ -88,9 +88,8 @@ unsigned sl__pool_queue_pop(sl__pool_queue *q, unsigned own, sl_job *out, unsign
 
 bool sl__pool_queue_any(const sl__pool_queue *q)
 {
-    size_t n = (size_t)q->levels * q->inboxes;
-    for (size_t i = 0; i < n; i++) {
-        if (sl_list_len(&q->lists[i]) != 0)
+    for (size_t i = 0; i < sl__pool_queue_lists(q); i++) {
+        if (sl__pool_queue_len_at(q, i) != 0)
             return true;
     }
     return false;

@@ -2617,6 +2617,8 @@ static int batch_sender(void *p)
         return 1;
     size_t esz = a->opts.elem_size;
     unsigned char *buf = malloc(5 * esz);
+    if (!buf)
+        return 3;
     uint64_t sent = 0;
     for (;;) {
         for (uint64_t i = 0; i < 5; i++)
@@ -2626,6 +2628,7 @@ static int batch_sender(void *p)
         if (k == 0 && sl_chan_is_closed(ch))
             break;
     }
+    free(buf);
     if (write(a->pipe, &sent, sizeof sent) != sizeof sent)
         return 2;
     sl_chan_free(ch);
@@ -2637,6 +2640,7 @@ START_TEST(test_batch_close_race)
     sl_chan_opts o = {.flavor = k_race[_i].flavor, .elem_size = k_race[_i].esz, .capacity = 16};
     size_t esz = o.elem_size;
     unsigned char *buf = malloc(7 * esz);
+    ck_assert_ptr_nonnull(buf);
     uint64_t look = sl__shm_look_ns;
     sl__shm_look_ns = 3600 * SEC; /* no periodic look to hide a lost wake */
     const int rounds = (int)sl_test_scaled(30, 4);
@@ -2810,7 +2814,7 @@ START_TEST(test_lanes_close_in_flight)
         sl_status early = sl_chan_try_recv(g.ch, &v);
         if (early == SL_OK)
             v == 42 ? got42++ : others++;
-        atomic_store(&g.go, 1);
+        atomic_store(&g.gate.go, 1);
         ck_assert_int_eq(pthread_join(t, NULL), 0);
         sl_test_barrier_wait(&release);
         for (unsigned i = 0; i < LANES - 1; i++)

@@ -675,9 +675,16 @@ PER_FLAVOR size_t send_n_with(const flavor_adapter *a, sl_chan *ch, const void *
 SHARED_DISPATCHER(size_t, send_n_with, (sl_chan *ch, const void *elems, size_t n), ch, elems,
                   n)
 
+/* Whether n messages of ch's size fit in one array: a count whose bytes
+ * overflow cannot be an array the caller holds (bad input, refused whole). */
+static inline bool batch_fits(const sl_chan *ch, size_t n)
+{
+    return n != 0 && n <= SIZE_MAX / ch->elem_size;
+}
+
 SL_API size_t sl_chan_try_send_n(sl_chan *ch, const void *elems, size_t n)
 {
-    if (!ch || !elems || n == 0)
+    if (!ch || !elems || !batch_fits(ch, n))
         return 0;
     DISPATCH(ch->flavor, send_n_with, ch, elems, n);
 }
@@ -730,7 +737,7 @@ static sl_status try_recv_n_once(sl_chan *ch, void *out, size_t n, size_t *got)
 SL_API size_t sl_chan_try_recv_n(sl_chan *ch, void *out, size_t n)
 {
     size_t got = 0;
-    if (ch && out && n != 0)
+    if (ch && out && batch_fits(ch, n))
         (void)try_recv_n_once(ch, out, n, &got);
     return got;
 }
@@ -765,8 +772,7 @@ SL_API sl_status sl_chan_recv_n_for(sl_chan *ch, void *out, size_t n, uint64_t t
 {
     if (got)
         *got = 0;
-    /* A count whose bytes overflow cannot be an array the caller holds. */
-    if (!ch || !out || !got || n == 0 || n > SIZE_MAX / ch->elem_size)
+    if (!ch || !out || !got || !batch_fits(ch, n))
         return SL_EINVAL;
     sl_status st = try_recv_n_once(ch, out, n, got);
     if (is_final(st))

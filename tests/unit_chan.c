@@ -241,6 +241,14 @@ START_TEST(test_null_elem_consumes_nothing)
     ck_assert_int_eq(sl_chan_recv_for(ch, NULL, SL_FOREVER), SL_EINVAL);
     ck_assert_uint_eq(sl_chan_try_recv_n(ch, NULL, 2), 0);
     ck_assert_uint_eq(sl_chan_len(ch), 2);
+    /* n messages of 8 bytes beyond SIZE_MAX bytes: no array holds them, so
+     * neither batch takes any (the buffers hold what an unchecked batch
+     * would move here: the two queued, or the two that fit). */
+    uint64_t batch[4] = { 0 };
+    ck_assert_uint_eq(sl_chan_try_recv_n(ch, batch, SIZE_MAX / 4), 0);
+    ck_assert_uint_eq(sl_chan_try_send_n(ch, batch, SIZE_MAX / 4), 0);
+    ck_assert_uint_eq(batch[0], 0);
+    ck_assert_uint_eq(sl_chan_len(ch), 2);
     ck_assert_uint_eq(recv_u64(ch), 11);
     ck_assert_uint_eq(recv_u64(ch), 22);
     sl_chan_free(ch);

@@ -233,7 +233,8 @@ SL_API sl_status sl_chan_recv_for(sl_chan *ch, void *out, uint64_t timeout_ns);
 
 /* Sends up to n messages from the array elems, in order, without waiting;
  * returns how many were sent (0 if closed, full, refused as sl_chan_send's
- * SL_ENOMEM, or on bad input). The ones
+ * SL_ENOMEM, or on bad input: NULL ch or elems, n == 0, or n * elem_size
+ * beyond SIZE_MAX; then nothing is sent). The ones
  * not sent are still the caller's. SL_RING counts displacing sends as sent
  * (the displaced messages go to the drop function). One notify covers the
  * batch. */
@@ -241,7 +242,8 @@ SL_API size_t sl_chan_try_send_n(sl_chan *ch, const void *elems, size_t n);
 
 /* Receives up to n messages into the array out, in order, without waiting;
  * returns how many: 0 when the channel is empty, closed and drained, or on
- * bad input (NULL ch or out) — sl_chan_is_closed tells the first two apart. */
+ * bad input (NULL ch or out, n == 0, or n * elem_size beyond SIZE_MAX; then
+ * nothing is received) — sl_chan_is_closed tells the first two apart. */
 SL_API size_t sl_chan_try_recv_n(sl_chan *ch, void *out, size_t n);
 
 /* Batch receive that waits: waits until at least one message is there, then

@@ -461,9 +461,9 @@ sl__cellring_push_as(const sl__cellring *r, uint64_t value, bool displace, uint6
                 /* Release: the pops that took old's bytes (before this
                  * cell was free) before the push that takes it next.
                  * The tail's move, made after every give-back, is a
-                 * locked instruction: a full barrier between this store
-                 * and whatever the caller loads next (channels/mpmc.c,
-                 * the starved flag). */
+                 * seq_cst CAS; with the caller's sl__fence_after_locked,
+                 * a full barrier between this store and whatever the
+                 * caller loads next (channels/mpmc.c, the starved flag). */
                 atomic_store_explicit(give_back, old, memory_order_release);
             }
             if (slots && sl__cellring_pushes < SL__CELLRING_STREAM)

@@ -400,8 +400,8 @@ sweep_spares(const sl_mpmc *q, const sl__mpmc_view *v, bool shared, size_t from,
  * other entries; if none holds a slot either, the push will say SL_FULL,
  * perhaps with room in the ring. A blocked sender must not sleep through the
  * give-back that ends that: it raises `starved`, then sweeps again. A push
- * that gives a slot back loads the flag after a full barrier (the give-back
- * comes before its tail's CAS), and, finding it raised, wakes the channel's
+ * that gives a slot back loads the flag after a full barrier (its tail's
+ * CAS and sl__fence_after_locked), and, finding it raised, wakes the channel's
  * senders (wake_starved): either this second sweep sees the slot, or that
  * push sees the flag (docs/guarantees.md, "SL_MPMC"). Cold: `shared`
  * (as in push_one) is tested where it is used. */
@@ -555,7 +555,11 @@ push_swap(const sl_mpmc *q, const sl__mpmc_view *v, const void *elem, sl_event *
     }
     if (!full)
         prefetch_next_spare(e, &slots);
-    if (wake && atomic_load_explicit(STARVED(), memory_order_seq_cst))
+    if (!wake)
+        return full ? SL_FULL : SL_OK;
+    if (!full)
+        sl__fence_after_locked(); /* the give-back before the flag's load */
+    if (atomic_load_explicit(STARVED(), memory_order_seq_cst))
         wake_starved(STARVED(), wake);
     return full ? SL_FULL : SL_OK;
 }

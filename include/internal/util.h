@@ -1,12 +1,13 @@
 /*
  * internal/util.h — the small things the library's files share (internal):
- * the CPU count, thread names, a cheap per-thread random generator, and a
- * prefetch for writing.
+ * the CPU count, thread names, a cheap per-thread random generator, a
+ * prefetch for writing, and the fence after a locked instruction.
  */
 #ifndef SLUICE_INTERNAL_UTIL_H
 #define SLUICE_INTERNAL_UTIL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -47,6 +48,21 @@ static inline void sl__cache_demote(const void *p)
     __asm__ volatile("cldemote %0" ::"m"(*(const char *)p));
 #else
     (void)p;
+#endif
+}
+
+/* A full barrier between a release store and a later seq_cst load where a
+ * seq_cst read-modify-write of another word stands between them. C11 puts
+ * the pair in order only with a seq_cst fence (a release store is outside
+ * the single total order); on x86-64 the locked instruction is a full
+ * barrier, and AArch64 never lets a later LDAR pass an earlier STLR, so
+ * there it costs nothing beyond the compiler's barrier. */
+static inline void sl__fence_after_locked(void)
+{
+#if defined(__x86_64__) || defined(__aarch64__)
+    atomic_signal_fence(memory_order_seq_cst);
+#else
+    atomic_thread_fence(memory_order_seq_cst);
 #endif
 }
 

@@ -346,7 +346,11 @@ sl__cellring_fetch_ahead(const sl__cellring *r, uint64_t t, const sl__cellring_s
     }
     if (!sl__prefetchw_known)
         return;
-    sl__prefetch_for_write(sl__cell_at(r, t + SL__CELLS_PER_LINE));
+    /* The line after t's in ring order: past the lap's last cell (whose
+     * line may be partial), the lap's first, so that no address beyond
+     * the cells is formed. */
+    uint64_t next = (t & (r->one_lap - 1)) + SL__CELLS_PER_LINE;
+    sl__prefetch_for_write(&r->cells[next < r->capacity ? next : 0]);
     if (slots && sl__cellring_pushes >= SL__CELLRING_STREAM)
         sl__cellring_fetch_slots(r, t, slots);
 }

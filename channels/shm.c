@@ -1114,6 +1114,27 @@ static sl_status open_owned(sl_chan **out, int fd, const sl_chan_opts *expect)
     return SL_OK;
 }
 
+/* Whether no holder of fd can shrink its file under this process's mapping
+ * (SIGBUS on the next access) without a name to its door: a file with no
+ * name (a memfd, or an unlinked object) must be sealed against shrinking,
+ * as every memfd sl_chan_shm_create makes is, since the peer that passed it
+ * could truncate it otherwise. A named object cannot be sealed; it is
+ * taken as sl_chan_shm_open takes its name (sluice/shm.h says what a peer
+ * with write access can do to it). */
+static bool sealed_or_named(int fd)
+{
+    struct stat sb;
+    if (fstat(fd, &sb) != 0)
+        return false;
+    if (sb.st_nlink > 0)
+        return true;
+#ifdef SL_MUTANT_SHM_UNSEALED_FD
+    return true; /* planted bug: a peer's unsealed memfd is mapped */
+#endif
+    int seals = fcntl(fd, F_GET_SEALS);
+    return seals >= 0 && (seals & F_SEAL_SHRINK);
+}
+
 SL_API sl_status sl_chan_shm_open_fd(sl_chan **out, int fd, const sl_chan_opts *expect)
 {
     if (!out || !expect || expect->drop || fd < 0)
@@ -1121,6 +1142,11 @@ SL_API sl_status sl_chan_shm_open_fd(sl_chan **out, int fd, const sl_chan_opts *
     int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
     if (own < 0)
         return errno_status();
+    if (!sealed_or_named(own)) {
+        close(own);
+        errno = EPERM;
+        return SL_EINVAL;
+    }
     return open_owned(out, own, expect);
 }
 

@@ -590,6 +590,56 @@ START_TEST(test_open_refusals)
 }
 END_TEST
 
+/* A copy of segment fd's bytes in a new memfd made with `flags`. */
+static int copy_segment(int fd, unsigned flags)
+{
+    struct stat sb;
+    ck_assert_int_eq(fstat(fd, &sb), 0);
+    unsigned char *raw = map_raw(fd, (size_t)sb.st_size);
+    int copy = memfd_create("copy", MFD_CLOEXEC | flags);
+    ck_assert_int_ge(copy, 0);
+    ck_assert_int_eq(pwrite(copy, raw, (size_t)sb.st_size, 0), sb.st_size);
+    munmap(raw, (size_t)sb.st_size);
+    return copy;
+}
+
+/* A descriptor with no name must be sealed against shrinking: the peer that
+ * passed it could truncate it under the opener's mapping (SIGBUS) otherwise.
+ * The same segment's bytes, in memfds sealed in different ways. */
+START_TEST(test_open_unsealed)
+{
+    sl_chan_opts o = opts_of(_i, 10);
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    int fd = sl_chan_shm_fd(ch);
+    ck_assert_int_eq(open_with(fd, o.flavor, o.elem_size, 10), SL_OK);
+    /* Sealable, not sealed: refused until F_SEAL_SHRINK is there. */
+    int copy = copy_segment(fd, MFD_ALLOW_SEALING);
+    errno = 0;
+    ck_assert_int_eq(open_with(copy, o.flavor, o.elem_size, 10), SL_EINVAL);
+    ck_assert_int_eq(errno, EPERM);
+    ck_assert_int_eq(fcntl(copy, F_ADD_SEALS, F_SEAL_GROW), 0);
+    ck_assert_int_eq(open_with(copy, o.flavor, o.elem_size, 10), SL_EINVAL);
+    ck_assert_int_eq(fcntl(copy, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+    ck_assert_int_eq(open_with(copy, o.flavor, o.elem_size, 10), SL_OK);
+    close(copy);
+    /* Never sealable: refused for good. */
+    copy = copy_segment(fd, 0);
+    ck_assert_int_eq(open_with(copy, o.flavor, o.elem_size, 10), SL_EINVAL);
+    close(copy);
+    sl_chan_free(ch);
+    /* A named object's descriptor opens while it has its name, and is a
+     * file with no name like any other once unlinked. */
+    const char *name = test_name();
+    sl_chan_shm_unlink(name); /* a leftover of a killed run */
+    ck_assert_int_eq(sl_chan_shm_create(&ch, name, &o, 0), SL_OK);
+    ck_assert_int_eq(open_with(sl_chan_shm_fd(ch), o.flavor, o.elem_size, 10), SL_OK);
+    ck_assert_int_eq(sl_chan_shm_unlink(name), SL_OK);
+    ck_assert_int_eq(open_with(sl_chan_shm_fd(ch), o.flavor, o.elem_size, 10), SL_EINVAL);
+    sl_chan_free(ch);
+}
+END_TEST
+
 static void set_word(unsigned char *raw, size_t off, uint64_t v) { memcpy(raw + off, &v, 8); }
 
 /* A swap-form SL_MPMC segment and the peer's mapping of it (*size bytes),
@@ -3677,6 +3727,7 @@ static Suite *shm_suite(void)
     tcase_add_test(tc, test_create_refusals);
     tcase_add_loop_test(tc, test_use_refusals, 0, N_OF(k_cfg));
     tcase_add_test(tc, test_open_refusals);
+    tcase_add_loop_test(tc, test_open_unsealed, 0, N_OF(k_cfg));
     tcase_add_test(tc, test_short_segment);
     tcase_add_test(tc, test_spare_garbage);
     tcase_add_test(tc, test_spares_all_lost);

@@ -84,9 +84,11 @@
  * to a few laps of the ring, close it, or make it read /proc for the pids
  * it names) but never makes this process read or write outside the segment or call
  * through a pointer read from it. A memfd is sealed against shrinking and
- * growing; a named object cannot be sealed, so a peer with write access
- * that truncates it makes this process's next access fault (SIGBUS):
- * prefer the memfd where peers are not trusted. The layout is
+ * growing, and sl_chan_shm_open_fd refuses a file with no name that is
+ * not sealed against shrinking, so no peer can pass one it could truncate;
+ * a named object cannot be sealed, so a peer with write access that
+ * truncates it makes this process's next access fault (SIGBUS): prefer the
+ * memfd where peers are not trusted. The layout is
  * docs/shm-layout.md; the ordering argument, docs/guarantees.md ("Across
  * processes").
  *
@@ -232,7 +234,11 @@ SL_API sl_status sl_chan_shm_create(sl_chan **out, const char *name, const sl_ch
  * flavour or message size than expected, of another capacity where one is
  * expected, or smaller than its geometry needs, or a drop function, or in
  * asymmetric barrier mode while this process cannot issue
- * membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) (see "Barriers" above);
+ * membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) (see "Barriers" above), or
+ * a file with no name (a memfd, or a named object already unlinked) that
+ * is not sealed against shrinking (F_SEAL_SHRINK; errno EPERM): whoever
+ * passed it could truncate it under this process's mapping. Every memfd
+ * sl_chan_shm_create makes is sealed;
  * SL_ENOMEM when out of memory or descriptors. */
 SL_API sl_status sl_chan_shm_open_fd(sl_chan **out, int fd, const sl_chan_opts *expect);
 

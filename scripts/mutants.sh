@@ -80,6 +80,7 @@ mutants=(
 "MPMC_EMPTY_ON_LOST_CAS|faults|stress_lincheck|||1|0|MPMC pop returns SL_EMPTY when its take of a cell loses a race"
 "LIST_OK_AFTER_POISON|default|stress_lincheck|||1|0|LIST push returns OK after its slot was poisoned"
 "LIST_DROP_LATE_FULL|default|stress_lincheck|||1|0|LIST pop drops a slot that became FULL while it waited"
+"RING_EVICT_NEWEST|default|stress_lincheck|CK_RUN_CASE=lincheck||1|0|the same eviction of the newest, met by the linearizability checker (SL_RING, capacity 1 and 2)"
 "LIST_NEW_SEG_ENQ_ZERO|fuzz|fuzz_list||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/list|1|1|LIST new segment starts with enq = 0"
 "LIST_LEN_FULL_SEG|fuzz|fuzz_list||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/list|1|1|LIST len miscounts a full segment"
 "RING_EVICT_NEWEST|fuzz|fuzz_ring||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/ring|1|1|ring evicts the newest instead of the oldest (messages of at most 8 bytes)"

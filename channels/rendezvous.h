@@ -29,6 +29,9 @@ struct sl_select_case;
 #define SL__RDV_OPEN 0u
 #define SL__RDV_SELF 1u
 #define SL__RDV_TAKEN(i) (2u + (uint32_t)(i))
+/* The most cases a select may have: TAKEN of the last must not wrap the
+ * claim word onto OPEN or SELF (select.c refuses more with SL_EINVAL). */
+#define SL__RDV_CASES_MAX ((size_t)UINT32_MAX - 1)
 
 typedef struct sl__rdv_offer {
     SL_ATOMIC(uint32_t) *claim; /* shared by all of one select's offers */

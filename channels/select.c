@@ -191,7 +191,7 @@ static inline __attribute__((always_inline)) size_t rng_below(size_t n)
 /* The arguments both selects refuse with SL_EINVAL, before anything happens. */
 static bool cases_valid(const sl_select_case *cases, size_t n, const size_t *index)
 {
-    if (!cases || !index || n == 0)
+    if (!cases || !index || n == 0 || n > SL__RDV_CASES_MAX)
         return false;
     bool any = false;
     for (size_t i = 0; i < n; i++) {

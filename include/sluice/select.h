@@ -29,8 +29,15 @@
  * case on it. A select that has to wait posts an offer on each rendezvous
  * case (all of them sharing one claim, so at most one is ever taken), so two
  * selects facing each other on a channel meet; while it runs a round over
- * its other cases its offers are withdrawn, so exactly one operation
- * happens. A select never meets itself (a send and a receive case on one
+ * its cases its offers are held (a partner's try skips them), so exactly
+ * one operation happens. A select re-runs its round after every ring of
+ * its bell, for any channel's change (the bells are process-wide), so a
+ * partner's try_send / try_recv may find a parked select busy and answer
+ * SL_FULL / SL_EMPTY; the blocking forms post an offer and meet it. An
+ * offer a partner takes while the select waits is the operation
+ * performed, whatever else became ready meanwhile: fairness and
+ * sl_select_biased's priority are among the cases a round finds ready. A
+ * select never meets itself (a send and a receive case on one
  * rendezvous channel do not pair). A send case's message is taken only if
  * select returns SL_OK on that case.
  *
@@ -75,8 +82,8 @@ typedef struct sl_select_case {
  *               drained);
  *   SL_TIMEDOUT nothing was ready within timeout_ns (0: nothing ready now);
  *   SL_EINVAL   NULL cases or index, a NULL buf on a case with a channel, an
- *               op that is neither send nor receive, or no case with a
- *               channel at all; nothing happened.
+ *               op that is neither send nor receive, no case with a
+ *               channel at all, or n above 2^32 - 2; nothing happened.
  * With more than 64 cases select allocates their order, one that must
  * wait with more than 4 rendezvous cases allocates their offers, and one
  * that must wait with more than 7 shared-memory cases (sluice/shm.h)
@@ -101,7 +108,9 @@ SL_API sl_status sl_select(sl_select_case *cases, size_t n, uint64_t timeout_ns,
  * cases (a send case's SL_ENOMEM, SL_LIST's, remains, and so do the
  * offers' allocation of more than 4 rendezvous cases and the bells' of
  * more than 7 shared cases when it must wait). Starvation is the caller's choice:
- * while case 0 stays ready, the others are never taken. Progress and
+ * while case 0 stays ready, the others are never taken by a round (a
+ * rendezvous case's offer that a partner takes while the select waits is
+ * the exception: above). Progress and
  * ordering as sl_select: each case's operation is its channel's try form,
  * with that flavour's guarantee and ordering; blocking unless timeout_ns
  * is 0. */

@@ -215,6 +215,11 @@ sl_status sl__bcast_init(sl__bcast_end *e, const sl_chan_opts *o)
     if (!attaching)
         return ring_new(e, o);
     e->b = attaching;
+    /* Consumed here: the join below may run the drop function, which may
+     * make a broadcast channel of its own (a new ring, not a subscriber). */
+#ifndef SL_MUTANT_BCAST_ATTACHING_KEPT /* planted bug: a drop's new channel joins this ring */
+    attaching = NULL;
+#endif
     e->subscriber = true;
     e->scratch = NULL;
     atomic_init(&e->missed, 0u);
@@ -301,9 +306,21 @@ uint32_t sl__bcast_sending(const sl_chan *ch)
     return e->subscriber ? 0 : atomic_load_explicit(&e->b->in_flight, memory_order_acquire);
 }
 
+/* A subscriber handle's send is refused (SL_EINVAL, or SL_CLOSED): its mark
+ * must not count among the ring's sends in flight, which the send handle's
+ * free reads as its own (sl__bcast_sending). It marks this ring, which is
+ * never closed: its unmark wakes nobody. */
+static sl__bcast refused_sends __attribute__((unused)); /* unused with a planted bug */
+
 SL_ATOMIC(uint32_t) *sl__bcast_mark(sl_chan *ch)
 {
     sl__bcast_end *e = &ch->q.bcast;
+#ifndef SL_MUTANT_BCAST_REFUSED_SEND_COUNTED /* planted bug: counted as the send handle's */
+    if (e->subscriber) {
+        atomic_fetch_add_explicit(&refused_sends.in_flight, 1u, memory_order_relaxed);
+        return &refused_sends.in_flight;
+    }
+#endif
     /* seq_cst: the mark before the sender's closed-check (chan_flavors.h,
      * "senders in flight"), with the subscribers' loads of `closed` and of
      * this count as the other side (end_or_mark). */

@@ -175,6 +175,8 @@ mutants=(
 "BCAST_LAG_DOUBLE_RELEASE|default|unit_broadcast|CK_RUN_CASE=contract||1|1|broadcast: a lag gives up the subscriber's share of the message it moves to, and the read of it gives it up again (dropped before the other subscribers read it)"
 "BCAST_LEAVER_FORGETS|default|unit_broadcast|CK_RUN_CASE=contract||1|1|broadcast: a leaving subscriber keeps its shares of what it did not read (those messages wait for their overwrite)"
 "BCAST_JOIN_NO_SETTLE|default|unit_broadcast|CK_RUN_CASE=threads||1|0|broadcast: a subscribe does not settle the positions below its start whose senders counted it (dropped only at their overwrite)"
+"BCAST_ATTACHING_KEPT|faults|unit_broadcast|CK_RUN_CASE=contract||1|0|broadcast: a subscribe keeps naming the ring it joins while its join may run the drop function, so a drop that makes a broadcast channel gets a subscriber of this ring instead"
+"BCAST_REFUSED_SEND_COUNTED|faults|unit_broadcast|CK_RUN_CASE=contract||1|0|broadcast: a send on a subscriber handle (refused) marks itself among the ring's sends in flight, which the send handle's free reads as its own and aborts on"
 )
 
 mode="" only="" out=lines model=0 baseline=0

@@ -923,6 +923,99 @@ START_TEST(test_free_while_sending_aborts)
     ck_abort_msg("sl_chan_free returned while a send was in flight on the send handle");
 }
 END_TEST
+
+/* Review: a drop function that makes a broadcast channel of its own. The
+ * drop may run inside sl_chan_subscribe (the join settles a send that
+ * claimed before it and counted it after), where the thread-local
+ * `attaching` still names the ring being joined: the drop's sl_chan_new
+ * then made a subscriber of that ring instead of a new send handle.
+ * Staged: sender S stopped after its claim, before it counts `subs`; J
+ * subscribes (its join counted, then waiting for S); S resumes and counts
+ * J; J's settle gives up the last share and runs the drop on J's thread. */
+typedef struct maker {
+    atomic_int runs;
+    sl_status made_st, send_st;
+    sl_chan *made;
+} maker;
+
+static void make_in_drop(void *elem, void *ctx)
+{
+    (void)elem;
+    maker *m = ctx;
+    if (atomic_fetch_add(&m->runs, 1) != 0)
+        return;
+    sl_chan_opts o = {.flavor = SL_BROADCAST, .elem_size = 16, .capacity = 7};
+    m->made_st = sl_chan_new(&m->made, &o);
+    if (m->made_st == SL_OK) {
+        unsigned char x[16] = {0};
+        m->send_st = sl_chan_try_send(m->made, x);
+    }
+}
+
+typedef struct joiner {
+    sl_chan *bc, *rx;
+} joiner;
+
+static void *join_thread(void *p)
+{
+    joiner *j = p;
+    ck_assert_int_eq(sl_chan_subscribe(j->bc, &j->rx), SL_OK);
+    return NULL;
+}
+
+START_TEST(test_drop_in_subscribe_makes_channel)
+{
+    maker m = {0};
+    sl_chan *bc = mk(8, 4, make_in_drop, &m);
+    sl_test_gated_send s = {.ch = bc, .value = 100, .k = 2}; /* push: claimed, not counted */
+    pthread_t st, jt;
+    ck_assert_int_eq(pthread_create(&st, NULL, sl_test_send_gated, &s), 0);
+    sl_test_wait_stopped(&s);
+    joiner j = {bc, NULL};
+    ck_assert_int_eq(pthread_create(&jt, NULL, join_thread, &j), 0);
+    sl__bcast *b = bc->q.bcast.b;
+    while ((atomic_load(&b->subs) & ((UINT64_C(1) << SL__BCAST_NBITS) - 1)) == 0)
+        sl_test_sleep_ns(MS / 10); /* J has joined the count, waits for S */
+    atomic_store(&s.gate.go, 1);
+    pthread_join(st, NULL);
+    pthread_join(jt, NULL);
+    ck_assert_int_eq(s.st, SL_OK);
+    ck_assert_int_eq(atomic_load(&m.runs), 1); /* dropped in J's subscribe */
+    ck_assert_int_eq(m.made_st, SL_OK);
+    ck_assert_msg(m.send_st == SL_OK,
+                  "sl_chan_new in a drop inside sl_chan_subscribe made a subscriber of the "
+                  "ring being joined: its send answered %s (cap %zu, elem %zu)",
+                  sl_status_str(m.send_st), sl_chan_cap(m.made), sl_chan_elem_size(m.made));
+    sl_chan_free(m.made);
+    sl_chan_free(j.rx);
+    sl_chan_free(bc);
+}
+END_TEST
+
+/* Review: a (refused) send on a subscriber handle marks the ring's count of
+ * sends in flight, which sl_chan_free of the send handle reads as its own
+ * sends: freeing the send handle while another thread's try_send on a
+ * subscriber is between its mark and its unmark aborts ("1 sending"),
+ * although free of other handles may overlap any call on a subscriber. */
+START_TEST(test_free_send_handle_while_subscriber_send_refused)
+{
+    sl_chan_opts o = {.flavor = SL_BROADCAST, .elem_size = 8, .capacity = 4};
+    sl_chan *bc, *rx;
+    ck_assert_int_eq(sl_chan_new(&bc, &o), SL_OK);
+    ck_assert_int_eq(sl_chan_subscribe(bc, &rx), SL_OK);
+    sl_test_gated_send s = {.ch = rx, .value = 7, .k = 1}; /* marked, closed not checked */
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, sl_test_send_gated, &s), 0);
+    sl_test_wait_stopped(&s);
+    sl_chan_free(bc); /* another handle: must not abort */
+    atomic_store(&s.gate.go, 1);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(s.st, SL_EINVAL);
+    uint64_t v;
+    ck_assert_int_eq(sl_chan_recv(rx, &v), SL_CLOSED);
+    sl_chan_free(rx);
+}
+END_TEST
 #endif
 
 static Suite *broadcast_suite(void)
@@ -943,6 +1036,8 @@ static Suite *broadcast_suite(void)
     tcase_add_test(tc, test_typed);
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
     tcase_add_test_raise_signal(tc, test_free_while_sending_aborts, SIGABRT);
+    tcase_add_test(tc, test_drop_in_subscribe_makes_channel);
+    tcase_add_test(tc, test_free_send_handle_while_subscriber_send_refused);
 #endif
     suite_add_tcase(s, tc);
     tc = tcase_create("waking");

@@ -26,7 +26,8 @@
  * `capacity` messages and a send into a full ring overwrites the oldest.
  * A subscriber that falls more than `capacity` messages behind loses the
  * oldest: its next receive returns SL_LAGGED (nothing received; the bytes at
- * out are unspecified), having moved it to the oldest message still held and
+ * out are unspecified), having moved it to the oldest message that no send
+ * has yet claimed the slot of (one being overwritten counts as lost) and
  * added the number skipped to sl_chan_missed(rx); the receive after that
  * returns that message. A receive never skips a message silently and never
  * returns a copy torn by an overwrite: the bytes of an SL_OK are exactly one
@@ -77,9 +78,12 @@
  * (sl_chan_free; a closed subscriber keeps its claim until freed), or when
  * a later send overwrites it, whichever comes first; a message sent with
  * nobody subscribed is dropped in its send. A drop function may assume:
- * it runs once per message, on a copy of the message's bytes as sent; no
- * receive is copying the message or starts a copy of it after it runs
- * (one whose copy was complete before may return it after); it may
+ * it runs once per message, on the message's bytes as sent (in the
+ * channel's slot or a copy of them: it must not write them); no receive
+ * that will return the message is copying it or starts a copy of it after
+ * it runs (one whose copy was complete before may return it after; a
+ * lagging receive's copy may overlap the drop a send runs on the message
+ * it overwrites, and is discarded: that receive answers SL_LAGGED); it may
  * run on the sender's thread or on any subscriber's, inside a receive,
  * sl_chan_subscribe or sl_chan_free (so it must be thread-safe). It must
  * not assume the subscribers are done with what their copies point to:
@@ -127,7 +131,9 @@ SL_BEGIN_DECLS
  * or not), until it is freed, closed, or bc is closed and it has seen the
  * rest. Returns SL_OK; SL_EINVAL for NULL bc or rx, a channel of another
  * flavour, or a subscriber handle; SL_ENOMEM (*rx untouched), also when bc
- * has a drop function and 2^24 - 1 subscribers already. Also on a closed bc
+ * has a drop function and 2^24 - 1 subscribers already (and, with one, at
+ * most 2^40 subscribes and leaves in the channel's life: docs/guarantees.md,
+ * "Limits"). Also on a closed bc
  * (the subscriber then receives SL_CLOSED). Without a drop function
  * lock-free: one allocation, one reference count increment. With one, a
  * second allocation (a message's worth of scratch), and the subscription's

@@ -71,10 +71,24 @@ static void __attribute__((destructor)) drop_exit_key(void)
         pthread_key_delete((pthread_key_t)(k1 - 1));
 }
 
+/* The fork handler, registered once before any thread takes a record or
+ * counts itself anonymous (sl__epoch_record): pthread_once holds every
+ * other caller until it is in place, so no thread is inside an operation,
+ * or holds a reclaim flag, that a fork's child would not hear of. (It was
+ * registered by the key's CAS winner after the key was published: a thread
+ * that saw the key could take a record and enter, and a fork in between
+ * left the child its announcement and a generation count of 0.) glibc
+ * drops it if the library is unloaded. */
+static pthread_once_t fork_handler_once = PTHREAD_ONCE_INIT;
+static void register_fork_handler(void)
+{
+#ifndef SL_MUTANT_EPOCH_ATFORK_LATE /* planted bug: registered after the key is out */
+    pthread_atfork(NULL, NULL, child_after_fork);
+#endif
+}
+
 /* The key with give_back as destructor, created once without a lock: racing
- * creators each make one and all but the first delete theirs. The winner
- * also registers the fork handler (glibc drops it if the library is
- * unloaded). */
+ * creators each make one and all but the first delete theirs. */
 static int exit_key(pthread_key_t *out)
 {
     unsigned k1 = atomic_load_explicit(&exit_key_plus1, memory_order_acquire);
@@ -87,7 +101,9 @@ static int exit_key(pthread_key_t *out)
                                                     memory_order_acq_rel,
                                                     memory_order_acquire)) {
             k1 = want;
+#ifdef SL_MUTANT_EPOCH_ATFORK_LATE
             pthread_atfork(NULL, NULL, child_after_fork);
+#endif
         } else {
             pthread_key_delete(mine); /* k1 now holds the winner's key */
         }
@@ -137,6 +153,7 @@ sl_epoch_rec *sl__epoch_record(void)
     /* Before this thread's first announcement: the mode its barrier's fast
      * side (sl__epoch_refresh) and every scan's heavy side agree on. */
     sl__event_choose_barrier();
+    pthread_once(&fork_handler_once, register_fork_handler);
     pthread_key_t key;
     sl_epoch_rec *r = NULL;
     if (exit_key(&key) == 0) {

@@ -214,6 +214,17 @@ static void reclaim(sl_list *q, const sl_epoch_rec *self)
     if (!reclaim_begin(q))
         return;
     sl_list_seg *first = atomic_load_explicit(&q->oldest, memory_order_relaxed), *end = first;
+#ifndef SL_MUTANT_LIST_EARLY_FREE
+    /* The hint below, before the walk: a thread seen inside since before the
+     * oldest segment's stamp holds it, and the frees go oldest first, so
+     * nothing can be freed; the walk would cost a miss per retained segment
+     * on every empty pop while that thread is inside (review). */
+    uint64_t first_stamp = atomic_load_explicit(&first->retired, memory_order_acquire);
+    if (first_stamp != 0 && sl__epoch_oldest_seen(self) < first_stamp) {
+        atomic_store_explicit(&q->reclaiming, 0u, memory_order_release);
+        return;
+    }
+#endif
     /* Stamps before the scan: a segment stamped after the scan may be held by
      * a thread that entered after it. Acquire: the stamp's epoch bump (after
      * the unlink) is ordered before the scan's loads. */
@@ -238,6 +249,11 @@ static void reclaim(sl_list *q, const sl_epoch_rec *self)
         /* `oldest` passes s before s is put: a fork between the two leaves
          * the child one segment short, never one it would free twice. */
         atomic_store_explicit(&q->oldest, next, memory_order_relaxed);
+        /* Store-store: `oldest` moves before seg_put's reset (plain stores)
+         * lands, for a fork's snapshot too; a relaxed store alone orders
+         * nothing on aarch64 (nor against the compiler). A compiler barrier
+         * on x86. */
+        atomic_thread_fence(memory_order_release);
         seg_put(q, s);
         s = next;
     }

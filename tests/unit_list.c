@@ -658,6 +658,106 @@ START_TEST(test_fork_mid_reclaim_frees)
 }
 END_TEST
 
+/* ---- the fork handler, registered before any record is handed out ---------
+ * pthread_atfork is interposed here (forwarding to glibc's __register_atfork)
+ * so that a test can hold the library's registration of its fork handler.
+ * Found by review: the handler was registered by the winner of the record
+ * key's creation after it published the key, so another thread could take
+ * a record and enter an operation, and a third fork, before the handler
+ * existed; the child kept the entered thread's announcement and a fork
+ * count of 0, and never freed a segment of any list again. Now every
+ * record waits for the registration (channels/epoch.c, pthread_once): the
+ * late thread cannot enter while it is held, and the child forked then
+ * frees as any other. */
+#if !UL_TSAN /* TSan's start-up calls pthread_atfork before it can run instrumented code */
+extern int __register_atfork(void (*)(void), void (*)(void), void (*)(void), void *);
+extern void *__dso_handle;
+static atomic_int atfork_gate, atfork_waiting, atfork_go;
+static pid_t atfork_gate_pid;
+
+int pthread_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void))
+{
+    if (atomic_load(&atfork_gate) && getpid() == atfork_gate_pid) {
+        atomic_store(&atfork_gate, 0);
+        atomic_store(&atfork_waiting, 1);
+        while (!atomic_load(&atfork_go))
+            sched_yield();
+    }
+    return __register_atfork(prepare, parent, child, __dso_handle);
+}
+
+static void *first_record_user(void *p)
+{
+    uint64_t v = 1, w;
+    sl_list *q = p;
+    if (sl_list_try_push(q, &v) != SL_OK || sl_list_try_pop(q, &w) != SL_OK)
+        return p;
+    return NULL;
+}
+
+static atomic_int late_entered, late_release;
+
+static void *late_holder(void *p)
+{
+    (void)p;
+    sl_epoch_rec *r = sl__epoch_enter(); /* an operation in progress at the fork */
+    atomic_store(&late_entered, 1);
+    while (!atomic_load(&late_release))
+        sched_yield();
+    sl__epoch_exit(r);
+    return NULL;
+}
+
+static int atfork_race_child(void)
+{
+    sl_list c;
+    if (sl_list_init(&c, FORK_BIG) != SL_OK)
+        return 3;
+    int rc = fork_bursts_child(&c);
+    fprintf(stderr, "[unit_list atfork race] child: forks %u, %zu segments after 20 drained bursts\n",
+            atomic_load(&sl__epoch_forks), sl_list_segments(&c));
+    return rc;
+}
+
+START_TEST(test_fork_before_handler_registered)
+{
+    if (sl__epoch_records() != 0) {
+        fprintf(stderr, "[unit_list atfork race] skipped: records exist already (CK_FORK=no?)\n");
+        return;
+    }
+    sl_list q;
+    ck_assert_int_eq(sl_list_init(&q, 8), SL_OK);
+    atfork_gate_pid = getpid();
+    atomic_store(&atfork_gate, 1);
+    pthread_t first, late;
+    ck_assert_int_eq(pthread_create(&first, NULL, first_record_user, &q), 0);
+    while (!atomic_load(&atfork_waiting))
+        sched_yield(); /* the key is published, the handler not registered yet */
+    ck_assert_int_eq(pthread_create(&late, NULL, late_holder, NULL), 0);
+    uint64_t t0 = sl_test_now_ns();
+    while (!atomic_load(&late_entered) && sl_test_now_ns() - t0 < 300000000ull)
+        sched_yield(); /* fixed: it waits for the registration instead */
+    int entered = atomic_load(&late_entered);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(atfork_race_child());
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    atomic_store(&atfork_go, 1);
+    atomic_store(&late_release, 1);
+    void *ret;
+    pthread_join(first, &ret);
+    pthread_join(late, NULL);
+    ck_assert_ptr_null(ret);
+    sl_list_destroy(&q);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "child status %d (1: segments kept): forked after the first record's key was "
+                  "published but before the fork handler was registered, with a thread "
+                  "%s an operation", status, entered ? "inside" : "not yet inside");
+}
+END_TEST
+#endif
+
 typedef struct idle_arg {
     sl_list *q;
     uint64_t n;
@@ -1371,6 +1471,9 @@ static Suite *list_suite(void)
         tcase_add_test(tc, test_fork_frees_other_records);
     if (!UL_TSAN)
         tcase_add_test(tc, test_fork_mid_reclaim_frees);
+#if !UL_TSAN
+    tcase_add_test(tc, test_fork_before_handler_registered);
+#endif
     tcase_add_test(tc, test_idle_thread_holds_nothing);
     tcase_add_loop_test(tc, test_drained_at_segment_end_gives_back, 0, 2);
     suite_add_tcase(s, tc);

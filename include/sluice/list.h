@@ -37,9 +37,11 @@
  *     thread exits; the first such call in the process also calls
  *     pthread_key_create and pthread_atfork. If any of these fails, the operation still runs,
  *     through a shared counter, and frees nothing while it runs.
- *   - Reclaiming: a pop that moves past a used-up segment (once per segment)
- *     reads every thread's record, and returns unused segments to the
- *     allocator with free(). When the records show it may free something it
+ *   - Reclaiming: a pop that moves past a used-up segment (once per segment),
+ *     a pop that finds the list empty, and a push that grows with no spare
+ *     segment to reuse may read every thread's record and return unused
+ *     segments to the allocator with free() (one thread at a time; the
+ *     others skip it). When the records show it may free something it
  *     first calls membarrier(2) (MEMBARRIER_CMD_PRIVATE_EXPEDITED, where the
  *     kernel allows it: the heavy side of the barrier that lets every
  *     operation announce itself with a plain store).
@@ -51,8 +53,9 @@
  * is kept as the list's spare for the next growth. A thread stopped inside
  * an operation delays the freeing (not the operations) of every list until
  * it runs again. After a burst is drained, sl_list_segments() is back to at
- * most two (the head segment and the spare) once a pop has found the list
- * empty while no other operation was running.
+ * most two (the head segment and the spare) once a pop by a thread with a
+ * record has found the list empty while no other operation was running (in
+ * a fork's child, one more: a segment the parent was freeing at the fork).
  * Not async-signal-safe: a thread's operations share its one reclamation
  * record (SL_LIST and SL_MPMC channels' sends also mark themselves in flight
  * there), so a signal handler must not operate on any list, or send on such
@@ -84,7 +87,7 @@ typedef struct sl_list {
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(sl_list_seg *) oldest; /* first not yet freed */
     SL_ATOMIC(sl_list_seg *) spare;       /* an empty segment kept for growth */
     SL_ATOMIC(uint64_t) segs_live;        /* allocated and not yet freed */
-    SL_ATOMIC(unsigned) reclaiming;       /* 1 while a pop frees segments */
+    SL_ATOMIC(unsigned) reclaiming;       /* 2g + 1 while a thread of fork generation g frees segments */
 } sl_list;
 
 /* Initialises q for messages of elem_size bytes. Returns SL_OK; SL_EINVAL for

@@ -107,7 +107,10 @@ SL_API sl_future sl_submit(sl_exec *ex, sl_task_fn fn, const void *args, size_t 
     t->link.submitter = w;
     uint64_t gen = atomic_load_explicit(&t->gen, memory_order_relaxed);
     unsigned v = submit_target(ex, w);
+    /* relaxed: read only by this thread (its parking re-check) */
+    atomic_fetch_add_explicit(&w->mailed, 1, memory_order_relaxed);
     if (sl_list_try_push(&ex->workers[v].mailbox, &t) != SL_OK) {
+        atomic_fetch_sub_explicit(&w->mailed, 1, memory_order_relaxed);
         sl__task_free(ex, w, t);
         return cleared_future;
     }
@@ -193,6 +196,7 @@ SL_API bool sl_is_ready(const sl_future *f)
 static bool worker_init(sl_exec *ex, sl__worker *w, unsigned id)
 {
     memset(w, 0, sizeof *w);
+    atomic_init(&w->mailed, 0);
     w->ex = ex;
     w->id = id;
     w->rng = 0x9e3779b97f4a7c15ull * (id + 1u);

@@ -108,6 +108,10 @@ struct sl__worker {
      * this worker is responsible for them; others may take them too, but
      * never their submitter. Written by other threads: its own line. */
     SL_ALIGNAS(SL_CACHELINE) sl_list mailbox;
+    /* This worker's submissions still in some mailbox: added by it before
+     * the push, taken off by whoever pops one to run it (sl__exec_mail_taken).
+     * Its parking re-check counts only mailbox tasks beyond these. */
+    SL_ATOMIC(uint64_t) mailed;
 };
 
 /* A deque a foreign thread borrows while it helps (sl_sync, sl_scope_end on
@@ -217,11 +221,20 @@ sl__task *sl__exec_search(sl__worker *w);
 sl__task *sl__exec_steal_deques(sl_exec *ex, unsigned start, unsigned skip,
                                 const sl__helper *own);
 /* True when some queue of ex may hold a task: a deque, the injector, a
- * mailbox — only w's own when w is given (the parking re-check of w). */
+ * mailbox — for w (its parking re-check), a mailbox task that w did not
+ * submit; with w NULL (sl_exec_free's check), any. */
 bool sl__exec_has_work(sl_exec *ex, const sl__worker *w);
 /* Runs t (not inline for a syncer) on worker w — a foreign thread when w is
  * NULL — and completes it: wakes its syncer, or counts it off its scope. */
 void sl__exec_run(sl_exec *ex, sl__worker *w, sl__task *t);
+
+/* A task popped from a mailbox to be run: off its submitter's count. */
+static inline void sl__exec_mail_taken(sl__task *t)
+{
+    /* relaxed: only the submitter reads it, in its parking re-check; a late
+     * decrement there hides this task, which the thread that popped it runs */
+    atomic_fetch_sub_explicit(&t->link.submitter->mailed, 1, memory_order_relaxed);
+}
 
 /* ---- exec_wait.c: the one wait ---- */
 /* The calling thread's worker, if it is a worker of some executor. Initial-

@@ -52,13 +52,24 @@ static sl__task *steal_mail(sl_exec *ex, sl__worker *w, unsigned start)
         sl__task *t = NULL;
         if (sl_list_try_pop(&ex->workers[v].mailbox, &t) != SL_OK)
             continue;
-        if (t->link.submitter != w)
+        if (t->link.submitter != w) {
+            sl__exec_mail_taken(t);
             return t;
+        }
         /* Back where it was (we must never run it); only a failed segment
          * allocation can refuse, and the task must not be lost: retry. */
         while (sl_list_try_push(&ex->workers[v].mailbox, &t) != SL_OK)
             sched_yield();
         sl__idle_notify_slot(&ex->idle, v);
+        /* That wake check may count us as the searcher, and we cannot run
+         * the task: wake another sleeper, which takes it unless v does.
+         * After notify_slot's fence: a worker parking meanwhile either is
+         * seen here or sees the task in its re-check (sl__exec_has_work). */
+#ifndef SL_MUTANT_EXEC_OWN_MAILBOX_ONLY
+        unsigned s = sl__idle_find_sleeper(&ex->idle, w->id);
+        if (s < ex->nworkers)
+            sl__idle_notify_slot(&ex->idle, s);
+#endif
     }
     return NULL;
 }
@@ -87,8 +98,10 @@ sl__task *sl__exec_search(sl__worker *w)
 {
     sl_exec *ex = w->ex;
     sl__task *t = NULL;
-    if (sl_list_try_pop(&w->mailbox, &t) == SL_OK)
+    if (sl_list_try_pop(&w->mailbox, &t) == SL_OK) {
+        sl__exec_mail_taken(t);
         return t;
+    }
     unsigned n = ex->nworkers;
     unsigned start = (unsigned)sl__rand_below(&w->rng, n);
     if ((t = sl__exec_steal_deques(ex, start, w->id, NULL)) != NULL)
@@ -100,16 +113,26 @@ sl__task *sl__exec_search(sl__worker *w)
 
 bool sl__exec_has_work(sl_exec *ex, const sl__worker *w)
 {
+    /* Every mailbox, not only w's own: a submit into a busy worker's mailbox
+     * may find a searcher counted (and wake nobody), and that searcher's
+     * last look must include the mailbox, or it sleeps while the task waits
+     * for the busy owner. Only beyond w's own submissions, which w may not
+     * run: it would spin on them instead of sleeping. */
+    size_t mail = 0;
     for (unsigned i = 0; i < ex->nworkers; i++) {
         const sl__worker *v = &ex->workers[i];
         if (!sl__deque_is_empty(&v->deque))
             return true;
-        /* Others' mailboxes are their owners' to watch (a submit wakes the
-         * owner itself); a parking worker that counted them would spin on a
-         * task it submitted and may not run. */
-        if ((!w || v == w) && sl_list_len(&v->mailbox) != 0)
+        size_t len = sl_list_len(&v->mailbox);
+        if (len != 0 && (!w || v == w))
             return true;
+        if (v != w)
+            mail += len;
     }
+#ifndef SL_MUTANT_EXEC_OWN_MAILBOX_ONLY /* planted bug: others' mailboxes are their owners' */
+    if (w && mail > atomic_load_explicit(&w->mailed, memory_order_relaxed))
+        return true;
+#endif
     for (unsigned i = 0; i < SL__HELPER_SLOTS; i++)
         if (!sl__deque_is_empty(&ex->helpers[i].deque))
             return true;

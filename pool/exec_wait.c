@@ -362,7 +362,10 @@ static sl__task *take_own(sl__worker *w)
     sl__task *t = NULL;
     if ((t = sl__deque_take(&w->deque)) != NULL)
         return t;
-    return sl_list_try_pop(&w->mailbox, &t) == SL_OK ? t : NULL;
+    if (sl_list_try_pop(&w->mailbox, &t) != SL_OK)
+        return NULL;
+    sl__exec_mail_taken(t);
+    return t;
 }
 
 static bool deep_ready(void *arg)

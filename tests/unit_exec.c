@@ -1480,6 +1480,109 @@ START_TEST(test_idle_uses_no_cpu)
 }
 END_TEST
 
+#if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+#include "testing.h"
+
+/* A worker's submit lands in a busy worker V's mailbox while a third worker X
+ * is between its last search round and its park. X's parking re-check looks
+ * only at its own mailbox, and the publisher's wake check saw X still
+ * counted as searching: X sleeps, the submitter (which must not run its own
+ * task) only puts it back, and the task waits for V although X is idle. */
+static struct {
+    sl_exec *ex;
+    atomic_int arrived, ids[3], w_submitted, released, t_ran, v_saw;
+    unsigned w_id, v_id, x_id;
+    sl_test_gate gate_w, gate_x;
+    sl_future ft;
+} strand;
+
+static void strand_t(void *args, void *ret)
+{
+    (void)args, (void)ret;
+    atomic_store(&strand.t_ran, 1);
+}
+
+/* X's stop: the first mark where X has set its sleep bit and still counts
+ * as searching — sl__idle_park between its registration and its decrement. */
+static void strand_x_stop(void *ctx, unsigned step)
+{
+    (void)step;
+    sl__worker *x = ctx;
+    uint64_t bit = (uint64_t)1 << x->id;
+    if ((atomic_load(&x->ex->idle.sleep_bits[0]) & bit) && x->searching) {
+        sl__fi_disarm();
+        sl_test_gate_stop(&strand.gate_x, 0);
+        return;
+    }
+    sl__fi_arm(1, strand_x_stop, ctx); /* not there yet: stop at the next mark */
+}
+
+static bool strand_wait(atomic_int *flag, uint64_t ns)
+{
+    uint64_t end = sl_test_now_ns() + ns;
+    while (!atomic_load(flag))
+        if (sl_test_now_ns() > end)
+            return false;
+    return true;
+}
+
+static void strand_role(void *args, void *ret)
+{
+    (void)args, (void)ret;
+    sl__worker *me = sl__tls_worker;
+    atomic_fetch_add(&strand.arrived, 1);
+    uint64_t end = sl_test_now_ns() + 5000 * MS;
+    while (atomic_load(&strand.arrived) < 3 && sl_test_now_ns() < end)
+        sched_yield();
+    if (atomic_load(&strand.arrived) < 3)
+        return;
+    if (me->id == strand.w_id) {
+        sl__fi_arm(1, sl_test_gate_stop, &strand.gate_w); /* inside the mailbox push */
+        strand.ft = sl_submit(strand.ex, strand_t, NULL, 0, 0);
+        sl__fi_disarm();
+        atomic_store(&strand.w_submitted, 1);
+    } else if (me->id == strand.x_id) {
+        strand_wait(&strand.gate_w.stopped, 5000 * MS);
+        sl__fi_arm(1, strand_x_stop, me); /* stops in its park after this task */
+    } else {
+        /* V: busy until the task ran (elsewhere: it sits in our mailbox) */
+        strand_wait(&strand.released, 5000 * MS);
+        atomic_store(&strand.v_saw, strand_wait(&strand.t_ran, 1500 * MS));
+    }
+}
+
+START_TEST(test_submit_not_stranded_behind_busy_worker)
+{
+    begin_test("exec", "submit stranded in a busy mailbox");
+    memset(&strand, 0, sizeof strand);
+    strand.ex = new_exec(3);
+    /* The first submit of worker 0 goes to submit_next % 3 (no sleeper then). */
+    strand.w_id = 0;
+    strand.v_id = strand.ex->workers[0].submit_next % 3;
+    if (strand.v_id == strand.w_id)
+        strand.v_id = (strand.v_id + 1) % 3;
+    strand.x_id = 3 - strand.w_id - strand.v_id;
+    sl_future r[3];
+    for (int i = 0; i < 3; i++)
+        r[i] = sl_spawn(strand.ex, strand_role, NULL, 0, 0);
+    ck_assert(strand_wait(&strand.gate_w.stopped, 10000 * MS));
+    ck_assert(strand_wait(&strand.gate_x.stopped, 10000 * MS));
+    atomic_store(&strand.gate_w.go, 1);     /* the push, and its wake check, see X searching */
+    ck_assert(strand_wait(&strand.w_submitted, 10000 * MS));
+    atomic_store(&strand.gate_x.go, 1);     /* X re-checks and parks */
+    atomic_store(&strand.released, 1);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(sl_sync(&r[i], NULL), SL_OK);
+    ck_assert_int_eq(sl_sync(&strand.ft, NULL), SL_OK);
+    ck_assert_msg(atomic_load(&strand.v_saw),
+                  "submitted task waited 1.5 s in busy worker %u's mailbox while worker %u slept",
+                  strand.v_id, strand.x_id);
+    sl_exec_free(strand.ex);
+    ASSERT_CLEAN();
+}
+END_TEST
+#endif
+
 static Suite *exec_suite(void)
 {
     Suite *s = suite_create("exec");
@@ -1512,6 +1615,9 @@ static Suite *exec_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_exec_new_thread_create_fails);
     tcase_add_test(tc, test_exec_alloc_fails_at_every_k);
+#if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+    tcase_add_test(tc, test_submit_not_stranded_behind_busy_worker);
+#endif
     suite_add_tcase(s, tc);
 
     tc = tcase_create("stack");

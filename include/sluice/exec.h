@@ -63,8 +63,9 @@
  * the worker's deque and task cache (an allocation); from a foreign thread it
  * is lock-free except for the record allocation, which takes a short mutex.
  * sl_sync and sl_scope_end are blocking (they wait for other threads' tasks);
- * on a worker they never park while there is a task they could run, on a
- * foreign thread they park after a bounded search of the deques. Idle workers park in
+ * on a worker they never park while there is a task they could run (but
+ * for a worker past half its stack, which waits instead of stealing more),
+ * on a foreign thread they park after a bounded search of the deques. Idle workers park in
  * the kernel: an executor with nothing to do uses no CPU.
  */
 #ifndef SLUICE_EXEC_H
@@ -152,8 +153,10 @@ SL_API unsigned sl_exec_threads(const sl_exec *ex);
  * On a worker of ex: the task goes on the worker's own deque (LIFO for the
  * worker, stolen oldest-first by others); no allocation unless the worker's
  * record cache is empty; wait-free otherwise. From any other thread: through
- * ex's injector queue (FIFO). Either way a parked worker is woken if no worker
- * is already searching for work. The task may run on any thread of ex, also on
+ * ex's injector queue (FIFO), or, from a foreign thread running a task while
+ * it helps (sl_sync, sl_scope_end), onto the deque it borrowed for that.
+ * Either way a parked worker is woken (one FUTEX_WAKE) if no worker is
+ * already searching for work. The task may run on any thread of ex, also on
  * the caller's when the caller is a worker of ex (sl_sync runs it inline). */
 SL_API sl_future sl_spawn(sl_exec *ex, sl_task_fn fn, const void *args, size_t args_size,
                           size_t ret_size);
@@ -227,7 +230,8 @@ SL_API void sl_scope_begin(sl_exec *ex, sl_scope *s);
 /* Spawns fn(copy of args, NULL) into s: as sl_spawn, with no result. A task
  * that cannot be queued (it does not fit SL_EXEC_FITS(args_size, 0), or no
  * record could be allocated) runs on the calling thread before this returns,
- * so that no work of the scope is ever lost. NULL s or fn: nothing. May be
+ * so that no work of the scope is ever lost. NULL s or fn, or NULL args
+ * with a non-zero args_size: nothing (bad input; nothing runs). May be
  * called from the scope's thread and from any task of s (or nested in one). */
 SL_API void sl_scope_spawn(sl_scope *s, sl_task_fn fn, const void *args, size_t args_size);
 

@@ -23,7 +23,9 @@
  * protocol, internal/await.h). All of these are seq_cst steps of one total
  * order. Either S's re-check comes after P's publication (S sees the work and
  * stays up), or P's reads come after S's registration: P sees S's bit and
- * either sees no searcher and wakes one sleeper, or sees a searcher X. X, on
+ * either sees no searcher and wakes one sleeper, or sees a searcher X (a
+ * waker's token in flight counts: a waker that finds no sleeper left to
+ * claim gives it back as a searcher that stops). X, on
  * stopping (sl__idle_search_end), decrements `searching` and — if it was the
  * last and its caller sees more work, or cannot tell — wakes a sleeper; the
  * caller's look comes after the decrement, so P's work is visible to it

@@ -284,6 +284,9 @@ static bool is_idle(void *arg)
     sl_pool *p = arg;
     if (!sl__pool_drained(p))
         return false;
+    /* Acquire, after `pending`: a swept job's report (pool_ctl.c). */
+    if (atomic_load_explicit(&p->sweeping, memory_order_acquire))
+        return false;
     bool idle = true;
     pthread_mutex_lock(&p->lock);
     for (unsigned s = 0; s < p->opts.max_workers && idle; s++) {

@@ -118,7 +118,7 @@ static void request_spawn(sl_pool *p)
         sl__pool_ctl_poke(p);
 }
 
-bool sl__pool_more_work(void *pool) { return sl__pool_takeable(pool); }
+bool sl__pool_more_work(void *pool) { return sl__pool_takeable(pool, false); }
 
 /* A job was just pushed (or a worker took one and saw more waiting): make
  * sure a worker will look — a searcher, else a sleeper, else a new worker

@@ -49,11 +49,37 @@ typedef struct sweep_ctx {
     sl_discard why;
 } sweep_ctx;
 
+/* A swept job leaves `pending` before its report, not after: the report
+ * (on_discard) may submit, and on a full bounded pool a blocking submit
+ * would wait for the very room this decrement makes — a reset that never
+ * completes. `sweeping` stands in for the job meanwhile, so that wait_idle
+ * still sees every report (set before the decrement that publishes it, as
+ * a worker's `running`; cleared with release, then the idle check). */
+static void sweep_leave_pending(sl_pool *p)
+{
+    atomic_store_explicit(&p->sweeping, 1, memory_order_relaxed); /* released below */
+#ifndef SL_MUTANT_POOL_SWEEP_PENDING_LATE /* planted bug: pending left after the report */
+    sl__pool_pending_done(p, 1);
+#endif
+}
+
+static void sweep_reported(sl_pool *p)
+{
+#ifdef SL_MUTANT_POOL_SWEEP_PENDING_LATE
+    sl__pool_pending_done(p, 1);
+#endif
+    atomic_store_explicit(&p->sweeping, 0, memory_order_release);
+    sl_event_fence(); /* the store before the loads below (wait_idle's Dekker pair) */
+    if (sl__pool_drained(p))
+        sl_event_notify_all(&p->idle_ev);
+}
+
 static void discard_waiting(const sl_job *job, void *arg)
 {
     sweep_ctx *c = arg;
+    sweep_leave_pending(c->pool);
     sl__pool_discard(c->pool, job, c->why);
-    sl__pool_pending_done(c->pool, 1);
+    sweep_reported(c->pool);
 }
 
 /* Hands an accepted job that left `pending` to on_discard; a keyed job's
@@ -90,8 +116,9 @@ static void sweep_rings(sl_pool *p, sl_discard why)
 static void sweep_popped(sl_pool *p, const sl_job *job, unsigned from, sl_discard why)
 {
     sl__pool_count_moved(p, from, 1, from, 0);
+    sweep_leave_pending(p);
     discard_taken(p, job, why);
-    sl__pool_pending_done(p, 1);
+    sweep_reported(p);
 }
 
 /* Hands queued jobs to on_discard: first the jobs waiting for their keys,
@@ -102,7 +129,8 @@ static void sweep_popped(sl_pool *p, const sl_job *job, unsigned from, sl_discar
  * is stopped). One count over all the lists would not do: a pop takes the
  * top level and inbox 0 first, so jobs pushed there during the sweep used
  * up the count and left older ones queued, to run after the next start.
- * Each job leaves `pending` (or its ring) after its report, so wait_idle
+ * Each job leaves its ring after its report, and `pending` just before it
+ * with `sweeping` set until it is done (sweep_leave_pending), so wait_idle
  * has seen it. */
 static void sweep(sl_pool *p, sl_discard why, bool all)
 {

@@ -305,6 +305,10 @@ struct sl_pool {
     sl_event ready_ev;             /* wait_ready */
     sl_event ctl_ev;               /* the control thread */
     SL_ATOMIC(uint64_t) discarded, completed_gone, spawned, retired, respawned, died;
+    /* The control thread is reporting a swept job that has already left
+     * `pending` (pool_ctl.c, sweep_popped): wait_idle is not done meanwhile,
+     * as with a slot's `running`. */
+    SL_ATOMIC(unsigned) sweeping;
 
     sl__pool_queue queue;
     sl__pool_keys keys;
@@ -378,12 +382,40 @@ static inline bool sl__pool_may_take(const sl_pool *p)
  * rings_busy before it leaves `pending`, so a job moving into a ring is seen
  * in one of the two; the lists last (a job popped and not yet in a ring is
  * its popper's, which looks for more work after filling its ring: take()).
- * seq_cst, all: the re-check side of that Dekker pair. */
-static inline bool sl__pool_has_work(const sl_pool *p)
+ * seq_cst, all: the re-check side of that Dekker pair.
+ * `look_in_rings`: a busy ring counts only if some ring holds a job
+ * (sl__pool_rings_hold), for the decisions to keep looking or to park;
+ * the fan-out after a take and a stopping searcher's hand-on keep the one
+ * load, since a spare wake-up there costs one look by the woken. */
+/* Some ring holds a job now (a snapshot). rings_busy alone is not that: it
+ * counts a ring from before its fill (keep) to after the claim of its last
+ * job, and a worker preempted in either window would make every idle
+ * worker poll and never park while nothing can be taken (the pathology of
+ * "Pool wake-ups" in docs/guarantees.md). A ring filled after this look is
+ * its filler's to announce: take() looks for more work, as a push does. */
+static inline bool sl__pool_rings_hold(const sl_pool *p)
+{
+    /* seq_cst: re-check side of the Dekker pairs, as the other loads of
+     * sl__pool_has_work (the filler's tail store precedes its fence). */
+    for (unsigned s = 0; s < p->opts.max_workers; s++) {
+        const sl__pool_ring *r = &p->slots[s].ring;
+        uint32_t h = atomic_load_explicit(&r->head, memory_order_seq_cst);
+        uint32_t t = atomic_load_explicit(&r->tail, memory_order_seq_cst);
+        if (t != h)
+            return true; /* a refill between the loads reads as work: harmless */
+    }
+    return false;
+}
+
+static inline bool sl__pool_has_work(const sl_pool *p, bool look_in_rings)
 {
     uint64_t waiting = atomic_load_explicit(&p->keys.waiting, memory_order_seq_cst);
     uint64_t pending = atomic_load_explicit(&p->pending, memory_order_seq_cst);
-    if (atomic_load_explicit(&p->rings_busy, memory_order_seq_cst) != 0)
+    bool busy = atomic_load_explicit(&p->rings_busy, memory_order_seq_cst) != 0;
+#ifdef SL_MUTANT_POOL_BUSY_RING_IS_WORK
+    look_in_rings = false; /* planted bug: idle workers poll a filler's empty ring */
+#endif
+    if (busy && (!look_in_rings || sl__pool_rings_hold(p)))
         return true;
     return SL__PENDING_COUNT(pending) > waiting && sl__pool_queue_any(&p->queue);
 }
@@ -406,10 +438,12 @@ static inline bool sl__pool_all_leaving(const sl_pool *p)
     return run == SL__RUN_CANCELLING || (run == SL__RUN_DRAINING && sl__pool_drained(p));
 }
 
-/* A worker may take a job now, and one is waiting. */
-static inline bool sl__pool_takeable(const sl_pool *p)
+/* A worker may take a job now, and one is waiting; with `look_in_rings`
+ * as sl__pool_has_work's (true where a worker decides to keep looking or
+ * to park). */
+static inline bool sl__pool_takeable(const sl_pool *p, bool look_in_rings)
 {
-    return sl__pool_may_take(p) && sl__pool_has_work(p);
+    return sl__pool_may_take(p) && sl__pool_has_work(p, look_in_rings);
 }
 
 /* The pool whose worker or control thread this is (NULL elsewhere), so that

@@ -243,7 +243,7 @@ static bool take(sl__pool_worker *w)
      * burst of submits can all see one searcher) — fan out one more, or ask
      * for a new worker when none sleeps, as a submit would. Nothing happens
      * while someone searches, the sleeper just woken above included. */
-    if (!own && sl__pool_has_work(p))
+    if (!own && sl__pool_has_work(p, false))
         sl__pool_want_worker(p);
     return true;
 }
@@ -308,7 +308,7 @@ static bool search(sl__pool_worker *w)
         return false;
     sl__idle_search_begin(&p->idle, &w->searching);
     for (unsigned i = 0; i < POOL_SPIN_POLLS; i++) {
-        if (sl__pool_takeable(p))
+        if (sl__pool_takeable(p, true))
             return true;
         sl_cpu_relax();
     }
@@ -341,7 +341,7 @@ static bool exit_wanted(const sl_pool *p)
 static bool wake_reason(void *arg)
 {
     const sl_pool *p = arg;
-    return sl__pool_takeable(p) || exit_wanted(p);
+    return sl__pool_takeable(p, true) || exit_wanted(p);
 }
 
 /* Sleeps in the worker's idle slot until woken (perhaps with a token: then
@@ -355,7 +355,7 @@ static enum sl__pool_end park(sl__pool_worker *w)
     atomic_store_explicit(&w->parked, 1, memory_order_relaxed);
     sl_status st = sl__idle_park(&p->idle, w->slot, &w->searching, wake_reason, p, deadline);
     atomic_store_explicit(&w->parked, 0, memory_order_relaxed);
-    if (st == SL_TIMEDOUT && !sl__pool_takeable(p) && leave_above(p, sl__pool_floor(p))) {
+    if (st == SL_TIMEDOUT && !sl__pool_takeable(p, true) && leave_above(p, sl__pool_floor(p))) {
         w->counted = false;
         return SL__END_RETIRED; /* a token claimed at the deadline: work() hands it on */
     }

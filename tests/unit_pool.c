@@ -2580,6 +2580,271 @@ START_TEST(test_ring_job_after_start_wakes_for_its_child)
 }
 END_TEST
 
+
+/* ---- review: a reset of a full bounded pool whose on_discard resubmits ----
+ *
+ * The contract lets callbacks submit, and a reset's on_discard submitting
+ * is what reset_discards_what_came_before exercises. On a bounded pool that
+ * is full, the sweep reports a job before it leaves `pending`, so a
+ * blocking submit from that report waits for room that only its own
+ * caller, the control thread, would make: the reset never completes. */
+
+typedef struct full_reset {
+    sl_pool *pool;
+    atomic_uint resubmits, refused;
+} full_reset;
+static full_reset g_full_reset;
+
+static void noop_job(void *arg, void *ctx) { (void)arg, (void)ctx; }
+
+static void full_reset_discard(const sl_job *job, sl_discard why, void *user)
+{
+    full_reset *r = user;
+    if (why != SL_DISCARD_RESET || job->arg != NULL)
+        return; /* the resubmitted jobs (arg 1) are not resubmitted again */
+    sl_job again = {.fn = noop_job, .arg = as_arg(1)};
+    sl_status st = sl_pool_submit_job(r->pool, &again, SL_FOREVER);
+    atomic_fetch_add(st == SL_OK ? &r->resubmits : &r->refused, 1);
+}
+
+START_TEST(test_reset_full_bounded_pool_resubmit)
+{
+    begin_test(SUITE, "reset_full_bounded_pool_resubmit");
+    full_reset *r = &g_full_reset;
+    memset(r, 0, sizeof *r);
+    sl_pool_opts o = {.max_workers = 1, .queue_capacity = 4, .start_stopped = true,
+                      .on_discard = full_reset_discard, .user = r};
+    r->pool = new_pool(&o);
+    for (unsigned i = 0; i < 4; i++)
+        CHECK_MSG(sl_pool_try_submit(r->pool, noop_job, NULL) == SL_OK, "submit %u", i);
+    CHECK_MSG(sl_pool_reset(r->pool) == SL_OK, "reset");
+    sl_status st = sl_pool_wait_ready(r->pool, 2 * SEC);
+    unsigned done = atomic_load(&r->resubmits);
+    sl_pool_free(r->pool); /* its shutdown lets a blocked submit go (SL_CLOSED) */
+    CHECK_MSG(st == SL_OK, "a reset of a full bounded pool whose on_discard resubmits did not "
+              "complete in 2 s (wait_ready = %s, %u of 4 resubmits done)",
+              sl_status_str(st), done);
+}
+END_TEST
+
+
+#if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+/* ---- review: idle while a worker is held between counting its ring busy
+ * and filling it -------------------------------------------------------------
+ *
+ * A worker that takes a batch counts its ring in rings_busy, then fills the
+ * ring (pool_worker.c, keep). A worker preempted between the two makes
+ * sl__pool_has_work say "work" while no list and no ring holds a job: the
+ * other, idle, worker then polls, finds nothing to take, polls again and
+ * never parks, for as long as the first stays off the CPU — the pathology
+ * docs/guarantees.md ("Pool wake-ups: idle means asleep, also while a
+ * submit is half done") rules out for a held submitter. The first worker is
+ * held there deterministically at the fill's fault-injection step (the
+ * first step it passes with rings_busy counted and every ring empty). */
+#include "internal/testing.h"
+#include "../pool/pool_impl.h"
+
+static struct {
+    sl_pool *pool;
+    atomic_int stopped, go, done;
+    atomic_uint ran;
+} g_rw;
+
+static bool rw_in_window(void)
+{
+    sl_pool *p = g_rw.pool;
+    if (atomic_load(&p->rings_busy) == 0)
+        return false;
+    for (unsigned s = 0; s < p->opts.max_workers; s++)
+        if (sl__pool_ring_len(&p->slots[s].ring) != 0)
+            return false;
+    return true;
+}
+
+static void rw_stop(void *ctx, unsigned step)
+{
+    (void)ctx, (void)step;
+    if (atomic_load(&g_rw.done))
+        return;
+    if (!rw_in_window()) {
+        sl__fi_arm(1, rw_stop, NULL); /* the next step, then */
+        return;
+    }
+    atomic_store(&g_rw.done, 1);
+    atomic_store(&g_rw.stopped, 1);
+    while (!atomic_load(&g_rw.go))
+        sl_test_sleep_ns(MS / 10);
+}
+
+static void rw_count(void *arg, void *ctx) { (void)arg, (void)ctx; atomic_fetch_add(&g_rw.ran, 1); }
+
+/* Queues 4 jobs behind itself (both workers busy), then arms its worker. */
+static void rw_arm_job(void *arg, void *ctx)
+{
+    (void)ctx;
+    for (unsigned i = 0; i < 4; i++)
+        if (sl_pool_submit(arg, rw_count, NULL) != SL_OK)
+            rec_fail("submit %u", i);
+    sl__fi_arm(1, rw_stop, NULL);
+}
+
+START_TEST(test_idle_asleep_while_batch_fill_held)
+{
+    begin_test(SUITE, "idle_asleep_while_batch_fill_held");
+    memset(&g_rw, 0, sizeof g_rw);
+    sl_pool_opts o = {.max_workers = 2, .name = "rw"};
+    sl_pool *p = g_rw.pool = new_pool(&o);
+    pool_gate x;
+    gate_init(&x);
+    CHECK_MSG(sl_pool_submit(p, gate_job, &x) == SL_OK, "submit the gate");
+    CHECK_MSG(gate_wait_entered(&x, 1, POOL_SOON_NS), "the gate job did not start");
+    CHECK_MSG(sl_pool_submit(p, rw_arm_job, p) == SL_OK, "submit the arming job");
+    uint64_t end = sl_test_now_ns() + POOL_SOON_NS;
+    while (!atomic_load(&g_rw.stopped) && sl_test_now_ns() < end)
+        sl_test_sleep_ns(MS);
+    CHECK_MSG(atomic_load(&g_rw.stopped), "the worker never reached its ring's fill");
+    gate_open(&x); /* the other worker is idle from here on */
+    sl_test_sleep_ns(20 * MS);
+    uint64_t cpu0 = process_cpu_ns();
+    bool parked = false;
+    sl_pool_stats s;
+    for (end = sl_test_now_ns() + 300 * MS; !parked && sl_test_now_ns() < end;
+         sl_test_sleep_ns(MS)) {
+        s = stats_of(p);
+        parked = s.parked >= 1;
+    }
+    sl_test_sleep_ns(100 * MS);
+    uint64_t cpu = process_cpu_ns() - cpu0;
+    atomic_store(&g_rw.go, 1);
+    wait_idle_ok(p);
+    fprintf(stderr, "[%s] fill held: the idle worker parked %s, %llu ms of CPU in ~%s\n", g_test,
+            parked ? "yes" : "no", ULL(cpu / MS), parked ? "0.1 s" : "0.4 s");
+    CHECK_MSG(atomic_load(&g_rw.ran) == 4, "%u of 4 jobs ran", atomic_load(&g_rw.ran));
+    sl_pool_free(p);
+    gate_destroy(&x);
+    ASSERT_CLEAN();
+    CHECK_MSG(parked, "the idle worker never parked while another was held between counting "
+              "its ring busy and filling it (%llu ms of CPU)", ULL(cpu / MS));
+}
+END_TEST
+
+/* ---- review: a wake token given back by a waker that found no sleeper ------
+ *
+ * wake_one takes the token (searching 0 -> 1), then claims a sleeper; when
+ * none is left to claim (the one it saw re-checked, found the work and
+ * cleared its own bit) it gives the token back with a plain decrement. A
+ * submit that counted that token as a searcher meanwhile woke nobody, and
+ * the worker, back from its job and asleep again, is never told. Staged
+ * with fault-injection stops: W (the one worker) between setting its sleep
+ * bit and its re-check; P (a submitter) holding the token before its claim,
+ * then after the failed claim. */
+static struct {
+    sl_pool *pool;
+    atomic_int w_stopped, w_go, w_done;
+    atomic_int p_stop, p_stopped, p_go; /* p_stop: which of P's stops (1, 2) is next */
+    atomic_uint ran;
+} g_tk;
+
+static bool tk_bit_set(void)
+{
+    return (atomic_load(&g_tk.pool->idle.sleep_bits[0]) & 1u) != 0;
+}
+
+static void tk_w_stop(void *ctx, unsigned step)
+{
+    (void)ctx, (void)step;
+    if (atomic_load(&g_tk.w_done))
+        return;
+    if (!tk_bit_set() || atomic_load(&g_tk.pool->idle.searching) != 0) {
+        sl__fi_arm(1, tk_w_stop, NULL); /* registered, and no longer counted as a searcher */
+        return;
+    }
+    atomic_store(&g_tk.w_done, 1);
+    atomic_store(&g_tk.w_stopped, 1);
+    while (!atomic_load(&g_tk.w_go))
+        sl_test_sleep_ns(MS / 10);
+}
+
+static void tk_p_stop(void *ctx, unsigned step)
+{
+    (void)ctx, (void)step;
+    int which = atomic_load(&g_tk.p_stop);
+    if (which == 1 && atomic_load(&g_tk.pool->idle.searching) != 1) {
+        sl__fi_arm(1, tk_p_stop, NULL); /* not at the token yet */
+        return;
+    }
+    if (which > 2)
+        return;
+    atomic_store(&g_tk.p_stopped, which);
+    while (atomic_load(&g_tk.p_go) < which)
+        sl_test_sleep_ns(MS / 10);
+    atomic_store(&g_tk.p_stop, which + 1);
+    if (which == 1)
+        sl__fi_arm(1, tk_p_stop, NULL); /* the next step: after the claim */
+}
+
+static void tk_arm_job(void *arg, void *ctx) { (void)arg, (void)ctx; sl__fi_arm(1, tk_w_stop, NULL); }
+static void tk_count(void *arg, void *ctx) { (void)arg, (void)ctx; atomic_fetch_add(&g_tk.ran, 1); }
+
+static void *tk_submitter(void *arg)
+{
+    pool_gate *g = arg;
+    sl__fi_arm(1, tk_p_stop, NULL);
+    if (sl_pool_submit(g_tk.pool, gate_job, g) != SL_OK)
+        rec_fail("submit J1");
+    sl__fi_disarm();
+    return NULL;
+}
+
+static bool tk_wait(atomic_int *v, int want)
+{
+    uint64_t end = sl_test_now_ns() + POOL_SOON_NS;
+    while (atomic_load(v) != want && sl_test_now_ns() < end)
+        sl_test_sleep_ns(MS / 10);
+    return atomic_load(v) == want;
+}
+
+START_TEST(test_wake_token_given_back_hands_on)
+{
+    begin_test(SUITE, "wake_token_given_back_hands_on");
+    memset(&g_tk, 0, sizeof g_tk);
+    atomic_store(&g_tk.p_stop, 1);
+    sl_pool_opts o = {.max_workers = 1, .name = "tk"};
+    sl_pool *p = g_tk.pool = new_pool(&o);
+    pool_gate j1;
+    gate_init(&j1);
+    CHECK_MSG(sl_pool_submit(p, tk_arm_job, NULL) == SL_OK, "submit the arming job");
+    CHECK_MSG(tk_wait(&g_tk.w_stopped, 1), "W never stopped with its sleep bit set");
+    pthread_t pt;
+    ck_assert_int_eq(pthread_create(&pt, NULL, tk_submitter, &j1), 0);
+    CHECK_MSG(tk_wait(&g_tk.p_stopped, 1), "P never stopped holding the token");
+    atomic_store(&g_tk.w_go, 1); /* W re-checks, sees J1, clears its own bit, runs J1 */
+    CHECK_MSG(gate_wait_entered(&j1, 1, POOL_SOON_NS), "J1 did not start");
+    atomic_store(&g_tk.p_go, 1); /* P's claim finds no sleeper */
+    CHECK_MSG(tk_wait(&g_tk.p_stopped, 2), "P never reached the token's give-back");
+    gate_open(&j1); /* W finishes J1 and parks: the token counts as a searcher */
+    sl_pool_stats s;
+    CHECK_MSG(wait_parked(p, 1, POOL_SOON_NS, &s), "W did not park (parked %u)", s.parked);
+    sl_test_sleep_ns(20 * MS);
+    CHECK_MSG(sl_pool_submit(p, tk_count, NULL) == SL_OK, "submit J2"); /* sees "searching" */
+    atomic_store(&g_tk.p_go, 2); /* P gives the token back */
+    pthread_join(pt, NULL);
+    bool ran = wait_uint_ge(&g_tk.ran, 1, 500 * MS);
+    s = stats_of(p);
+    fprintf(stderr, "[%s] J2 %s within 500 ms (queued %llu, parked %u)\n", g_test,
+            ran ? "ran" : "did not run", ULL(s.queued), s.parked);
+    CHECK_MSG(sl_pool_submit(p, tk_count, NULL) == SL_OK, "submit J3"); /* rescues J2 */
+    wait_idle_ok(p);
+    sl_pool_free(p);
+    gate_destroy(&j1);
+    ASSERT_CLEAN();
+    CHECK_MSG(ran, "a job submitted while a waker held the token it then gave back waited "
+              "with its worker asleep (queued %llu, parked %u) until the next submit",
+              ULL(s.queued), s.parked);
+}
+END_TEST
+#endif
+
 static Suite *pool_suite(void)
 {
     Suite *s = suite_create("pool");
@@ -2649,6 +2914,15 @@ static Suite *pool_suite(void)
     tcase_add_test(tc, test_batch_worker_dies_midway);
     tcase_add_test(tc, test_batch_stolen_from_busy_worker);
     tcase_add_test(tc, test_ring_job_after_start_wakes_for_its_child);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("corners"); /* found by review */
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_reset_full_bounded_pool_resubmit);
+#if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+    tcase_add_test(tc, test_idle_asleep_while_batch_fill_held);
+    tcase_add_test(tc, test_wake_token_given_back_hands_on);
+#endif
     suite_add_tcase(s, tc);
     return s;
 }

@@ -75,8 +75,10 @@
  * Callbacks (worker_init, worker_fini, on_state, on_discard) run on pool
  * threads and may submit jobs. They must not call sl_pool_free; wait_ready
  * from on_state or on_discard, and wait_idle from a job or a callback, would
- * wait on themselves. A job may submit (a full queue then waits for room that
- * other workers make) and issue commands.
+ * wait on themselves, and so would wait_ready from a job after that job
+ * issued stop, shutdown or a resize that retires its own worker (each
+ * completes only once the job is over). A job may submit (a full queue then
+ * waits for room that other workers make) and issue commands.
  */
 #ifndef SLUICE_POOL_H
 #define SLUICE_POOL_H

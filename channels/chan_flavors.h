@@ -138,7 +138,13 @@ record_mark_in(sl_chan *ch, sl_epoch_rec *r, bool enter)
     /* Release: a receiver that reads this channel here reads the unmark of
      * the thread's previous send before it (sl__epoch_senders_on). */
     atomic_store_explicit(&r->sending_on, (const void *)ch, memory_order_release);
-    atomic_store_explicit(&r->sending, 1u, memory_order_relaxed);
+    /* Release too: a receiver whose acquire load reads this 1 then reads
+     * this channel, not the one of the thread's previous send. Relaxed, the
+     * 1 may be seen before the channel (C11 allows it, a weakly ordered CPU
+     * shows it): a receiver of that previous channel, closed, counts a send
+     * that is not its own, answers SL_EMPTY and sleeps, and the unmark that
+     * follows notifies this channel, not that one: it sleeps for good. */
+    atomic_store_explicit(&r->sending, 1u, memory_order_release);
     if (enter)
         sl__epoch_refresh(r); /* its fence: the mark before the closed-check */
     else

@@ -235,12 +235,20 @@ static bool register_on(sl_event *ev)
 
 /* The registrations before the caller's re-check of its condition (the
  * Dekker pair with the notifier's condition change); a shared eventcount's
- * notifiers may be in other processes. */
-static void registered_barrier(bool shared)
+ * notifiers may be in other processes. A set may hold both kinds (a
+ * selector's process bell and a segment's bell): the shared barrier does
+ * not stand in for the private one (in a fenced segment it is a fence
+ * alone, and the global command reaches this process's threads only where
+ * it registered for it), so the private members' notifiers, with only a
+ * compiler barrier in asymmetric mode, get theirs too. */
+static void registered_barrier(bool shared, bool private_)
 {
     if (shared)
         sl__event_heavy_fence_shared();
-    else
+#ifdef SL_MUTANT_PARK_MIXED_SET_SHARED_ONLY
+    private_ = private_ && !shared; /* planted bug: the shared barrier stands in for both */
+#endif
+    if (private_)
         sl_event_heavy_fence();
 }
 
@@ -250,7 +258,7 @@ SL_API uint32_t sl_event_prepare(sl_event *ev)
         return 0;
     bool shared = register_on(ev);
     SL_FI();
-    registered_barrier(shared);
+    registered_barrier(shared, !shared);
     /* Acquire: the re-check that follows cannot move above the key load. */
     return atomic_load_explicit(&ev->epoch, memory_order_acquire);
 }
@@ -491,11 +499,14 @@ bool sl__await_spin(sl__ready_fn ready, void *ctx, uint64_t deadline_ns, unsigne
  * them all, then each key (sl_event_prepare, for a set of one). */
 static void set_prepare(const sl__event_set *s)
 {
-    bool shared = false;
-    for (size_t i = 0; i < s->n; i++)
-        shared |= register_on(s->evs[i]);
+    bool shared = false, private_ = false;
+    for (size_t i = 0; i < s->n; i++) {
+        bool sh = register_on(s->evs[i]);
+        shared |= sh;
+        private_ |= !sh;
+    }
     SL_FI();
-    registered_barrier(shared);
+    registered_barrier(shared, private_);
     for (size_t i = 0; i < s->n; i++) {
         /* Acquire: the re-check cannot move above the key loads. */
         uint32_t key = atomic_load_explicit(&s->evs[i]->epoch, memory_order_acquire);

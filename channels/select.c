@@ -167,8 +167,10 @@ void sl__bells_arm(SL_ATOMIC(uint32_t) *const *armed, size_t n, bool shared)
      * "Across processes"). */
     if (shared)
         sl__event_heavy_fence_shared();
-    else
-        sl_event_heavy_fence();
+    /* The process bell (armed[0]) is always among them: its rings come from
+     * in-process changes, compiler-ordered in asymmetric mode, which the
+     * shared barrier does not cover (a fence alone in a fenced segment). */
+    sl_event_heavy_fence();
 }
 
 static _Thread_local uint64_t select_rng __attribute__((tls_model("initial-exec")));

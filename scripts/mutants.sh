@@ -89,6 +89,7 @@ mutants=(
 "SPSC_INLINE_CAP_PLUS_ONE|fuzz|fuzz_spsc||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/spsc|1|1|SPSC inline push lets capacity + 1 in"
 "CHAN_SEND_N_AFTER_CLOSE|fuzz|fuzz_list||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/list|1|1|close lets \`try_send_n\` through"
 "PARK_NO_RECHECK|default|stress_park|TIMEOUT=90 CK_RUN_CASE=chan_pingpong||1|0|no re-check after \`sl_event_prepare\`"
+"PARK_MIXED_SET_SHARED_ONLY|default|unit_park|CK_RUN_CASE=barrier||1|0|a wait on a set of private and shared eventcounts (a select over an in-process and a shared channel) issues only the shared barrier, which in a fenced segment is a fence alone: the in-process notifiers, compiler-ordered in asymmetric mode, are left unpaired"
 "PARK_UNWOKEN_TWICE|default|unit_chan|CK_RUN_CASE=syscalls||1|1|a sleeper that a notify woke (and took off the count of unwoken sleepers) takes itself off too: the count runs low, and a later notify skips the system call with a receiver still asleep"
 "PARK_SLEEPER_UNCOUNTED|default|unit_chan|CK_RUN_CASE=syscalls||1|1|a sleeper goes into the kernel without adding itself to the count of unwoken sleepers, so a notify that finds the count 0 wakes nobody"
 "PARK_WAKE_BEFORE_BUMP|default|stress_park|TIMEOUT=60 CK_RUN_CASE=event_pingpong||1|0|notify_one issues the futex wake before it bumps the epoch"

@@ -1779,6 +1779,49 @@ START_TEST(test_free_while_receiver_waits_aborts)
 }
 END_TEST
 
+#if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+/* A sender stopped past its closed-check (it saw the channel open) while the
+ * channel is closed: a non-blocking receiver gets 0 / SL_EMPTY with
+ * sl_chan_is_closed true, and the send then returns SL_OK with its message
+ * still to be received. So 0 and is_closed are not "closed and drained"
+ * (sluice/chan.h, sl_chan_try_recv_n, said so once); SL_CLOSED from
+ * sl_chan_try_recv or sl_chan_recv_n_for(0) is, and no message comes after
+ * it. */
+START_TEST(test_try_recv_n_closed_means_drained)
+{
+    const sl_flavor f = flavors[_i];
+    for (unsigned k = 1;; k++) {
+        sl_test_gated_send g = {.ch = mk(f, 4), .k = k, .value = 42};
+        pthread_t t;
+        ck_assert_int_eq(pthread_create(&t, NULL, sl_test_send_gated, &g), 0);
+        sl_test_wait_stopped(&g);
+        sl_chan_close(g.ch);
+        uint64_t out[4];
+        size_t got = 0;
+        sl_status batch_st = sl_chan_recv_n_for(g.ch, out, 4, 0, &got);
+        uint64_t one = 0;
+        sl_status one_st = sl_chan_try_recv(g.ch, &one);
+        atomic_store(&g.gate.go, 1);
+        ck_assert_int_eq(pthread_join(t, NULL), 0);
+        uint64_t late = 0;
+        sl_status late_st = sl_chan_try_recv(g.ch, &late);
+        bool received = got == 1 || one_st == SL_OK || late_st == SL_OK;
+        ck_assert_msg(received == (g.st == SL_OK),
+                      "%s, step %u: send %s, receives %s/%s/%s", sl_test_flavor_name(f), k,
+                      sl_status_str(g.st), sl_status_str(batch_st), sl_status_str(one_st),
+                      sl_status_str(late_st));
+        if (batch_st == SL_CLOSED || one_st == SL_CLOSED)
+            ck_assert_msg(late_st != SL_OK,
+                          "%s, step %u: SL_CLOSED, then message %llu", sl_test_flavor_name(f),
+                          k, (unsigned long long)late);
+        sl_chan_free(g.ch);
+        if (g.passed < k)
+            break;
+    }
+}
+END_TEST
+#endif
+
 static void teardown_ops(void)
 {
     sl_test_sys_restore();
@@ -1823,6 +1866,9 @@ static Suite *chan_suite(void)
     tcase_add_loop_test(tc, test_close_wakes_blocked_receiver, 0, N_FLAVORS);
     tcase_add_loop_test(tc, test_close_wakes_blocked_sender, 0, N_FLAVORS);
     tcase_add_test(tc, test_close_wakes_many_mpmc);
+#if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+    tcase_add_loop_test(tc, test_try_recv_n_closed_means_drained, 0, N_FLAVORS);
+#endif
     suite_add_tcase(s, tc);
 
     tc = tcase_create("blocking");

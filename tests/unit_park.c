@@ -23,6 +23,7 @@
 #include <sluice/chan.h>
 #include <sluice/park.h>
 #include "sysops.h"
+#include "await.h"
 
 /* ---- a counting / fault-injecting system-call table ---------------------- */
 
@@ -878,6 +879,45 @@ START_TEST(test_barrier_refused_after_registration_aborts)
 }
 END_TEST
 
+/* A set of eventcounts (internal/await.h: a selector's process bell and a
+ * shared segment's bell) whose shared member's segment is in fence mode
+ * (sl__event_global 0) while this process is in asymmetric mode: the
+ * private member's notifiers (in-process channels' sends) have only a
+ * compiler barrier between their change and their waiter-count load, so
+ * the registration must be followed by the private expedited membarrier,
+ * whatever the shared member needs. */
+static bool false_then_true(void *ctx)
+{
+    int *looks = ctx;
+    return ++*looks > 1; /* phase 1 false, the re-check after prepare true */
+}
+
+START_TEST(test_barrier_mixed_set_private_member)
+{
+    if (!script_barrier(0, 0, 0))
+        return;
+    sl_event priv, shared;
+    sl_event_init(&priv);
+    sl__event_init_shared(&shared);
+    ck_assert_int_eq(atomic_load(&sl__event_asymmetric), 1);
+    ck_assert_int_eq(atomic_load(&sl__event_global), 0); /* no asymmetric segment */
+    sl_event *const evs[2] = {&priv, &shared};
+    sl__futex_word w[2];
+    int looks = 0;
+    unsigned long before = expedited();
+    ck_assert_int_eq(sl__event_await_set(&(sl__event_set){evs, w, 2, NULL}, false_then_true,
+                                         &looks, SL_FOREVER, 0),
+                     SL_OK);
+    ck_assert_int_eq(looks, 2);
+    ck_assert_msg(expedited() == before + 1,
+                  "a registration on a private eventcount (in a set with a shared one) issued "
+                  "%lu private expedited membarriers, not 1: its notifiers' compiler barrier "
+                  "is left unpaired", expedited() - before);
+    ck_assert_uint_eq(sl_event_waiters(&priv), 0);
+    ck_assert_uint_eq(sl_event_waiters(&shared), 0);
+}
+END_TEST
+
 static void teardown_ops(void)
 {
     sl_test_sys_restore();
@@ -940,6 +980,7 @@ static Suite *park_suite(void)
     tcase_add_test(tc, test_barrier_registered_every_prepare);
     tcase_add_test(tc, test_close_issues_no_barrier);
     tcase_add_test(tc, test_barrier_transient_failure_retried);
+    tcase_add_test(tc, test_barrier_mixed_set_private_member);
     tcase_add_test_raise_signal(tc, test_barrier_refused_after_registration_aborts, SIGABRT);
     suite_add_tcase(s, tc);
     return s;

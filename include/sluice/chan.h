@@ -108,7 +108,9 @@
  *
  * Blocking: the blocking forms spin briefly, then park on an eventcount
  * (sluice/park.h). A send makes no system call while no receiver sleeps (and a
- * receive none while no sender sleeps); one message wakes at most one waiting
+ * receive none while no sender sleeps, but for one that finds the channel
+ * closed and empty with a send perhaps in flight: its SL_CLOSED decision
+ * issues the heavy barrier); one message wakes at most one waiting
  * receiver. Timeouts are relative nanoseconds on CLOCK_MONOTONIC. Every timed
  * form follows one rule: it makes one attempt first; 0 means that attempt
  * alone; SL_FOREVER never gives up; when the operation could not be done in
@@ -221,9 +223,10 @@ SL_API sl_status sl_chan_send_evict(sl_chan *ch, const void *elem, void *evicted
  * nothing received, sluice/broadcast.h). Blocking. */
 SL_API sl_status sl_chan_recv(sl_chan *ch, void *out);
 
-/* Receives a message if one is there now. Returns SL_OK, SL_EMPTY (open and
- * empty), SL_CLOSED (closed and drained), SL_LAGGED (broadcast) or
- * SL_EINVAL. Never blocks. */
+/* Receives a message if one is there now. Returns SL_OK, SL_EMPTY (empty:
+ * open, or closed while a send that saw it open is still landing, whose
+ * message a later call receives), SL_CLOSED (closed and drained), SL_LAGGED
+ * (broadcast) or SL_EINVAL. Never blocks. */
 SL_API sl_status sl_chan_try_recv(sl_chan *ch, void *out);
 
 /* Receives, waiting at most timeout_ns (0: one attempt; SL_FOREVER: no
@@ -244,7 +247,11 @@ SL_API size_t sl_chan_try_send_n(sl_chan *ch, const void *elems, size_t n);
 /* Receives up to n messages into the array out, in order, without waiting;
  * returns how many: 0 when the channel is empty, closed and drained, or on
  * bad input (NULL ch or out, n == 0, or n * elem_size beyond SIZE_MAX; then
- * nothing is received) — sl_chan_is_closed tells the first two apart. */
+ * nothing is received). sl_chan_is_closed does not tell the first two apart:
+ * a closed channel still answers 0 while a send that saw it open is landing,
+ * and that message is received later. sl_chan_try_recv (SL_CLOSED) or
+ * sl_chan_recv_n_for with a timeout of 0 (SL_CLOSED, not SL_TIMEDOUT) says
+ * "closed and drained". */
 SL_API size_t sl_chan_try_recv_n(sl_chan *ch, void *out, size_t n);
 
 /* Batch receive that waits: waits until at least one message is there, then

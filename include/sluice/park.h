@@ -84,7 +84,9 @@ SL_API void sl__event_heavy_fence_shared(void);
 /* Registers the caller as a waiter and returns the key to pass to
  * sl_event_wait. Acts as a full (seq_cst) fence after the registration, so the
  * caller's re-check of its condition cannot be reordered before it.
- * Lock-free (one atomic increment). Must be followed by exactly one
+ * Lock-free: one atomic increment, then the heavy barrier (a membarrier
+ * system call in asymmetric mode, sl_event_heavy_fence). Must be followed
+ * by exactly one
  * sl_event_cancel or sl_event_wait on the same thread. */
 SL_API uint32_t sl_event_prepare(sl_event *ev);
 

@@ -71,33 +71,34 @@ static unsigned claim_any(sl__idle *idle)
  * sleeper. true if it woke one. */
 static bool wake_one(sl__idle *idle)
 {
-    for (;;) {
-        uint64_t none = 0;
-        /* seq_cst: one step of the chain in idle.h */
-        if (!atomic_compare_exchange_strong_explicit(&idle->searching, &none, 1,
-                                                     memory_order_seq_cst, memory_order_relaxed))
-            return false; /* a searcher exists (or another waker holds the token) */
+    uint64_t none = 0;
+    /* seq_cst: one step of the chain in idle.h */
+    if (!atomic_compare_exchange_strong_explicit(&idle->searching, &none, 1,
+                                                 memory_order_seq_cst, memory_order_relaxed))
+        return false; /* a searcher exists (or another waker holds the token) */
+    SL_FI();
+    unsigned i = claim_any(idle);
+    if (i != UINT32_MAX) {
         SL_FI();
-        unsigned i = claim_any(idle);
-        if (i != UINT32_MAX) {
-            SL_FI();
-            sl_event_notify_one(&idle->slots[i].ev); /* it wakes up searching, with our token */
-            return true;
-        }
-        /* Every sleeper we saw woke by itself meanwhile (its re-check found
-         * work, or its deadline came) and holds no count. While we held the
-         * token, a publisher may have counted it as a searcher and woken
-         * nobody, and a worker may have gone back to sleep since our claim
-         * looked: give the token back as any searcher that stops does — the
-         * last one out wakes a sleeper (we cannot tell whether work waits). */
-        SL_FI(); /* a publisher may count this token as a searcher now */
-        uint64_t old = atomic_fetch_sub_explicit(&idle->searching, 1, memory_order_seq_cst);
-#ifdef SL_MUTANT_POOL_WAKER_DROPS_TOKEN
-        old = 0; /* planted bug: the token goes back without the last one's hand-on */
-#endif
-        if (old != 1 || !any_sleeper(idle))
-            return false;
+        sl_event_notify_one(&idle->slots[i].ev); /* it wakes up searching, with our token */
+        return true;
     }
+    /* Every sleeper we saw woke by itself meanwhile (its re-check found
+     * work, or its deadline came) and holds no count. While we held the
+     * token, a publisher may have counted it as a searcher and woken
+     * nobody, and a worker may have gone back to sleep since our claim
+     * looked: the token ends as any searcher's does, the last one out
+     * waking a sleeper (we cannot tell whether work waits), as wake_slot's
+     * failed claim does. */
+    SL_FI(); /* a publisher may count this token as a searcher now */
+#ifdef SL_MUTANT_POOL_WAKER_DROPS_TOKEN
+    /* planted bug: the token goes back without the last one's hand-on */
+    atomic_fetch_sub_explicit(&idle->searching, 1, memory_order_seq_cst);
+    return false;
+#endif
+    bool token = true;
+    sl__idle_search_end(idle, &token, NULL, NULL);
+    return false;
 }
 
 void sl__idle_search_begin(sl__idle *idle, bool *searching)

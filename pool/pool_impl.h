@@ -364,6 +364,26 @@ static inline bool sl__pool_may_take(const sl_pool *p)
     return run == SL__RUN_RUNNING || run == SL__RUN_DRAINING;
 }
 
+/* Some ring holds a job now (a snapshot). rings_busy alone is not that: it
+ * counts a ring from before its fill (keep) to after the claim of its last
+ * job, and a worker preempted in either window would make every idle
+ * worker poll and never park while nothing can be taken (the pathology of
+ * "Pool wake-ups" in docs/guarantees.md). A ring filled after this look is
+ * its filler's to announce: take() looks for more work, as a push does. */
+static inline bool sl__pool_rings_hold(const sl_pool *p)
+{
+    /* seq_cst: re-check side of the Dekker pairs, as the other loads of
+     * sl__pool_has_work (the filler's tail store precedes its fence). */
+    for (unsigned s = 0; s < p->opts.max_workers; s++) {
+        const sl__pool_ring *r = &p->slots[s].ring;
+        uint32_t h = atomic_load_explicit(&r->head, memory_order_seq_cst);
+        uint32_t t = atomic_load_explicit(&r->tail, memory_order_seq_cst);
+        if (t != h)
+            return true; /* a refill between the loads reads as work: harmless */
+    }
+    return false;
+}
+
 /* Whether some job is in the lists or in a ring — pushed, not merely
  * reserved. `pending` counts a submit from its reservation on, and a
  * submitter can be preempted between the reservation and the push: a worker
@@ -387,26 +407,6 @@ static inline bool sl__pool_may_take(const sl_pool *p)
  * (sl__pool_rings_hold), for the decisions to keep looking or to park;
  * the fan-out after a take and a stopping searcher's hand-on keep the one
  * load, since a spare wake-up there costs one look by the woken. */
-/* Some ring holds a job now (a snapshot). rings_busy alone is not that: it
- * counts a ring from before its fill (keep) to after the claim of its last
- * job, and a worker preempted in either window would make every idle
- * worker poll and never park while nothing can be taken (the pathology of
- * "Pool wake-ups" in docs/guarantees.md). A ring filled after this look is
- * its filler's to announce: take() looks for more work, as a push does. */
-static inline bool sl__pool_rings_hold(const sl_pool *p)
-{
-    /* seq_cst: re-check side of the Dekker pairs, as the other loads of
-     * sl__pool_has_work (the filler's tail store precedes its fence). */
-    for (unsigned s = 0; s < p->opts.max_workers; s++) {
-        const sl__pool_ring *r = &p->slots[s].ring;
-        uint32_t h = atomic_load_explicit(&r->head, memory_order_seq_cst);
-        uint32_t t = atomic_load_explicit(&r->tail, memory_order_seq_cst);
-        if (t != h)
-            return true; /* a refill between the loads reads as work: harmless */
-    }
-    return false;
-}
-
 static inline bool sl__pool_has_work(const sl_pool *p, bool look_in_rings)
 {
     uint64_t waiting = atomic_load_explicit(&p->keys.waiting, memory_order_seq_cst);

@@ -450,7 +450,14 @@ static void worker_died(void *arg)
      * because a token that left with its thread would strand work. */
     leave(w);
     run_fini(w);
+    /* A worker that had already retired or been shut down and then dies in
+     * its worker_fini leaves as it had decided: it is no death to count or
+     * to replace (a replacement would undo the retirement). */
+#ifndef SL_MUTANT_POOL_FINI_DEATH_REPLACED /* planted bug when defined */
+    worker_exit(w, w->end != SL__END_NONE ? w->end : SL__END_DIED);
+#else
     worker_exit(w, SL__END_DIED);
+#endif
 }
 
 static void name_thread(const sl__pool_worker *w)

@@ -2627,6 +2627,39 @@ START_TEST(test_reset_full_bounded_pool_resubmit)
 }
 END_TEST
 
+/* A worker that retires, then dies in its worker_fini, leaves as retired: it
+ * is neither counted a death nor replaced (a replacement would undo the
+ * shrink; it was counted both, and respawned). */
+static atomic_bool g_fini_dies;
+static void dying_fini(unsigned id, void *worker_ctx, void *user)
+{
+    (void)id, (void)worker_ctx, (void)user;
+    if (atomic_load(&g_fini_dies))
+        pthread_exit(NULL);
+}
+
+START_TEST(test_retired_worker_dies_in_fini)
+{
+    begin_test(SUITE, "retired_worker_dies_in_fini");
+    atomic_store(&g_fini_dies, true);
+    sl_pool_opts o = {.max_workers = 3, .active_workers = 3, .worker_fini = dying_fini};
+    sl_pool *p = new_pool(&o);
+    sl_pool_stats s;
+    CHECK_MSG(wait_workers(p, 3, POOL_SOON_NS, &s), "workers %u, want 3", s.workers);
+    CHECK_MSG(sl_pool_set_workers(p, 1) == SL_OK, "set_workers(1)");
+    CHECK_MSG(sl_pool_wait_ready(p, POOL_SOON_NS) == SL_OK, "the shrink did not complete");
+    sl_test_sleep_ns(20 * MS); /* room for a replacement the control thread would start */
+    s = stats_of(p);
+    CHECK_MSG(s.workers == 1 && s.retired == 2 && s.died == 0 && s.respawned == 0 &&
+                  s.spawned == 3,
+              "workers %u retired %llu died %llu respawned %llu spawned %llu, want 1, 2, 0, "
+              "0, 3", s.workers, ULL(s.retired), ULL(s.died), ULL(s.respawned), ULL(s.spawned));
+    atomic_store(&g_fini_dies, false);
+    sl_pool_free(p);
+    ASSERT_CLEAN();
+}
+END_TEST
+
 
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
 /* ---- review: idle while a worker is held between counting its ring busy
@@ -2919,6 +2952,7 @@ static Suite *pool_suite(void)
     tc = tcase_create("corners"); /* found by review */
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_reset_full_bounded_pool_resubmit);
+    tcase_add_test(tc, test_retired_worker_dies_in_fini);
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
     tcase_add_test(tc, test_idle_asleep_while_batch_fill_held);
     tcase_add_test(tc, test_wake_token_given_back_hands_on);

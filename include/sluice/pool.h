@@ -173,7 +173,10 @@ typedef struct sl_pool_stats {
     uint64_t retired;    /* worker threads that exited on purpose (idle timeout or
                             set_workers shrinking), ever; not deaths, not shutdown */
     uint64_t respawned;  /* worker threads started to replace one that died, ever */
-    uint64_t died;       /* worker threads that died inside a job, ever */
+    uint64_t died;       /* worker threads that died inside a job or a callback,
+                            ever; one that dies in worker_fini after retiring or
+                            at shutdown counts as retired (or neither), and is
+                            not replaced */
     size_t   capacity;   /* queue_capacity (0: unbounded) */
     bool     busy;       /* a command is in progress (!sl_pool_ready) */
     uint64_t waiting_on_key; /* of queued, jobs waiting aside for their busy key */

@@ -491,6 +491,10 @@ bool sl__await_spin(sl__ready_fn ready, void *ctx, uint64_t deadline_ns, unsigne
                     spin_budget / 2 > SL_SPIN_TRIES_MIN ? spin_budget / 2 : SL_SPIN_TRIES_MIN;
             return true;
         }
+        /* A yield can give away a whole time slice (milliseconds when the
+         * CPU is shared): a timed wait must not pass its deadline by four. */
+        if (deadline_ns != SL_FOREVER && sl_now_ns() >= deadline_ns)
+            return false;
     }
     return false;
 }

@@ -28,6 +28,13 @@
  * must not send on an SL_MPMC or SL_LIST channel while the thread it
  * interrupted may be sending on one.
  *
+ * After fork(), an in-process channel in the child is the parent's memory
+ * at the fork. The child clears the records' marks of the threads it does
+ * not have, but a send another thread was inside on an SL_SPSC, SL_RING or
+ * broadcast channel (or on SL_MPMC or SL_LIST by a thread without a record)
+ * leaves its mark in the channel itself, and the child's receivers then
+ * never see SL_CLOSED on that channel once it is closed and drained.
+ *
  * SL_LIST's sends never wait: only SL_ENOMEM or SL_CLOSED refuse them, and its
  * capacity is SIZE_MAX. SL_RING's sends never wait (*) and never fail while
  * open: into a full ring they displace the oldest message (SL_EVICTED) — to

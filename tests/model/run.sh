@@ -128,6 +128,7 @@ checks_default=(
     "cellring-c2-2x1-2x2|cellring.pml|-DCAP=2 -DMSGS=1 -DNC=2 -DPOPS=2|safety"
     "cellring-ow-c1-2x1-2x2|cellring.pml|-DDISPLACE -DCAP=1 -DMSGS=1 -DNC=2 -DPOPS=2|safety"
     "cellring-ow-c2-2x2-1x2-wrap|cellring.pml|-DDISPLACE -DCAP=2 -DMSGS=2 -DNC=1 -DPOPS=2 -DBASE=56|safety progress"
+    "cellring-ow-c3-2x2-1x2|cellring.pml|-DDISPLACE -DCAP=3 -DMSGS=2 -DNC=1 -DPOPS=2|safety"
     # -swap-: SL_MPMC's swap form (slots swapped through the cells, spares)
     "cellring-swap-c1-2x2-1x2|cellring.pml|-DSWAP -DCAP=1 -DMSGS=2 -DNC=1 -DPOPS=2|safety progress"
     "cellring-swap-c2-2x1-2x2|cellring.pml|-DSWAP -DCAP=2 -DMSGS=1 -DNC=2 -DPOPS=2|safety"
@@ -166,6 +167,7 @@ checks_full=(
     "cellring-c2-2x2-2x1|cellring.pml|-DCAP=2 -DMSGS=2 -DNC=2 -DPOPS=1|safety progress"
     "cellring-ow-c1-2x2-2x1|cellring.pml|-DDISPLACE -DCAP=1 -DMSGS=2 -DNC=2 -DPOPS=1|safety"
     "cellring-ow-c2-2x2-2x2|cellring.pml|-DDISPLACE -DCAP=2 -DMSGS=2 -DNC=2 -DPOPS=2|safety"
+    "cellring-ow-c3-2x2-2x2|cellring.pml|-DDISPLACE -DCAP=3 -DMSGS=2 -DNC=2 -DPOPS=2|safety"
     "cellring-ow-c1-2x1-2x2-p|cellring.pml|-DDISPLACE -DCAP=1 -DMSGS=1 -DNC=2 -DPOPS=2|progress"
     "list-s1-2x1-2x1|list.pml|-DSEG=1 -DNP=2 -DMSGS=1 -DNC=2 -DPOPS=1|safety"
     "list-s2-2x1-2x1|list.pml|-DSEG=2 -DNP=2 -DMSGS=1 -DNC=2 -DPOPS=1|safety"

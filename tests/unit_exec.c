@@ -362,14 +362,17 @@ static unsigned threads_now(void)
     return n;
 }
 
-/* Back to `base` threads soon (joined threads leave /proc at once, but
- * allow a moment). */
+/* Back to `base` threads or fewer soon (a joined thread can stay listed in
+ * /proc for a moment). Fewer is no leak: pthread_join returns when the
+ * kernel clears the thread's id, before it leaves the list, so a thread
+ * joined just before `base` was counted (threads_now's own) may be gone
+ * by now. */
 static void expect_threads(unsigned base, const char *when)
 {
     unsigned n = threads_now();
-    for (int i = 0; i < 2000 && n != base; i++, n = threads_now())
+    for (int i = 0; i < 2000 && n > base; i++, n = threads_now())
         sl_test_sleep_ns(MS);
-    ck_assert_msg(n == base, "%s: %u threads, %u before", when, n, base);
+    ck_assert_msg(n <= base, "%s: %u threads, %u before", when, n, base);
 }
 
 static atomic_uint_fast64_t g_tc_attempts, g_tc_fail_at;

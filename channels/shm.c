@@ -246,6 +246,14 @@ static void init_shared(sl_chan *ch, const geometry *g)
 #define ROLE_SENDER 1u   /* sl_chan_shm_sender */
 #define ROLE_RECEIVER 2u /* sl_chan_shm_receiver */
 #define ROLES (ROLE_SENDER | ROLE_RECEIVER) /* other bits are a peer's garbage */
+/* roles_ever's other bits: a count of registrations (bits 2-30), moved by
+ * each, and EVER_CLOSING (bit 31), set by the decision that a role is gone.
+ * The decision is a CAS from the word it read before its look at the
+ * records, so a registration that came in between fails it (and the look
+ * is made again), and one that comes after it reads EVER_CLOSING. */
+#define EVER_UNIT (1u << 2)
+#define EVER_CLOSING (1u << 31)
+#define EVER_COUNT (EVER_CLOSING - EVER_UNIT)
 
 typedef struct shm_rec {
     SL_ATOMIC(uint32_t) marks;  /* the in-flight mark (flag or count) */
@@ -710,10 +718,32 @@ static bool role_left(const sl_chan *ch, uint32_t role)
 {
     const shm_rec *rs = records(ch);
     for (int i = 0; i < SHM_RECS; i++)
-        /* seq_cst: after this caller's own clear, before its close (the
-         * Dekker pair with register_role's store and closed load). */
+        /* seq_cst: after this caller's own clear and its load of
+         * roles_ever, before its CAS of it (decide_gone). */
         if (atomic_load_explicit(&rs[i].roles, memory_order_seq_cst) & role)
             return true;
+    return false;
+}
+
+/* Whether no record has `role`, decided against registrations: true only
+ * when roles_ever did not change from before the records' reading to the
+ * CAS that sets EVER_CLOSING (a registration moves it after setting its
+ * record's bit, register_role). A check and a close alone let a
+ * registration land between them and be told SL_OK by a channel about to
+ * close under it (found by review). */
+static bool decide_gone(sl_chan *ch, uint32_t role)
+{
+    SL_ATOMIC(uint32_t) *ever = &control(ch)->roles_ever;
+    /* seq_cst: before role_left's loads, in the total order. */
+    uint32_t seen = atomic_load_explicit(ever, memory_order_seq_cst);
+    while (!role_left(ch, role)) {
+        SL_FI(); /* the records read, the decision not yet taken */
+        /* seq_cst: a registration's move of the word comes after its
+         * record's bit; a failure reloads `seen` and the records again. */
+        if (atomic_compare_exchange_strong_explicit(ever, &seen, seen | EVER_CLOSING,
+                                                    memory_order_seq_cst, memory_order_seq_cst))
+            return true;
+    }
     return false;
 }
 
@@ -726,7 +756,8 @@ static void close_if_gone(sl_chan *ch, uint32_t gone)
     gone &= ~ROLE_RECEIVER; /* planted bug: the last receiver's going closes nothing */
 #endif
     for (uint32_t role = ROLE_SENDER; role <= ROLE_RECEIVER; role <<= 1)
-        if ((gone & role) && !role_left(ch, role)) {
+        if ((gone & role) && decide_gone(ch, role)) {
+            SL_FI(); /* decided, not yet closed */
             sl_chan_close(ch);
             return;
         }
@@ -748,6 +779,21 @@ static void drop_record(sl_chan *ch)
     close_if_gone(ch, was & ROLES);
 }
 
+/* Sets role's bit in roles_ever and moves its count (decide_gone); the
+ * word it replaced. */
+static uint32_t note_registration(sl_chan *ch, uint32_t role)
+{
+    SL_ATOMIC(uint32_t) *ever = &control(ch)->roles_ever;
+    uint32_t old = atomic_load_explicit(ever, memory_order_relaxed);
+    /* seq_cst: after the record's bit, before the closed load; the count
+     * wraps inside its bits, never into EVER_CLOSING. */
+    while (!atomic_compare_exchange_weak_explicit(
+        ever, &old, (old & ~EVER_COUNT) | role | ((old + EVER_UNIT) & EVER_COUNT),
+        memory_order_seq_cst, memory_order_relaxed)) {
+    }
+    return old;
+}
+
 /* Registers ch's handle in `role`: its record claimed, the role's bit set,
  * then the channel's closed state read (shm.h: sl_chan_shm_sender). */
 static sl_status register_role(sl_chan *ch, uint32_t role)
@@ -758,10 +804,13 @@ static sl_status register_role(sl_chan *ch, uint32_t role)
     if (rec < 0)
         return SL_ENOMEM;
     shm_rec *r = &records(ch)[rec];
-    /* seq_cst: registered before the closed load below (the last of the
-     * role's free sees this, or this sees its close). */
+    /* seq_cst: registered before roles_ever moves (decide_gone: the last
+     * of the role's free sees this, or this sees its decision). */
     atomic_fetch_or_explicit(&r->roles, role, memory_order_seq_cst);
-    atomic_fetch_or_explicit(&control(ch)->roles_ever, role, memory_order_seq_cst);
+    if (note_registration(ch, role) & EVER_CLOSING) {
+        sl_chan_close(ch); /* decided before us: its closer may not have got there */
+        return SL_CLOSED;
+    }
     return atomic_load_explicit(&ch->closed, memory_order_seq_cst) ? SL_CLOSED : SL_OK;
 }
 

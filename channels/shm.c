@@ -40,7 +40,7 @@
 #include "sluice/shm.h"
 
 #define SHM_MAGIC 0x4D48534349554C53ull /* "SLUICSHM", little-endian */
-#define SHM_VERSION 14u
+#define SHM_VERSION 15u
 #define SHM_CTL_AT ((size_t)72)    /* the peer-death control words */
 #define SHM_BELL_AT ((size_t)88)   /* the select bell (version 4) */
 #define SHM_NS_AT ((size_t)104)    /* the creator's namespaces (version 14) */
@@ -733,6 +733,11 @@ static bool role_left(const sl_chan *ch, uint32_t role)
  * close under it (found by review). */
 static bool decide_gone(sl_chan *ch, uint32_t role)
 {
+#ifdef SL_MUTANT_SHM_GONE_WITHOUT_CAS /* planted bug: the look at the records decides alone */
+    bool gone = !role_left(ch, role);
+    SL_FI();
+    return gone;
+#endif
     SL_ATOMIC(uint32_t) *ever = &control(ch)->roles_ever;
     /* seq_cst: before role_left's loads, in the total order. */
     uint32_t seen = atomic_load_explicit(ever, memory_order_seq_cst);

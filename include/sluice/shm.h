@@ -280,9 +280,10 @@ SL_API sl_status sl_chan_shm_sender(sl_chan *ch);
  * Returns SL_OK; SL_CLOSED when the channel is closed already (registration
  * does not reopen it); SL_EINVAL for NULL or an in-process channel;
  * SL_ENOMEM when SL_SHM_SENDERS living handles hold every record. Progress
- * as sl_chan_shm_sender's. Ordering: the registration comes before its
- * load of `closed` in the total order of seq_cst operations, so either the
- * last receiver's free sees it (and does not close) or it sees that close. */
+ * as sl_chan_shm_sender's. Ordering: the decision that the last receiver
+ * is gone is a compare-and-swap on a word each registration moves after
+ * setting its role, so either that decision sees the registration (and
+ * does not close) or the registration sees the decision (SL_CLOSED). */
 SL_API sl_status sl_chan_shm_receiver(sl_chan *ch);
 
 /* The most handles that send into, wait on, or register with one shared

@@ -46,6 +46,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -494,6 +495,50 @@ START_TEST(test_create_refusals)
     /* An in-process channel has no segment. */
     ck_assert_int_eq(sl_chan_new(&ch, &o), SL_OK);
     ck_assert_int_eq(sl_chan_shm_fd(ch), -1);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* fallocate, interposed: ENOSPC while `fallocate_full` is set (a full
+ * tmpfs), the system call otherwise. */
+static atomic_int fallocate_full;
+int fallocate(int fd, int mode, off_t offset, off_t len)
+{
+    if (atomic_load(&fallocate_full)) {
+        errno = ENOSPC;
+        return -1;
+    }
+    return (int)syscall(SYS_fallocate, fd, mode, offset, len);
+}
+
+static int open_fds(void)
+{
+    int n = 0;
+    for (int fd = 0; fd < 1024; fd++)
+        n += fcntl(fd, F_GETFD) != -1;
+    return n;
+}
+
+/* A segment whose pages cannot be had (a full /dev/shm, no memory) refuses
+ * the creation with SL_ENOMEM, leaving no name, descriptor or handle: it
+ * raised SIGBUS in the first process to touch a missing page instead. */
+START_TEST(test_create_without_space)
+{
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 64, .capacity = 4096};
+    const char *name = test_name();
+    int fds = open_fds();
+    atomic_store(&fallocate_full, 1);
+    sl_chan *ch = (sl_chan *)&o;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_ENOMEM);
+    ck_assert_int_eq(sl_chan_shm_create(&ch, name, &o, 0), SL_ENOMEM);
+    atomic_store(&fallocate_full, 0);
+    ck_assert_ptr_eq(ch, (sl_chan *)&o); /* *out untouched */
+    ck_assert_int_eq(open_fds(), fds);
+    int fd = shm_open(name, O_RDONLY, 0);
+    ck_assert_msg(fd < 0 && errno == ENOENT, "the refused segment's name was left behind");
+    /* With room, the same calls succeed. */
+    ck_assert_int_eq(sl_chan_shm_create(&ch, name, &o, 0), SL_OK);
+    ck_assert_int_eq(sl_chan_shm_unlink(name), SL_OK);
     sl_chan_free(ch);
 }
 END_TEST
@@ -3785,6 +3830,7 @@ static Suite *shm_suite(void)
     tc = tcase_create("refusals");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_create_refusals);
+    tcase_add_test(tc, test_create_without_space);
     tcase_add_loop_test(tc, test_use_refusals, 0, N_OF(k_cfg));
     tcase_add_test(tc, test_open_refusals);
     tcase_add_loop_test(tc, test_open_unsealed, 0, N_OF(k_cfg));

@@ -218,7 +218,9 @@ SL_BEGIN_DECLS
  * bytes a message, 2^28 - 66 above, so that a held spare can name its
  * slot) or a segment size that overflows, mode with bits
  * beyond 0777, a bad name or one that exists or may not be created (errno
- * says which); SL_ENOMEM when the system is out of memory or descriptors.
+ * says which); SL_ENOMEM when the system is out of memory or descriptors,
+ * or the segment's pages cannot be had (a full /dev/shm): every page is
+ * reserved here, so no process meets a missing one (SIGBUS) later.
  * Nothing is left behind on failure (a named object made is unlinked).
  * Not concurrent with an open of the same name (open after this returns). */
 SL_API sl_status sl_chan_shm_create(sl_chan **out, const char *name, const sl_chan_opts *opts,

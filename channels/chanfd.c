@@ -40,6 +40,7 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal/testing.h"
@@ -64,8 +65,15 @@ static void signal_end(sl__chan_fd *e)
     SL_FI(); /* disarmed, not yet written */
     uint64_t one = 1;
     /* Cannot fail on a valid eventfd short of 2^64 - 2 unread signals (each
-     * write follows a reset); EINTR does not occur on a nonblocking one. */
-    ssize_t r = write(fd, &one, sizeof one);
+     * write follows a reset); EINTR does not occur on a nonblocking one.
+     * The system call itself, not write(): that is a cancellation point,
+     * and this runs inside sends and receives, between a mark and its
+     * unmark. */
+#ifndef SL_MUTANT_CHANFD_CANCEL_POINTS /* planted bug when defined */
+    long r = syscall(SYS_write, fd, &one, sizeof one);
+#else
+    long r = write(fd, &one, sizeof one);
+#endif
     (void)r;
 }
 

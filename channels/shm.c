@@ -439,12 +439,19 @@ static int proc_state(uint32_t pid, uint64_t *start)
         return 0; /* another namespace's /proc: it tells nothing of pid */
     char path[40], buf[512];
     snprintf(path, sizeof path, "/proc/%u/stat", pid);
+    /* open, read and close are cancellation points, and this runs inside
+     * sends, receives and reclaims (a record taken for reclaim, a mark
+     * set): a cancel here would leave them so for good. */
+    int cancel_state;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+    int err = errno;
+    if (fd >= 0)
+        close(fd);
+    pthread_setcancelstate(cancel_state, NULL);
     if (fd < 0)
         return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    int err = errno;
-    close(fd);
     if (n < 0 && err == ESRCH)
         return -1; /* gone between the open and the read */
     if (n <= 0)

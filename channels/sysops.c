@@ -123,7 +123,13 @@ static int sys_eventfd(unsigned initval)
 static void sys_eventfd_reset(int fd)
 {
     uint64_t v;
-    ssize_t r = read(fd, &v, sizeof v); /* EAGAIN: it was 0 already */
+    /* EAGAIN: it was 0 already. The system call, not read(), which is a
+     * cancellation point: a re-arm runs inside sends and receives. */
+#ifndef SL_MUTANT_CHANFD_CANCEL_POINTS /* planted bug when defined */
+    long r = syscall(SYS_read, fd, &v, sizeof v);
+#else
+    long r = read(fd, &v, sizeof v);
+#endif
     (void)r;
 }
 

@@ -470,6 +470,59 @@ START_TEST(test_epoll_loop_thread)
 }
 END_TEST
 
+/* A send with a cancel pending when it enters: it signals an armed receive
+ * descriptor (_i 0: SL_MPMC), or finds the channel full and re-arms its
+ * send descriptor (_i 1: SL_SPSC), between its mark and its unmark. The
+ * eventfd's write and read are made as system calls, not write(2) and
+ * read(2), which are cancellation points: a cancel acted on there left the
+ * mark up for good, and the channel never answered SL_CLOSED (found by
+ * review). The cancel takes effect at the thread's next cancellation
+ * point, after the send returned. */
+typedef struct cancel_arg {
+    sl_chan *ch;
+    uint64_t v;      /* the message: not on the cancelled thread's stack, whose
+                        redzones ASan cannot unpoison across the cancel's unwind */
+    atomic_int sent; /* the send's status plus one; 0 while it has not returned */
+} cancel_arg;
+
+static void *send_cancel_pending(void *p)
+{
+    cancel_arg *a = p;
+    pthread_cancel(pthread_self()); /* pending: deferred cancellation */
+    atomic_store(&a->sent, (int)sl_chan_try_send(a->ch, &a->v) + 1);
+    pthread_testcancel();
+    return NULL;
+}
+
+START_TEST(test_send_cancel_pending)
+{
+    bool full = _i == 1;
+    sl_chan *ch = chan8(full ? SL_SPSC : SL_MPMC, full ? 1 : 4);
+    int fd;
+    uint64_t v = 5;
+    if (full) {
+        ck_assert_int_eq(sl_chan_try_send(ch, &v), SL_OK);
+        ck_assert_int_eq(sl_chan_fd(ch, SL_END_SEND, &fd), SL_OK);
+    } else {
+        ck_assert_int_eq(sl_chan_fd(ch, SL_END_RECV, &fd), SL_OK);
+        ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_EMPTY); /* armed */
+    }
+    cancel_arg a = {.ch = ch, .v = 7};
+    pthread_t thr;
+    void *ret;
+    ck_assert_int_eq(pthread_create(&thr, NULL, send_cancel_pending, &a), 0);
+    ck_assert_int_eq(pthread_join(thr, &ret), 0);
+    ck_assert_ptr_eq(ret, PTHREAD_CANCELED);
+    ck_assert_msg(atomic_load(&a.sent) == (full ? SL_FULL : SL_OK) + 1,
+                  "the send was cancelled inside (status + 1 = %d)", atomic_load(&a.sent));
+    sl_chan_close(ch);
+    ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_OK);
+    ck_assert_uint_eq(v, full ? 5 : 7);
+    ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_CLOSED);
+    sl_chan_free(ch);
+}
+END_TEST
+
 static Suite *chanfd_suite(void)
 {
     Suite *s = suite_create("chanfd");
@@ -486,6 +539,7 @@ static Suite *chanfd_suite(void)
     tcase_add_test(tc, test_typed);
     tcase_add_test(tc, test_eventfd_refused);
     tcase_add_test(tc, test_concurrent_create);
+    tcase_add_loop_test(tc, test_send_cancel_pending, 0, 2);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("loop");

@@ -54,7 +54,9 @@
 #include <string.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "internal/await.h"
 #include "internal/spin.h"
@@ -161,7 +163,8 @@ static void expedited_barrier(int cmd, const char *name)
         if (r != -ENOMEM && r != -EAGAIN && r != -EINTR)
             break;
         struct timespec pause = {0, 100000};
-        nanosleep(&pause, NULL);
+        /* The system call: nanosleep(3) is a cancellation point (chan.h). */
+        syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &pause, NULL);
     }
     fprintf(stderr,
             "sluice: membarrier(%s) failed (%s) after registering for it succeeded; "
@@ -280,7 +283,8 @@ static bool epoch_moved(sl_event *ev, uint32_t key)
 static void futex_failed(void)
 {
     struct timespec pause = {0, 50000};
-    nanosleep(&pause, NULL);
+    /* The system call: nanosleep(3) is a cancellation point (chan.h). */
+    syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &pause, NULL);
 }
 
 /* Whether any member's epoch moved from its key. */

@@ -28,10 +28,12 @@
  * must not send on an SL_MPMC or SL_LIST channel while the thread it
  * interrupted may be sending on one.
  *
- * No channel call is a cancellation point (pthread_cancel(3)): a deferred
- * cancel takes effect after the call returns, never inside it, so a thread
- * blocked in sl_chan_recv is cancelled only once the call ends (a timed
- * form or a close ends it).
+ * No send, receive, select or close is a cancellation point
+ * (pthread_cancel(3)): a deferred cancel takes effect after the call
+ * returns, never inside it, so a thread blocked in sl_chan_recv is
+ * cancelled only once the call ends (a timed form or a close ends it).
+ * sl_chan_free and the shared-memory calls that make, open or close a
+ * segment's descriptor may be.
  *
  * After fork(), an in-process channel in the child is the parent's memory
  * at the fork. The child clears the records' marks of the threads it does

@@ -145,11 +145,29 @@ static int check_books(books *b)
     return dup == 0 && lost <= 1 && extra <= 1 && !atomic_load(&b->bad) ? 0 : 1;
 }
 
+static const char usage[] =
+    "usage: ipc [--ms N]\n"
+    "  a producer and two consumer processes over one shared SL_MPMC channel;\n"
+    "  consumer 1 and then the producer are killed with SIGKILL\n"
+    "  --ms N   how long each phase runs, ms, 1..10000 (default 300)\n";
+
 int main(int argc, char **argv)
 {
     unsigned ms = 300;
-    if (argc == 3 && strcmp(argv[1], "--ms") == 0)
-        ms = (unsigned)strtoul(argv[2], NULL, 10);
+    for (int i = 1; i < argc; i += 2) {
+        if (strcmp(argv[i], "--help") == 0) {
+            printf("%s", usage);
+            return 0;
+        }
+        char *end = NULL;
+        unsigned long v = i + 1 < argc && strcmp(argv[i], "--ms") == 0
+                              ? strtoul(argv[i + 1], &end, 10) : 0;
+        if (end == NULL || end == argv[i + 1] || *end != '\0' || v < 1 || v > 10000) {
+            fprintf(stderr, "ipc: bad option: %s\n%s", argv[i], usage);
+            return 2;
+        }
+        ms = (unsigned)v;
+    }
     books *b = mmap(NULL, sizeof *b, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     sl_chan *ch;
     if (b == MAP_FAILED || sl_chan_shm_create(&ch, NULL, &k_opts, 0) != SL_OK)

@@ -68,7 +68,9 @@ static void usage(FILE *f)
         "  --csv FILE        one row per workload, contender and round\n"
         "  --plot FILE.png   throughput by configuration (needs gnuplot)\n"
         "  --quick           tiny runs, one round: a smoke test of every contender\n"
-        "  --list            list the contenders and missing peers, run nothing\n",
+        "  --list            list the contenders and missing peers, run nothing\n"
+        "The pool's, the executor's and the between-processes comparisons:\n"
+        "  sl-bench pool|exec|ipc [options]; each takes --help\n",
         SLB_MAX_ELEM, RING_MS);
 }
 

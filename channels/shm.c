@@ -937,8 +937,11 @@ SL_ATOMIC(uint32_t) *sl__shm_park_account(sl_chan *ch, const sl_event *ev)
 uint64_t sl__shm_ready_at(const sl_chan *ch)
 {
     sl_chan *c = (sl_chan *)(uintptr_t)ch; /* a look may close it */
-    /* Relaxed: a stale answer costs one period of latency, never a wake-up. */
-    if (atomic_load_explicit(&ch->drained, memory_order_relaxed))
+    /* Relaxed: a stale answer costs one period of latency, never a wake-up.
+     * `closed` too: `drained` alone, a peer's garbage on an open channel,
+     * would end every waiter's periodic look in this process. */
+    if (atomic_load_explicit(&ch->drained, memory_order_relaxed) &&
+        atomic_load_explicit(&ch->closed, memory_order_relaxed))
         return SL_FOREVER; /* closed and drained: nobody waits */
 #ifdef SL_MUTANT_SHM_NO_LOOK
     return SL_FOREVER; /* planted bug: a waiter sleeps until a notify, however long */

@@ -182,6 +182,9 @@ static void fork_child(void)
      * child's copy, kept for reuse. */
     W.n = 0;
     W.running = false;
+    /* Afresh: a parent's remover waiting in it stays counted in the copy, and
+     * glibc's broadcast may then wait for it for ever (found by review). */
+    pthread_cond_init(&W.rebuilt, NULL);
     pthread_mutex_unlock(&W.lock);
 }
 

@@ -3427,6 +3427,14 @@ static void fd_recv_across(sl_chan *ch, const sl_chan_opts *o)
 #define US_SANITIZED 1
 #endif
 #endif
+/* ThreadSanitizer refuses a thread started after a multi-threaded fork. */
+#if defined(__SANITIZE_THREAD__)
+#define US_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define US_TSAN 1
+#endif
+#endif
 
 static int watched_then_main_exits(void *p)
 {
@@ -3551,6 +3559,74 @@ START_TEST(test_fd_watch_list)
     fd_recv_across(ch[2], &o);
     sl_chan_free(ch[2]);
     look_back(); /* the watcher watches nothing now */
+}
+END_TEST
+
+/* A fork() while another thread's sl_chan_free waits for the watcher to let
+ * go of its channel (the watcher held in its futex_waitv here, so its
+ * rebuild never comes): the child inherits the watcher's condition variable
+ * with that waiter counted in it, and glibc's broadcast can wait for a
+ * waiter that does not exist in the child. The child's own descriptors,
+ * taken and freed, must not hang (found by review). */
+static atomic_int g_watcher_held;
+
+static int waitv_held(const sl__futex_word *w, unsigned n, uint64_t deadline_ns)
+{
+    while (atomic_load(&g_watcher_held))
+        sl_test_sleep_ns(MS);
+    return sl__sys_default_ops.futex_waitv(w, n, deadline_ns);
+}
+
+static void *free_later(void *p)
+{
+    sl_chan_free(p);
+    return NULL;
+}
+
+static int fd_rounds(void *p)
+{
+    (void)p;
+    alarm(2); /* a hang ends the child soon */
+    sl_test_sys_restore();
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 8, .capacity = 2};
+    for (int i = 0; i < 4; i++) {
+        sl_chan *z;
+        int fd = -1;
+        if (sl_chan_shm_create(&z, NULL, &o, 0) != SL_OK || sl_chan_fd(z, SL_END_RECV, &fd) != SL_OK)
+            return 1;
+        sl_chan_free(z);
+    }
+    return 0;
+}
+
+START_TEST(test_fd_fork_while_freeing)
+{
+#ifdef US_TSAN
+    printf("[shm fd] threads in a child forked from threads: not under ThreadSanitizer\n");
+    return;
+#endif
+    static const sl_sys_ops held = {.futex_waitv = waitv_held};
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 8, .capacity = 2};
+    sl_chan *x, *y;
+    int fd = -1;
+    atomic_store(&g_watcher_held, 1);
+    sl_test_sys_install(&held);
+    ck_assert_int_eq(sl_chan_shm_create(&x, NULL, &o, 0), SL_OK);
+    ck_assert_int_eq(sl_chan_shm_create(&y, NULL, &o, 0), SL_OK);
+    ck_assert_int_eq(sl_chan_fd(x, SL_END_RECV, &fd), SL_OK);
+    ck_assert_int_eq(sl_chan_fd(y, SL_END_RECV, &fd), SL_OK); /* the list stays non-empty */
+    sl_test_sleep_ns(20 * MS); /* the watcher held asleep */
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, free_later, x), 0);
+    sl_test_sleep_ns(20 * MS); /* x's free waits in the condition variable */
+    pid_t pid = spawn(fd_rounds, NULL);
+    int rc = reap(pid);
+    atomic_store(&g_watcher_held, 0);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    sl_test_sys_restore();
+    sl_chan_free(y);
+    ck_assert_msg(rc == 0, "the child's descriptors after the fork: %s (status %d)",
+                  rc == 128 + SIGALRM ? "hung" : "failed", rc);
 }
 END_TEST
 
@@ -3826,6 +3902,7 @@ static Suite *shm_suite(void)
     tcase_add_test(tc, test_fd_send_across);
     tcase_add_test(tc, test_fd_watcher_leaves);
     tcase_add_loop_test(tc, test_fd_watch_list, 0, 2);
+    tcase_add_test(tc, test_fd_fork_while_freeing);
     suite_add_tcase(s, tc);
     tc = tcase_create("refusals");
     tcase_set_timeout(tc, 30);

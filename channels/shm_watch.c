@@ -28,7 +28,8 @@
  * Removal (sl_chan_free) must not unmap a segment the watcher still
  * touches: it takes the channel off the list, moves `gen` and notifies the
  * list's eventcount, then waits until the watcher has left its wait and
- * rebuilt its set from the list (`seen` reaches that generation).
+ * rebuilt its set from the list, or holds none for want of memory (`seen`
+ * reaches that generation).
  *
  * fork(): the child has no watcher and an empty list (the atfork handlers
  * hold the lock across the fork, so the child's copy is consistent); a
@@ -97,10 +98,9 @@ static uint64_t watch_next(void *ctx)
     return at;
 }
 
-/* Under the lock: the view of the list as it is now, and the generation
- * acknowledged. false when out of memory (the caller naps and retries:
- * descriptors are then late, never wrong, since the first look after it
- * looks at everything). */
+/* Under the lock: the view of the list as it is now. false when out of
+ * memory (the caller naps and retries: descriptors are then late, never
+ * wrong, since the first look after it looks at everything). */
 static bool view_build(watch_view *v)
 {
     size_t m = W.n + 1;
@@ -122,9 +122,17 @@ static bool view_build(watch_view *v)
         v->evs[i + 1] = &b->ev;
         v->armed[i + 1] = &b->armed;
     }
-    W.seen = v->gen;
-    pthread_cond_broadcast(&W.rebuilt);
     return true;
+}
+
+/* Under the lock, after a rebuild or a failed one: the watcher holds no set
+ * but one built from the list as it is now (or none, napping), so every
+ * removal so far may unmap (a free must not wait out an allocation
+ * failure). */
+static void list_seen(void)
+{
+    W.seen = atomic_load_explicit(&W.gen, memory_order_relaxed); /* moved under the lock */
+    pthread_cond_broadcast(&W.rebuilt);
 }
 
 static void *watcher(void *arg)
@@ -144,6 +152,7 @@ static void *watcher(void *arg)
         }
 #endif
         bool ok = view_build(&v);
+        list_seen();
         pthread_mutex_unlock(&W.lock);
         if (!ok) {
             nanosleep(&(struct timespec){0, 1000000}, NULL);

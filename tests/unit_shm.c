@@ -3562,6 +3562,50 @@ START_TEST(test_fd_watch_list)
 }
 END_TEST
 
+/* The watcher cannot rebuild its set (every allocation fails): a free of a
+ * watched channel must still return, the watcher holding no set while it
+ * naps; once allocations pass, the channel left is followed as before
+ * (found by review: the free waited for as long as allocations failed). */
+typedef struct free_arg {
+    sl_chan *ch;
+    atomic_int done;
+} free_arg;
+
+static void *free_flagged(void *p)
+{
+    free_arg *a = p;
+    sl_chan_free(a->ch);
+    atomic_store(&a->done, 1);
+    return NULL;
+}
+
+START_TEST(test_fd_free_without_memory)
+{
+    long_look();
+    sl_chan_opts o = opts_of(0, 2);
+    sl_chan *y;
+    free_arg a = {0};
+    int fd = -1;
+    ck_assert_int_eq(sl_chan_shm_create(&a.ch, NULL, &o, 0), SL_OK);
+    ck_assert_int_eq(sl_chan_shm_create(&y, NULL, &o, 0), SL_OK);
+    ck_assert_int_eq(sl_chan_fd(a.ch, SL_END_RECV, &fd), SL_OK);
+    ck_assert_int_eq(sl_chan_fd(y, SL_END_RECV, &fd), SL_OK); /* the list stays non-empty */
+    sl_test_sleep_ns(20 * MS); /* the watcher asleep on both */
+    sl_test_fail_allocs(UINT64_MAX);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, free_flagged, &a), 0);
+    for (int i = 0; i < 500 && !atomic_load(&a.done); i++)
+        sl_test_sleep_ns(MS);
+    int done = atomic_load(&a.done);
+    sl_test_alloc_faults_off();
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    ck_assert_msg(done, "sl_chan_free waited for the watcher's allocation");
+    fd_recv_across(y, &o);
+    sl_chan_free(y);
+    look_back();
+}
+END_TEST
+
 /* A fork() while another thread's sl_chan_free waits for the watcher to let
  * go of its channel (the watcher held in its futex_waitv here, so its
  * rebuild never comes): the child inherits the watcher's condition variable
@@ -3903,6 +3947,7 @@ static Suite *shm_suite(void)
     tcase_add_test(tc, test_fd_watcher_leaves);
     tcase_add_loop_test(tc, test_fd_watch_list, 0, 2);
     tcase_add_test(tc, test_fd_fork_while_freeing);
+    tcase_add_test(tc, test_fd_free_without_memory);
     suite_add_tcase(s, tc);
     tc = tcase_create("refusals");
     tcase_set_timeout(tc, 30);

@@ -193,6 +193,11 @@ static int publish(sl_chan *ch, sl__chan_fd *e, int fd)
      * the watcher, or the change is visible to every re-check that follows
      * (as select's registration, select.c). */
     atomic_fetch_add_explicit(&ch->selectors, 1u, memory_order_seq_cst);
+    /* A shared channel's changes in other processes may be only
+     * compiler-ordered (asymmetric mode): the global barrier too, as a
+     * selector with a shared case issues after its registration (select.c). */
+    if (sl__chan_is_shared(ch))
+        sl__event_heavy_fence_shared();
     sl_event_heavy_fence();
     SL_FI(); /* counted, not yet published */
     int none = 0;

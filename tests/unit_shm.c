@@ -3684,6 +3684,7 @@ END_TEST
 
 static _Atomic int bar_register, bar_global;     /* what each command returns */
 static _Atomic unsigned long n_bar_register, n_bar_global;
+static _Thread_local unsigned long n_bar_global_here; /* the calling thread's own */
 
 static int scripted_membarrier(int cmd)
 {
@@ -3693,6 +3694,7 @@ static int scripted_membarrier(int cmd)
     }
     if (cmd == MEMBARRIER_CMD_GLOBAL_EXPEDITED) {
         atomic_fetch_add(&n_bar_global, 1);
+        n_bar_global_here++;
         return atomic_load(&bar_global);
     }
     return sl_test_sys_base()->membarrier(cmd); /* the in-process mode's, as it is */
@@ -3793,6 +3795,33 @@ START_TEST(test_barrier_asymmetric)
     munmap(raw, 128);
     ck_assert_int_eq(sl_chan_shm_open_fd(&bad, fd, &o), SL_EINVAL);
     sl_chan_free(fenced);
+    sl_chan_free(ch);
+    sl_test_sys_restore();
+}
+END_TEST
+
+/* An event-loop descriptor of an asymmetric segment's channel counts in
+ * `selectors` as a selector does, and like a selector's registration its
+ * count is followed by the global barrier (by the thread that makes it, not
+ * only the watcher's next arm): a send in another process whose fast side
+ * is only compiler-ordered must see the count, and ring, or be seen by the
+ * loop's first re-arm (found by review: the private barrier alone left a
+ * change in that window to the watcher's periodic look). */
+START_TEST(test_barrier_descriptor)
+{
+    if (!script_barrier(0, 0))
+        return;
+    sl_chan_opts o = opts_of(_i, 4);
+    sl_chan *ch;
+    int fd = -1;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    ck_assert_uint_eq(mode_word(ch), 1);
+    for (int end = SL_END_RECV; end <= SL_END_SEND; end++) {
+        unsigned long before = n_bar_global_here;
+        ck_assert_int_eq(sl_chan_fd(ch, (sl_chan_end)end, &fd), SL_OK);
+        ck_assert_msg(n_bar_global_here > before, "descriptor of end %d made without the global "
+                      "barrier", end);
+    }
     sl_chan_free(ch);
     sl_test_sys_restore();
 }
@@ -3967,6 +3996,7 @@ static Suite *shm_suite(void)
     tcase_add_loop_test(tc, test_barrier_asymmetric, 0, N_OF(k_cfg));
     tcase_add_loop_test(tc, test_barrier_refused, 0, N_OF(k_cfg));
     tcase_add_test(tc, test_barrier_fails_after_registration); /* SL_SPSC, 8 bytes */
+    tcase_add_loop_test(tc, test_barrier_descriptor, 0, N_OF(k_cfg));
     suite_add_tcase(s, tc);
     return s;
 }

@@ -152,6 +152,9 @@ static void *watcher(void *arg)
         }
 #endif
         bool ok = view_build(&v);
+#ifdef SL_MUTANT_SHM_WATCH_SEEN_ON_SUCCESS /* planted bug: a failed rebuild acknowledges nothing */
+        if (ok)
+#endif
         list_seen();
         pthread_mutex_unlock(&W.lock);
         if (!ok) {
@@ -193,7 +196,9 @@ static void fork_child(void)
     W.running = false;
     /* Afresh: a parent's remover waiting in it stays counted in the copy, and
      * glibc's broadcast may then wait for it for ever (found by review). */
+#ifndef SL_MUTANT_SHM_WATCH_COND_INHERITED /* planted bug when defined */
     pthread_cond_init(&W.rebuilt, NULL);
+#endif
     pthread_mutex_unlock(&W.lock);
 }
 

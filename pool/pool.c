@@ -326,9 +326,11 @@ SL_API void sl_pool_get_stats(sl_pool *p, sl_pool_stats *out)
         return;
     memset(out, 0, sizeof(*out));
     pthread_mutex_lock(&p->lock);
-    /* Finished and discarded counts first, pending last: a job moves from
-     * pending to running to completed, so reading against that flow never
-     * counts one job twice; it may miss one in flight, never more. */
+    /* Finished and discarded counts first, pending last, against the flow
+     * pending -> running -> completed: a job finished while we read is
+     * missed, never counted twice there. `running` is the workers' flag,
+     * raised before their take leaves `pending` and held through a batch,
+     * so queued + running may count a taken job twice (pool.h says so). */
     out->discarded = atomic_load_explicit(&p->discarded, memory_order_acquire);
     out->completed = atomic_load_explicit(&p->completed_gone, memory_order_relaxed);
     worker_stats(p, out);

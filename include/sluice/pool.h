@@ -155,9 +155,13 @@ typedef struct sl_pool_opts {
     void *user;
 } sl_pool_opts;
 
-/* A snapshot, taken without stopping the pool: each field is exact at some
- * moment during the call, and submitted == queued + running + completed +
- * discarded holds between quiescent points (enough for a progress bar). */
+/* A snapshot, taken without stopping the pool (enough for a progress bar):
+ * exact while the pool is quiet. While jobs flow the counts are read one
+ * after another, and a worker counts itself running a moment before the
+ * job it takes leaves `queued` (and stays counted through a batch it took
+ * into its ring), so queued + running, and with them submitted (their sum
+ * with completed and discarded), may then exceed the truth by up to a
+ * batch per worker; completed and discarded never do. */
 typedef struct sl_pool_stats {
     sl_pool_state state;
     unsigned workers;    /* live worker threads */

@@ -223,18 +223,19 @@ SL_API sl_status sl_chan_fd(sl_chan *ch, sl_chan_end end, int *fd)
     if (!ch || !fd || (end != SL_END_RECV && end != SL_END_SEND) || !sl__chan_changes_notify(ch))
         return SL_EINVAL;
     sl__chan_fd *e = &ch->fds[end];
-    int have = fd_of(e);
-    /* A shared channel's changes in other processes reach this process's
-     * descriptors through the watcher: watched first, so that nothing is
-     * made when it cannot be. */
-    if (sl__chan_is_shared(ch) && sl__shm_watch_add(ch) != SL_OK)
+    int have = fd_of(e), made = -1;
+    if (have < 0 && (made = sl__eventfd(1)) < 0)
         return SL_ENOMEM;
-    if (have < 0) {
-        int made = sl__eventfd(1);
-        if (made < 0)
-            return SL_ENOMEM;
-        have = publish(ch, e, made);
+    /* A shared channel's changes in other processes reach this process's
+     * descriptors through the watcher: watched before the descriptor is
+     * published, and a refusal leaves nothing made (the eventfd unseen). */
+    if (sl__chan_is_shared(ch) && sl__shm_watch_add(ch) != SL_OK) {
+        if (made >= 0)
+            close(made);
+        return SL_ENOMEM;
     }
+    if (have < 0)
+        have = publish(ch, e, made);
     *fd = have;
     return SL_OK;
 }

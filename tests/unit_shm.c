@@ -34,6 +34,7 @@
 #include "internal/sysops.h"
 #include "../channels/chan_impl.h" /* sl__shm_on_stuck: a look, run by hand */
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -3562,6 +3563,46 @@ START_TEST(test_fd_watch_list)
 }
 END_TEST
 
+/* sl_chan_fd refused (no eventfd) leaves the channel as it was: no watcher
+ * thread started for a descriptor that was never made (found by review:
+ * the channel was put on the watch list first). */
+static int eventfd_emfile(unsigned initval)
+{
+    (void)initval;
+    return -EMFILE;
+}
+
+static unsigned task_count(void)
+{
+    unsigned n = 0;
+    DIR *d = opendir("/proc/self/task");
+    ck_assert_ptr_nonnull(d);
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+START_TEST(test_fd_refused_starts_nothing)
+{
+    sl_chan_opts o = opts_of(0, 4);
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    unsigned before = task_count();
+    static const sl_sys_ops ops = {.eventfd = eventfd_emfile};
+    sl_test_sys_install(&ops);
+    int fd = -7;
+    sl_status st = sl_chan_fd(ch, SL_END_RECV, &fd);
+    sl_test_sys_restore();
+    ck_assert_int_eq(st, SL_ENOMEM);
+    ck_assert_int_eq(fd, -7);
+    ck_assert_msg(task_count() == before, "a refused sl_chan_fd left %u threads, %u before",
+                  task_count(), before);
+    ck_assert_int_eq(sl_chan_fd(ch, SL_END_RECV, &fd), SL_OK); /* and works after */
+    sl_chan_free(ch);
+}
+END_TEST
+
 /* The watcher cannot rebuild its set (every allocation fails): a free of a
  * watched channel must still return, the watcher holding no set while it
  * naps; once allocations pass, the channel left is followed as before
@@ -3977,6 +4018,7 @@ static Suite *shm_suite(void)
     tcase_add_loop_test(tc, test_fd_watch_list, 0, 2);
     tcase_add_test(tc, test_fd_fork_while_freeing);
     tcase_add_test(tc, test_fd_free_without_memory);
+    tcase_add_test(tc, test_fd_refused_starts_nothing);
     suite_add_tcase(s, tc);
     tc = tcase_create("refusals");
     tcase_set_timeout(tc, 30);

@@ -1,6 +1,7 @@
 #include "harness.h"
 #include "internal/sysops.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -83,6 +84,18 @@ void sl_test_sleep_ns(uint64_t ns)
     struct timespec ts = {(time_t)(ns / SEC), (long)(ns % SEC)};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
+}
+
+unsigned sl_test_thread_count(void)
+{
+    unsigned n = 0;
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
 }
 
 bool sl_test_task_asleep(const char *stat_path)

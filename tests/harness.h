@@ -61,6 +61,9 @@ uint64_t sl_test_now_ns(void);
 /* Sleeps at least ns, resuming after signals (the preemptors interrupt
  * sleeps with EINTR). */
 void sl_test_sleep_ns(uint64_t ns);
+/* The threads of this process now (the entries of /proc/self/task). A
+ * joined thread can stay listed for a moment after pthread_join returns. */
+unsigned sl_test_thread_count(void);
 /* Whether the task whose /proc stat file is `stat_path` ("/proc/PID/stat",
  * "/proc/self/task/TID/stat") sleeps in the kernel (state S). A test that
  * must act only once another thread or process really sleeps (registered

@@ -34,7 +34,6 @@
 #include "internal/sysops.h"
 #include "../channels/chan_impl.h" /* sl__shm_on_stuck: a look, run by hand */
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -3572,23 +3571,12 @@ static int eventfd_emfile(unsigned initval)
     return -EMFILE;
 }
 
-static unsigned task_count(void)
-{
-    unsigned n = 0;
-    DIR *d = opendir("/proc/self/task");
-    ck_assert_ptr_nonnull(d);
-    for (struct dirent *e; (e = readdir(d)) != NULL;)
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
-}
-
 START_TEST(test_fd_refused_starts_nothing)
 {
     sl_chan_opts o = opts_of(0, 4);
     sl_chan *ch;
     ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
-    unsigned before = task_count();
+    unsigned before = sl_test_thread_count();
     static const sl_sys_ops ops = {.eventfd = eventfd_emfile};
     sl_test_sys_install(&ops);
     int fd = -7;
@@ -3596,8 +3584,8 @@ START_TEST(test_fd_refused_starts_nothing)
     sl_test_sys_restore();
     ck_assert_int_eq(st, SL_ENOMEM);
     ck_assert_int_eq(fd, -7);
-    ck_assert_msg(task_count() == before, "a refused sl_chan_fd left %u threads, %u before",
-                  task_count(), before);
+    ck_assert_msg(sl_test_thread_count() == before, "a refused sl_chan_fd left %u threads, %u before",
+                  sl_test_thread_count(), before);
     ck_assert_int_eq(sl_chan_fd(ch, SL_END_RECV, &fd), SL_OK); /* and works after */
     sl_chan_free(ch);
 }

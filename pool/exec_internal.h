@@ -232,7 +232,8 @@ void sl__exec_run(sl_exec *ex, sl__worker *w, sl__task *t);
 static inline void sl__exec_mail_taken(sl__task *t)
 {
     /* relaxed: only the submitter reads it, in its parking re-check; a late
-     * decrement there hides this task, which the thread that popped it runs */
+     * decrement there hides another mailbox task from it, so whoever pops
+     * one wakes a sleeper afterwards (a searcher's hand-on, take_own's wake) */
     atomic_fetch_sub_explicit(&t->link.submitter->mailed, 1, memory_order_relaxed);
 }
 

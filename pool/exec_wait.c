@@ -365,6 +365,9 @@ static sl__task *take_own(sl__worker *w)
     if (sl_list_try_pop(&w->mailbox, &t) != SL_OK)
         return NULL;
     sl__exec_mail_taken(t);
+    /* No searcher's hand-on here: a parker that read its `mailed` before our
+     * decrement discounted another mailbox task as its own; wake one. */
+    sl__idle_notify_work(&w->ex->idle);
     return t;
 }
 

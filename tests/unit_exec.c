@@ -1579,6 +1579,118 @@ START_TEST(test_submit_not_stranded_behind_busy_worker)
     ASSERT_CLEAN();
 }
 END_TEST
+
+/* The same strand through a stale count: a deep waiter D has popped W's
+ * submission S from its mailbox but not yet taken it off W's `mailed`, so
+ * W's parking re-check discounts Y's task T in busy V's mailbox as W's own.
+ * Y's wake check counted W searching; D, no searcher, hands nothing on. */
+static struct {
+    sl_exec *ex;
+    atomic_int arrived, w_submitted, y_submitted, d_synced, released, v_done, t_ran, v_saw;
+    unsigned w_id, d_id, y_id, v_id;
+    sl_test_gate gate_w, gate_d, gate_y;
+    sl_future fs, ft;
+} stale;
+
+static void stale_s(void *args, void *ret) { (void)args, (void)ret; }
+
+static void stale_t(void *args, void *ret)
+{
+    (void)args, (void)ret;
+    atomic_store(&stale.t_ran, 1);
+}
+
+/* W's stop: in sl__idle_park with its bit set, still counted as searching. */
+static void stale_w_stop(void *ctx, unsigned step)
+{
+    (void)step;
+    sl__worker *w = ctx;
+    if ((atomic_load(&w->ex->idle.sleep_bits[0]) & ((uint64_t)1 << w->id)) && w->searching) {
+        sl__fi_disarm();
+        sl_test_gate_stop(&stale.gate_w, 0);
+        return;
+    }
+    sl__fi_arm(1, stale_w_stop, ctx);
+}
+
+static void stale_role(void *args, void *ret)
+{
+    (void)args, (void)ret;
+    sl__worker *me = sl__tls_worker;
+    atomic_fetch_add(&stale.arrived, 1);
+    uint64_t end = sl_test_now_ns() + 5000 * MS;
+    while (atomic_load(&stale.arrived) < 4 && sl_test_now_ns() < end)
+        sched_yield();
+    if (atomic_load(&stale.arrived) < 4)
+        return;
+    if (me->id == stale.w_id) {
+        stale.fs = sl_submit(stale.ex, stale_s, NULL, 0, 0); /* round robin: D's mailbox */
+        atomic_store(&stale.w_submitted, 1);
+        strand_wait(&stale.gate_y.stopped, 5000 * MS);
+        sl__fi_arm(1, stale_w_stop, me); /* stops in its park after this task */
+    } else if (me->id == stale.d_id) {
+        strand_wait(&stale.w_submitted, 5000 * MS);
+        /* register_waiter's mark, the pop's claim mark, then inside the pop */
+        sl__fi_arm(3, sl_test_gate_stop, &stale.gate_d);
+        sl_sync(&stale.fs, NULL);                       /* waits deep: pops S */
+        sl__fi_disarm();
+        atomic_store(&stale.d_synced, 1);
+        strand_wait(&stale.v_done, 10000 * MS);
+    } else if (me->id == stale.y_id) {
+        strand_wait(&stale.gate_d.stopped, 5000 * MS);
+        sl__fi_arm(1, sl_test_gate_stop, &stale.gate_y); /* inside the mailbox push */
+        stale.ft = sl_submit(stale.ex, stale_t, NULL, 0, 0); /* round robin: V's mailbox */
+        sl__fi_disarm();
+        atomic_store(&stale.y_submitted, 1);
+        strand_wait(&stale.v_done, 10000 * MS);
+    } else {
+        strand_wait(&stale.released, 10000 * MS);
+        atomic_store(&stale.v_saw, strand_wait(&stale.t_ran, 1500 * MS));
+        atomic_store(&stale.v_done, 1);
+    }
+}
+
+START_TEST(test_submit_not_stranded_by_deep_mailbox_pop)
+{
+    begin_test("exec", "submit stranded behind a deep waiter's pop");
+    memset(&stale, 0, sizeof stale);
+    atomic_store(&sl__exec_deep_workers, 1); /* D's sync waits deep */
+    stale.ex = new_exec(4);
+    /* First submits go round robin to id + 1 (nobody sleeps then). */
+    stale.w_id = 0, stale.d_id = 1, stale.y_id = 2, stale.v_id = 3;
+    ck_assert_uint_eq(stale.ex->workers[0].submit_next % 4, stale.d_id);
+    ck_assert_uint_eq(stale.ex->workers[2].submit_next % 4, stale.v_id);
+    sl__worker *w = &stale.ex->workers[stale.w_id], *d = &stale.ex->workers[stale.d_id];
+    sl_future r[4];
+    for (int i = 0; i < 4; i++)
+        r[i] = sl_spawn(stale.ex, stale_role, NULL, 0, 0);
+    ck_assert(strand_wait(&stale.gate_d.stopped, 10000 * MS));
+    /* D holds S, popped but still counted in W's mailed */
+    ck_assert_uint_eq(sl_list_len(&d->mailbox), 0);
+    ck_assert_uint_eq(atomic_load(&w->mailed), 1);
+    ck_assert(strand_wait(&stale.gate_y.stopped, 10000 * MS));
+    ck_assert(strand_wait(&stale.gate_w.stopped, 10000 * MS));
+    atomic_store(&stale.gate_y.go, 1);     /* T in V's mailbox; its wake check sees W searching */
+    ck_assert(strand_wait(&stale.y_submitted, 10000 * MS));
+    atomic_store(&stale.gate_w.go, 1);     /* W re-checks with the stale count and sleeps */
+    uint64_t end = sl_test_now_ns() + 10000 * MS;
+    while (sl_event_waiters(sl__exec_worker_event(w)) == 0 && sl_test_now_ns() < end)
+        sl_test_sleep_ns(MS / 10);
+    sl_test_sleep_ns(20 * MS);
+    atomic_store(&stale.gate_d.go, 1);     /* D takes S off W's count and runs it */
+    ck_assert(strand_wait(&stale.d_synced, 10000 * MS));
+    atomic_store(&stale.released, 1);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(sl_sync(&r[i], NULL), SL_OK);
+    ck_assert_int_eq(sl_sync(&stale.ft, NULL), SL_OK);
+    ck_assert_msg(atomic_load(&stale.v_saw),
+                  "submitted task waited 1.5 s in busy worker %u's mailbox while worker %u slept",
+                  stale.v_id, stale.w_id);
+    sl_exec_free(stale.ex);
+    atomic_store(&sl__exec_deep_workers, 0);
+    ASSERT_CLEAN();
+}
+END_TEST
 #endif
 
 static Suite *exec_suite(void)
@@ -1615,6 +1727,7 @@ static Suite *exec_suite(void)
     tcase_add_test(tc, test_exec_alloc_fails_at_every_k);
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
     tcase_add_test(tc, test_submit_not_stranded_behind_busy_worker);
+    tcase_add_test(tc, test_submit_not_stranded_by_deep_mailbox_pop);
 #endif
     suite_add_tcase(s, tc);
 

@@ -367,7 +367,9 @@ static sl__task *take_own(sl__worker *w)
     sl__exec_mail_taken(t);
     /* No searcher's hand-on here: a parker that read its `mailed` before our
      * decrement discounted another mailbox task as its own; wake one. */
+#ifndef SL_MUTANT_EXEC_DEEP_POP_NO_WAKE /* planted bug when defined */
     sl__idle_notify_work(&w->ex->idle);
+#endif
     return t;
 }
 

@@ -188,7 +188,11 @@ SL_API bool sl_is_ready(const sl_future *f)
         return false;
     const sl__task *t = f->task;
     /* acquire: the task's completion before the caller's next steps */
-    return sl__task_completed(atomic_load_explicit(&t->state, memory_order_acquire));
+    bool done = sl__task_completed(atomic_load_explicit(&t->state, memory_order_acquire));
+    /* Relaxed, after the acquire: the record was not recycled (synced by
+     * another copy, freed, spawned again and completed) between the
+     * generation's first look and the state's. */
+    return done && atomic_load_explicit(&t->gen, memory_order_relaxed) == f->gen;
 }
 
 /* ---- lifecycle ---- */

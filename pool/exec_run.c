@@ -45,7 +45,8 @@ static void *steal_from(sl__deque *victim)
  * w submitted goes back where it was, with the owner's wake-up redone. */
 static sl__task *steal_mail(sl_exec *ex, sl__worker *w, unsigned start)
 {
-    for (unsigned k = 1; k < ex->nworkers; k++) {
+    /* From `start` itself: it is w's own only by chance (skipped below). */
+    for (unsigned k = 0; k < ex->nworkers; k++) {
         unsigned v = (start + k) % ex->nworkers;
         if (v == w->id)
             continue;

@@ -55,7 +55,10 @@
  * it runs again. After a burst is drained, sl_list_segments() is back to at
  * most two (the head segment and the spare) once a pop by a thread with a
  * record has found the list empty while no other operation was running (in
- * a fork's child, one more: a segment the parent was freeing at the fork).
+ * a fork's child, one more: a segment the parent was freeing at the fork;
+ * and a segment each other parent thread held in a growing push, the spare
+ * or a fresh allocation, is lost to the child, not freed even by
+ * sl_list_destroy).
  * Not async-signal-safe: a thread's operations share its one reclamation
  * record (SL_LIST and SL_MPMC channels' sends also mark themselves in flight
  * there), so a signal handler must not operate on any list, or send on such

@@ -21,7 +21,9 @@
  * once a fire is due, and a sleeping selector wakes no later than the
  * earliest fire among its cases. A send case on a timer channel is refused:
  * when a round reaches it, select returns SL_EINVAL with *index on it and
- * nothing happened.
+ * nothing happened. So is an operation a broadcast handle does not take
+ * (sluice/broadcast.h: a receive case on the send handle, a send case on a
+ * subscriber). A fair select may perform another ready case first.
  *
  * Rendezvous channels (SL_MPMC of capacity 0, sluice/chan.h) are cases like
  * any other: a case is ready when a partner waits — a thread blocked in the
@@ -80,6 +82,10 @@ typedef struct sl_select_case {
  *               (sluice/shm.h); nothing happened;
  *   SL_CLOSED   case *index's channel is closed (for a receive: closed and
  *               drained);
+ *   SL_LAGGED   case *index was a receive on a broadcast subscriber that
+ *               fell behind (sluice/broadcast.h): nothing received (the
+ *               bytes at buf unspecified), sl_chan_missed grew by the
+ *               count lost, and the next receive takes the oldest kept;
  *   SL_TIMEDOUT nothing was ready within timeout_ns (0: nothing ready now);
  *   SL_EINVAL   NULL cases or index, a NULL buf on a case with a channel, an
  *               op that is neither send nor receive, no case with a

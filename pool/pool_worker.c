@@ -528,8 +528,15 @@ static bool place_worker(sl_pool *p, sl__pool_worker *w, unsigned limit, bool *r
      * failed sl_pool_new's cancel under TSan's timing). */
     if (sl__pool_all_leaving(p))
         return false;
-    if (!enter_below(p, limit < target ? limit : target))
+    if (!enter_below(p, limit < target ? limit : target)) {
+        /* Enough workers without the dead: they are not replaced, and a
+         * later spawn for demand is none (stats.respawned). Under the lock
+         * a death counts itself under, so no newer one is forgotten. */
+#ifndef SL_MUTANT_POOL_DEATHS_KEPT /* planted bug when defined */
+        p->deaths = 0;
+#endif
         return false;
+    }
     if (!claim_pool_slot(p, w)) {
         atomic_fetch_sub_explicit(&p->live, 1, memory_order_acq_rel);
         return false;

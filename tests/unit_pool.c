@@ -2627,6 +2627,56 @@ START_TEST(test_reset_full_bounded_pool_resubmit)
 }
 END_TEST
 
+/* A death during a shrink that the pool does not replace (the shrink wanted
+ * one worker fewer anyway) is not counted later: the spawn of a grow that
+ * comes afterwards is no replacement (it was counted in respawned). */
+static void gate_then_exit_job(void *arg, void *ctx)
+{
+    gate_job(arg, ctx);
+    pthread_exit(NULL);
+}
+
+START_TEST(test_unreplaced_death_not_respawned)
+{
+    begin_test(SUITE, "unreplaced_death_not_respawned");
+    sl_pool_opts o = {.max_workers = 2, .active_workers = 2};
+    sl_pool *p = new_pool(&o);
+    sl_pool_stats s;
+    CHECK_MSG(wait_workers(p, 2, POOL_SOON_NS, &s), "workers %u, want 2", s.workers);
+    pool_gate stays, dies;
+    gate_init(&stays);
+    gate_init(&dies);
+    CHECK_MSG(sl_pool_submit(p, gate_job, &stays) == SL_OK, "submit gate");
+    CHECK_MSG(sl_pool_submit(p, gate_then_exit_job, &dies) == SL_OK, "submit the dying gate");
+    CHECK_MSG(gate_wait_entered(&stays, 1, POOL_SOON_NS) &&
+                  gate_wait_entered(&dies, 1, POOL_SOON_NS),
+              "the gate jobs did not start");
+    CHECK_MSG(sl_pool_set_workers(p, 1) == SL_OK, "set_workers(1)");
+    gate_open(&dies); /* that worker dies: the one left is what the shrink wants */
+    for (uint64_t end = sl_test_now_ns() + POOL_SOON_NS;; sl_test_sleep_ns(MS)) {
+        s = stats_of(p);
+        if (s.died == 1 || sl_test_now_ns() > end)
+            break;
+    }
+    sl_test_sleep_ns(20 * MS); /* the control thread sees the death, wants no one back */
+    gate_open(&stays);
+    CHECK_MSG(sl_pool_wait_ready(p, POOL_SOON_NS) == SL_OK, "the shrink did not complete");
+    s = stats_of(p);
+    CHECK_MSG(s.died == 1 && s.respawned == 0 && s.retired == 0 && s.workers == 1,
+              "died %llu respawned %llu retired %llu workers %u, want 1, 0, 0, 1",
+              ULL(s.died), ULL(s.respawned), ULL(s.retired), s.workers);
+    CHECK_MSG(sl_pool_set_workers(p, 2) == SL_OK, "set_workers(2)");
+    CHECK_MSG(sl_pool_wait_ready(p, POOL_SOON_NS) == SL_OK, "the grow did not complete");
+    CHECK_MSG(wait_workers(p, 2, POOL_SOON_NS, &s), "workers %u, want 2", s.workers);
+    CHECK_MSG(s.respawned == 0, "the grow's spawn was counted as a replacement "
+              "(respawned %llu)", ULL(s.respawned));
+    sl_pool_free(p);
+    gate_destroy(&stays);
+    gate_destroy(&dies);
+    ASSERT_CLEAN();
+}
+END_TEST
+
 /* A worker that retires, then dies in its worker_fini, leaves as retired: it
  * is neither counted a death nor replaced (a replacement would undo the
  * shrink; it was counted both, and respawned). */
@@ -2953,6 +3003,7 @@ static Suite *pool_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_reset_full_bounded_pool_resubmit);
     tcase_add_test(tc, test_retired_worker_dies_in_fini);
+    tcase_add_test(tc, test_unreplaced_death_not_respawned);
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
     tcase_add_test(tc, test_idle_asleep_while_batch_fill_held);
     tcase_add_test(tc, test_wake_token_given_back_hands_on);

@@ -145,6 +145,14 @@ static void bump_and_wake(sl_event *ev, int count, SL_ATOMIC(uint32_t) *unwoken)
  * allocation of a CPU mask), 100 µs apart. */
 #define BARRIER_TRIES 20
 
+/* Sleeps ns (< 1 s) through the system call: nanosleep(3) is a cancellation
+ * point, and no wait may be one (chan.h). */
+static void pause_uncancelled(long ns)
+{
+    struct timespec pause = {0, ns};
+    syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &pause, NULL);
+}
+
 /* The barrier of asymmetric mode, which cannot be skipped: the notifiers
  * already rely on it (they have only a compiler barrier between their store
  * and their load), and switching them to fences now would not cover one
@@ -162,9 +170,7 @@ static void expedited_barrier(int cmd, const char *name)
             return;
         if (r != -ENOMEM && r != -EAGAIN && r != -EINTR)
             break;
-        struct timespec pause = {0, 100000};
-        /* The system call: nanosleep(3) is a cancellation point (chan.h). */
-        syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &pause, NULL);
+        pause_uncancelled(100000);
     }
     fprintf(stderr,
             "sluice: membarrier(%s) failed (%s) after registering for it succeeded; "
@@ -282,9 +288,7 @@ static bool epoch_moved(sl_event *ev, uint32_t key)
  * to polling every 50 µs rather than spinning a core. */
 static void futex_failed(void)
 {
-    struct timespec pause = {0, 50000};
-    /* The system call: nanosleep(3) is a cancellation point (chan.h). */
-    syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &pause, NULL);
+    pause_uncancelled(50000);
 }
 
 /* Whether any member's epoch moved from its key. */

@@ -1500,19 +1500,22 @@ static void strand_t(void *args, void *ret)
     atomic_store(&strand.t_ran, 1);
 }
 
-/* X's stop: the first mark where X has set its sleep bit and still counts
- * as searching — sl__idle_park between its registration and its decrement. */
-static void strand_x_stop(void *ctx, unsigned step)
+/* Where a test stops a worker (ctx) in its park: the first mark where it
+ * has set its sleep bit and still counts as searching — sl__idle_park
+ * between its registration and its decrement — on park_stop_gate. */
+static sl_test_gate *park_stop_gate;
+
+static void stop_parked_searching(void *ctx, unsigned step)
 {
     (void)step;
-    sl__worker *x = ctx;
-    uint64_t bit = (uint64_t)1 << x->id;
-    if ((atomic_load(&x->ex->idle.sleep_bits[0]) & bit) && x->searching) {
+    sl__worker *w = ctx;
+    uint64_t bit = (uint64_t)1 << w->id;
+    if ((atomic_load(&w->ex->idle.sleep_bits[0]) & bit) && w->searching) {
         sl__fi_disarm();
-        sl_test_gate_stop(&strand.gate_x, 0);
+        sl_test_gate_stop(park_stop_gate, 0);
         return;
     }
-    sl__fi_arm(1, strand_x_stop, ctx); /* not there yet: stop at the next mark */
+    sl__fi_arm(1, stop_parked_searching, ctx); /* not there yet: stop at the next mark */
 }
 
 static bool strand_wait(atomic_int *flag, uint64_t ns)
@@ -1541,7 +1544,8 @@ static void strand_role(void *args, void *ret)
         atomic_store(&strand.w_submitted, 1);
     } else if (me->id == strand.x_id) {
         strand_wait(&strand.gate_w.stopped, 5000 * MS);
-        sl__fi_arm(1, strand_x_stop, me); /* stops in its park after this task */
+        park_stop_gate = &strand.gate_x;
+        sl__fi_arm(1, stop_parked_searching, me); /* stops in its park after this task */
     } else {
         /* V: busy until the task ran (elsewhere: it sits in our mailbox) */
         strand_wait(&strand.released, 5000 * MS);
@@ -1600,19 +1604,6 @@ static void stale_t(void *args, void *ret)
     atomic_store(&stale.t_ran, 1);
 }
 
-/* W's stop: in sl__idle_park with its bit set, still counted as searching. */
-static void stale_w_stop(void *ctx, unsigned step)
-{
-    (void)step;
-    sl__worker *w = ctx;
-    if ((atomic_load(&w->ex->idle.sleep_bits[0]) & ((uint64_t)1 << w->id)) && w->searching) {
-        sl__fi_disarm();
-        sl_test_gate_stop(&stale.gate_w, 0);
-        return;
-    }
-    sl__fi_arm(1, stale_w_stop, ctx);
-}
-
 static void stale_role(void *args, void *ret)
 {
     (void)args, (void)ret;
@@ -1627,7 +1618,8 @@ static void stale_role(void *args, void *ret)
         stale.fs = sl_submit(stale.ex, stale_s, NULL, 0, 0); /* round robin: D's mailbox */
         atomic_store(&stale.w_submitted, 1);
         strand_wait(&stale.gate_y.stopped, 5000 * MS);
-        sl__fi_arm(1, stale_w_stop, me); /* stops in its park after this task */
+        park_stop_gate = &stale.gate_w;
+        sl__fi_arm(1, stop_parked_searching, me); /* stops in its park after this task */
     } else if (me->id == stale.d_id) {
         strand_wait(&stale.w_submitted, 5000 * MS);
         /* register_waiter's mark, the pop's claim mark, then inside the pop */

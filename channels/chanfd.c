@@ -108,17 +108,22 @@ static bool rearm(sl__chan_fd *e)
     return true;
 }
 
-sl_status sl__chanfd_rearm_recv(sl_chan *ch, void *out)
+/* Whether this thread is inside a receive end's re-check (A4): the try it
+ * makes there finds the channel empty through the same path that re-arms,
+ * and must leave the re-arm to sl__chanfd_rearm_recv's loop rather than nest one. */
+static _Thread_local bool rechecking __attribute__((tls_model("initial-exec")));
+
+/* A4 for the receive end: the receive once more, then the signal a change
+ * met by the re-arm may still owe. */
+static sl_status recheck(sl_chan *ch, sl__chan_fd *e, void *out)
 {
-    sl__chan_fd *e = &ch->fds[SL_END_RECV];
-    /* Closed (a send still landing): never reset; the close signalled it. */
-    if (sl_chan_is_closed(ch) || !rearm(e))
-        return SL_EMPTY;
 #ifdef SL_MUTANT_CHANFD_NO_RECHECK
     /* Planted bug (docs/guarantees.md, "Planted bugs"): re-arm, no re-check. */
     sl_status st = SL_EMPTY;
 #else
-    sl_status st = sl__chan_try_recv(ch, out); /* A4 */
+    rechecking = true;
+    sl_status st = sl__chan_try_recv(ch, out);
+    rechecking = false;
 #endif
     /* The reset (A1) wiped every signal made before it, and a change made
      * while the flag was down, before the reset, wrote nothing: more
@@ -127,15 +132,49 @@ sl_status sl__chanfd_rearm_recv(sl_chan *ch, void *out)
      * for good after a close). So unless the re-check found the channel
      * empty and open, which no such change leaves, signal it: spurious
      * readiness at worst, and only when a change met the re-arm. Closed
-     * and empty (a send that saw it open still landing) is signalled too,
-     * until the receiver can say SL_CLOSED. */
-#ifndef SL_MUTANT_CHANFD_RECHECK_TAKES_ALL
-    if (st != SL_EMPTY || sl_chan_is_closed(ch))
-#else
+     * and empty with a send that saw it open still landing is SL_EMPTY and
+     * stays unsignalled: that send's unmark rings this end after the close
+     * (chan.c, send_end), and it comes after this look, which saw its
+     * mark, so it finds the flag up. (The end was once signalled here
+     * until the receiver could say SL_CLOSED: a loop then spun for as long
+     * as the send took to land, for good in a shared channel whose sender
+     * died unfound.) */
+#if defined(SL_MUTANT_CHANFD_RECHECK_TAKES_ALL)
     if (st == SL_EMPTY && sl_chan_is_closed(ch)) /* planted bug: the old test */
+#elif defined(SL_MUTANT_CHANFD_CLOSED_SPINS)
+    if (st != SL_EMPTY || sl_chan_is_closed(ch)) /* planted bug: signalled while landing */
+#else
+    if (st != SL_EMPTY)
 #endif
         signal_end(e);
     return st;
+}
+
+sl_status sl__chanfd_rearm_recv(sl_chan *ch, void *out)
+{
+#ifndef SL_MUTANT_CHANFD_RECHECK_NESTS /* planted bug when defined: one frame a re-arm */
+    if (rechecking)
+        return SL_EMPTY; /* the loop below arms again (its caller's empty try) */
+#endif
+    sl__chan_fd *e = &ch->fds[SL_END_RECV];
+    for (;;) {
+        /* Closed too (a send still landing): re-armed, as an open end is. */
+#ifdef SL_MUTANT_CHANFD_CLOSED_SPINS
+        if (sl_chan_is_closed(ch)) /* planted bug: left as the close signalled it */
+            return SL_EMPTY;
+#endif
+        if (!rearm(e))
+            return SL_EMPTY;
+        sl_status st = recheck(ch, e, out);
+        /* Empty, with the flag down again: a send signalled after A2, and
+         * another receive took its message before our look. Arm again, as
+         * the nested re-arm of the re-check's own empty try would have, but
+         * in this frame: each turn needs another thread's send and receive,
+         * so the loop is lock-free, and the stack stays one frame deep
+         * however many messages pass it by. */
+        if (st != SL_EMPTY)
+            return st;
+    }
 }
 
 /* Whether `end` of ch is ready now: a message (room) to take, or closed. */

@@ -180,6 +180,66 @@ START_TEST(test_rearm_rechecks)
 }
 END_TEST
 
+/* A receive end re-armed again and again: each time its re-check finds
+ * the channel empty, a send has signalled (the flag is down) and another
+ * receive took that message. The try re-arms until it finds the flag up,
+ * in one frame: it once nested a re-arm per message that passed it by, so
+ * a busy channel's loop thread could run out of stack (planted bug
+ * CHANFD_RECHECK_NESTS). The heavy barrier after each arm (A3) is where the
+ * flag is dropped, as such a signaller would: the sysops seam's membarrier,
+ * called there in asymmetric mode, which the test turns on for the try. */
+static sl_chan *drop_flag_of;
+static unsigned flag_drops_left;
+static uintptr_t barrier_sp_low, barrier_sp_high;
+
+static int barrier_drops_flag(int cmd)
+{
+    (void)cmd;
+    volatile char here = 0;
+    uintptr_t sp = (uintptr_t)&here;
+    barrier_sp_low = barrier_sp_low && barrier_sp_low < sp ? barrier_sp_low : sp;
+    barrier_sp_high = barrier_sp_high > sp ? barrier_sp_high : sp;
+    if (flag_drops_left) {
+        flag_drops_left--;
+        atomic_store(&drop_flag_of->fds[SL_END_RECV].armed, 0u);
+    }
+    return 0;
+}
+
+START_TEST(test_rearm_again_in_one_frame)
+{
+    enum { DROPS = 2000 };
+    sl_chan *ch = chan8(all_flavors[_i], 8);
+    int fd;
+    uint64_t out = 0, v = 7;
+    ck_assert_int_eq(sl_chan_fd(ch, SL_END_RECV, &fd), SL_OK);
+    ck_assert_int_eq(sl_chan_try_recv(ch, &out), SL_EMPTY); /* armed */
+    atomic_store(&ch->fds[SL_END_RECV].armed, 0u);          /* signalled, taken */
+    static const sl_sys_ops ops = {.membarrier = barrier_drops_flag};
+    drop_flag_of = ch;
+    flag_drops_left = DROPS;
+    barrier_sp_low = barrier_sp_high = 0;
+    int mode = atomic_load(&sl__event_asymmetric);
+    atomic_store(&sl__event_asymmetric, 1);
+    sl_test_sys_install(&ops);
+    sl_status st = sl_chan_try_recv(ch, &out);
+    sl_test_sys_restore();
+    atomic_store(&sl__event_asymmetric, mode);
+    ck_assert_int_eq(st, SL_EMPTY);
+    ck_assert_uint_eq(flag_drops_left, 0); /* armed again after every drop */
+    ck_assert_msg(barrier_sp_high - barrier_sp_low < 1024,
+                  "the stack grew %zu bytes over %d re-arms",
+                  (size_t)(barrier_sp_high - barrier_sp_low), DROPS);
+    /* Armed once the drops stop: unreadable, and the next send signals. */
+    ck_assert(!readable(fd));
+    ck_assert_int_eq(sl_chan_try_send(ch, &v), SL_OK);
+    ck_assert(readable(fd));
+    ck_assert_int_eq(sl_chan_try_recv(ch, &out), SL_OK);
+    ck_assert_uint_eq(out, 7);
+    sl_chan_free(ch);
+}
+END_TEST
+
 /* Changes made while the flag is down, before a re-arm's reset, which
  * wipes their signal: two sends (the re-check takes one) or a close (the
  * re-check says SL_CLOSED). The descriptor must be readable afterwards:
@@ -523,6 +583,67 @@ START_TEST(test_send_cancel_pending)
 }
 END_TEST
 
+#if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+/* Whether fd becomes readable within ms milliseconds. */
+static bool readable_within(int fd, int ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int r = poll(&p, 1, ms);
+    ck_assert_int_ge(r, 0);
+    return r == 1 && (p.revents & POLLIN);
+}
+
+/* A sender stopped at each of its steps in turn while the channel is
+ * closed and the loop drains: a receive that finds it closed with that
+ * send still landing says SL_EMPTY and leaves the descriptor unreadable
+ * (it once stayed readable, and the loop spun until the send landed: for
+ * good in a shared channel whose sender died unfound; planted bug
+ * CHANFD_CLOSED_SPINS). The send's unmark then makes it readable, and the
+ * loop gets the message if the send said SL_OK, then SL_CLOSED. */
+START_TEST(test_close_landing_sleeps)
+{
+    const sl_flavor flavors[] = {SL_MPMC, SL_SPSC, SL_LIST, SL_RING};
+    const sl_flavor f = flavors[_i];
+    unsigned k = 1, landing = 0;
+    for (;; k++) {
+        sl_test_gated_send g = {.ch = chan8(f, 4), .k = k, .value = 42};
+        int fd;
+        uint64_t out = 0;
+        ck_assert_int_eq(sl_chan_fd(g.ch, SL_END_RECV, &fd), SL_OK);
+        ck_assert_int_eq(sl_chan_try_recv(g.ch, &out), SL_EMPTY); /* armed */
+        pthread_t t;
+        ck_assert_int_eq(pthread_create(&t, NULL, sl_test_send_gated, &g), 0);
+        sl_test_wait_stopped(&g);
+        sl_chan_close(g.ch);
+        unsigned got = 0;
+        sl_status st;
+        while ((st = sl_chan_try_recv(g.ch, &out)) == SL_OK)
+            got++;
+        if (st == SL_EMPTY) { /* the send is in flight */
+            landing++;
+            ck_assert_msg(!readable(fd), "%s, sender stopped at step %u: readable while it lands",
+                          sl_test_flavor_name(f), k);
+        }
+        atomic_store(&g.gate.go, 1);
+        ck_assert_int_eq(pthread_join(t, NULL), 0);
+        if (st == SL_EMPTY) {
+            ck_assert_msg(readable_within(fd, 1000), "%s, sender stopped at step %u: "
+                          "the landing left the descriptor unreadable", sl_test_flavor_name(f), k);
+            while ((st = sl_chan_try_recv(g.ch, &out)) == SL_OK)
+                got++;
+        }
+        ck_assert_int_eq(st, SL_CLOSED);
+        ck_assert_uint_eq(got, g.st == SL_OK);
+        ck_assert(readable(fd)); /* closed and drained: for good */
+        sl_chan_free(g.ch);
+        if (g.passed < k)
+            break;
+    }
+    ck_assert_uint_gt(landing, 0);
+}
+END_TEST
+#endif
+
 static Suite *chanfd_suite(void)
 {
     Suite *s = suite_create("chanfd");
@@ -533,6 +654,7 @@ static Suite *chanfd_suite(void)
     tcase_add_loop_test(tc, test_recv_level_cycle, 0, N_OF(all_flavors));
     tcase_add_loop_test(tc, test_rearm_rechecks, 0, N_OF(all_flavors));
     tcase_add_loop_test(tc, test_rearm_keeps_earlier_changes, 0, 2 * N_OF(all_flavors));
+    tcase_add_loop_test(tc, test_rearm_again_in_one_frame, 0, N_OF(all_flavors));
     tcase_add_loop_test(tc, test_close_readable, 0, N_OF(all_flavors));
     tcase_add_loop_test(tc, test_send_level_cycle, 0, N_OF(all_flavors));
     tcase_add_test(tc, test_other_forms_rearm);
@@ -541,6 +663,13 @@ static Suite *chanfd_suite(void)
     tcase_add_test(tc, test_concurrent_create);
     tcase_add_loop_test(tc, test_send_cancel_pending, 0, 2);
     suite_add_tcase(s, tc);
+
+#if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+    tc = tcase_create("close_in_flight");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_close_landing_sleeps, 0, 4);
+    suite_add_tcase(s, tc);
+#endif
 
     tc = tcase_create("loop");
     tcase_set_timeout(tc, 60);

@@ -3384,6 +3384,63 @@ static bool readable(int fd, uint64_t timeout_ns)
     return poll(&p, 1, (int)(timeout_ns / MS)) == 1 && (p.revents & POLLIN);
 }
 
+#if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
+static int foreign_die_at_step(void *p)
+{
+    sl__shm_set_namespaces(1, 1); /* in other namespaces: its death goes unfound */
+    return die_at_step(p);
+}
+
+/* A sender in other namespaces killed at each step of its send in turn,
+ * then the channel closed: where it died marked in flight, no look can
+ * find it, and a receive says SL_EMPTY for good. An event loop on the
+ * receive end must then sleep, woken at most once a look period by the
+ * watcher, not spin: the end was once left readable after a close until
+ * the receive could say SL_CLOSED (planted bug CHANFD_CLOSED_SPINS). */
+START_TEST(test_fd_foreign_dead_in_flight)
+{
+    const uint64_t look = sl__shm_look_ns, window = 300 * MS;
+    sl__shm_look_ns = 20 * MS;
+    unsigned stuck = 0;
+    for (unsigned k = 1;; k++) {
+        sl_chan_opts o = opts_of(_i, 4);
+        sl_chan *ch;
+        int fd;
+        unsigned char buf[MSG_MAX];
+        ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+        ck_assert_int_eq(sl_chan_fd(ch, SL_END_RECV, &fd), SL_OK);
+        ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_EMPTY);
+        death_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o, .op = DIE_SEND, .k = k};
+        int st = reap(spawn(foreign_die_at_step, &a));
+        ck_assert_msg(st == 0 || st == 100, "child at step %u: status %d", k, st);
+        sl_chan_close(ch);
+        unsigned wakes = 0;
+        sl_status last = SL_EMPTY;
+        for (uint64_t t0 = sl_test_now_ns(), now = t0; last != SL_CLOSED && now - t0 < window;
+             now = sl_test_now_ns()) {
+            if (!readable(fd, window - (now - t0)))
+                continue;
+            wakes++;
+            while ((last = sl_chan_try_recv(ch, buf)) == SL_OK)
+                ;
+        }
+        if (last != SL_CLOSED) { /* died marked */
+            stuck++;
+            ck_assert_msg(wakes <= 2 * window / sl__shm_look_ns + 4,
+                          "%s, sender died at step %u: the loop woke %u times in %llu ms",
+                          sl_test_flavor_name(o.flavor), k, wakes,
+                          (unsigned long long)(window / MS));
+        }
+        sl_chan_free(ch);
+        if (st == 0)
+            break;
+    }
+    ck_assert_uint_gt(stuck, 0);
+    sl__shm_look_ns = look;
+}
+END_TEST
+#endif
+
 /* Receive end: readable at first (made so), drained to SL_EMPTY (re-armed,
  * not readable), readable after the child's send, then after its close. */
 static void fd_recv_across(sl_chan *ch, const sl_chan_opts *o)
@@ -3969,6 +4026,7 @@ static Suite *shm_suite(void)
     tcase_add_loop_test(tc, test_spare_holder_dies, 0, N_OF(k_holders));
     tcase_add_test(tc, test_forked_large_pop_holds_nothing_unclaimed);
     tcase_add_test(tc, test_settle_under_the_record);
+    tcase_add_loop_test(tc, test_fd_foreign_dead_in_flight, 0, N_OF(k_cfg));
 #endif
     suite_add_tcase(s, tc);
     tc = tcase_create("receivers"); /* the last registered receiver is gone */

@@ -28,8 +28,12 @@
  * (docs/guarantees.md, "Event-loop descriptors"). Spurious readiness is
  * possible (another thread received the message first; a re-arming try
  * that met a change signals its own descriptor): the loop's try then finds
- * nothing and re-arms it. After a close the descriptor
- * stays readable for good: the receiver drains, then gets SL_CLOSED.
+ * nothing and re-arms it. After a close the descriptor is readable until
+ * the receiver has drained and got SL_CLOSED, and for good after that. A
+ * receive that finds the channel closed while a send that saw it open is
+ * still landing says SL_EMPTY and re-arms it like any empty try: that
+ * send's end makes it readable again (a shared channel's sender that died
+ * there: the periodic look that finds it dead, sluice/shm.h).
  *
  * Cost: none while no descriptor was asked for — a send or receive already
  * loads the channel's watcher count (the one select uses) and takes its

@@ -275,17 +275,16 @@ SL_API sl_status sl_pool_wait_ready(sl_pool *p, uint64_t timeout_ns)
     return p ? wait_until(p, &p->ready_ev, is_ready, timeout_ns) : SL_EINVAL;
 }
 
-/* Nothing pending, nothing in a ring, nothing running. idle_ev is notified
- * when the count reaches 0 (sl__pool_pending_done), when the last busy ring
- * empties with nothing pending (sl__pool_ring_emptied) and when a worker
- * stops running with nothing pending or in its ring (pool_worker.c). */
+/* Nothing pending, nothing in a ring, nothing running, no report in
+ * progress. idle_ev is notified when the count reaches 0
+ * (sl__pool_pending_done), when the last busy ring empties with nothing
+ * pending (sl__pool_ring_emptied), when a worker stops running with nothing
+ * pending or in its ring (pool_worker.c) and when a report ends
+ * (sl__pool_report_end). */
 static bool is_idle(void *arg)
 {
     sl_pool *p = arg;
     if (!sl__pool_drained(p))
-        return false;
-    /* Acquire, after `pending`: a swept job's report (pool_ctl.c). */
-    if (atomic_load_explicit(&p->sweeping, memory_order_acquire))
         return false;
     bool idle = true;
     pthread_mutex_lock(&p->lock);
@@ -294,7 +293,9 @@ static bool is_idle(void *arg)
             idle = false;
     }
     pthread_mutex_unlock(&p->lock);
-    return idle;
+    /* Acquire, and last: a report counted before the decrement of `pending`
+     * (a sweep) or the store of `running` (a death) that it reads above. */
+    return idle && atomic_load_explicit(&p->reporting, memory_order_acquire) == 0;
 }
 
 SL_API sl_status sl_pool_wait_idle(sl_pool *p, uint64_t timeout_ns)

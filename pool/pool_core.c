@@ -7,7 +7,9 @@
  *               discarded, a reservation given back), a ring's last job
  *               claimed, and whoever waits on those: blocked submitters,
  *               wait_idle, a shutdown waiting for nothing to be left
- *   discard     an accepted job handed to on_discard, and counted
+ *   discard     an accepted job handed to on_discard, and counted; a
+ *               report in progress for a job that already left the places
+ *               wait_idle looks at (`reporting`)
  *   push        an accepted job into an inbox (the dispatch modes), then
  *               making sure a worker will look: a searcher, a sleeper woken
  *               through the idle component, or a new worker asked of the
@@ -34,6 +36,21 @@ void sl__pool_discard(sl_pool *p, const sl_job *job, sl_discard why)
     /* Release: the report precedes the count (and the count precedes the
      * pending decrement that the caller makes next). */
     atomic_fetch_add_explicit(&p->discarded, 1, memory_order_release);
+}
+
+void sl__pool_report_begin(sl_pool *p)
+{
+    /* Relaxed: released by the caller's next release (see pool_impl.h). */
+    atomic_fetch_add_explicit(&p->reporting, 1, memory_order_relaxed);
+}
+
+void sl__pool_report_end(sl_pool *p)
+{
+    /* Release: the report precedes the decrement (wait_idle acquires it). */
+    atomic_fetch_sub_explicit(&p->reporting, 1, memory_order_release);
+    sl_event_fence(); /* the decrement before the loads below (wait_idle's Dekker pair) */
+    if (sl__pool_drained(p))
+        sl_event_notify_all(&p->idle_ev);
 }
 
 unsigned sl__pool_floor(const sl_pool *p)

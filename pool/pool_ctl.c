@@ -52,12 +52,11 @@ typedef struct sweep_ctx {
 /* A swept job leaves `pending` before its report, not after: the report
  * (on_discard) may submit, and on a full bounded pool a blocking submit
  * would wait for the very room this decrement makes — a reset that never
- * completes. `sweeping` stands in for the job meanwhile, so that wait_idle
- * still sees every report (set before the decrement that publishes it, as
- * a worker's `running`; cleared with release, then the idle check). */
+ * completes. `reporting` stands in for the job meanwhile, so that wait_idle
+ * still sees every report (counted before the decrement that publishes it). */
 static void sweep_leave_pending(sl_pool *p)
 {
-    atomic_store_explicit(&p->sweeping, 1, memory_order_relaxed); /* released below */
+    sl__pool_report_begin(p);
 #ifndef SL_MUTANT_POOL_SWEEP_PENDING_LATE /* planted bug: pending left after the report */
     sl__pool_pending_done(p, 1);
 #endif
@@ -68,10 +67,7 @@ static void sweep_reported(sl_pool *p)
 #ifdef SL_MUTANT_POOL_SWEEP_PENDING_LATE
     sl__pool_pending_done(p, 1);
 #endif
-    atomic_store_explicit(&p->sweeping, 0, memory_order_release);
-    sl_event_fence(); /* the store before the loads below (wait_idle's Dekker pair) */
-    if (sl__pool_drained(p))
-        sl_event_notify_all(&p->idle_ev);
+    sl__pool_report_end(p);
 }
 
 static void discard_waiting(const sl_job *job, void *arg)
@@ -130,7 +126,7 @@ static void sweep_popped(sl_pool *p, const sl_job *job, unsigned from, sl_discar
  * top level and inbox 0 first, so jobs pushed there during the sweep used
  * up the count and left older ones queued, to run after the next start.
  * Each job leaves its ring after its report, and `pending` just before it
- * with `sweeping` set until it is done (sweep_leave_pending), so wait_idle
+ * with `reporting` counted until it is done (sweep_leave_pending), so wait_idle
  * has seen it. */
 static void sweep(sl_pool *p, sl_discard why, bool all)
 {

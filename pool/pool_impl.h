@@ -305,10 +305,11 @@ struct sl_pool {
     sl_event ready_ev;             /* wait_ready */
     sl_event ctl_ev;               /* the control thread */
     SL_ATOMIC(uint64_t) discarded, completed_gone, spawned, retired, respawned, died;
-    /* The control thread is reporting a swept job that has already left
-     * `pending` (pool_ctl.c, sweep_popped): wait_idle is not done meanwhile,
-     * as with a slot's `running`. */
-    SL_ATOMIC(unsigned) sweeping;
+    /* Reports in progress of jobs that have left every other place wait_idle
+     * looks: a swept job out of `pending` (pool_ctl.c, sweep_popped), a
+     * dead worker's job out of its slot's `running` (pool_worker.c,
+     * worker_died). wait_idle is not done while it is non-zero. */
+    SL_ATOMIC(unsigned) reporting;
 
     sl__pool_queue queue;
     sl__pool_keys keys;
@@ -452,6 +453,13 @@ extern _Thread_local sl_pool *sl__pool_of_thread;
 
 /* Hands an accepted job to on_discard and counts it. */
 void sl__pool_discard(sl_pool *p, const sl_job *job, sl_discard why);
+/* A report is about to leave the places wait_idle looks at (`reporting`
+ * stands in for them until sl__pool_report_end). Published by the caller's
+ * next release: the decrement of `pending`, or the store of `running`. */
+void sl__pool_report_begin(sl_pool *p);
+/* The report is done: `reporting` drops, and wait_idle hears of it if
+ * nothing is left to start. */
+void sl__pool_report_end(sl_pool *p);
 /* The workers kept while idle: the target, or min_workers when idle
  * workers retire. */
 unsigned sl__pool_floor(const sl_pool *p);

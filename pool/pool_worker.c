@@ -248,17 +248,18 @@ static bool take(sl__pool_worker *w)
     return true;
 }
 
-/* After a job (run or died): the job's key, the counters, wait_idle. */
-static void job_over(sl__pool_worker *w, bool ran)
+/* After a job ran: the job's key, the counters, wait_idle. (A death has
+ * its own way out: worker_died.) */
+static void job_over(sl__pool_worker *w)
 {
     uint64_t key = w->job.key;
     w->has_job = false;
     if (key)
         sl__pool_key_done(w->pool, key);
-    if (ran) /* only this thread writes it: a load and a store, no RMW */
-        atomic_store_explicit(&w->completed,
-                              atomic_load_explicit(&w->completed, memory_order_relaxed) + 1,
-                              memory_order_relaxed);
+    /* Only this thread writes it: a load and a store, no RMW. */
+    atomic_store_explicit(&w->completed,
+                          atomic_load_explicit(&w->completed, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
     /* More of its batch to come: the slot stays marked running (the pool
      * is not idle while the ring holds jobs), until the batch is done or a
      * claim finds it stolen. */
@@ -278,7 +279,7 @@ static void run_streak(sl__pool_worker *w)
     while (sl__pool_may_take(p) && take(w)) {
 #endif
         w->job.fn(w->job.arg, w->ctx);
-        job_over(w, true);
+        job_over(w);
         if (atomic_load_explicit(&p->live, memory_order_relaxed) >
                 atomic_load_explicit(&p->target, memory_order_relaxed) &&
             sl__pool_ring_len(own_ring(w)) == 0)
@@ -397,9 +398,10 @@ static enum sl__pool_end work(sl__pool_worker *w)
     return end;
 }
 
-/* Hands the worker to the control thread, which joins and frees it. The
- * thread touches nothing of the pool after this. */
-static void worker_exit(sl__pool_worker *w, enum sl__pool_end end)
+/* The worker leaves its slot and the live count, its jobs and its death
+ * counted: from here on the control thread may place another worker in the
+ * slot (a replacement, after a death). */
+static void worker_vacate(sl__pool_worker *w, enum sl__pool_end end)
 {
     sl_pool *p = w->pool;
     pthread_mutex_lock(&p->lock);
@@ -414,10 +416,26 @@ static void worker_exit(sl__pool_worker *w, enum sl__pool_end end)
     if (w->counted) /* a death: leaves the live count with its death counted */
         atomic_fetch_sub_explicit(&p->live, 1, memory_order_acq_rel);
     w->counted = false;
+    pthread_mutex_unlock(&p->lock);
+    sl__pool_ctl_poke(p);
+}
+
+/* Hands the thread to the control thread, which joins and frees it. The
+ * thread touches nothing of the pool after this. */
+static void worker_hand_over(sl__pool_worker *w)
+{
+    sl_pool *p = w->pool;
+    pthread_mutex_lock(&p->lock);
     w->next_exited = p->exited;
     p->exited = w;
     pthread_mutex_unlock(&p->lock);
     sl__pool_ctl_poke(p);
+}
+
+static void worker_exit(sl__pool_worker *w, enum sl__pool_end end)
+{
+    worker_vacate(w, end);
+    worker_hand_over(w);
 }
 
 static void run_fini(sl__pool_worker *w)
@@ -430,18 +448,42 @@ static void run_fini(sl__pool_worker *w)
         p->opts.worker_fini(w->id, w->ctx, p->opts.user);
 }
 
+/* The dead worker's job goes to on_discard, then its key is released (the
+ * key's next job never starts before the report is over). `reporting`
+ * stands in for the job, from before its slot stopped running. */
+static void report_death(sl__pool_worker *w)
+{
+    sl_pool *p = w->pool;
+    sl__pool_discard(p, &w->job, SL_DISCARD_WORKER_DIED);
+    w->has_job = false;
+    if (w->job.key)
+        sl__pool_key_done(p, w->job.key);
+    sl__pool_report_end(p);
+}
+
 /* The cleanup handler around the worker's life: runs only when the thread
- * dies (pthread_exit or cancellation) inside a job or a callback. */
+ * dies (pthread_exit or cancellation) inside a job or a callback.
+ *
+ * The job's report comes last, after the worker has left its slot and the
+ * live count: on_discard may resubmit the job, and on a full bounded pool a
+ * blocking submit waits for room that only another worker makes — with one
+ * worker, the replacement, which the control thread can place only once
+ * the dead one is gone. worker_fini runs before that, so that the
+ * replacement's worker_init never overlaps it (at most max_workers workers
+ * between the two). wait_idle sees the report through `reporting`. */
 static void worker_died(void *arg)
 {
     sl__pool_worker *w = arg;
     sl_pool *p = w->pool;
-    if (w->has_job) {
-        /* Reported before the job counts as over, so that a wait_idle that
-         * returns has seen the report. */
-        sl__pool_discard(p, &w->job, SL_DISCARD_WORKER_DIED);
-        job_over(w, false);
+    bool report = w->has_job;
+    if (report)
+        sl__pool_report_begin(p); /* published by leave()'s store of `running` */
+#ifdef SL_MUTANT_POOL_DEATH_REPORT_HOLDS_SLOT
+    if (report) { /* planted bug: reported before the worker leaves its slot */
+        report_death(w);
+        report = false;
     }
+#endif
     atomic_store_explicit(&w->active, 0, memory_order_seq_cst);
     if (atomic_load_explicit(&p->cmd_waiting, memory_order_seq_cst))
         sl__pool_ctl_poke(p);
@@ -454,10 +496,13 @@ static void worker_died(void *arg)
      * its worker_fini leaves as it had decided: it is no death to count or
      * to replace (a replacement would undo the retirement). */
 #ifndef SL_MUTANT_POOL_FINI_DEATH_REPLACED /* planted bug when defined */
-    worker_exit(w, w->end != SL__END_NONE ? w->end : SL__END_DIED);
+    worker_vacate(w, w->end != SL__END_NONE ? w->end : SL__END_DIED);
 #else
-    worker_exit(w, SL__END_DIED);
+    worker_vacate(w, SL__END_DIED);
 #endif
+    if (report)
+        report_death(w);
+    worker_hand_over(w);
 }
 
 static void name_thread(const sl__pool_worker *w)

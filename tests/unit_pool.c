@@ -2711,6 +2711,80 @@ START_TEST(test_retired_worker_dies_in_fini)
 END_TEST
 
 
+/* ---- review: on_discard of a dead worker's job resubmits to a full bounded
+ * pool of one worker ------------------------------------------------------
+ *
+ * The natural retry pattern: on_discard(SL_DISCARD_WORKER_DIED) submits the
+ * job again with the blocking call. The queue is full and the dead worker
+ * was the only one: the room has to come from its replacement, so the
+ * report must not hold the replacement back. */
+typedef struct died_retry {
+    sl_pool *pool;
+    pool_gate gate;
+    atomic_uint resubmits, refused, retried;
+} died_retry;
+static died_retry g_died_retry;
+
+static void died_retry_job(void *arg, void *ctx)
+{
+    (void)ctx;
+    atomic_fetch_add((atomic_uint *)arg, 1);
+}
+
+static void died_gate_then_exit(void *arg, void *ctx)
+{
+    gate_job(arg, ctx);
+    pthread_exit(NULL);
+}
+
+static void died_retry_discard(const sl_job *job, sl_discard why, void *user)
+{
+    died_retry *r = user;
+    if (why != SL_DISCARD_WORKER_DIED || job->fn != died_gate_then_exit)
+        return; /* the cancel of a pool that hung (the stats tell) */
+    sl_job again = {.fn = died_retry_job, .arg = &r->retried};
+    sl_status st = sl_pool_submit_job(r->pool, &again, SL_FOREVER);
+    atomic_fetch_add(st == SL_OK ? &r->resubmits : &r->refused, 1);
+}
+
+START_TEST(test_died_job_resubmit_full_bounded_pool)
+{
+    begin_test(SUITE, "died_job_resubmit_full_bounded_pool");
+    died_retry *r = &g_died_retry;
+    memset(r, 0, sizeof *r);
+    gate_init(&r->gate);
+    sl_pool_opts o = {.max_workers = 1, .queue_capacity = 4, .name = "dr",
+                      .on_discard = died_retry_discard, .user = r};
+    sl_pool *p = r->pool = new_pool(&o);
+    atomic_uint ran = 0;
+    CHECK_MSG(sl_pool_submit(p, died_gate_then_exit, &r->gate) == SL_OK, "submit the dying job");
+    CHECK_MSG(gate_wait_entered(&r->gate, 1, POOL_SOON_NS), "the dying job did not start");
+    for (unsigned i = 0; i < 4; i++)
+        CHECK_MSG(sl_pool_try_submit(p, died_retry_job, &ran) == SL_OK, "submit %u", i);
+    CHECK_MSG(sl_pool_try_submit(p, died_retry_job, &ran) == SL_FULL, "the queue is not full");
+    gate_open(&r->gate); /* the worker dies; its report waits for room */
+    sl_status st = sl_pool_wait_idle(p, 2 * SEC);
+    unsigned done = atomic_load(&r->resubmits);
+    sl_pool_stats s = stats_of(p);
+    sl_pool_free(p); /* its shutdown lets a blocked submit go (SL_CLOSED) */
+    gate_destroy(&r->gate);
+    CHECK_MSG(st == SL_OK && done == 1,
+              "on_discard of a dead worker's job that resubmits it to a full bounded pool "
+              "of one worker did not finish in 2 s (wait_idle = %s, resubmits %u, queued "
+              "%llu, workers %u)", sl_status_str(st), done, ULL(s.queued), s.workers);
+    CHECK_MSG(atomic_load(&ran) == 4 && atomic_load(&r->retried) == 1,
+              "%u of 4 queued jobs and %u of 1 retries ran", atomic_load(&ran),
+              atomic_load(&r->retried));
+    CHECK_MSG(s.died == 1 && s.respawned == 1 && s.discarded == 1 && s.completed == 5 &&
+                  s.submitted == 6 && s.queued == 0 && s.running == 0,
+              "died %llu respawned %llu discarded %llu completed %llu submitted %llu queued "
+              "%llu running %u, want 1, 1, 1, 5, 6, 0, 0", ULL(s.died), ULL(s.respawned),
+              ULL(s.discarded), ULL(s.completed), ULL(s.submitted), ULL(s.queued), s.running);
+    ASSERT_CLEAN();
+}
+END_TEST
+
+
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
 /* ---- review: idle while a worker is held between counting its ring busy
  * and filling it -------------------------------------------------------------
@@ -3004,6 +3078,7 @@ static Suite *pool_suite(void)
     tcase_add_test(tc, test_reset_full_bounded_pool_resubmit);
     tcase_add_test(tc, test_retired_worker_dies_in_fini);
     tcase_add_test(tc, test_unreplaced_death_not_respawned);
+    tcase_add_test(tc, test_died_job_resubmit_full_bounded_pool);
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
     tcase_add_test(tc, test_idle_asleep_while_batch_fill_held);
     tcase_add_test(tc, test_wake_token_given_back_hands_on);

@@ -45,11 +45,12 @@
  * than the target has one more spawned (by the pool's control thread,
  * "<name>/ctl"). Workers above min_workers retire after idle_timeout_ns
  * without work. A worker that dies inside a job (pthread_exit, cancellation)
- * is noticed by the cleanup handler the pool installs around its loop: the
- * job goes to on_discard with
- * SL_DISCARD_WORKER_DIED, its key is released, worker_fini runs, and a
- * replacement is spawned while the live workers are below what the target
- * and the backlog call for. Workers are named "<name>/<id>" (ids count up
+ * is noticed by the cleanup handler the pool installs around its loop:
+ * worker_fini runs, the worker leaves the pool — a replacement is spawned
+ * while the live workers are below what the target and the backlog call
+ * for — and then, on the dying thread, the job goes to on_discard with
+ * SL_DISCARD_WORKER_DIED and its key is released (the key's next job starts
+ * after the report). Workers are named "<name>/<id>" (ids count up
  * from 0 and are never reused; the thread name is cut to 15 bytes by Linux).
  *
  * Idle workers sleep in the kernel on the parking layer (sluice/park.h): an
@@ -80,7 +81,12 @@
  * completes only once the job is over), and wait_ready from worker_fini of
  * a worker that a resize or shutdown retires (the command completes once
  * that worker has left). A job may submit (a full queue then
- * waits for room that other workers make) and issue commands.
+ * waits for room that other workers make) and issue commands. So may
+ * on_discard with SL_DISCARD_WORKER_DIED — also the blocking resubmit of the
+ * dead job to a full queue with one worker: the report runs after the dead
+ * worker has left, and its replacement makes the room — except when every
+ * queued job waits for the dead job's key, which stays busy until the
+ * report returns.
  */
 #ifndef SLUICE_POOL_H
 #define SLUICE_POOL_H
@@ -163,7 +169,10 @@ typedef struct sl_pool_opts {
  * job it takes leaves `queued` (and stays counted through a batch it took
  * into its ring), so queued + running, and with them submitted (their sum
  * with completed and discarded), may then exceed the truth by up to a
- * batch per worker; completed and discarded never do. */
+ * batch per worker; completed and discarded never do. A job whose
+ * on_discard report is in progress (a reset, a cancel, its worker's death)
+ * is in none of queued, running, completed and discarded until the report
+ * returns. */
 typedef struct sl_pool_stats {
     sl_pool_state state;
     unsigned workers;    /* live worker threads */

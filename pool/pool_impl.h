@@ -112,6 +112,8 @@ static inline size_t sl__pool_queue_lists(const sl__pool_queue *q)
     return (size_t)q->levels * q->inboxes;
 }
 size_t sl__pool_queue_len_at(const sl__pool_queue *q, size_t i);
+/* Whether some list of a level above `level` holds a job now (a snapshot). */
+bool sl__pool_queue_any_above(const sl__pool_queue *q, unsigned level);
 bool sl__pool_queue_pop_at(sl__pool_queue *q, size_t i, sl_job *out, unsigned *from);
 /* Whether some list holds a job a pop could take now (or a push that has
  * claimed its slot and is about to publish: a pop then poisons the slot and
@@ -151,6 +153,20 @@ static inline unsigned sl__pool_ring_len(const sl__pool_ring *r)
     uint32_t h = atomic_load_explicit(&r->head, memory_order_acquire);
     uint32_t t = atomic_load_explicit(&r->tail, memory_order_acquire);
     return (uint32_t)(t - h) <= SL__POOL_BATCH ? (unsigned)(t - h) : 0;
+}
+/* The priority of r's oldest job into *level; false when r is empty. A
+ * snapshot for choosing which work to take first: a claim after it may get
+ * nothing, or (if the ring was emptied and refilled meanwhile) other jobs. */
+static inline bool sl__pool_ring_front_level(const sl__pool_ring *r, unsigned *level)
+{
+    /* Acquire, both: the entry below is the one the tail published. */
+    uint32_t h = atomic_load_explicit(&r->head, memory_order_acquire);
+    uint32_t t = atomic_load_explicit(&r->tail, memory_order_acquire);
+    if (t == h || (uint32_t)(t - h) > SL__POOL_BATCH)
+        return false; /* empty, or a refill between the loads */
+    const sl__pool_ring_entry *e = &r->e[h % SL__POOL_BATCH];
+    *level = (unsigned)(atomic_load_explicit(&e->prio_flags, memory_order_relaxed) & UINT32_MAX);
+    return true;
 }
 /* The filler only, r empty: publishes jobs[0..n), 1 <= n <= SL__POOL_BATCH. */
 void sl__pool_ring_fill(sl__pool_ring *r, const sl_job *jobs, unsigned n);
@@ -248,6 +264,10 @@ void sl__pool_keys_drop_list(sl__pool_key_job *list, void (*visit)(const sl_job 
  * spawn; the slot (and its inbox) outlives it. */
 typedef struct sl__pool_slot {
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(sl__pool_worker *) worker; /* NULL: vacant */
+    /* The ring holds a batch its worker left behind (it retired, died or
+     * exited with jobs in it; pool_worker.c, adopt); cleared by the next
+     * occupant, or by whoever finds the ring empty. Counted in `orphans`. */
+    SL_ATOMIC(unsigned) orphaned;
     /* Least-loaded's count: jobs in this inbox, and in this slot's batch
      * ring, not yet taken to run (sl__pool_count_moved). A line apart from
      * `worker`, which round-robin's pick reads at every submit and which
@@ -294,6 +314,9 @@ struct sl_pool {
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) rings_busy;
     /* Read on every take, written by commands only. */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(int) run_state; /* enum sl__pool_run */
+    /* Slots flagged `orphaned`; read at every fresh take, written only when
+     * a worker leaves a batch behind and when that batch is gone. */
+    SL_ATOMIC(unsigned) orphans;
     SL_ATOMIC(unsigned) live;      /* worker threads counted alive */
     SL_ATOMIC(unsigned) target;    /* set_workers */
     SL_ATOMIC(int) cmd_waiting;    /* the control thread waits for workers to go idle */

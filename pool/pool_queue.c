@@ -105,3 +105,14 @@ bool sl__pool_queue_pop_at(sl__pool_queue *q, size_t i, sl_job *out, unsigned *f
     *from = (unsigned)(i / q->levels);
     return sl_list_try_pop(&q->lists[i], out) == SL_OK;
 }
+
+bool sl__pool_queue_any_above(const sl__pool_queue *q, unsigned level)
+{
+    for (unsigned inbox = 0; inbox < q->inboxes; inbox++) {
+        for (unsigned l = level + 1; l < q->levels; l++) {
+            if (sl_list_len(list_at(q, inbox, l)) != 0)
+                return true;
+        }
+    }
+    return false;
+}

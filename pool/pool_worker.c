@@ -17,6 +17,7 @@
  * look empty, which is when a pending stop is told.
  *
  * Take: the next job of the worker's own batch ring (pool_ring.c); else a
+ * batch a worker that left did not run (adopt), ahead of its level; else a
  * fresh batch — up to SL__POOL_BATCH jobs of the top level popped at once,
  * the first run now, the rest kept in the ring, all leaving `pending` with
  * one decrement; else half of a busy worker's ring; else, with several
@@ -165,6 +166,59 @@ static unsigned steal(sl__pool_worker *w, sl_job *out, bool *emptied)
     return 0;
 }
 
+/* Slot s's ring no longer holds a batch left behind: drops the flag, and
+ * its count if this caller is the one that dropped it. Relaxed, both: the
+ * flags only choose which work is taken first (steal finds any ring). */
+static void clear_orphan(sl_pool *p, unsigned s)
+{
+    if (atomic_exchange_explicit(&p->slots[s].orphaned, 0, memory_order_relaxed))
+        atomic_fetch_sub_explicit(&p->orphans, 1, memory_order_relaxed);
+}
+
+/* This worker leaves for good with jobs in its ring (relaxed: see above). */
+static void mark_orphan(sl__pool_worker *w)
+{
+    sl_pool *p = w->pool;
+    if (!atomic_exchange_explicit(&p->slots[w->slot].orphaned, 1, memory_order_relaxed))
+        atomic_fetch_add_explicit(&p->orphans, 1, memory_order_relaxed);
+}
+
+/* All of a batch whose worker left it behind (a stop, then a shrink or a
+ * death): those jobs were taken from the lists before every job still
+ * there of their level, so they go first — after the jobs of any higher
+ * level, which the lists' pop then takes. FIFO within a level holds with
+ * the one worker a shrink may leave, where a steal, which comes after the
+ * lists, ran the newer jobs first. Running is set first, as for a steal. */
+static unsigned adopt(sl__pool_worker *w, sl_job *out, bool *emptied)
+{
+    sl_pool *p = w->pool;
+#ifdef SL_MUTANT_POOL_ORPHAN_BATCH_LAST
+    return 0; /* planted bug: a batch left behind waits behind the lists */
+#endif
+    if (atomic_load_explicit(&p->orphans, memory_order_relaxed) == 0)
+        return 0; /* the common case: nothing left behind */
+    for (unsigned s = 0; s < p->opts.max_workers; s++) {
+        unsigned level;
+        if (!atomic_load_explicit(&p->slots[s].orphaned, memory_order_relaxed))
+            continue;
+        if (!sl__pool_ring_front_level(&p->slots[s].ring, &level)) {
+            clear_orphan(p, s); /* stolen or swept meanwhile */
+            continue;
+        }
+        if (sl__pool_queue_any_above(&p->queue, level))
+            return 0;
+        start_running(w);
+        unsigned got = sl__pool_ring_claim(&p->slots[s].ring, out, SL__POOL_BATCH, false, emptied);
+        if (got) {
+            sl__pool_count_moved(p, s, got, w->slot, got - 1); /* as take_fresh keeps them */
+            clear_orphan(p, s); /* a whole claim empties the ring */
+            return got;
+        }
+        stop_running(w);
+    }
+    return 0;
+}
+
 /* Jobs from the lists: a batch of the top level, else one of any level. */
 static unsigned pop_lists(sl__pool_worker *w, sl_job *out, unsigned max)
 {
@@ -187,16 +241,22 @@ static void keep(sl__pool_worker *w, const sl_job *jobs, unsigned n)
     sl__pool_ring_fill(own_ring(w), jobs, n);
 }
 
-/* Takes fresh work: a batch from the lists; else (batching) half of another
- * worker's ring, before any job of a lower level; else one job of a lower
- * level. The first job is the worker's next, the rest go to its ring. */
+/* Takes fresh work: (batching) a batch a worker left behind, unless a
+ * higher level waits in the lists; else a batch from the lists; else
+ * (batching) half of another worker's ring, before any job of a lower
+ * level; else one job of a lower level. The first job is the worker's
+ * next, the rest go to its ring. */
 static bool take_fresh(sl__pool_worker *w)
 {
     sl_pool *p = w->pool;
     sl_job got[SL__POOL_BATCH];
     bool emptied = false;
-    unsigned n = pop_lists(w, got, p->batch);
-    if (n) {
+    unsigned n = 0;
+    if (p->batch > 1 && (n = adopt(w, got, &emptied)) != 0) {
+        keep(w, got + 1, n - 1);
+        if (emptied)
+            sl__pool_ring_emptied(p);
+    } else if ((n = pop_lists(w, got, p->batch)) != 0) {
         /* Relaxed: released by the decrement of `pending` below. */
         start_running(w);
         keep(w, got + 1, n - 1);
@@ -376,8 +436,10 @@ static void leave(sl__pool_worker *w)
 #ifndef SL_MUTANT_POOL_DEATH_LEAVES_RUNNING /* planted bug when defined */
     stop_running(w); /* a death in the middle of a batch */
 #endif
-    if (sl__pool_ring_len(own_ring(w)) != 0)
+    if (sl__pool_ring_len(own_ring(w)) != 0) {
+        mark_orphan(w);
         sl__pool_want_worker(p);
+    }
     sl__idle_search_end(&p->idle, &w->searching, sl__pool_more_work, p);
 }
 
@@ -536,6 +598,7 @@ static bool claim_pool_slot(sl_pool *p, sl__pool_worker *w)
     for (unsigned s = 0; s < p->opts.max_workers; s++) {
         if (!atomic_load_explicit(&p->slots[s].worker, memory_order_relaxed)) {
             w->slot = s;
+            clear_orphan(p, s); /* what the ring holds is the occupant's to run first */
             atomic_store_explicit(&p->slots[s].worker, w, memory_order_release);
             return true;
         }

@@ -2784,6 +2784,82 @@ START_TEST(test_died_job_resubmit_full_bounded_pool)
 }
 END_TEST
 
+/* ---- review: a stop leaves a batch in a worker's ring, a shrink retires
+ * that worker ----------------------------------------------------------------
+ *
+ * The one worker left must run the rest of that batch before the newer jobs
+ * of its level ("FIFO within a level"). Staged: worker 0 alone takes a batch
+ * of jobs 0..15, job 3 stops the pool; a grow while stopped starts worker 1,
+ * held in its worker_init, so that the shrink after it can only retire
+ * worker 0; then worker 1 is let go and the pool started. */
+static struct {
+    sl_pool *pool;
+    atomic_int hold_init;
+    atomic_uint order_n, stopped;
+    unsigned order[64];
+} g_rb;
+
+static void *rb_init(unsigned id, void *user)
+{
+    (void)user;
+    while (id == 1 && atomic_load(&g_rb.hold_init))
+        sl_test_sleep_ns(MS / 10);
+    return NULL;
+}
+
+static void rb_job(void *arg, void *ctx)
+{
+    (void)ctx;
+    unsigned i = (unsigned)of_arg(arg);
+    unsigned at = atomic_fetch_add(&g_rb.order_n, 1);
+    if (at < (unsigned)N_OF(g_rb.order))
+        g_rb.order[at] = i;
+    if (i != 3)
+        return;
+    if (sl_pool_stop(g_rb.pool) != SL_OK)
+        rec_fail("stop from job 3");
+    atomic_store(&g_rb.stopped, 1);
+}
+
+START_TEST(test_retired_batch_runs_before_newer_jobs)
+{
+    begin_test(SUITE, "retired_batch_runs_before_newer_jobs");
+    memset(&g_rb, 0, sizeof g_rb);
+    atomic_store(&g_rb.hold_init, 1);
+    const unsigned n = 40;
+    sl_pool_opts o = {.max_workers = 2, .active_workers = 1, .name = "rb",
+                      .worker_init = rb_init};
+    sl_pool *p = g_rb.pool = new_pool(&o);
+    pool_gate g;
+    gate_init(&g);
+    CHECK_MSG(sl_pool_submit(p, gate_job, &g) == SL_OK, "submit the gate");
+    CHECK_MSG(gate_wait_entered(&g, 1, POOL_SOON_NS), "the gate job did not start");
+    for (unsigned i = 0; i < n; i++)
+        CHECK_MSG(sl_pool_submit(p, rb_job, as_arg(i)) == SL_OK, "submit %u", i);
+    gate_open(&g); /* worker 0 takes jobs 0..15 at once; job 3 stops the pool */
+    CHECK_MSG(wait_uint_ge(&g_rb.stopped, 1, POOL_SOON_NS), "job 3 did not stop the pool");
+    CHECK_MSG(sl_pool_wait_ready(p, POOL_SOON_NS) == SL_OK && atomic_load(&g_rb.order_n) == 4,
+              "the stop from job 3 did not complete (%u jobs ran)", atomic_load(&g_rb.order_n));
+    CHECK_MSG(sl_pool_set_workers(p, 2) == SL_OK, "set_workers(2)");
+    CHECK_MSG(sl_pool_wait_ready(p, POOL_SOON_NS) == SL_OK, "the grow did not complete");
+    CHECK_MSG(sl_pool_set_workers(p, 1) == SL_OK, "set_workers(1)");
+    CHECK_MSG(sl_pool_wait_ready(p, POOL_SOON_NS) == SL_OK, "the shrink did not complete");
+    sl_pool_stats s = stats_of(p);
+    CHECK_MSG(s.retired == 1 && s.queued == n - 4, "retired %llu queued %llu, want 1, %u",
+              ULL(s.retired), ULL(s.queued), n - 4);
+    atomic_store(&g_rb.hold_init, 0); /* worker 1, the one left */
+    CHECK_MSG(sl_pool_start(p) == SL_OK, "start");
+    wait_idle_ok(p);
+    unsigned got = atomic_load(&g_rb.order_n);
+    sl_pool_free(p);
+    gate_destroy(&g);
+    ASSERT_CLEAN();
+    CHECK_MSG(got == n, "%u jobs ran, want %u", got, n);
+    for (unsigned k = 0; k < got; k++)
+        CHECK_MSG(g_rb.order[k] == k, "position %u: job %u ran, want job %u (the retired "
+                  "worker's batch ran after newer jobs of its level)", k, g_rb.order[k], k);
+}
+END_TEST
 
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
 /* ---- review: idle while a worker is held between counting its ring busy
@@ -3079,6 +3155,7 @@ static Suite *pool_suite(void)
     tcase_add_test(tc, test_retired_worker_dies_in_fini);
     tcase_add_test(tc, test_unreplaced_death_not_respawned);
     tcase_add_test(tc, test_died_job_resubmit_full_bounded_pool);
+    tcase_add_test(tc, test_retired_batch_runs_before_newer_jobs);
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
     tcase_add_test(tc, test_idle_asleep_while_batch_fill_held);
     tcase_add_test(tc, test_wake_token_given_back_hands_on);

@@ -61,7 +61,13 @@
  * once (one at a time when queue_capacity is set). A job taken and not yet
  * started still counts as queued, and a stop leaves it queued; a worker with
  * nothing to do takes half of a busy worker's batch, so a long job does not
- * hold back the ones taken with it.
+ * hold back the ones taken with it. The rest of a batch whose worker left
+ * without running it (a shrink or a death after a stop) is taken whole by
+ * the next worker that looks for work, after the queued jobs of higher
+ * levels and before those of its own, so one worker left by a shrink keeps
+ * the order. The exception: batches that several workers held at a stop
+ * run, once one worker is left, in the order of their workers' slots (its
+ * own first), not in the order they were taken.
  *
  * Concurrency:
  *   | operation                          | may run concurrently with          |

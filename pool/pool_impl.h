@@ -295,6 +295,8 @@ struct sl__pool_worker {
     void *ctx;                     /* from worker_init */
     sl_job job;                    /* the job running now, when has_job */
     bool has_job, init_done, fini_done;
+    bool reporting;                /* holds a count in pool->reporting (a death's report) */
+    bool vacated;                  /* left its slot and the live count (worker_vacate) */
     bool counted;                  /* still counted in pool->live */
     bool searching;                /* holds a count in pool->idle's searching (idle.h) */
     enum sl__pool_end end;         /* work()'s result; a field, not a local, because the

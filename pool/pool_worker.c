@@ -466,6 +466,7 @@ static enum sl__pool_end work(sl__pool_worker *w)
 static void worker_vacate(sl__pool_worker *w, enum sl__pool_end end)
 {
     sl_pool *p = w->pool;
+    w->vacated = true;
     pthread_mutex_lock(&p->lock);
     atomic_store_explicit(&p->slots[w->slot].worker, NULL, memory_order_release);
     atomic_fetch_add_explicit(&p->completed_gone,
@@ -520,6 +521,7 @@ static void report_death(sl__pool_worker *w)
     w->has_job = false;
     if (w->job.key)
         sl__pool_key_done(p, w->job.key);
+    w->reporting = false;
     sl__pool_report_end(p);
 }
 
@@ -532,19 +534,22 @@ static void report_death(sl__pool_worker *w)
  * worker, the replacement, which the control thread can place only once
  * the dead one is gone. worker_fini runs before that, so that the
  * replacement's worker_init never overlaps it (at most max_workers workers
- * between the two). wait_idle sees the report through `reporting`. */
+ * between the two). wait_idle sees the report through `reporting`.
+ *
+ * A callback that dies in here (worker_fini, on_discard) runs this handler
+ * again from the top: what is done stays done (`reporting`, `fini_done`,
+ * `vacated`), and what is not is done then. */
 static void worker_died(void *arg)
 {
     sl__pool_worker *w = arg;
     sl_pool *p = w->pool;
-    bool report = w->has_job;
-    if (report)
+    if (w->has_job && !w->reporting) {
+        w->reporting = true;
         sl__pool_report_begin(p); /* published by leave()'s store of `running` */
-#ifdef SL_MUTANT_POOL_DEATH_REPORT_HOLDS_SLOT
-    if (report) { /* planted bug: reported before the worker leaves its slot */
-        report_death(w);
-        report = false;
     }
+#ifdef SL_MUTANT_POOL_DEATH_REPORT_HOLDS_SLOT
+    if (w->has_job) /* planted bug: reported before the worker leaves its slot */
+        report_death(w);
 #endif
     atomic_store_explicit(&w->active, 0, memory_order_seq_cst);
     if (atomic_load_explicit(&p->cmd_waiting, memory_order_seq_cst))
@@ -558,11 +563,13 @@ static void worker_died(void *arg)
      * its worker_fini leaves as it had decided: it is no death to count or
      * to replace (a replacement would undo the retirement). */
 #ifndef SL_MUTANT_POOL_FINI_DEATH_REPLACED /* planted bug when defined */
-    worker_vacate(w, w->end != SL__END_NONE ? w->end : SL__END_DIED);
+    if (!w->vacated)
+        worker_vacate(w, w->end != SL__END_NONE ? w->end : SL__END_DIED);
 #else
-    worker_vacate(w, SL__END_DIED);
+    if (!w->vacated)
+        worker_vacate(w, SL__END_DIED);
 #endif
-    if (report)
+    if (w->has_job)
         report_death(w);
     worker_hand_over(w);
 }

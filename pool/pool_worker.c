@@ -554,21 +554,22 @@ static void worker_died(void *arg)
     atomic_store_explicit(&w->active, 0, memory_order_seq_cst);
     if (atomic_load_explicit(&p->cmd_waiting, memory_order_seq_cst))
         sl__pool_ctl_poke(p);
-    /* A thread dies only inside a job or a callback, and take() ends the
-     * search before a job runs, so no token can be held here; ended anyway,
-     * because a token that left with its thread would strand work. */
-    leave(w);
-    run_fini(w);
-    /* A worker that had already retired or been shut down and then dies in
-     * its worker_fini leaves as it had decided: it is no death to count or
-     * to replace (a replacement would undo the retirement). */
+    if (!w->vacated) { /* else the slot may be a replacement's by now */
+        /* A thread dies only inside a job or a callback, and take() ends
+         * the search before a job runs, so no token can be held here; ended
+         * anyway, because a token that left with its thread would strand
+         * work. */
+        leave(w);
+        run_fini(w);
+        /* A worker that had already retired or been shut down and then dies
+         * in its worker_fini leaves as it had decided: it is no death to
+         * count or to replace (a replacement would undo the retirement). */
 #ifndef SL_MUTANT_POOL_FINI_DEATH_REPLACED /* planted bug when defined */
-    if (!w->vacated)
         worker_vacate(w, w->end != SL__END_NONE ? w->end : SL__END_DIED);
 #else
-    if (!w->vacated)
         worker_vacate(w, SL__END_DIED);
 #endif
+    }
     if (w->has_job)
         report_death(w);
     worker_hand_over(w);

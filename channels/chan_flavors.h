@@ -293,7 +293,8 @@ typedef struct flavor_adapter {
     /* The marks are in the threads' records too (record_mark, epoch_mark). */
     bool record_marks;
     bool unbounded; /* no capacity: sl_chan_cap says SIZE_MAX */
-    bool evicts;    /* a push into a full queue displaces the oldest (sl_chan_send_evict) */
+    bool evicts;    /* a push into a full queue displaces the oldest (sl_chan_send_evict);
+                       so no send waits for room, and a pop owes senders no notify */
     bool recv_only; /* every send form refuses with SL_EINVAL, before any mark */
     bool own_ctor;  /* made by its own constructors: sl_chan_new refuses the flavour */
     bool lags;      /* a pop may answer SL_LAGGED: a batch that took nothing asks pop */

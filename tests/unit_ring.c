@@ -7,12 +7,15 @@
  * which goes to the caller (raw push, sl_chan_send_evict) or to the drop
  * function (every other send form) exactly once; len never exceeds the
  * capacity; random sequences agree with a model deque that drops its oldest
- * element at capacity; sl_chan_free drops the leftovers in FIFO order. Random
- * tests print their seed; SL_TEST_SEED replays one.
+ * element at capacity; sl_chan_free drops the leftovers in FIFO order; the
+ * same, and two producers racing two consumers, with the counters started
+ * just below 2^64 (case "wrap"). Random tests print their seed; SL_TEST_SEED
+ * replays one.
  */
 #include "stress_common.h" /* xmalloc */
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +23,8 @@
 
 #include <sluice/chan.h>
 #include <sluice/ring.h>
+#include "testing.h"               /* the init_at forms: counters near the wrap */
+#include "../channels/chan_impl.h" /* a channel's ring: where its counters are */
 
 /* =========================================================================
  * Raw ring
@@ -880,6 +885,474 @@ START_TEST(test_displaced_head_at_rest)
 }
 END_TEST
 
+/* =========================================================================
+ * Across the counters' wrap
+ * ========================================================================= */
+
+/* Positions are free-running 64-bit counters. These runs start them
+ * WRAP_BELOW positions short of 2^64 (init rounds down to a lap boundary: at
+ * most 15 positions more for these capacities, and the free ring of slot
+ * indices, for messages over 8 bytes, at most 255), so each run crosses the
+ * wrap within its first few hundred positions, in both rings, then goes on
+ * for many laps: every displacement, pop and batch near and past the wrap
+ * sees a stamp and a counter on either side of it. */
+#define WRAP_BELOW 100u
+#define WRAP_START ((uint64_t)0 - WRAP_BELOW)
+#define WRAP_MAX_CAP 9
+#define WRAP_BATCH 12
+#define WRAP_ESZ_MAX 24
+/* The direct form (the value in the cell) and the indexed form (a slot). */
+static const size_t wrap_sizes[] = {8, 24};
+
+/* A message's value: its producer from bit 40 up, its number below. */
+#define WRAP_MSG(p, s) (((uint64_t)(p) << 40) | (uint64_t)(s))
+#define WRAP_NUM(v) ((v) & (((uint64_t)1 << 40) - 1))
+
+/* Whether the counters have crossed the wrap since WRAP_START. */
+static bool wrapped(const sl_ring *r)
+{
+    return atomic_load(&r->q.tail) < WRAP_START && atomic_load(&r->q.head) < WRAP_START;
+}
+
+/* ---- one thread against a sequential model --------------------------------- */
+
+/* The displaced messages a target saw, in order (the drop function's, and
+ * those handed back). */
+typedef struct wrap_log {
+    uint64_t v[4 * WRAP_BATCH];
+    size_t n;
+    size_t esz;
+    bool bad; /* a torn message, or more than fit */
+} wrap_log;
+
+static void wrap_log_add(wrap_log *l, const unsigned char *m)
+{
+    uint64_t v = sl_test_seq_low(m, l->esz);
+    if (!sl_test_seq_is(m, l->esz, v) || l->n == N_OF(l->v))
+        l->bad = true;
+    else
+        l->v[l->n++] = v;
+}
+
+static void wrap_drop(void *elem, void *ctx) { wrap_log_add(ctx, elem); }
+
+/* The ring under test, raw or the SL_RING channel, with one push, a batch
+ * push, one pop and a batch pop each. */
+typedef struct wrap_target {
+    sl_ring raw;
+    sl_chan *ch; /* NULL: the raw ring */
+    wrap_log log;
+} wrap_target;
+
+static void wt_open(wrap_target *t, bool chan, size_t esz, size_t cap)
+{
+    memset(t, 0, sizeof *t);
+    t->log.esz = esz;
+    if (chan) {
+        sl_chan_opts o = {.flavor = SL_RING, .elem_size = esz, .capacity = cap,
+                          .drop = wrap_drop, .drop_ctx = &t->log};
+        ck_assert_int_eq(sl__chan_new_at(&t->ch, &o, WRAP_START), SL_OK);
+    } else {
+        ck_assert_int_eq(sl__ring_init_at(&t->raw, esz, cap, WRAP_START), SL_OK);
+    }
+}
+
+static const sl_ring *wt_ring(const wrap_target *t) { return t->ch ? &t->ch->q.ring : &t->raw; }
+
+/* One push; `see`: the displaced message is handed back (raw, and
+ * sl_chan_send_evict) or goes to the drop function (sl_chan_try_send);
+ * without it the raw ring discards it unseen. */
+static sl_status wt_push(wrap_target *t, const unsigned char *m, bool see)
+{
+    unsigned char ev[WRAP_ESZ_MAX];
+    sl_status st;
+    if (t->ch)
+        st = see ? sl_chan_send_evict(t->ch, m, ev) : sl_chan_try_send(t->ch, m);
+    else
+        st = sl_ring_try_push(&t->raw, m, see ? ev : NULL);
+    if (st == SL_EVICTED && see)
+        wrap_log_add(&t->log, ev);
+    return st;
+}
+
+/* n pushes; every displaced message is seen. How many went. */
+static size_t wt_push_n(wrap_target *t, const unsigned char *m, size_t n)
+{
+    if (t->ch)
+        return sl_chan_try_send_n(t->ch, m, n);
+    size_t i = 0;
+    while (i < n && wt_push(t, m + i * t->log.esz, true) != SL_EINVAL)
+        i++;
+    return i;
+}
+
+static sl_status wt_pop(wrap_target *t, unsigned char *out)
+{
+    return t->ch ? sl_chan_try_recv(t->ch, out) : sl_ring_try_pop(&t->raw, out);
+}
+
+static size_t wt_pop_n(wrap_target *t, unsigned char *out, size_t n)
+{
+    return t->ch ? sl_chan_try_recv_n(t->ch, out, n) : sl_ring_pop_n(&t->raw, out, n);
+}
+
+static size_t wt_len(const wrap_target *t)
+{
+    return t->ch ? sl_chan_len(t->ch) : sl_ring_len(&t->raw);
+}
+
+static void wt_close(wrap_target *t)
+{
+    if (t->ch)
+        sl_chan_free(t->ch);
+    else
+        sl_ring_destroy(&t->raw);
+}
+
+/* The model: a deque of capacity `cap` whose push at capacity drops its
+ * oldest, and the displacements it expects the target to have shown. */
+typedef struct wrap_model {
+    uint64_t q[WRAP_MAX_CAP];
+    size_t first, n, cap;
+    uint64_t drops[4 * WRAP_BATCH];
+    size_t ndrops;
+} wrap_model;
+
+/* Returns whether it dropped one; the dropped message is expected in the
+ * target's log when `seen`. */
+static bool model_push(wrap_model *m, uint64_t v, bool seen)
+{
+    bool full = m->n == m->cap;
+    if (full) {
+        if (seen)
+            m->drops[m->ndrops++] = m->q[m->first];
+        m->first = (m->first + 1) % m->cap;
+        m->n--;
+    }
+    m->q[(m->first + m->n++) % m->cap] = v;
+    return full;
+}
+
+static uint64_t model_pop(wrap_model *m)
+{
+    uint64_t v = m->q[m->first];
+    m->first = (m->first + 1) % m->cap;
+    m->n--;
+    return v;
+}
+
+/* A program of pushes (displacing and not), pops and batches, checked step
+ * by step against the model: each answer, each message, each displaced
+ * message handed over, the length. Then whatever is left, drained: every
+ * message pushed was popped, displaced or left, exactly once. */
+static void wrap_sequential(bool chan, size_t esz, size_t cap)
+{
+    char name[64];
+    snprintf(name, sizeof name, "wrap %s cap %zu esz %zu", chan ? "chan" : "raw", cap, esz);
+    const uint64_t seed = sl_test_seed("unit_ring", name);
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, seed);
+    static wrap_target t;
+    wt_open(&t, chan, esz, cap);
+    wrap_model m = {.cap = cap};
+    unsigned char buf[WRAP_BATCH * WRAP_ESZ_MAX];
+    uint64_t pushed = 0, popped = 0, displaced = 0;
+    const unsigned ops = (unsigned)sl_test_scaled(3000, 1000);
+    unsigned bias = 50;
+    for (unsigned op = 0; op < ops; op++) {
+        if (op % 200 == 0) /* runs of mostly full (displacing) and mostly empty */
+            bias = 15 + (unsigned)(sl_test_rng_next(&rng) % 70);
+        unsigned x = (unsigned)(sl_test_rng_next(&rng) % 100);
+        bool batch = sl_test_rng_next(&rng) % 4 == 0;
+        size_t k = 1 + (size_t)(sl_test_rng_next(&rng) % WRAP_BATCH);
+        if (x < bias && batch) {
+            for (size_t i = 0; i < k; i++)
+                sl_test_seq_fill(buf + i * esz, esz, pushed + i);
+            size_t sent = wt_push_n(&t, buf, k);
+            CHECK(sent == k, "%s seed %llu op %u: batch push of %zu sent %zu", name, ULL(seed),
+                  op, k, sent);
+            for (size_t i = 0; i < k; i++)
+                displaced += model_push(&m, pushed++, true);
+        } else if (x < bias) {
+            bool see = sl_test_rng_next(&rng) % 4 != 0;
+            sl_test_seq_fill(buf, esz, pushed);
+            sl_status st = wt_push(&t, buf, see || chan); /* the channel always hands it on */
+            bool full = model_push(&m, pushed++, see || chan);
+            displaced += full;
+            CHECK(st == (full ? SL_EVICTED : SL_OK), "%s seed %llu op %u: push with %zu of %zu "
+                  "inside returned %s", name, ULL(seed), op, m.n - !full, cap, sl_status_str(st));
+        } else if (batch) {
+            size_t want = k < m.n ? k : m.n;
+            size_t got = wt_pop_n(&t, buf, k);
+            CHECK(got == want, "%s seed %llu op %u: batch pop of %zu with %zu inside took %zu",
+                  name, ULL(seed), op, k, m.n, got);
+            for (size_t i = 0; i < got; i++) {
+                uint64_t v = model_pop(&m);
+                CHECK(sl_test_seq_is(buf + i * esz, esz, v), "%s seed %llu op %u: batch pop "
+                      "[%zu] is %llu, model %llu", name, ULL(seed), op, i,
+                      ULL(sl_test_seq_low(buf + i * esz, esz)), ULL(v));
+            }
+            popped += got;
+        } else {
+            sl_status st = wt_pop(&t, buf);
+            if (m.n == 0) {
+                CHECK(st == SL_EMPTY, "%s seed %llu op %u: pop from empty returned %s", name,
+                      ULL(seed), op, sl_status_str(st));
+            } else {
+                uint64_t v = model_pop(&m);
+                CHECK(st == SL_OK && sl_test_seq_is(buf, esz, v), "%s seed %llu op %u: pop "
+                      "returned %s / %llu, model %llu", name, ULL(seed), op, sl_status_str(st),
+                      ULL(sl_test_seq_low(buf, esz)), ULL(v));
+                popped++;
+            }
+        }
+        CHECK(!t.log.bad && t.log.n == m.ndrops, "%s seed %llu op %u: %zu displaced seen, model "
+              "%zu%s", name, ULL(seed), op, t.log.n, m.ndrops, t.log.bad ? " (torn)" : "");
+        for (size_t i = 0; i < m.ndrops; i++)
+            CHECK(t.log.v[i] == m.drops[i], "%s seed %llu op %u: displaced #%zu is %llu, model's "
+                  "oldest %llu", name, ULL(seed), op, i, ULL(t.log.v[i]), ULL(m.drops[i]));
+        t.log.n = m.ndrops = 0;
+        size_t len = wt_len(&t);
+        CHECK(len == m.n, "%s seed %llu op %u: len %zu, model %zu", name, ULL(seed), op, len, m.n);
+    }
+    CHECK(wrapped(wt_ring(&t)), "%s: %llu pushes did not cross the wrap", name, ULL(pushed));
+    uint64_t left = m.n;
+    while (m.n) {
+        uint64_t v = model_pop(&m);
+        CHECK(wt_pop(&t, buf) == SL_OK && sl_test_seq_is(buf, esz, v),
+              "%s seed %llu: drain: not %llu", name, ULL(seed), ULL(v));
+    }
+    CHECK(wt_pop(&t, buf) == SL_EMPTY, "%s seed %llu: drained, not empty", name, ULL(seed));
+    CHECK(popped + displaced + left == pushed, "%s: %llu popped + %llu displaced + %llu left, "
+          "%llu pushed", name, ULL(popped), ULL(displaced), ULL(left), ULL(pushed));
+    wt_close(&t);
+}
+
+START_TEST(test_wrap_model)
+{
+    const size_t cap = (size_t)_i;
+    for (int s = 0; s < N_OF(wrap_sizes); s++) {
+        wrap_sequential(false, wrap_sizes[s], cap);
+        wrap_sequential(true, wrap_sizes[s], cap);
+    }
+}
+END_TEST
+
+/* ---- two producers and two consumers ---------------------------------------- */
+
+/* Producers send with every form (a displaced message comes back to the
+ * sender, or to the drop function, which runs in the sender's thread);
+ * consumers receive one at a time and in batches. Every thread that takes
+ * messages checks each (whole, from a producer, not taken before: a byte
+ * per message, exchanged) and that each producer's numbers rise among the
+ * messages it takes: the ring is FIFO, and one thread's takes, received or
+ * displaced, are in position order. At the end every message sent was taken
+ * exactly once. */
+#define RACE_PRODUCERS 2
+#define RACE_CONSUMERS 2
+
+typedef struct wrap_race {
+    sl_chan *ch;
+    size_t esz, cap;
+    uint64_t deadline, min_per, max_per;
+    _Atomic unsigned char *seen[RACE_PRODUCERS];
+    _Atomic uint64_t sent[RACE_PRODUCERS];
+    _Atomic unsigned producers_done;
+    _Atomic int bad;
+    _Atomic uint64_t bad_value;
+    sl_test_barrier start;
+} wrap_race;
+
+typedef struct wrap_taker {
+    wrap_race *r;
+    unsigned id;
+    uint64_t last[RACE_PRODUCERS]; /* the last number taken from each (NONE: none yet) */
+    uint64_t took;
+    pthread_t tid;
+} wrap_taker;
+
+/* The sending thread's taker, for the drop function. */
+static _Thread_local wrap_taker *race_self;
+
+static void race_flag(wrap_race *r, int code, uint64_t v)
+{
+    int zero = 0;
+    if (atomic_compare_exchange_strong(&r->bad, &zero, code))
+        atomic_store(&r->bad_value, v);
+}
+
+static void race_take(wrap_taker *t, const unsigned char *m)
+{
+    wrap_race *r = t->r;
+    uint64_t v = sl_test_seq_low(m, r->esz), p = v >> 40, s = WRAP_NUM(v);
+    if (!sl_test_seq_is(m, r->esz, v))
+        race_flag(r, 1, v);
+    else if (p >= RACE_PRODUCERS || s >= r->max_per)
+        race_flag(r, 2, v);
+    else if (t->last[p] != NONE && s <= t->last[p])
+        race_flag(r, 3, v);
+    else if (atomic_exchange(&r->seen[p][s], 1) != 0)
+        race_flag(r, 4, v);
+    else {
+        t->last[p] = s;
+        t->took++;
+    }
+}
+
+static void race_drop(void *elem, void *ctx)
+{
+    (void)ctx;
+    race_take(race_self, elem);
+}
+
+static void *race_producer(void *arg)
+{
+    wrap_taker *t = arg;
+    wrap_race *r = t->r;
+    race_self = t;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, 0x5EED0 + t->id);
+    unsigned char buf[8 * WRAP_ESZ_MAX], ev[WRAP_ESZ_MAX];
+    sl_test_barrier_wait(&r->start);
+    uint64_t s = 0;
+    while (s < r->max_per && (s < r->min_per || sl_test_now_ns() < r->deadline) &&
+           !atomic_load(&r->bad)) {
+        unsigned form = (unsigned)(sl_test_rng_next(&rng) % 4);
+        if (form == 0) {
+            size_t k = 1 + (size_t)(sl_test_rng_next(&rng) % 8);
+            if (k > r->max_per - s)
+                k = (size_t)(r->max_per - s);
+            for (size_t i = 0; i < k; i++)
+                sl_test_seq_fill(buf + i * r->esz, r->esz, WRAP_MSG(t->id, s + i));
+            size_t sent = sl_chan_try_send_n(r->ch, buf, k);
+            if (sent != k)
+                race_flag(r, 5, sent);
+            s += k;
+        } else {
+            sl_test_seq_fill(buf, r->esz, WRAP_MSG(t->id, s));
+            sl_status st = form == 1 ? sl_chan_send_evict(r->ch, buf, ev)
+                                     : sl_chan_try_send(r->ch, buf);
+            if (st == SL_EVICTED && form == 1)
+                race_take(t, ev);
+            else if (st != SL_OK && st != SL_EVICTED)
+                race_flag(r, 6, (uint64_t)st);
+            s++;
+        }
+        if (sl_chan_len(r->ch) > r->cap)
+            race_flag(r, 7, sl_chan_len(r->ch));
+        sl_test_maybe_stall(&rng, 1000);
+    }
+    atomic_store(&r->sent[t->id], s);
+    atomic_fetch_add(&r->producers_done, 1);
+    return NULL;
+}
+
+static void *race_consumer(void *arg)
+{
+    wrap_taker *t = arg;
+    wrap_race *r = t->r;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, 0xC0DE0 + t->id);
+    unsigned char buf[8 * WRAP_ESZ_MAX];
+    sl_test_barrier_wait(&r->start);
+    while (!atomic_load(&r->bad)) {
+        /* Read before the pop: once every producer is done, every push is
+         * complete, and a pop that finds the ring empty ends the run. */
+        bool done = atomic_load(&r->producers_done) == RACE_PRODUCERS;
+        size_t got;
+        if (sl_test_rng_next(&rng) % 3 == 0) {
+            got = sl_chan_try_recv_n(r->ch, buf, 1 + (size_t)(sl_test_rng_next(&rng) % 8));
+        } else {
+            sl_status st = sl_chan_try_recv(r->ch, buf);
+            got = st == SL_OK;
+            if (st != SL_OK && st != SL_EMPTY)
+                race_flag(r, 8, (uint64_t)st);
+        }
+        for (size_t i = 0; i < got; i++)
+            race_take(t, buf + i * r->esz);
+        if (!got) {
+            if (done)
+                break;
+            sched_yield();
+        }
+        sl_test_maybe_stall(&rng, 1000);
+    }
+    return NULL;
+}
+
+static void wrap_race_run(size_t esz, size_t cap, uint64_t run_ns)
+{
+    static wrap_race r;
+    memset(&r, 0, sizeof r);
+    r.esz = esz;
+    r.cap = cap;
+    r.min_per = sl_test_scaled(2000, 500); /* many laps past the wrap, however slow */
+    r.max_per = (uint64_t)1 << 21;
+    for (int p = 0; p < RACE_PRODUCERS; p++)
+        r.seen[p] = xcalloc(r.max_per, 1);
+    sl_chan_opts o = {.flavor = SL_RING, .elem_size = esz, .capacity = cap, .drop = race_drop};
+    ck_assert_int_eq(sl__chan_new_at(&r.ch, &o, WRAP_START), SL_OK);
+    sl_test_barrier_init(&r.start, RACE_PRODUCERS + RACE_CONSUMERS + 1);
+    wrap_taker th[RACE_PRODUCERS + RACE_CONSUMERS + 1]; /* the last: this thread's drain */
+    for (unsigned k = 0; k < N_OF(th); k++) {
+        th[k] = (wrap_taker){.r = &r, .id = k < RACE_PRODUCERS ? k : k - RACE_PRODUCERS};
+        for (int p = 0; p < RACE_PRODUCERS; p++)
+            th[k].last[p] = NONE;
+    }
+    for (unsigned k = 0; k < RACE_PRODUCERS + RACE_CONSUMERS; k++)
+        ck_assert_int_eq(pthread_create(&th[k].tid, NULL,
+                                        k < RACE_PRODUCERS ? race_producer : race_consumer,
+                                        &th[k]), 0);
+    r.deadline = sl_test_now_ns() + run_ns; /* before the barrier releases them */
+    sl_test_barrier_wait(&r.start);
+    for (unsigned k = 0; k < RACE_PRODUCERS + RACE_CONSUMERS; k++)
+        pthread_join(th[k].tid, NULL);
+    sl_test_barrier_destroy(&r.start);
+    /* What the consumers left (a race at the end), and the drop at free. */
+    wrap_taker *me = &th[N_OF(th) - 1];
+    race_self = me;
+    unsigned char buf[WRAP_ESZ_MAX];
+    while (sl_chan_try_recv(r.ch, buf) == SL_OK)
+        race_take(me, buf);
+    int bad = atomic_load(&r.bad);
+    ck_assert_msg(bad == 0, "cap %zu esz %zu: problem %d with %#llx (1 torn, 2 foreign, "
+                  "3 order, 4 twice, 5 batch count, 6/8 status, 7 len > cap)", cap, esz, bad,
+                  ULL(atomic_load(&r.bad_value)));
+    ck_assert_msg(wrapped(&r.ch->q.ring), "cap %zu esz %zu: did not cross the wrap", cap, esz);
+    uint64_t took = 0, sent = 0;
+    for (unsigned k = 0; k < N_OF(th); k++)
+        took += th[k].took;
+    for (int p = 0; p < RACE_PRODUCERS; p++) {
+        uint64_t n = atomic_load(&r.sent[p]);
+        sent += n;
+        for (uint64_t s = 0; s < n; s++)
+            CHECK(atomic_load(&r.seen[p][s]) == 1,
+                  "cap %zu esz %zu: message %d/%llu neither received nor displaced", cap, esz, p,
+                  ULL(s));
+        free((void *)r.seen[p]);
+    }
+    ck_assert_uint_eq(took, sent);
+    /* Still exact: capacity messages fit, the next displaces one. */
+    memset(buf, 0, sizeof buf);
+    for (size_t i = 0; i < cap; i++)
+        ck_assert_int_eq(sl_chan_try_send(r.ch, buf), SL_OK);
+    ck_assert_uint_eq(sl_chan_len(r.ch), cap);
+    ck_assert_int_eq(sl_chan_send_evict(r.ch, buf, buf), SL_EVICTED);
+    ck_assert_uint_eq(sl_chan_len(r.ch), cap);
+    for (size_t i = 0; i < cap; i++) /* none left for the drop function at free */
+        ck_assert_int_eq(sl_chan_try_recv(r.ch, buf), SL_OK);
+    ck_assert_int_eq(sl_chan_try_recv(r.ch, buf), SL_EMPTY);
+    sl_chan_free(r.ch);
+}
+
+START_TEST(test_wrap_race)
+{
+    const size_t cap = (size_t)_i;
+    for (int s = 0; s < N_OF(wrap_sizes); s++)
+        wrap_race_run(wrap_sizes[s], cap, 40 * MS);
+}
+END_TEST
+
 static Suite *ring_suite(void)
 {
     Suite *s = suite_create("ring");
@@ -911,6 +1384,12 @@ static Suite *ring_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_chan_blocking_recv);
     tcase_add_test(tc, test_chan_close);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("wrap");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_wrap_model, 1, WRAP_MAX_CAP + 1);
+    tcase_add_loop_test(tc, test_wrap_race, 1, WRAP_MAX_CAP + 1);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -247,11 +247,15 @@ static inline uint64_t sl__cellring_peek_front(const sl__cellring *r,
  * x1.2-x1.4, docs/performance.md "The next line fetched ahead"). Once a
  * line, by the one push that starts it. Not while the ring runs full: the
  * next line is then the one the consumers are taking, and the hint would
- * pull it away from them; a thread whose push found the ring full leaves
- * the hint out for its next SL__CELLRING_QUIET_LINES lines (a consumer-bound
- * stream finds it full again within them). Only the line after: two lines
- * ahead measured slower. Consumers take no such hint: their next line is
- * the one a producer close ahead is still writing (measured x0.87). */
+ * pull it away from them; a thread whose push found the ring full (refused,
+ * or displacing the oldest: SL_RING) leaves the hint out for its next
+ * SL__CELLRING_QUIET_LINES lines (a consumer-bound stream finds it full
+ * again within them; after a displacing push, an overwrite ring's 1/1
+ * consumer received 13-14 points more of the messages at a send rate level
+ * within the noise: docs/performance.md, "SL_RING: no notify, no hint").
+ * Only the line after: two lines ahead measured slower. Consumers take no
+ * such hint: their next line is the one a producer close ahead is still
+ * writing (measured x0.87). */
 #define SL__CELLRING_QUIET_LINES 16u
 /* Lines left before this thread's pushes fetch ahead again. */
 extern _Thread_local unsigned sl__cellring_quiet __attribute__((tls_model("initial-exec")));
@@ -460,6 +464,9 @@ sl__cellring_push_as(const sl__cellring *r, uint64_t value, bool displace, uint6
                 sl__cellring_move(r->head, atomic_load_explicit(r->head, memory_order_seq_cst),
                                   sl__cellring_next(r, s - 1));
                 *evicted = old;
+                /* Running full, as a push refused for it: the next line
+                 * holds the oldest messages, the consumers' (below). */
+                sl__cellring_quiet = SL__CELLRING_QUIET_LINES;
             } else if (give_back) {
                 SL_FI(); /* published, the cell's slot not yet given back */
                 /* Release: the pops that took old's bytes (before this

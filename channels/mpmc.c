@@ -166,7 +166,8 @@ int sl__mpmc_publish(sl_mpmc *q, uint64_t value, bool displace, uint64_t *evicte
     /* The cell's CAS publishes the bytes (release) and is the condition
      * change a parked receiver pairs with. The next line is fetched ahead
      * in the direct form only: the overwrite ring's indexed used ring runs
-     * full, and the hint there took the consumers' line (cellring.h). */
+     * full, and the hint there took the consumers' line (cellring.h); for
+     * the same reason a displacing push in the direct form quiets it. */
     sl__cellring r = sl__mpmc_used_ring(q);
     return sl__cellring_push_as(&r, value, displace, evicted, false, NULL, 0, q->slots == NULL,
                                 NULL);

@@ -297,14 +297,28 @@ SL_API sl_status sl_list_init(sl_list *q, size_t elem_size)
 }
 
 /* The tail segment is used up: link a new one carrying our message in slot 0,
- * or follow the one another producer linked. SL_OK: sent; SL_EMPTY: retry. */
+ * or follow the one another producer linked. SL_OK: sent; SL_EMPTY: retry;
+ * SL_ENOMEM: the list could not grow. */
 static sl_status push_grow(sl_list *q, sl_list_seg *seg, const void *elem)
 {
     sl_list_seg *next = atomic_load_explicit(&seg->next, memory_order_acquire);
-    if (!next) {
-        sl_list_seg *fresh = seg_get(q);
-        if (!fresh)
+    sl_list_seg *fresh = next ? NULL : seg_get(q);
+    if (!next && !fresh) {
+#ifdef SL_MUTANT_LIST_ENOMEM_FIRST_LOOK
+        return SL_ENOMEM; /* planted bug: ENOMEM although another producer may have grown it */
+#endif
+        /* No segment to be had, yet the list may have grown meanwhile: a
+         * producer whose allocation succeeded linked one (this push goes on
+         * into it), or a reclaimer put back a spare. Answering SL_ENOMEM
+         * from the first look would report a list that could not grow when
+         * it just did; from this second look it is true when said (the
+         * answer's linearization point). Acquire: as the first look, for
+         * the segment followed. */
+        next = atomic_load_explicit(&seg->next, memory_order_acquire);
+        if (!next && !(fresh = take_spare(q)))
             return SL_ENOMEM;
+    }
+    if (fresh) {
         fresh->base = seg->base + q->seg_slots;
         list_slot first = slot_at(q, fresh, 0);
         memcpy(first.bytes, elem, q->elem_size);

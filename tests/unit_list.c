@@ -411,6 +411,85 @@ START_TEST(test_enomem_at_boundary)
 }
 END_TEST
 
+/* A growing push whose allocation fails while another producer links a
+ * segment: the failing producer's allocation entry lets the other push
+ * (whose allocation succeeds) grow the list, waits for it, then fails. The
+ * list did grow, so the failing push must go on into the new segment
+ * rather than answer SL_ENOMEM. */
+static struct grow_race {
+    sl_list *q;
+    pthread_t failing;
+    atomic_bool failed_once, go, grown;
+    sl_status other; /* the other producer's push */
+} g_race;
+
+static void *race_alloc(size_t align, size_t size)
+{
+    if (pthread_equal(pthread_self(), g_race.failing) &&
+        !atomic_exchange(&g_race.failed_once, true)) {
+        atomic_store(&g_race.go, true);
+        while (!atomic_load(&g_race.grown))
+            sched_yield();
+        return NULL;
+    }
+    return sl_test_sys_base()->alloc(align, size);
+}
+
+static void *race_other_producer(void *arg)
+{
+    (void)arg;
+    uint64_t v = UINT64_C(1) << 40;
+    while (!atomic_load(&g_race.go))
+        sched_yield();
+    g_race.other = sl_list_try_push(g_race.q, &v);
+    atomic_store(&g_race.grown, true);
+    return NULL;
+}
+
+START_TEST(test_enomem_not_when_another_grew)
+{
+    const size_t slots = expected_slots(8);
+    sl_list q;
+    ck_assert_int_eq(sl_list_init(&q, 8), SL_OK);
+    uint64_t v = 0;
+    for (; v < slots; v++)
+        ck_assert_int_eq(sl_list_try_push(&q, &v), SL_OK);
+    ck_assert_uint_eq(sl_list_segments(&q), 1); /* fresh: no spare to grow into */
+    g_race.q = &q;
+    g_race.failing = pthread_self();
+    atomic_store(&g_race.failed_once, false);
+    atomic_store(&g_race.go, false);
+    atomic_store(&g_race.grown, false);
+    pthread_t other;
+    ck_assert_int_eq(pthread_create(&other, NULL, race_other_producer, NULL), 0);
+    static const sl_sys_ops race_ops = {.alloc = race_alloc};
+    sl_test_sys_install(&race_ops);
+    sl_status st = sl_list_try_push(&q, &v);
+    sl_test_sys_restore();
+    ck_assert_int_eq(pthread_join(other, NULL), 0);
+    ck_assert_msg(atomic_load(&g_race.failed_once), "the push did not try to allocate");
+    ck_assert_int_eq(g_race.other, SL_OK);
+    ck_assert_msg(st == SL_OK,
+                  "push answered %d (SL_ENOMEM: %d) although another producer had linked a "
+                  "segment while its allocation failed",
+                  (int)st, (int)SL_ENOMEM);
+    ck_assert_uint_eq(sl_list_len(&q), slots + 2);
+    ck_assert_uint_eq(sl_list_segments(&q), 2);
+    uint64_t out;
+    for (uint64_t k = 0; k < slots; k++) {
+        ck_assert_int_eq(sl_list_try_pop(&q, &out), SL_OK);
+        ck_assert_uint_eq(out, k);
+    }
+    /* The other producer's push took the new segment's slot 0. */
+    ck_assert_int_eq(sl_list_try_pop(&q, &out), SL_OK);
+    ck_assert_uint_eq(out, UINT64_C(1) << 40);
+    ck_assert_int_eq(sl_list_try_pop(&q, &out), SL_OK);
+    ck_assert_uint_eq(out, slots);
+    ck_assert_int_eq(sl_list_try_pop(&q, &out), SL_EMPTY);
+    sl_list_destroy(&q);
+}
+END_TEST
+
 /* Steady state allocates nothing: with every allocation failing, a list
  * whose consumer keeps within a segment of its producer grows through its
  * spare segment, 200 segments over. */
@@ -1463,6 +1542,7 @@ static Suite *list_suite(void)
     tcase_set_timeout(tc, 180);
     tcase_add_test(tc, test_memory_returns_after_drain);
     tcase_add_test(tc, test_enomem_at_boundary);
+    tcase_add_test(tc, test_enomem_not_when_another_grew);
     tcase_add_test(tc, test_steady_state_uses_spare);
     tcase_add_test(tc, test_records_reused_after_exit);
     /* Not under TSan, which cannot start threads in the child of a threaded

@@ -29,7 +29,10 @@
  *   - Growing: a push that finds the last segment full links a new one. It
  *     reuses the list's spare segment if there is one, else calls
  *     aligned_alloc (whose own progress is the allocator's). try_push fails
- *     only with SL_ENOMEM, when that allocation fails; nothing is consumed.
+ *     only with SL_ENOMEM, when that allocation fails and a second look,
+ *     after it failed, finds the list still unable to grow: no segment
+ *     linked by another producer meanwhile (the push goes on into one
+ *     that was) and no spare put back. Nothing is consumed.
  *   - A thread's first operation on any list (and its first after its
  *     record was given back) takes a reclamation record: reuses one that
  *     an exited thread gave back, or calls aligned_alloc for a new one, and
@@ -101,8 +104,9 @@ SL_API sl_status sl_list_init(sl_list *q, size_t elem_size);
  * inside are discarded unseen. NULL is fine. No other thread may use q. */
 SL_API void sl_list_destroy(sl_list *q);
 
-/* Appends one message. Returns SL_OK, SL_ENOMEM (a new segment was needed
- * and none could be allocated; nothing consumed), or SL_EINVAL for NULL q or
+/* Appends one message. Returns SL_OK, SL_ENOMEM (a new segment was needed,
+ * none could be allocated, and no other producer had linked one by the time
+ * the allocation failed; nothing consumed), or SL_EINVAL for NULL q or
  * elem. Lock-free (allocates only to grow, see above); acts as release, and
  * the publishing step is a seq_cst RMW. */
 SL_API sl_status sl_list_try_push(sl_list *q, const void *elem);

@@ -31,12 +31,21 @@ static SL_ATOMIC(uint64_t) anonymous;
 /* The pthread key whose destructor gives a record back, plus one (0: none). */
 static SL_ATOMIC(unsigned) exit_key_plus1;
 
+/* Set when the thread's record went back at its exit (give_back). Another
+ * key's destructor may still use a list after that, in this round or a
+ * later one; a record taken then would need the key set again, and after
+ * glibc's last round (PTHREAD_DESTRUCTOR_ITERATIONS) no destructor runs to
+ * give it back: it would stay owned, one record lost per such thread. So
+ * the thread goes on without one (sl__epoch_record). */
+static _Thread_local bool exiting;
+
 /* Thread exit: the record goes back for another thread to take. The thread is
  * outside every operation here, so its announcement is already 0. */
 static void give_back(void *p)
 {
     sl_epoch_rec *r = p;
     sl__epoch_self = NULL;
+    exiting = true;
     /* Release: this thread's last exit store is seen by the next owner. */
     atomic_store_explicit(&r->owned, 0, memory_order_release);
 }
@@ -154,6 +163,12 @@ sl_epoch_rec *sl__epoch_record(void)
      * side (sl__epoch_refresh) and every scan's heavy side agree on. */
     sl__event_choose_barrier();
     pthread_once(&fork_handler_once, register_fork_handler);
+#ifndef SL_MUTANT_EPOCH_EXIT_RETAKES /* planted bug when defined */
+    /* Past its record's destructor: anonymous until it is gone, through the
+     * shared counter, which each operation gives back as it leaves. */
+    if (exiting)
+        return NULL;
+#endif
     pthread_key_t key;
     sl_epoch_rec *r = NULL;
     if (exit_key(&key) == 0) {

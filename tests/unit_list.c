@@ -557,6 +557,68 @@ START_TEST(test_records_reused_after_exit)
 }
 END_TEST
 
+/* A list used at thread exit by another key's destructor, in glibc's last
+ * round of destructors (PTHREAD_DESTRUCTOR_ITERATIONS), long after the
+ * list's own destructor gave the thread's record back: a record it took
+ * then would never be given back (no round follows to run the list's
+ * destructor again). The record count must not grow with such threads. */
+static pthread_key_t late_key;
+static sl_list *late_q;
+static atomic_uint late_failures, late_last_rounds;
+
+/* The key's value is its round: set again until the last round, where it
+ * uses the list. */
+static void late_destructor(void *p)
+{
+    uintptr_t round = (uintptr_t)p;
+    if (round < PTHREAD_DESTRUCTOR_ITERATIONS) {
+        if (pthread_setspecific(late_key, (void *)(round + 1)) != 0)
+            atomic_fetch_add(&late_failures, 1);
+        return;
+    }
+    atomic_fetch_add(&late_last_rounds, 1);
+    if (one_push_pop(late_q) != NULL)
+        atomic_fetch_add(&late_failures, 1);
+}
+
+static void *use_then_exit_late(void *arg)
+{
+    if (one_push_pop(arg) != NULL || pthread_setspecific(late_key, (void *)1) != 0)
+        return arg;
+    return NULL;
+}
+
+START_TEST(test_record_used_in_last_destructor_round)
+{
+    sl_list q;
+    ck_assert_int_eq(sl_list_init(&q, 8), SL_OK);
+    ck_assert_ptr_null(one_push_pop(&q)); /* this thread's record */
+    ck_assert_int_eq(pthread_key_create(&late_key, late_destructor), 0);
+    late_q = &q;
+    atomic_store(&late_failures, 0);
+    atomic_store(&late_last_rounds, 0);
+    size_t before = sl__epoch_records();
+    ck_assert_uint_ge(before, 1);
+    const unsigned threads = 50;
+    for (unsigned i = 0; i < threads; i++) {
+        pthread_t t;
+        void *ret;
+        ck_assert_int_eq(pthread_create(&t, NULL, use_then_exit_late, &q), 0);
+        ck_assert_int_eq(pthread_join(t, &ret), 0);
+        ck_assert_ptr_null(ret);
+    }
+    ck_assert_uint_eq(atomic_load(&late_last_rounds), threads);
+    ck_assert_uint_eq(atomic_load(&late_failures), 0);
+    size_t after = sl__epoch_records();
+    ck_assert_msg(after <= before + 1,
+                  "%zu records after %u threads used the list in their last destructor round "
+                  "(%zu before): each kept one",
+                  after, threads, before);
+    ck_assert_int_eq(pthread_key_delete(late_key), 0);
+    sl_list_destroy(&q);
+}
+END_TEST
+
 static void *registered_then_wait(void *arg)
 {
     sl_test_barrier *b = arg;
@@ -1545,6 +1607,11 @@ static Suite *list_suite(void)
     tcase_add_test(tc, test_enomem_not_when_another_grew);
     tcase_add_test(tc, test_steady_state_uses_spare);
     tcase_add_test(tc, test_records_reused_after_exit);
+    /* Not under TSan, whose own key destructor tears down the thread's
+     * state in the last round, before this test's runs: any instrumented
+     * access there faults. */
+    if (!UL_TSAN)
+        tcase_add_test(tc, test_record_used_in_last_destructor_round);
     /* Not under TSan, which cannot start threads in the child of a threaded
      * fork: left out there, not passed without looking. */
     if (!UL_TSAN)

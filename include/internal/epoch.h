@@ -17,7 +17,9 @@
  *
  * No helper thread and no lock: the thread that unlinks frees what is safe.
  * Records are registered lock-free on a thread's first operation and given
- * back at thread exit for reuse. A thread that cannot get a record (out of
+ * back at thread exit for reuse; an operation after that, from another
+ * key's destructor, goes without one (channels/epoch.c, `exiting`). A
+ * thread that cannot get a record (out of
  * memory or of pthread keys) enters anonymously through one shared counter,
  * and while any thread is inside anonymously nothing is freed.
  *
@@ -69,8 +71,8 @@ extern SL_ATOMIC(uint64_t) sl__epoch_global;
 extern SL_ATOMIC(unsigned) sl__epoch_forks;
 extern _Thread_local sl_epoch_rec *sl__epoch_self __attribute__((tls_model("initial-exec")));
 
-/* First operation of a thread (or after its record was given back):
- * registers and enters. Returns the record, or NULL for an anonymous entry. */
+/* First operation of a thread (or one after its record was given back at
+ * its exit, which stays anonymous): registers and enters. Returns the record, or NULL for an anonymous entry. */
 sl_epoch_rec *sl__epoch_enter_slow(void);
 /* The calling thread's record, taken (or allocated) on first use and given
  * back at thread exit, without entering; NULL when none could be had. */

@@ -33,13 +33,16 @@
  *     after it failed, finds the list still unable to grow: no segment
  *     linked by another producer meanwhile (the push goes on into one
  *     that was) and no spare put back. Nothing is consumed.
- *   - A thread's first operation on any list (and its first after its
- *     record was given back) takes a reclamation record: reuses one that
- *     an exited thread gave back, or calls aligned_alloc for a new one, and
- *     calls pthread_setspecific so that the record is given back when the
- *     thread exits; the first such call in the process also calls
- *     pthread_key_create and pthread_atfork. If any of these fails, the operation still runs,
- *     through a shared counter, and frees nothing while it runs.
+ *   - A thread's first operation on any list takes a reclamation record:
+ *     reuses one that an exited thread gave back, or calls aligned_alloc
+ *     for a new one, and calls pthread_setspecific so that the record is
+ *     given back when the thread exits; the first such call in the process
+ *     also calls pthread_key_create and pthread_atfork. If any of these
+ *     fails, the operation still runs, through a shared counter, and frees
+ *     nothing while it runs. So does every operation of a thread whose
+ *     record has already been given back at its exit (a list used from
+ *     another thread-specific destructor): a record taken then could
+ *     outlive the destructor rounds and never be given back.
  *   - Reclaiming: a pop that moves past a used-up segment (once per segment),
  *     a pop that finds the list empty, and a push that grows with no spare
  *     segment to reuse may read every thread's record and return unused

@@ -120,12 +120,16 @@ static inline list_slot slot_at(const sl_list *q, sl_list_seg *s, uint64_t i)
 /* Empties s for use as a segment of q. No other thread may reach s. */
 static void seg_reset(const sl_list *q, sl_list_seg *s)
 {
-    atomic_init(&s->enq, 0);
-    atomic_init(&s->deq, 0);
-    atomic_init(&s->next, NULL);
-    atomic_init(&s->retired, 0);
+    /* Relaxed atomic stores, not atomic_init (a non-atomic write): reclaim's
+     * release fence orders its move of `oldest` before these, by C11's
+     * rules, only if they are atomic. Each is still one plain store. */
+    atomic_store_explicit(&s->enq, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->deq, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->next, NULL, memory_order_relaxed);
+    atomic_store_explicit(&s->retired, 0, memory_order_relaxed);
     /* Plain bytes: nobody else can see s (never published, or past its grace
-     * period). */
+     * period), and nobody who reaches s through `oldest` reads its states;
+     * they reach the next producer through the spare's release CAS. */
     for (size_t g = 0, n = seg_groups(q); g < n; g++)
         memset(s->groups + g * q->group_bytes, SLOT_EMPTY, GROUP_STATES);
 }
@@ -249,8 +253,11 @@ static void reclaim(sl_list *q, const sl_epoch_rec *self)
         /* `oldest` passes s before s is put: a fork between the two leaves
          * the child one segment short, never one it would free twice. */
         atomic_store_explicit(&q->oldest, next, memory_order_relaxed);
-        /* Store-store: `oldest` moves before seg_put's reset (plain stores)
-         * lands, for a fork's snapshot too; a relaxed store alone orders
+        /* Store-store: `oldest` moves before seg_put's reset of s's header
+         * lands (its `next` and `retired`, which a walk from `oldest` reads,
+         * for a fork's snapshot too): a release fence, then those relaxed
+         * atomic stores (seg_reset), so whoever reads a reset field with
+         * acquire sees `oldest` past s. A relaxed store alone orders
          * nothing on aarch64 (nor against the compiler). A compiler barrier
          * on x86. */
         atomic_thread_fence(memory_order_release);

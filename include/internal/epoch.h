@@ -72,10 +72,12 @@ extern SL_ATOMIC(unsigned) sl__epoch_forks;
 extern _Thread_local sl_epoch_rec *sl__epoch_self __attribute__((tls_model("initial-exec")));
 
 /* First operation of a thread (or one after its record was given back at
- * its exit, which stays anonymous): registers and enters. Returns the record, or NULL for an anonymous entry. */
+ * its exit, which stays anonymous): registers and enters. Returns the
+ * record, or NULL for an anonymous entry. */
 sl_epoch_rec *sl__epoch_enter_slow(void);
 /* The calling thread's record, taken (or allocated) on first use and given
- * back at thread exit, without entering; NULL when none could be had. */
+ * back at thread exit, without entering; NULL when none could be had, and
+ * once the thread's record has gone back at its exit. */
 sl_epoch_rec *sl__epoch_record(void);
 void sl__epoch_exit_anonymous(void);
 

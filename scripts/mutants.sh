@@ -388,7 +388,7 @@ run_one() {
             (cd "$dir" && timeout "$limit" env $env "$(cat base-exe)" $args) \
                 >"$dir/baseline.out" 2>&1 ||
                 { echo "mutants: $check fails without $name too (see $dir/baseline.out)" >&2
-                  verdict="BASELINE FAILED"; }
+                  verdict="BASELINE FAILED" how="the check fails without the planted bug"; }
         fi
         if [ "${verdict:-}" != "BASELINE FAILED" ]; then
             run_check "$dir" "$limit" "$preset" "$env" "$exe" "$args" "$must"

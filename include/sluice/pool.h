@@ -58,7 +58,11 @@
  * while a worker is already searching for work.
  *
  * Workers take queued jobs in batches: up to 16 of the top priority level at
- * once (one at a time when queue_capacity is set). A job taken and not yet
+ * once (one at a time when queue_capacity is set). "Higher priorities run
+ * first" holds when a worker takes work: a worker runs the rest of its
+ * batch before it looks at the queue again, so a job of a higher level
+ * submitted meanwhile waits for up to 15 jobs of the batch's level on each
+ * worker (or for an idle worker to take it). A job taken and not yet
  * started still counts as queued, and a stop leaves it queued; a worker with
  * nothing to do takes half of a busy worker's batch, so a long job does not
  * hold back the ones taken with it. The rest of a batch whose worker left

@@ -296,6 +296,7 @@ struct sl__pool_worker {
     sl_job job;                    /* the job running now, when has_job */
     bool has_job, init_done, fini_done;
     bool reporting;                /* holds a count in pool->reporting (a death's report) */
+    bool reported;                 /* on_discard called for the death's job (report_death) */
     bool vacated;                  /* left its slot and the live count (worker_vacate) */
     bool counted;                  /* still counted in pool->live */
     bool searching;                /* holds a count in pool->idle's searching (idle.h) */

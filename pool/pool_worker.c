@@ -517,7 +517,19 @@ static void run_fini(sl__pool_worker *w)
 static void report_death(sl__pool_worker *w)
 {
     sl_pool *p = w->pool;
-    sl__pool_discard(p, &w->job, SL_DISCARD_WORKER_DIED);
+#ifndef SL_MUTANT_POOL_DISCARD_DEATH_REPEATED /* planted bug when defined */
+    if (w->reported) {
+        /* on_discard ended the thread (pthread_exit) and sent it through
+         * the handler again: the report is over, though it never returned.
+         * Counted as sl__pool_discard would have; calling it again would
+         * report the job twice, and for ever if it exits each time. */
+        atomic_fetch_add_explicit(&p->discarded, 1, memory_order_release);
+    } else
+#endif
+    {
+        w->reported = true; /* before the call, which may not return */
+        sl__pool_discard(p, &w->job, SL_DISCARD_WORKER_DIED);
+    }
     w->has_job = false;
     if (w->job.key)
         sl__pool_key_done(p, w->job.key);

@@ -2830,6 +2830,48 @@ START_TEST(test_died_job_then_fini_dies)
 }
 END_TEST
 
+/* An on_discard that ends its thread (pthread_exit) while reporting a dead
+ * worker's job: the handler runs again, and must not report the job a
+ * second time (once it did, and for ever when on_discard exited each
+ * time). The job counts as discarded once, wait_idle returns, and the
+ * replacement runs the next job. */
+static void exiting_discard(const sl_job *job, sl_discard why, void *user)
+{
+    (void)job, (void)user;
+    if (why == SL_DISCARD_WORKER_DIED && atomic_fetch_add(&g_fd_discards, 1) < 3)
+        pthread_exit(NULL);
+}
+
+START_TEST(test_died_job_discard_exits)
+{
+    begin_test(SUITE, "died_job_discard_exits");
+    atomic_store(&g_fd_discards, 0);
+    sl_pool_opts o = {.max_workers = 1, .name = "dx", .on_discard = exiting_discard};
+    sl_pool *p = new_pool(&o);
+    pool_gate g;
+    gate_init(&g);
+    atomic_uint ran = 0;
+    CHECK_MSG(sl_pool_submit(p, died_gate_then_exit, &g) == SL_OK, "submit the dying job");
+    CHECK_MSG(gate_wait_entered(&g, 1, POOL_SOON_NS), "the dying job did not start");
+    CHECK_MSG(sl_pool_submit(p, died_retry_job, &ran) == SL_OK, "submit");
+    gate_open(&g); /* the worker dies in the job, then in on_discard */
+    sl_status st = sl_pool_wait_idle(p, 2 * SEC);
+    sl_pool_stats s;
+    bool replaced = wait_workers(p, 1, POOL_SOON_NS, &s);
+    sl_pool_free(p);
+    gate_destroy(&g);
+    ASSERT_CLEAN();
+    CHECK_MSG(st == SL_OK, "wait_idle = %s after on_discard ended its thread",
+              sl_status_str(st));
+    CHECK_MSG(atomic_load(&g_fd_discards) == 1 && atomic_load(&ran) == 1,
+              "the dead job reached on_discard %u times, want 1; the next job ran %u times",
+              atomic_load(&g_fd_discards), atomic_load(&ran));
+    CHECK_MSG(replaced && s.died == 1 && s.discarded == 1,
+              "workers %u died %llu discarded %llu, want 1, 1, 1", s.workers, ULL(s.died),
+              ULL(s.discarded));
+}
+END_TEST
+
 /* ---- review: a stop leaves a batch in a worker's ring, a shrink retires
  * that worker ----------------------------------------------------------------
  *
@@ -3202,6 +3244,7 @@ static Suite *pool_suite(void)
     tcase_add_test(tc, test_unreplaced_death_not_respawned);
     tcase_add_test(tc, test_died_job_resubmit_full_bounded_pool);
     tcase_add_test(tc, test_died_job_then_fini_dies);
+    tcase_add_test(tc, test_died_job_discard_exits);
     tcase_add_test(tc, test_retired_batch_runs_before_newer_jobs);
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
     tcase_add_test(tc, test_idle_asleep_while_batch_fill_held);

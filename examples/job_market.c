@@ -512,7 +512,11 @@ static void account(market *m)
         fail("a job was lost or handled twice (%" PRIu64 " never settled)", unsettled);
     if (st.submitted != accepted || st.completed != ran || st.discarded != died + cancelled + reset)
         fail("the pool's counts disagree with the players'");
-    if (died != m->deaths || st.died != m->deaths || (m->deaths && st.respawned == 0))
+    /* A death is made good only while the backlog calls for the worker
+     * (sluice/pool.h): when the dead worker's place is not wanted at that
+     * moment, a later spawn for demand is no replacement, so respawned may
+     * stay below died (it did in about one run in 25 on a loaded machine). */
+    if (died != m->deaths || st.died != m->deaths || st.respawned > st.died)
         fail("%" PRIu64 " deaths reported, %u expected (respawned %" PRIu64 ")", died, m->deaths, st.respawned);
     if (atomic_load_explicit(&m->overlaps, memory_order_relaxed) ||
         atomic_load_explicit(&m->disorders, memory_order_relaxed))

@@ -231,9 +231,10 @@ void sl__exec_run(sl_exec *ex, sl__worker *w, sl__task *t);
 /* A task popped from a mailbox to be run: off its submitter's count. */
 static inline void sl__exec_mail_taken(sl__task *t)
 {
-    /* relaxed: only the submitter reads it, in its parking re-check; a late
-     * decrement there hides another mailbox task from it, so whoever pops
-     * one wakes a sleeper afterwards (a searcher's hand-on, take_own's wake) */
+    /* relaxed: only the submitter reads it, as it parks; a late decrement
+     * hides another mailbox task from its re-check, so whoever pops one
+     * wakes a sleeper afterwards (a searcher's hand-on when it is the last,
+     * take_own's wake), and a submitter with a count hands on as it parks */
     atomic_fetch_sub_explicit(&t->link.submitter->mailed, 1, memory_order_relaxed);
 }
 

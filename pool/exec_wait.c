@@ -335,6 +335,16 @@ static void help(sl__worker *w, const sl__wait *wt)
         fails = 0;
         if (wt && wt->task && !register_waiter(wt->task, sl__exec_worker_event(w)))
             continue;
+        /* Our re-check discounts our own submissions still in mailboxes,
+         * yet a publisher or a popper may have counted us as the searcher
+         * who finds them (idle.h): stop searching as a searcher does, the
+         * last one out waking a sleeper, before the park's silent stop.
+         * relaxed: the increments are our own; a popper's decrement not
+         * seen yet only costs a spare wake-up. */
+#ifndef SL_MUTANT_EXEC_SUBMITTER_PARKS_SILENTLY /* planted bug when defined */
+        if (atomic_load_explicit(&w->mailed, memory_order_relaxed) != 0)
+            sl__idle_search_end(&ex->idle, &w->searching, NULL, NULL);
+#endif
         if (!idle_sleep(w, wt))
             return;
     }

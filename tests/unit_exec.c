@@ -1488,7 +1488,7 @@ END_TEST
  * task) only puts it back, and the task waits for V although X is idle. */
 static struct {
     sl_exec *ex;
-    atomic_int arrived, ids[3], w_submitted, released, t_ran, v_saw;
+    atomic_int arrived, ids[3], w_submitted, released, t_ran, v_saw, v_done;
     unsigned w_id, v_id, x_id;
     sl_test_gate gate_w, gate_x;
     sl_future ft;
@@ -1518,6 +1518,27 @@ static void stop_parked_searching(void *ctx, unsigned step)
     sl__fi_arm(1, stop_parked_searching, ctx); /* not there yet: stop at the next mark */
 }
 
+/* Stops the calling thread at the first mark after it published ev as
+ * where it sleeps for t: register_waiter, before its CAS to WAITED (the
+ * thread still searching, its search rounds all done, no sleep bit yet). */
+typedef struct reg_stop {
+    sl__task *t;
+    sl_event *ev;
+    sl_test_gate *gate;
+} reg_stop;
+
+static void stop_registering(void *ctx, unsigned step)
+{
+    (void)step;
+    reg_stop *r = ctx;
+    if (atomic_load(&r->t->sleep) == r->ev) {
+        sl__fi_disarm();
+        sl_test_gate_stop(r->gate, 0);
+        return;
+    }
+    sl__fi_arm(1, stop_registering, ctx);
+}
+
 static bool strand_wait(atomic_int *flag, uint64_t ns)
 {
     uint64_t end = sl_test_now_ns() + ns;
@@ -1542,6 +1563,11 @@ static void strand_role(void *args, void *ret)
         strand.ft = sl_submit(strand.ex, strand_t, NULL, 0, 0);
         sl__fi_disarm();
         atomic_store(&strand.w_submitted, 1);
+        /* Busy until V is done: we may not run T, and our own park would
+         * hand on a wake-up for it (help, in exec_wait.c): X's re-check alone
+         * must find T. */
+        while (!atomic_load(&strand.v_done))
+            sched_yield();
     } else if (me->id == strand.x_id) {
         strand_wait(&strand.gate_w.stopped, 5000 * MS);
         park_stop_gate = &strand.gate_x;
@@ -1550,6 +1576,7 @@ static void strand_role(void *args, void *ret)
         /* V: busy until the task ran (elsewhere: it sits in our mailbox) */
         strand_wait(&strand.released, 5000 * MS);
         atomic_store(&strand.v_saw, strand_wait(&strand.t_ran, 1500 * MS));
+        atomic_store(&strand.v_done, 1);
     }
 }
 
@@ -1587,14 +1614,24 @@ END_TEST
 /* The same strand through a stale count: a deep waiter D has popped W's
  * submission S from its mailbox but not yet taken it off W's `mailed`, so
  * W's parking re-check discounts Y's task T in busy V's mailbox as W's own.
- * Y's wake check counted W searching; D, no searcher, hands nothing on. */
+ * Y's wake check counted W searching (in a sync, its search rounds done);
+ * W, parking, hands on to nobody (nobody sleeps yet); D, no searcher, hands
+ * nothing on. */
 static struct {
-    sl_exec *ex;
+    sl_exec *ex, *ex2;
     atomic_int arrived, w_submitted, y_submitted, d_synced, released, v_done, t_ran, v_saw;
+    atomic_int shallow, f_go;
     unsigned w_id, d_id, y_id, v_id;
     sl_test_gate gate_w, gate_d, gate_y;
-    sl_future fs, ft;
+    sl_future fs, ft, ff;
 } stale;
+
+static void stale_f(void *args, void *ret) /* on ex2: W's wait, until the end */
+{
+    (void)args, (void)ret;
+    while (!atomic_load(&stale.f_go))
+        sched_yield();
+}
 
 static void stale_s(void *args, void *ret) { (void)args, (void)ret; }
 
@@ -1618,8 +1655,11 @@ static void stale_role(void *args, void *ret)
         stale.fs = sl_submit(stale.ex, stale_s, NULL, 0, 0); /* round robin: D's mailbox */
         atomic_store(&stale.w_submitted, 1);
         strand_wait(&stale.gate_y.stopped, 5000 * MS);
-        park_stop_gate = &stale.gate_w;
-        sl__fi_arm(1, stop_parked_searching, me); /* stops in its park after this task */
+        strand_wait(&stale.shallow, 5000 * MS); /* our sync helps, not deep */
+        reg_stop r = { stale.ff.task, sl__exec_worker_event(me), &stale.gate_w };
+        sl__fi_arm(1, stop_registering, &r);
+        sl_sync(&stale.ff, NULL); /* searches, stops before its park, then sleeps */
+        sl__fi_disarm();
     } else if (me->id == stale.d_id) {
         strand_wait(&stale.w_submitted, 5000 * MS);
         /* register_waiter's mark, the pop's claim mark, then inside the pop */
@@ -1648,6 +1688,9 @@ START_TEST(test_submit_not_stranded_by_deep_mailbox_pop)
     memset(&stale, 0, sizeof stale);
     atomic_store(&sl__exec_deep_workers, 1); /* D's sync waits deep */
     stale.ex = new_exec(4);
+    stale.ex2 = new_exec(1);
+    stale.ff = sl_spawn(stale.ex2, stale_f, NULL, 0, 0);
+    ck_assert(sl_is_spawned(&stale.ff));
     /* First submits go round robin to id + 1 (nobody sleeps then). */
     stale.w_id = 0, stale.d_id = 1, stale.y_id = 2, stale.v_id = 3;
     ck_assert_uint_eq(stale.ex->workers[0].submit_next % 4, stale.d_id);
@@ -1660,11 +1703,13 @@ START_TEST(test_submit_not_stranded_by_deep_mailbox_pop)
     /* D holds S, popped but still counted in W's mailed */
     ck_assert_uint_eq(sl_list_len(&d->mailbox), 0);
     ck_assert_uint_eq(atomic_load(&w->mailed), 1);
+    atomic_store(&sl__exec_deep_workers, 0); /* D waits deep already; W's sync will help */
+    atomic_store(&stale.shallow, 1);
     ck_assert(strand_wait(&stale.gate_y.stopped, 10000 * MS));
     ck_assert(strand_wait(&stale.gate_w.stopped, 10000 * MS));
     atomic_store(&stale.gate_y.go, 1);     /* T in V's mailbox; its wake check sees W searching */
     ck_assert(strand_wait(&stale.y_submitted, 10000 * MS));
-    atomic_store(&stale.gate_w.go, 1);     /* W re-checks with the stale count and sleeps */
+    atomic_store(&stale.gate_w.go, 1);     /* W parks, re-checks with the stale count, sleeps */
     uint64_t end = sl_test_now_ns() + 10000 * MS;
     while (sl_event_waiters(sl__exec_worker_event(w)) == 0 && sl_test_now_ns() < end)
         sl_test_sleep_ns(MS / 10);
@@ -1672,6 +1717,8 @@ START_TEST(test_submit_not_stranded_by_deep_mailbox_pop)
     atomic_store(&stale.gate_d.go, 1);     /* D takes S off W's count and runs it */
     ck_assert(strand_wait(&stale.d_synced, 10000 * MS));
     atomic_store(&stale.released, 1);
+    ck_assert(strand_wait(&stale.v_done, 10000 * MS));
+    atomic_store(&stale.f_go, 1);
     for (int i = 0; i < 4; i++)
         ck_assert_int_eq(sl_sync(&r[i], NULL), SL_OK);
     ck_assert_int_eq(sl_sync(&stale.ft, NULL), SL_OK);
@@ -1679,7 +1726,129 @@ START_TEST(test_submit_not_stranded_by_deep_mailbox_pop)
                   "submitted task waited 1.5 s in busy worker %u's mailbox while worker %u slept",
                   stale.v_id, stale.w_id);
     sl_exec_free(stale.ex);
+    sl_exec_free(stale.ex2);
     atomic_store(&sl__exec_deep_workers, 0);
+    ASSERT_CLEAN();
+}
+END_TEST
+
+/* The submitter as the searcher others count on. P's submission S_P is
+ * popped by searcher X but not yet taken off P's `mailed`, so P's parking
+ * re-check discounts W's task T in busy V's mailbox as P's own, and P
+ * sleeps. X, finding S_P, hands nothing on: W still counts as a searcher.
+ * But W may not run T, and its own re-check discounts T as well: unless W
+ * hands on when it parks with submissions of its own still queued, T waits
+ * for busy V while P sleeps. */
+static struct {
+    sl_exec *ex, *ex2;
+    atomic_int arrived, released, y_go, v_done, sp_running, t_ran, v_saw;
+    unsigned p_id, x_id, w_id, v_id;
+    sl_test_gate gate_p, gate_x, gate_w;
+    sl_future fy, fsp, ft;
+} counted;
+
+static void counted_y(void *args, void *ret) /* on ex2: P's wait, until the end */
+{
+    (void)args, (void)ret;
+    while (!atomic_load(&counted.y_go))
+        sched_yield();
+}
+
+static void counted_sp(void *args, void *ret) /* S_P, on X: busy until V is done */
+{
+    (void)args, (void)ret;
+    atomic_store(&counted.sp_running, 1);
+    while (!atomic_load(&counted.v_done))
+        sched_yield();
+}
+
+static void counted_t(void *args, void *ret)
+{
+    (void)args, (void)ret;
+    atomic_store(&counted.t_ran, 1);
+}
+
+static void counted_role(void *args, void *ret)
+{
+    (void)args, (void)ret;
+    sl__worker *me = sl__tls_worker;
+    atomic_fetch_add(&counted.arrived, 1);
+    uint64_t end = sl_test_now_ns() + 5000 * MS;
+    while (atomic_load(&counted.arrived) < 4 && sl_test_now_ns() < end)
+        sched_yield();
+    if (atomic_load(&counted.arrived) < 4)
+        return;
+    if (me->id == counted.p_id) {
+        counted.fsp = sl_submit(counted.ex, counted_sp, NULL, 0, 0); /* round robin: X's */
+        reg_stop r = { counted.fy.task, sl__exec_worker_event(me), &counted.gate_p };
+        sl__fi_arm(1, stop_registering, &r);
+        sl_sync(&counted.fy, NULL); /* searches (putting S_P back), stops, then sleeps */
+        sl__fi_disarm();
+    } else if (me->id == counted.x_id) {
+        strand_wait(&counted.gate_p.stopped, 5000 * MS);
+        /* our task's end mark, the pop's claim mark, then inside the pop */
+        sl__fi_arm(3, sl_test_gate_stop, &counted.gate_x);
+    } else if (me->id == counted.w_id) {
+        strand_wait(&counted.gate_x.stopped, 5000 * MS);
+        counted.ft = sl_submit(counted.ex, counted_t, NULL, 0, 0); /* round robin: V's */
+        reg_stop r = { counted.ft.task, sl__exec_worker_event(me), &counted.gate_w };
+        sl__fi_arm(1, stop_registering, &r);
+        sl_sync(&counted.ft, NULL);
+        sl__fi_disarm();
+    } else {
+        strand_wait(&counted.released, 10000 * MS);
+        atomic_store(&counted.v_saw, strand_wait(&counted.t_ran, 1500 * MS));
+        atomic_store(&counted.v_done, 1);
+    }
+}
+
+START_TEST(test_submit_not_stranded_by_counted_submitter)
+{
+    begin_test("exec", "submit stranded behind its own submitter's search");
+    memset(&counted, 0, sizeof counted);
+    counted.ex = new_exec(4);
+    counted.ex2 = new_exec(1);
+    /* First submits go round robin to id + 1 (nobody sleeps then). */
+    counted.p_id = 0, counted.x_id = 1, counted.w_id = 2, counted.v_id = 3;
+    sl__worker *p = &counted.ex->workers[counted.p_id], *x = &counted.ex->workers[counted.x_id];
+    sl__worker *w = &counted.ex->workers[counted.w_id], *v = &counted.ex->workers[counted.v_id];
+    ck_assert_uint_eq(p->submit_next % 4, counted.x_id);
+    ck_assert_uint_eq(w->submit_next % 4, counted.v_id);
+    counted.fy = sl_spawn(counted.ex2, counted_y, NULL, 0, 0);
+    ck_assert(sl_is_spawned(&counted.fy));
+    sl_future r[4];
+    for (int i = 0; i < 4; i++)
+        r[i] = sl_spawn(counted.ex, counted_role, NULL, 0, 0);
+    ck_assert(strand_wait(&counted.gate_p.stopped, 10000 * MS));
+    ck_assert(strand_wait(&counted.gate_x.stopped, 10000 * MS));
+    /* X holds S_P, popped but still counted in P's mailed */
+    ck_assert_uint_eq(sl_list_len(&x->mailbox), 0);
+    ck_assert_uint_eq(atomic_load(&p->mailed), 1);
+    ck_assert(strand_wait(&counted.gate_w.stopped, 10000 * MS));
+    ck_assert_uint_eq(sl_list_len(&v->mailbox), 1); /* T, behind busy V */
+    atomic_store(&counted.gate_p.go, 1); /* P re-checks with the stale count and sleeps */
+    uint64_t end = sl_test_now_ns() + 10000 * MS;
+    while (sl_event_waiters(sl__exec_worker_event(p)) == 0 && sl_test_now_ns() < end)
+        sl_test_sleep_ns(MS / 10);
+    sl_test_sleep_ns(20 * MS);
+    atomic_store(&counted.gate_x.go, 1); /* X takes S_P, hands on nothing (W counts), runs it */
+    ck_assert(strand_wait(&counted.sp_running, 10000 * MS));
+    atomic_store(&counted.gate_w.go, 1); /* W parks beside its own T */
+    end = sl_test_now_ns() + 10000 * MS;
+    while (sl_event_waiters(sl__exec_worker_event(w)) == 0 && !atomic_load(&counted.t_ran) &&
+           sl_test_now_ns() < end)
+        sl_test_sleep_ns(MS / 10);
+    atomic_store(&counted.released, 1);
+    ck_assert(strand_wait(&counted.v_done, 10000 * MS));
+    atomic_store(&counted.y_go, 1);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(sl_sync(&r[i], NULL), SL_OK);
+    ck_assert_int_eq(sl_sync(&counted.fsp, NULL), SL_OK);
+    ck_assert_msg(atomic_load(&counted.v_saw),
+                  "submitted task waited 1.5 s in busy worker %u's mailbox while worker %u slept",
+                  counted.v_id, counted.p_id);
+    sl_exec_free(counted.ex);
+    sl_exec_free(counted.ex2);
     ASSERT_CLEAN();
 }
 END_TEST
@@ -1720,6 +1889,7 @@ static Suite *exec_suite(void)
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
     tcase_add_test(tc, test_submit_not_stranded_behind_busy_worker);
     tcase_add_test(tc, test_submit_not_stranded_by_deep_mailbox_pop);
+    tcase_add_test(tc, test_submit_not_stranded_by_counted_submitter);
 #endif
     suite_add_tcase(s, tc);
 

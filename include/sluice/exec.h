@@ -173,15 +173,16 @@ SL_API sl_future sl_spawn(sl_exec *ex, sl_task_fn fn, const void *args, size_t a
  * could run — it is woken when the task completes or new work appears.
  * On a worker of another executor: runs its own executor's tasks while it
  * waits, as above (so that executors waiting on each other cannot deadlock).
- * On any other thread: helps while it waits — steals tasks from the workers'
- * deques (tasks spawned on workers; never from the injector or a mailbox,
- * where sl_submit's tasks wait, so a task the caller submitted never runs
- * here) and runs them, nested syncs in them helping again; after a bounded
- * search that finds nothing it parks in the kernel until the task completes,
- * and is then woken by the completion only, not by new work. Tasks such a
- * thread runs may therefore run on the caller's thread: the caller must not
- * hold across sl_sync anything (a lock) that a task of the executor may wait
- * for. Blocking. The task's completion happens-before the return. */
+ * On any other thread: helps while it waits — takes tasks from the deques
+ * (first the one it borrows while it helps, where what the tasks it runs
+ * spawn goes, then the workers' and other helping threads': spawned tasks
+ * only, never from the injector or a mailbox, where sl_submit's tasks wait,
+ * so a task the caller submitted never runs here) and runs them, nested
+ * syncs in them helping again; after a bounded search that finds nothing it
+ * parks in the kernel until the task completes, and is then woken by the
+ * completion only, not by new work. Tasks such a thread runs may therefore
+ * run on the caller's thread: the caller must not hold across sl_sync
+ * anything (a lock) that a task of the executor may wait for. Blocking. The task's completion happens-before the return. */
 SL_API sl_status sl_sync(sl_future *f, void *ret);
 
 /* True when f holds a spawned task that has not been synced (through any copy).
@@ -197,12 +198,12 @@ SL_API bool sl_is_ready(const sl_future *f);
 /* As sl_spawn, but the task never runs on the calling thread — not even while
  * the caller waits for it in sl_sync. From a foreign thread the task goes
  * through the injector (a foreign thread's sl_sync helps only from the
- * workers' deques, which never hold submitted tasks); from a worker of ex
- * it goes to another worker's mailbox, which the submitting worker never takes
- * from. The future may be synced from any thread. Returns a cleared future in
- * the cases sl_spawn does, and when the caller is the only worker of ex (no
- * other thread could run the task). Lock-free apart from the record allocation
- * as in sl_spawn. */
+ * deques, which never hold submitted tasks); from a worker of ex it goes to
+ * another worker's mailbox, from which the submitting worker never runs it
+ * (a search that pops it puts it back). The future may be synced from any
+ * thread. Returns a cleared future in the cases sl_spawn does, and when the
+ * caller is the only worker of ex (no other thread could run the task).
+ * Lock-free apart from the record allocation as in sl_spawn. */
 SL_API sl_future sl_submit(sl_exec *ex, sl_task_fn fn, const void *args, size_t args_size,
                            size_t ret_size);
 

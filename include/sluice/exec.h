@@ -29,6 +29,12 @@
  * Tasks may spawn, sync, submit and open scopes on any executor; they must
  * not rely on which thread runs them, nor on thread-local storage.
  *
+ * After fork(), the child has none of an executor's workers, only the
+ * thread that forked: an executor made before the fork, the global one
+ * included (sl_exec_global keeps returning it), must not be used in the
+ * child. Its spawns there would never run, and its waits and sl_exec_free
+ * would wait forever.
+ *
  * Concurrency:
  *   | operation                               | may run concurrently with        |
  *   |-----------------------------------------|----------------------------------|

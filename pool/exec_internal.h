@@ -216,8 +216,10 @@ static inline void sl__task_free(sl_exec *ex, sl__worker *w, sl__task *t)
 /* One search round of worker w: its mailbox, the deques from a random
  * victim, the injector, the other mailboxes. A task or NULL. */
 sl__task *sl__exec_search(sl__worker *w);
-/* One pass over the workers' deques from start, skipping worker `skip`
- * (nworkers or more: none), then over the helper slots', skipping `own`. */
+/* One pass over the workers' deques from worker start % nworkers, skipping
+ * worker `skip` (nworkers or more: none), then over the helper slots' from
+ * slot start / nworkers, skipping `own`: draw start below nworkers *
+ * SL__HELPER_SLOTS, so that both passes begin at random. */
 sl__task *sl__exec_steal_deques(sl_exec *ex, unsigned start, unsigned skip,
                                 const sl__helper *own);
 /* True when some queue of ex may hold a task: a deque, the injector, a

@@ -104,7 +104,7 @@ sl__task *sl__exec_search(sl__worker *w)
         return t;
     }
     unsigned n = ex->nworkers;
-    unsigned start = (unsigned)sl__rand_below(&w->rng, n);
+    unsigned start = (unsigned)sl__rand_below(&w->rng, n * SL__HELPER_SLOTS);
     if ((t = sl__exec_steal_deques(ex, start, w->id, NULL)) != NULL)
         return t;
     if (sl_list_try_pop(&ex->injector, &t) == SL_OK)

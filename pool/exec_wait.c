@@ -471,7 +471,7 @@ static sl__task *foreign_take(sl_exec *ex, sl__helper *slot, bool deep, uint64_t
     sl__task *t = slot ? sl__deque_take(&slot->deque) : NULL;
     if (t || deep)
         return t;
-    unsigned start = (unsigned)sl__rand_below(rng, ex->nworkers);
+    unsigned start = (unsigned)sl__rand_below(rng, ex->nworkers * SL__HELPER_SLOTS);
     return sl__exec_steal_deques(ex, start, ex->nworkers, slot);
 }
 

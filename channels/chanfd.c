@@ -52,10 +52,29 @@ static int fd_of(const sl__chan_fd *e)
     return atomic_load_explicit(&e->fd1, memory_order_acquire) - 1;
 }
 
-/* S3–S5: make the descriptor readable unless it is already. */
-static void signal_end(sl__chan_fd *e)
+/* e's descriptor if it is this process's, else -1. A fork()ed child's copy
+ * of a shared channel's handle (which it may use: it claims a record of its
+ * own) holds its parent's: the same eventfd, shared by the fork, and a flag
+ * that the parent's signals no longer move. A re-arm there read the
+ * parent's eventfd and took the wake-up owed to the parent's loop, whose
+ * flag, down, then let no later change write it (found by review). */
+static int fd_here(const sl_chan *ch, const sl__chan_fd *e)
 {
     int fd = fd_of(e);
+#ifndef SL_MUTANT_CHANFD_FORK_INHERITED /* planted bug when defined: the parent's used */
+    /* Relaxed: written before the publishing CAS, which fd_of acquired. */
+    if (fd >= 0 && sl__chan_is_shared(ch) &&
+        atomic_load_explicit(&e->gen, memory_order_relaxed) !=
+            atomic_load_explicit(&sl__shm_gen, memory_order_relaxed))
+        return -1;
+#endif
+    return fd;
+}
+
+/* S3–S5: make the descriptor readable unless it is already. */
+static void signal_end(const sl_chan *ch, sl__chan_fd *e)
+{
+    int fd = fd_here(ch, e);
     /* seq_cst: the Dekker load after the caller's change and `selectors`
      * load; the load first keeps the line shared while nobody re-armed. */
     if (fd < 0 || atomic_load_explicit(&e->armed, memory_order_seq_cst) == 0)
@@ -86,18 +105,22 @@ void sl__chan_ring_watchers(sl_chan *ch, unsigned ready)
      * try on it failed, and only a change of its direction (or a close)
      * can undo that failure. */
     if (ready & SL__READY_RECV)
-        signal_end(&ch->fds[SL_END_RECV]);
+        signal_end(ch, &ch->fds[SL_END_RECV]);
     if (ready & SL__READY_SEND)
-        signal_end(&ch->fds[SL_END_SEND]);
+        signal_end(ch, &ch->fds[SL_END_SEND]);
 }
 
 /* A1–A3. false when the end is armed already: a change since that re-arm
- * signals it, so the caller's failed try stands without another. */
-static bool rearm(sl__chan_fd *e)
+ * signals it, so the caller's failed try stands without another; false too
+ * for a descriptor that is not this process's (fd_here): none to re-arm. */
+static bool rearm(const sl_chan *ch, sl__chan_fd *e)
 {
     if (atomic_load_explicit(&e->armed, memory_order_relaxed))
         return false; /* a stale 0 costs one more reset; a stale 1 is a write in flight */
-    sl__eventfd_reset(fd_of(e)); /* A1 */
+    int fd = fd_here(ch, e);
+    if (fd < 0)
+        return false;
+    sl__eventfd_reset(fd); /* A1 */
     /* seq_cst, and a read-modify-write: heads the release sequence every
      * later change of `armed` continues (the argument above). */
     atomic_exchange_explicit(&e->armed, 1u, memory_order_seq_cst);
@@ -146,7 +169,7 @@ static sl_status recheck(sl_chan *ch, sl__chan_fd *e, void *out)
 #else
     if (st != SL_EMPTY)
 #endif
-        signal_end(e);
+        signal_end(ch, e);
     return st;
 }
 
@@ -163,7 +186,7 @@ sl_status sl__chanfd_rearm_recv(sl_chan *ch, void *out)
         if (sl_chan_is_closed(ch)) /* planted bug: left as the close signalled it */
             return SL_EMPTY;
 #endif
-        if (!rearm(e))
+        if (!rearm(ch, e))
             return SL_EMPTY;
         sl_status st = recheck(ch, e, out);
         /* Empty, with the flag down again: a send signalled after A2, and
@@ -189,14 +212,14 @@ static bool end_ready(sl_chan *ch, unsigned end)
 sl_status sl__chanfd_full(sl_chan *ch)
 {
     sl__chan_fd *e = &ch->fds[SL_END_SEND];
-    if (!sl__chanfd_has(ch, SL_END_SEND) || !rearm(e))
+    if (!sl__chanfd_has(ch, SL_END_SEND) || !rearm(ch, e))
         return SL_FULL;
     /* A4 as a look, not a second send (the send path keeps no message
      * pointer past its push: the same instructions with or without a
      * descriptor): room, or a close, since the failed push makes the
      * descriptor readable again, and the loop's next try decides. */
     if (end_ready(ch, SL_END_SEND))
-        signal_end(e);
+        signal_end(ch, e);
     return SL_FULL;
 }
 
@@ -217,7 +240,7 @@ void sl__chanfd_poke(sl_chan *ch)
         /* seq_cst: after the fence, as signal_end's own load. */
         if (ready[i] && atomic_load_explicit(&ch->fds[i].armed, memory_order_seq_cst) &&
             end_ready(ch, i))
-            signal_end(&ch->fds[i]);
+            signal_end(ch, &ch->fds[i]);
 }
 
 /* Publishes fd as the descriptor of e, or closes it when another thread
@@ -263,6 +286,8 @@ SL_API sl_status sl_chan_fd(sl_chan *ch, sl_chan_end end, int *fd)
         return SL_EINVAL;
     sl__chan_fd *e = &ch->fds[end];
     int have = fd_of(e), made = -1;
+    if (have >= 0 && fd_here(ch, e) < 0)
+        return SL_EINVAL; /* a fork()ed child's copy: its parent's descriptor */
     if (have < 0 && (made = sl__eventfd(1)) < 0)
         return SL_ENOMEM;
     /* A shared channel's changes in other processes reach this process's

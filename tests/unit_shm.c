@@ -3760,6 +3760,76 @@ START_TEST(test_fd_fork_while_freeing)
 }
 END_TEST
 
+/* A fork()ed child uses the handle it inherited (as the handle of any
+ * process: it claims its own record), but the descriptors of that handle
+ * are its parent's: the same eventfds, duplicated by the fork, and flags
+ * that the parent's signals and watcher no longer move in the child's copy.
+ * The child's empty receive re-armed the copy, and its reset read the
+ * parent's eventfd: a signal owed to the parent's loop was gone, and with
+ * the parent's flag still down no later change wrote it again, so the loop
+ * slept for good with messages in the channel (found by review). The
+ * child's receive, select and sends leave the parent's descriptor alone,
+ * and the child's sl_chan_fd on the inherited handle is refused. */
+static int child_uses_inherited(void *p)
+{
+    sl_chan *ch = p;
+    unsigned char buf[MSG_MAX] = {0};
+    if (sl_chan_try_recv(ch, buf) != SL_EMPTY) /* the empty receive that re-armed */
+        return 1;
+    if (sl_chan_recv_for(ch, buf, MS) != SL_TIMEDOUT)
+        return 2;
+    sl_select_case c = {ch, SL_SEL_RECV, buf};
+    size_t idx;
+    if (sl_select(&c, 1, 0, &idx) == SL_OK)
+        return 3;
+    return 0;
+}
+
+static int child_asks_fd(void *p)
+{
+    int fd = -1;
+    /* The parent's eventfd: its loop's and this one's would take each other's. */
+    return sl_chan_fd(p, SL_END_RECV, &fd) == SL_EINVAL && fd == -1 ? 0 : 4;
+}
+
+START_TEST(test_fd_forked_child_leaves_parents)
+{
+    sl_chan_opts o = opts_of(_i, 4);
+    sl_chan *ch;
+    int fd;
+    unsigned char buf[MSG_MAX];
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    ck_assert_int_eq(sl_chan_fd(ch, SL_END_RECV, &fd), SL_OK);
+    for (int round = 0; round < 2; round++) {
+        /* Owed a wake-up: made readable (round 0), or signalled by a send
+         * after a re-arm and the message taken by another receive (round 1). */
+        if (round == 1) {
+            ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_EMPTY); /* re-armed */
+            ck_assert(!readable(fd, 0));
+            sl_test_seq_fill(buf, o.elem_size, 1);
+            ck_assert_int_eq(sl_chan_try_send(ch, buf), SL_OK);
+            ck_assert_int_eq(sl_chan_try_recv_n(ch, buf, 1), 1); /* a batch: no re-arm */
+        }
+        ck_assert(readable(fd, 0));
+        int st = reap(spawn(child_uses_inherited, ch));
+        ck_assert_msg(st == 0, "%s, round %d: the child's use of its copy: status %d",
+                      sl_test_flavor_name(o.flavor), round, st);
+        sl_test_seq_fill(buf, o.elem_size, 7);
+        ck_assert_int_eq(sl_chan_try_send(ch, buf), SL_OK);
+        ck_assert_msg(readable(fd, 0),
+                      "%s, round %d: a message in the channel, the loop's descriptor unreadable "
+                      "after the child's receive",
+                      sl_test_flavor_name(o.flavor), round);
+        ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_OK);
+        ck_assert(sl_test_seq_is(buf, o.elem_size, 7));
+    }
+    ck_assert_int_eq(sl_chan_try_recv(ch, buf), SL_EMPTY);
+    ck_assert(!readable(fd, 0));
+    ck_assert_int_eq(reap(spawn(child_asks_fd, ch)), 0);
+    sl_chan_free(ch);
+}
+END_TEST
+
 /* ---- the barrier mode ---------------------------------------------------------
  * Decided once per process, at its first shared channel (channels/shm.c):
  * Check runs every test in its own forked process, whose parent made no
@@ -4063,6 +4133,7 @@ static Suite *shm_suite(void)
     tcase_add_test(tc, test_fd_watcher_leaves);
     tcase_add_loop_test(tc, test_fd_watch_list, 0, 2);
     tcase_add_test(tc, test_fd_fork_while_freeing);
+    tcase_add_loop_test(tc, test_fd_forked_child_leaves_parents, 0, N_OF(k_cfg));
     tcase_add_test(tc, test_fd_free_without_memory);
     tcase_add_test(tc, test_fd_refused_starts_nothing);
     suite_add_tcase(s, tc);

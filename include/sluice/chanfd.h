@@ -65,7 +65,9 @@
  * before 5.16) a change made in another process reaches the descriptor up
  * to 50 ms late. sl_chan_free waits until the watcher has let go of the
  * channel. After fork(), the child has no watcher: it opens its own handle
- * and asks for its own descriptor.
+ * and asks for its own descriptor. The handle it inherited works in the
+ * child, but its descriptors stay the parent's: the child's calls on it
+ * neither reset nor signal them, and sl_chan_fd refuses them there.
  */
 #ifndef SLUICE_CHANFD_H
 #define SLUICE_CHANFD_H
@@ -103,7 +105,10 @@ typedef enum sl_chan_end {
  * signal — give the loop a timerfd(2) instead), or a rendezvous channel
  * (capacity 0: an end is ready only while a partner is blocked in it, and
  * the loop never blocks in the channel, so loops at both ends would never
- * meet) (*fd untouched); SL_ENOMEM when the system refuses a descriptor (EMFILE,
+ * meet), or a fork()ed child's copy of a shared channel's handle whose end
+ * had a descriptor in the parent (the same eventfd: the two loops would
+ * take each other's wake-ups; open a handle of the child's own) (*fd
+ * untouched); SL_ENOMEM when the system refuses a descriptor (EMFILE,
  * ENFILE, ENOMEM), or, for a shared channel, the watcher thread cannot
  * start or its list cannot grow (the channel is unchanged and works as
  * before, and a later call may succeed). Lock-free: two threads asking at

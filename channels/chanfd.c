@@ -39,6 +39,7 @@
 #include "chan_impl.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -53,28 +54,42 @@ static int fd_of(const sl__chan_fd *e)
 }
 
 /* e's descriptor if it is this process's, else -1. A fork()ed child's copy
- * of a shared channel's handle (which it may use: it claims a record of its
- * own) holds its parent's: the same eventfd, shared by the fork, and a flag
- * that the parent's signals no longer move. A re-arm there read the
- * parent's eventfd and took the wake-up owed to the parent's loop, whose
- * flag, down, then let no later change write it (found by review). */
-static int fd_here(const sl_chan *ch, const sl__chan_fd *e)
+ * of a channel (a shared channel's handle, which it may use: it claims a
+ * record of its own; or an in-process channel's copy) holds its parent's:
+ * the same eventfd, shared by the fork, and a flag that the parent's
+ * signals no longer move. A re-arm there read the parent's eventfd and
+ * took the wake-up owed to the parent's loop, whose flag, down, then let
+ * no later change write it (found by review). */
+static int fd_here(const sl__chan_fd *e)
 {
     int fd = fd_of(e);
 #ifndef SL_MUTANT_CHANFD_FORK_INHERITED /* planted bug when defined: the parent's used */
     /* Relaxed: written before the publishing CAS, which fd_of acquired. */
-    if (fd >= 0 && sl__chan_is_shared(ch) &&
-        atomic_load_explicit(&e->gen, memory_order_relaxed) !=
-            atomic_load_explicit(&sl__shm_gen, memory_order_relaxed))
+    if (fd >= 0 && atomic_load_explicit(&e->gen, memory_order_relaxed) !=
+                       atomic_load_explicit(&sl__shm_gen, memory_order_relaxed))
         return -1;
 #endif
     return fd;
 }
 
-/* S3–S5: make the descriptor readable unless it is already. */
-static void signal_end(const sl_chan *ch, sl__chan_fd *e)
+/* In a fork()ed child of a process that made a descriptor: a generation of
+ * its own, so that its copies' descriptors are not taken for its own
+ * (channels/shm.c moves it too, for a process that mapped a segment). */
+static void forked_child(void)
 {
-    int fd = fd_here(ch, e);
+    /* Relaxed: the child runs only this thread now. */
+    atomic_fetch_add_explicit(&sl__shm_gen, 1u, memory_order_relaxed);
+}
+
+static void __attribute__((unused)) add_fork_handler(void)
+{
+    pthread_atfork(NULL, NULL, forked_child);
+}
+
+/* S3–S5: make the descriptor readable unless it is already. */
+static void signal_end(sl__chan_fd *e)
+{
+    int fd = fd_here(e);
     /* seq_cst: the Dekker load after the caller's change and `selectors`
      * load; the load first keeps the line shared while nobody re-armed. */
     if (fd < 0 || atomic_load_explicit(&e->armed, memory_order_seq_cst) == 0)
@@ -105,19 +120,19 @@ void sl__chan_ring_watchers(sl_chan *ch, unsigned ready)
      * try on it failed, and only a change of its direction (or a close)
      * can undo that failure. */
     if (ready & SL__READY_RECV)
-        signal_end(ch, &ch->fds[SL_END_RECV]);
+        signal_end(&ch->fds[SL_END_RECV]);
     if (ready & SL__READY_SEND)
-        signal_end(ch, &ch->fds[SL_END_SEND]);
+        signal_end(&ch->fds[SL_END_SEND]);
 }
 
 /* A1–A3. false when the end is armed already: a change since that re-arm
  * signals it, so the caller's failed try stands without another; false too
  * for a descriptor that is not this process's (fd_here): none to re-arm. */
-static bool rearm(const sl_chan *ch, sl__chan_fd *e)
+static bool rearm(sl__chan_fd *e)
 {
     if (atomic_load_explicit(&e->armed, memory_order_relaxed))
         return false; /* a stale 0 costs one more reset; a stale 1 is a write in flight */
-    int fd = fd_here(ch, e);
+    int fd = fd_here(e);
     if (fd < 0)
         return false;
     sl__eventfd_reset(fd); /* A1 */
@@ -169,7 +184,7 @@ static sl_status recheck(sl_chan *ch, sl__chan_fd *e, void *out)
 #else
     if (st != SL_EMPTY)
 #endif
-        signal_end(ch, e);
+        signal_end(e);
     return st;
 }
 
@@ -186,7 +201,7 @@ sl_status sl__chanfd_rearm_recv(sl_chan *ch, void *out)
         if (sl_chan_is_closed(ch)) /* planted bug: left as the close signalled it */
             return SL_EMPTY;
 #endif
-        if (!rearm(ch, e))
+        if (!rearm(e))
             return SL_EMPTY;
         sl_status st = recheck(ch, e, out);
         /* Empty, with the flag down again: a send signalled after A2, and
@@ -212,14 +227,14 @@ static bool end_ready(sl_chan *ch, unsigned end)
 sl_status sl__chanfd_full(sl_chan *ch)
 {
     sl__chan_fd *e = &ch->fds[SL_END_SEND];
-    if (!sl__chanfd_has(ch, SL_END_SEND) || !rearm(ch, e))
+    if (!sl__chanfd_has(ch, SL_END_SEND) || !rearm(e))
         return SL_FULL;
     /* A4 as a look, not a second send (the send path keeps no message
      * pointer past its push: the same instructions with or without a
      * descriptor): room, or a close, since the failed push makes the
      * descriptor readable again, and the loop's next try decides. */
     if (end_ready(ch, SL_END_SEND))
-        signal_end(ch, e);
+        signal_end(e);
     return SL_FULL;
 }
 
@@ -240,7 +255,7 @@ void sl__chanfd_poke(sl_chan *ch)
         /* seq_cst: after the fence, as signal_end's own load. */
         if (ready[i] && atomic_load_explicit(&ch->fds[i].armed, memory_order_seq_cst) &&
             end_ready(ch, i))
-            signal_end(ch, &ch->fds[i]);
+            signal_end(&ch->fds[i]);
 }
 
 /* Publishes fd as the descriptor of e, or closes it when another thread
@@ -284,9 +299,13 @@ SL_API sl_status sl_chan_fd(sl_chan *ch, sl_chan_end end, int *fd)
 {
     if (!ch || !fd || (end != SL_END_RECV && end != SL_END_SEND) || !sl__chan_changes_notify(ch))
         return SL_EINVAL;
+#ifndef SL_MUTANT_CHANFD_FORK_UNCOUNTED /* planted bug when defined: only shm.c's handler */
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, add_fork_handler); /* before any descriptor: fd_here */
+#endif
     sl__chan_fd *e = &ch->fds[end];
     int have = fd_of(e), made = -1;
-    if (have >= 0 && fd_here(ch, e) < 0)
+    if (have >= 0 && fd_here(e) < 0)
         return SL_EINVAL; /* a fork()ed child's copy: its parent's descriptor */
     if (have < 0 && (made = sl__eventfd(1)) < 0)
         return SL_ENOMEM;

@@ -22,6 +22,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <sluice/chan.h>
@@ -583,6 +584,66 @@ START_TEST(test_send_cancel_pending)
 }
 END_TEST
 
+/* A fork()ed child's copy of the channel holds the parent's descriptors:
+ * the same eventfds, shared by the fork. Its empty receive re-armed the
+ * copy, and the reset read the parent's eventfd: the wake-up owed to the
+ * parent's loop was gone, and the parent's flag, down, let no later send
+ * write it (found by review; a shared channel's handle the same way,
+ * unit_shm fd_forked_child_leaves_parents). The child's calls leave the
+ * parent's descriptors alone, and its sl_chan_fd is refused. */
+/* In a fork()ed child: `what` on ch, the child's copy; its exit status,
+ * 0 when every answer was as expected. */
+static int in_child(sl_chan *ch, int what)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        uint64_t v = 9, out;
+        int fd = -1;
+        if (what == 0) /* empty receives: each re-armed the copy's receive end */
+            _exit((sl_chan_try_recv(ch, &out) != SL_EMPTY) |
+                  (sl_chan_recv_for(ch, &out, MS) != SL_TIMEDOUT) << 1);
+        if (what == 1) { /* sends to full: the last re-armed the copy's send end */
+            while (sl_chan_try_send(ch, &v) == SL_OK)
+                ;
+            _exit(0);
+        }
+        _exit(sl_chan_fd(ch, SL_END_RECV, &fd) != SL_EINVAL || fd != -1);
+    }
+    int ws = 0;
+    ck_assert_int_eq(waitpid(pid, &ws, 0), pid);
+    return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128;
+}
+
+START_TEST(test_forked_child_leaves_parents)
+{
+    sl_flavor f = all_flavors[_i];
+    sl_chan *ch = chan8(f, 4);
+    int rfd, sfd;
+    uint64_t v = 9, out = 0;
+    ck_assert_int_eq(sl_chan_fd(ch, SL_END_RECV, &rfd), SL_OK);
+    ck_assert_int_eq(sl_chan_fd(ch, SL_END_SEND, &sfd), SL_OK);
+    ck_assert(readable(rfd) && readable(sfd)); /* made so: owed to the loop's first wait */
+    ck_assert_int_eq(in_child(ch, 0), 0);
+    ck_assert_msg(readable(rfd), "%s: the loop's wake-up was taken by the child's receive",
+                  sl_test_flavor_name(f));
+    if (f == SL_SPSC || f == SL_MPMC) { /* the others never say SL_FULL */
+        ck_assert_int_eq(in_child(ch, 1), 0);
+        ck_assert_msg(readable(sfd), "%s: the send end's, by the child's full send",
+                      sl_test_flavor_name(f));
+    }
+    ck_assert_msg(in_child(ch, 2) == 0, "%s: the child's sl_chan_fd on its copy was not refused",
+                  sl_test_flavor_name(f));
+    ck_assert_int_eq(sl_chan_try_recv(ch, &out), SL_EMPTY); /* the parent's re-arm */
+    ck_assert(!readable(rfd));
+    ck_assert_int_eq(sl_chan_try_send(ch, &v), SL_OK);
+    ck_assert(readable(rfd));
+    ck_assert_int_eq(sl_chan_try_recv(ch, &out), SL_OK);
+    ck_assert_uint_eq(out, 9);
+    sl_chan_free(ch);
+}
+END_TEST
+
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
 /* Whether fd becomes readable within ms milliseconds. */
 static bool readable_within(int fd, int ms)
@@ -662,6 +723,7 @@ static Suite *chanfd_suite(void)
     tcase_add_test(tc, test_eventfd_refused);
     tcase_add_test(tc, test_concurrent_create);
     tcase_add_loop_test(tc, test_send_cancel_pending, 0, 2);
+    tcase_add_loop_test(tc, test_forked_child_leaves_parents, 0, N_OF(all_flavors));
     suite_add_tcase(s, tc);
 
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT

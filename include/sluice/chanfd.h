@@ -105,10 +105,10 @@ typedef enum sl_chan_end {
  * signal — give the loop a timerfd(2) instead), or a rendezvous channel
  * (capacity 0: an end is ready only while a partner is blocked in it, and
  * the loop never blocks in the channel, so loops at both ends would never
- * meet), or a fork()ed child's copy of a shared channel's handle whose end
- * had a descriptor in the parent (the same eventfd: the two loops would
- * take each other's wake-ups; open a handle of the child's own) (*fd
- * untouched); SL_ENOMEM when the system refuses a descriptor (EMFILE,
+ * meet), or a fork()ed child's copy of a channel (in-process, or a shared
+ * channel's handle) whose end had a descriptor in the parent (the same
+ * eventfd: the two loops would take each other's wake-ups; a child opens a
+ * shared channel's handle of its own) (*fd untouched); SL_ENOMEM when the system refuses a descriptor (EMFILE,
  * ENFILE, ENOMEM), or, for a shared channel, the watcher thread cannot
  * start or its list cannot grow (the channel is unchanged and works as
  * before, and a later call may succeed). Lock-free: two threads asking at

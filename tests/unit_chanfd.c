@@ -703,6 +703,73 @@ START_TEST(test_close_landing_sleeps)
     ck_assert_uint_gt(landing, 0);
 }
 END_TEST
+
+/* The window the close_in_flight test does not reach: a close between a
+ * re-arm's reset (A1) and its flag (A2), with a send that saw the channel
+ * open still landing. The close's signal finds the flag down and writes
+ * nothing; the re-check (A4) sees the close and the mark and says SL_EMPTY
+ * without a signal; the landing's unmark then rings and finds the flag up
+ * (docs/guarantees.md, "Close"). A sender stopped at each of its steps in
+ * turn; the close made by the re-arm's reset itself. */
+static sl_chan *close_at_reset;
+
+static void close_after_reset(int fd)
+{
+    sl_test_sys_base()->eventfd_reset(fd);
+    if (close_at_reset) { /* after A1, before A2 */
+        sl_chan_close(close_at_reset);
+        close_at_reset = NULL;
+    }
+}
+
+START_TEST(test_close_at_reset_landing)
+{
+    const sl_flavor flavors[] = {SL_MPMC, SL_SPSC, SL_LIST, SL_RING};
+    const sl_flavor f = flavors[_i];
+    static const sl_sys_ops ops = {.eventfd_reset = close_after_reset};
+    unsigned k = 1, window = 0;
+    for (;; k++) {
+        sl_test_gated_send g = {.ch = chan8(f, 4), .k = k, .value = 42};
+        int fd;
+        uint64_t out = 0;
+        ck_assert_int_eq(sl_chan_fd(g.ch, SL_END_RECV, &fd), SL_OK);
+        ck_assert_int_eq(sl_chan_try_recv(g.ch, &out), SL_EMPTY); /* armed */
+        uint64_t v = 1;
+        ck_assert_int_eq(sl_chan_try_send(g.ch, &v), SL_OK); /* signalled: the flag down */
+        ck_assert_int_eq(sl_chan_try_recv_n(g.ch, &out, 1), 1); /* taken by a batch: no re-arm */
+        pthread_t t;
+        ck_assert_int_eq(pthread_create(&t, NULL, sl_test_send_gated, &g), 0);
+        sl_test_wait_stopped(&g);
+        close_at_reset = g.ch;
+        sl_test_sys_install(&ops);
+        sl_status st = sl_chan_try_recv(g.ch, &out); /* empty and open: re-arms */
+        sl_test_sys_restore();
+        bool met = close_at_reset == NULL; /* the re-arm's reset closed it */
+        close_at_reset = NULL;
+        unsigned got = st == SL_OK;
+        if (met && st == SL_EMPTY) { /* the send is in flight */
+            window++;
+            ck_assert_msg(!readable(fd), "%s, sender stopped at step %u: readable while it lands",
+                          sl_test_flavor_name(f), k);
+        }
+        if (!met)
+            sl_chan_close(g.ch);
+        atomic_store(&g.gate.go, 1);
+        ck_assert_int_eq(pthread_join(t, NULL), 0);
+        ck_assert_msg(readable_within(fd, 1000), "%s, sender stopped at step %u: "
+                      "the landing left the descriptor unreadable", sl_test_flavor_name(f), k);
+        while ((st = sl_chan_try_recv(g.ch, &out)) == SL_OK)
+            got++;
+        ck_assert_int_eq(st, SL_CLOSED);
+        ck_assert_uint_eq(got, g.st == SL_OK);
+        ck_assert(readable(fd));
+        sl_chan_free(g.ch);
+        if (g.passed < k)
+            break;
+    }
+    ck_assert_uint_gt(window, 0);
+}
+END_TEST
 #endif
 
 static Suite *chanfd_suite(void)
@@ -730,6 +797,7 @@ static Suite *chanfd_suite(void)
     tc = tcase_create("close_in_flight");
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, test_close_landing_sleeps, 0, 4);
+    tcase_add_loop_test(tc, test_close_at_reset_landing, 0, 4);
     suite_add_tcase(s, tc);
 #endif
 

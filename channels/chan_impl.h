@@ -27,9 +27,11 @@
 typedef struct sl__chan_fd {
     SL_ATOMIC(int) fd1;        /* the eventfd + 1; 0 while there is none */
     SL_ATOMIC(uint32_t) armed; /* 1: reset, and the next change must signal it */
-    SL_ATOMIC(unsigned) gen;   /* sl__shm_gen when it was made: a fork()ed child's
-                                  copy of the handle must not uncount it (stored
-                                  by every racing creator, all the same value) */
+    SL_ATOMIC(unsigned) gen;   /* sl__shm_gen when it was made: in a fork()ed
+                                  child's copy of the channel it is the parent's,
+                                  which the child neither uses (chanfd.c, fd_here)
+                                  nor, for a shared handle, uncounts (stored by
+                                  every racing creator, all the same value) */
 } sl__chan_fd;
 
 /* Slots for counting senders in flight (a power of two). */

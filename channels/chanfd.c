@@ -72,19 +72,24 @@ static int fd_here(const sl__chan_fd *e)
     return fd;
 }
 
-/* In a fork()ed child of a process that made a descriptor: a generation of
- * its own, so that its copies' descriptors are not taken for its own
- * (channels/shm.c moves it too, for a process that mapped a segment). */
-static void forked_child(void)
+/* In a fork()ed child: a generation of its own, so that its copies'
+ * descriptors are not taken for its own (channels/shm.c moves it too, for a
+ * process that mapped a segment). */
+static void __attribute__((unused)) forked_child(void)
 {
     /* Relaxed: the child runs only this thread now. */
     atomic_fetch_add_explicit(&sl__shm_gen, 1u, memory_order_relaxed);
 }
 
-static void __attribute__((unused)) add_fork_handler(void)
+/* At load, before any descriptor can exist: sl_chan_fd stays lock-free
+ * (pthread_atfork takes a lock), and no fork can come between a first
+ * descriptor and the handler. */
+#ifndef SL_MUTANT_CHANFD_FORK_UNCOUNTED /* planted bug when defined: only shm.c's handler */
+static __attribute__((constructor)) void add_fork_handler(void)
 {
     pthread_atfork(NULL, NULL, forked_child);
 }
+#endif
 
 /* S3–S5: make the descriptor readable unless it is already. */
 static void signal_end(sl__chan_fd *e)
@@ -299,10 +304,6 @@ SL_API sl_status sl_chan_fd(sl_chan *ch, sl_chan_end end, int *fd)
 {
     if (!ch || !fd || (end != SL_END_RECV && end != SL_END_SEND) || !sl__chan_changes_notify(ch))
         return SL_EINVAL;
-#ifndef SL_MUTANT_CHANFD_FORK_UNCOUNTED /* planted bug when defined: only shm.c's handler */
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, add_fork_handler); /* before any descriptor: fd_here */
-#endif
     sl__chan_fd *e = &ch->fds[end];
     int have = fd_of(e), made = -1;
     if (have >= 0 && fd_here(e) < 0)

@@ -209,12 +209,13 @@ sl_status sl__chanfd_rearm_recv(sl_chan *ch, void *out)
         if (!rearm(e))
             return SL_EMPTY;
         sl_status st = recheck(ch, e, out);
-        /* Empty, with the flag down again: a send signalled after A2, and
-         * another receive took its message before our look. Arm again, as
-         * the nested re-arm of the re-check's own empty try would have, but
-         * in this frame: each turn needs another thread's send and receive,
-         * so the loop is lock-free, and the stack stays one frame deep
-         * however many messages pass it by. */
+        /* Empty, with the flag down again: another thread signalled after
+         * A2 (a send whose message another receive took first, a refused
+         * send after a close, a watcher's poke). Arm again, as the nested
+         * re-arm of the re-check's own empty try would have, but in this
+         * frame: each turn needs another thread's completed step, so the
+         * loop is lock-free, and the stack stays one frame deep however
+         * many signals pass it by. */
         if (st != SL_EMPTY)
             return st;
     }

@@ -276,6 +276,10 @@ void sl__exec_quiesce(sl_exec *ex);
 sl__helper *sl__exec_foreign_slot(const sl_exec *ex);
 /* True when the calling thread is a foreign thread running a task of ex. */
 bool sl__exec_foreign_helping(const sl_exec *ex);
+/* Runs fn(args, NULL), a task of ex that could not be queued, on the calling
+ * thread, which counts as running a task of ex meanwhile (sl_exec_free
+ * refuses there). */
+void sl__exec_run_unqueued(sl_exec *ex, sl_task_fn fn, void *args);
 /* Tests: non-zero makes every worker count as deep, so that the depth rule's
  * liveness is tested without filling a stack. */
 extern SL_ATOMIC(int) sl__exec_deep_workers;

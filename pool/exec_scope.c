@@ -38,21 +38,14 @@ SL_API void sl_scope_begin(sl_exec *ex, sl_scope *s)
 
 /* Runs fn on the calling thread with its own copy of the arguments (a task
  * that could not be queued). */
-static void run_here(sl_task_fn fn, const void *args, size_t args_size)
+static void run_here(sl_exec *ex, sl_task_fn fn, const void *args, size_t args_size)
 {
-    if (!args_size) {
-        fn(NULL, NULL);
-        return;
-    }
-    void *copy = aligned_alloc(16, (args_size + 15u) & ~(size_t)15u);
-    if (!copy) {
-        /* Not even that: the caller's bytes, read-only as far as the caller
-         * knows; a task that writes its arguments would write them. */
-        fn((void *)(uintptr_t)args, NULL);
-        return;
-    }
-    memcpy(copy, args, args_size);
-    fn(copy, NULL);
+    void *copy = args_size ? aligned_alloc(16, (args_size + 15u) & ~(size_t)15u) : NULL;
+    if (copy)
+        memcpy(copy, args, args_size);
+    /* Without a copy: the caller's bytes, read-only as far as the caller
+     * knows; a task that writes its arguments would write them. */
+    sl__exec_run_unqueued(ex, fn, copy ? copy : (void *)(uintptr_t)(args_size ? args : NULL));
     free(copy);
 }
 
@@ -76,7 +69,7 @@ SL_API void sl_scope_spawn(sl_scope *s, sl_task_fn fn, const void *args, size_t 
         atomic_fetch_sub_explicit(&s->sl__pending, 1, memory_order_relaxed);
         sl__task_free(ex, w, t);
     }
-    run_here(fn, args, args_size);
+    run_here(ex, fn, args, args_size);
 }
 
 SL_API void sl_scope_end(sl_scope *s)

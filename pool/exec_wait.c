@@ -419,9 +419,10 @@ typedef struct help_frame {
     const struct help_frame *up;
     sl__helper *slot;   /* borrowed for ex (by this frame or an outer one), or NULL */
 } help_frame;
-/* The calling thread's innermost frame, NULL on workers and on foreign
- * threads not helping: sl_exec_free(ex) must refuse from a task of ex that a
- * foreign thread runs, as it does from a worker of ex. */
+/* The calling thread's innermost frame, NULL on threads neither helping
+ * nor running a task that could not be queued (sl__exec_run_unqueued):
+ * sl_exec_free(ex) must refuse from a task of ex that a foreign thread
+ * runs, as it does from a worker of ex. */
 static _Thread_local const help_frame *foreign_frames;
 
 /* The calling thread's innermost frame helping ex, or NULL. */
@@ -440,6 +441,25 @@ sl__helper *sl__exec_foreign_slot(const sl_exec *ex)
 }
 
 bool sl__exec_foreign_helping(const sl_exec *ex) { return frame_of(ex) != NULL; }
+
+void sl__exec_run_unqueued(sl_exec *ex, sl_task_fn fn, void *args)
+{
+    if (sl__exec_worker_of(ex)) {
+        fn(args, NULL);
+        return;
+    }
+    /* A frame with no slot of its own (an outer frame's, if any, as a
+     * spawn from here would use without it): it only names ex, for
+     * sl_exec_free's refusal. */
+#ifdef SL_MUTANT_EXEC_INLINE_UNFRAMED
+    fn(args, NULL); /* planted bug: a task run inline may free its executor */
+    return;
+#endif
+    help_frame frame = { ex, foreign_frames, sl__exec_foreign_slot(ex) };
+    foreign_frames = &frame;
+    fn(args, NULL);
+    foreign_frames = frame.up;
+}
 
 /* Borrows a free helper slot of ex, or NULL when all are taken. An empty one
  * first: a released slot may still hold spawns its last owner never synced,

@@ -1453,6 +1453,32 @@ START_TEST(test_free_from_own_task_refused)
 }
 END_TEST
 
+typedef struct big_free_args {
+    unsigned char bytes[SL_EXEC_PAYLOAD_MAX + 8];
+    sl_exec *ex;
+} big_free_args;
+
+static void free_self_big(void *args, void *ret)
+{
+    (void)ret;
+    sl_exec_free(((big_free_args *)args)->ex); /* refused: its scope is still open */
+}
+
+/* A scope task too big to queue runs on the spawning thread, a foreign one:
+ * a task of ex all the same, refused as one run by a worker or a helper. */
+START_TEST(test_free_from_inline_scope_task_refused)
+{
+    sl_exec *ex = new_exec(2);
+    big_free_args a = { .ex = ex };
+    sl_scope s;
+    sl_scope_begin(ex, &s);
+    sl_scope_spawn(&s, free_self_big, &a, sizeof a);
+    sl_scope_end(&s);
+    ck_assert_int_eq(fib_on(ex, 10), fib_serial(10)); /* still alive */
+    sl_exec_free(ex);
+}
+END_TEST
+
 /* ---- an idle executor uses no CPU ---------------------------------------- */
 
 static uint64_t cpu_ns(void)
@@ -1915,6 +1941,7 @@ static Suite *exec_suite(void)
     tcase_add_test(tc, test_two_executors);
     tcase_add_test(tc, test_free_waits_for_every_task);
     tcase_add_test(tc, test_free_from_own_task_refused);
+    tcase_add_test(tc, test_free_from_inline_scope_task_refused);
     tcase_add_test(tc, test_idle_uses_no_cpu);
     suite_add_tcase(s, tc);
     return s;

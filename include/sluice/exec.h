@@ -137,8 +137,9 @@ SL_API sl_status sl_exec_new(sl_exec **out, const sl_exec_opts *opts);
  * frees everything, including the records of futures never synced. Futures of
  * ex must not be used afterwards. NULL does nothing. The caller guarantees that
  * once this is called no thread but ex's own tasks uses ex (spawns, syncs,
- * scopes); called from a task of ex (on a worker, or on a foreign thread
- * helping in sl_sync) it returns at once without freeing anything, since it
+ * scopes); called from a task of ex (on a worker, on a foreign thread
+ * helping in sl_sync, or a scope task run on its spawning thread because it
+ * could not be queued) it returns at once without freeing anything, since it
  * would wait for itself. Blocking. */
 SL_API void sl_exec_free(sl_exec *ex);
 

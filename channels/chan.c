@@ -293,8 +293,10 @@ sl_status sl__chan_poll_send(sl_chan *ch, const void *elem)
 /* What a pop that made `room` owes the senders: a wake on not_full and a
  * ring for the selectors and descriptors with a send case. Nothing where no
  * send ever finds the queue full: an unbounded queue (a send refused for
- * memory is final) or an evicting one (a send into a full ring displaces).
- * There no sender waits for room, a select's send case is ready at once,
+ * memory is final), an evicting one (a send into a full ring displaces) or
+ * a broadcast subscriber (`lags`: the send handle overwrites what a
+ * subscriber has not read, and a subscriber refuses sends). There no
+ * sender waits for room, a select's send case is ready at once,
  * and a send-end descriptor is never re-armed, for no send says SL_FULL:
  * the notify would only load the control line, and while anything selects
  * on or watches the channel, ring the process's send bells, waking any
@@ -303,7 +305,7 @@ sl_status sl__chan_poll_send(sl_chan *ch, const void *elem)
  * would wake the selectors waiting to send elsewhere for nothing. */
 PER_FLAVOR void room_made(const flavor_adapter *a, sl_chan *ch, size_t room)
 {
-    if (a->unbounded || a->evicts || a->recv_only)
+    if (a->unbounded || a->evicts || a->lags || a->recv_only)
         return;
     chan_notify(ch, &ch->not_full, room);
     ring_senders(ch);

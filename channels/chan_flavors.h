@@ -297,7 +297,8 @@ typedef struct flavor_adapter {
                        so no send waits for room, and a pop owes senders no notify */
     bool recv_only; /* every send form refuses with SL_EINVAL, before any mark */
     bool own_ctor;  /* made by its own constructors: sl_chan_new refuses the flavour */
-    bool lags;      /* a pop may answer SL_LAGGED: a batch that took nothing asks pop */
+    bool lags;      /* a pop may answer SL_LAGGED: a batch that took nothing asks pop;
+                       a broadcast ring: no send waits for room either */
     /* Whether a push would find the queue full now, or a pop find it empty,
      * on the loads the push or pop itself starts with and at the same
      * linearization point (NULL: no such look). A select tries each case

@@ -18,6 +18,7 @@
  * exec.c, this file calls down only.
  */
 #include "exec_internal.h"
+#include "internal/sysops.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -37,16 +38,26 @@ SL_API void sl_scope_begin(sl_exec *ex, sl_scope *s)
 }
 
 /* Runs fn on the calling thread with its own copy of the arguments (a task
- * that could not be queued). */
+ * that could not be queued), 16-aligned as a record's payload is. A block
+ * that fits a record (the task found no memory for one) is copied onto this
+ * stack: running it must not need the memory that was just missing, nor
+ * hand the task the caller's bytes, which may be unaligned or read-only. A
+ * bigger block is copied to the heap; only when that fails too does the
+ * task get the caller's block itself (exec.h, sl_scope_spawn). */
 static void run_here(sl_exec *ex, sl_task_fn fn, const void *args, size_t args_size)
 {
-    void *copy = args_size ? aligned_alloc(16, (args_size + 15u) & ~(size_t)15u) : NULL;
+    SL_ALIGNAS(16) unsigned char local[SL_EXEC_PAYLOAD_MAX];
+    void *heap = NULL, *copy = args_size ? local : NULL;
+#ifndef SL_MUTANT_EXEC_INLINE_ARGS_SHARED
+    if (args_size > sizeof local)
+#else
+    if (args_size) /* planted bug: a task with no record gets the heap, or the caller's bytes */
+#endif
+        copy = heap = sl__alloc(16, args_size);
     if (copy)
         memcpy(copy, args, args_size);
-    /* Without a copy: the caller's bytes, read-only as far as the caller
-     * knows; a task that writes its arguments would write them. */
     sl__exec_run_unqueued(ex, fn, copy ? copy : (void *)(uintptr_t)(args_size ? args : NULL));
-    free(copy);
+    free(heap);
 }
 
 SL_API void sl_scope_spawn(sl_scope *s, sl_task_fn fn, const void *args, size_t args_size)

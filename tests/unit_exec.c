@@ -822,6 +822,44 @@ START_TEST(test_scope_spawn_too_big_runs_inline)
 }
 END_TEST
 
+/* A scope task run on its spawning thread for want of a record gets its own
+ * 16-aligned copy of its arguments, as a queued one does, with no memory to
+ * be had for one: never the caller's bytes (unaligned here, and possibly
+ * read-only), which it would write. A block too big for a record runs once
+ * all the same. */
+static const void *g_own_seen;
+static atomic_uint g_own_runs;
+
+static void own_copy_task(void *args, void *ret)
+{
+    (void)ret;
+    g_own_seen = args;
+    atomic_fetch_add(&g_own_runs, 1);
+    ((unsigned char *)args)[0] = '!'; /* its own copy: it may write it */
+}
+
+START_TEST(test_scope_task_without_record_own_copy)
+{
+    sl_exec *ex = new_exec(2);
+    SL_ALIGNAS(16) unsigned char caller[1 + SL_EXEC_PAYLOAD_MAX];
+    memset(caller, 'c', sizeof caller);
+    big_args big = { { 0 }, NULL };
+    sl_test_fail_allocs(UINT64_MAX); /* the pool is empty: no record for this thread */
+    sl_scope s;
+    sl_scope_begin(ex, &s);
+    sl_scope_spawn(&s, own_copy_task, caller + 1, SL_EXEC_PAYLOAD_MAX);
+    const void *seen = g_own_seen;
+    sl_scope_spawn(&s, own_copy_task, &big, sizeof big);
+    sl_scope_end(&s);
+    sl_test_alloc_faults_off();
+    ck_assert_uint_eq(atomic_load(&g_own_runs), 2);
+    ck_assert_msg(seen != caller + 1, "the task was handed the caller's bytes");
+    ck_assert_msg(((uintptr_t)seen & 15) == 0, "arguments at %p: not 16-aligned", seen);
+    ck_assert_uint_eq(caller[1], 'c');
+    sl_exec_free(ex);
+}
+END_TEST
+
 /* ---- submit never runs on the caller ------------------------------------- */
 
 static void record_thread(void *args, void *ret)
@@ -1895,6 +1933,7 @@ static Suite *exec_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_scope_nested_spawns);
     tcase_add_test(tc, test_scope_spawn_too_big_runs_inline);
+    tcase_add_test(tc, test_scope_task_without_record_own_copy);
     tcase_add_test(tc, test_cancel_token);
     suite_add_tcase(s, tc);
 

@@ -238,7 +238,12 @@ SL_API void sl_scope_begin(sl_exec *ex, sl_scope *s);
 /* Spawns fn(copy of args, NULL) into s: as sl_spawn, with no result. A task
  * that cannot be queued (it does not fit SL_EXEC_FITS(args_size, 0), or no
  * record could be allocated) runs on the calling thread before this returns,
- * so that no work of the scope is ever lost. NULL s or fn, or NULL args
+ * so that no work of the scope is ever lost, with its own copy of args as a
+ * queued task has (for want of a record: on the calling thread's stack, no
+ * memory needed). The one exception: a block too big for a record when no
+ * memory can be had for its copy either is handed to the task as args
+ * itself (as aligned as the caller's, and written by a task that writes its
+ * arguments). NULL s or fn, or NULL args
  * with a non-zero args_size: nothing (bad input; nothing runs). May be
  * called from the scope's thread and from any task of s (or nested in one). */
 SL_API void sl_scope_spawn(sl_scope *s, sl_task_fn fn, const void *args, size_t args_size);

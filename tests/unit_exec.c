@@ -765,6 +765,7 @@ START_TEST(test_scope_nested_spawns)
     sl_scope_end(&s);
     sl_scope_begin(ex, &s);
     sl_scope_spawn(&s, NULL, NULL, 0); /* refused */
+    sl_scope_spawn(&s, tree_node, NULL, sizeof(tree_args)); /* refused: no block */
     sl_scope_end(&s);
     sl_scope_end(&s); /* a second end: nothing to wait for, and no wait */
     /* Ended after its tasks, then ended again: returns too. */
@@ -1362,6 +1363,7 @@ START_TEST(test_cancel_token)
     ck_assert_int_eq(atomic_load(&stopped), n);
     ck_assert(sl_cancelled(&token));
     sl_cancel_request(NULL);
+    sl_cancel_init(NULL);
     sl_exec_free(ex);
 }
 END_TEST

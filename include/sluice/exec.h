@@ -271,10 +271,12 @@ typedef struct sl_cancel {
     SL_ATOMIC(uint32_t) sl__requested; /* private */
 } sl_cancel;
 
-/* Initialises c as not requested. Not concurrent with any other use of c. */
+/* Initialises c as not requested. Not concurrent with any other use of c.
+ * NULL: nothing. */
 SL_API void sl_cancel_init(sl_cancel *c);
 /* Requests cancellation; idempotent. Wait-free. What the caller did before
- * happens-before every sl_cancelled that returns true (acts as release). */
+ * happens-before every sl_cancelled that returns true (acts as release).
+ * NULL: nothing. */
 SL_API void sl_cancel_request(sl_cancel *c);
 /* true once cancellation has been requested (acquire). NULL: false. Wait-free. */
 SL_API bool sl_cancelled(const sl_cancel *c);

@@ -797,7 +797,7 @@ static void big_task(void *args, void *ret)
     unsigned s = 0;
     for (size_t i = 0; i < sizeof a->bytes; i++)
         s += a->bytes[i];
-    a->bytes[0] = 0; /* its own copy: the caller's block must not change */
+    a->bytes[0] = 0xaa; /* its own copy: the caller's block must not change */
     atomic_fetch_add(a->sum, s);
 }
 

@@ -242,7 +242,9 @@ static void init_shared(sl_chan *ch, const geometry *g)
  * the marks of living owners; a look every SHM_LOOK_NS, made by an empty
  * receive, a full send or a waiter, reclaims the records of dead owners and
  * closes the channel once a role was registered and no handle of that role
- * is left (close_if_gone: senders and receivers alike). */
+ * is left (close_if_gone: senders and receivers alike). Whoever reclaims a
+ * record, the look or not, decides for the roles it held (reclaim_all), as
+ * a handle's free does for its own (drop_record). */
 #define ROLE_SENDER 1u   /* sl_chan_shm_sender */
 #define ROLE_RECEIVER 2u /* sl_chan_shm_receiver */
 #define ROLES (ROLE_SENDER | ROLE_RECEIVER) /* other bits are a peer's garbage */
@@ -308,6 +310,7 @@ SL_ATOMIC(unsigned) sl__shm_gen = 1;
 
 static void register_again(void);
 static void read_own_namespaces(void);
+static void close_if_gone(sl_chan *ch, uint32_t gone);
 
 /* Threads of a process share a handle: one claims its record, under this
  * lock, which a fork() holds across (a child must not inherit it held). */
@@ -562,12 +565,14 @@ static bool reclaim_take(const sl_chan *ch, shm_rec *r, uint64_t seen)
 }
 
 /* Frees record r, taken by reclaim_take: its marks stop counting, the
- * owner's parked threads stop counting as waiters. Every clear is a store
- * of 0 or an exchange with 0, so a reclaim finished by another process
- * leaves the record as one that ran through would; only a parked count the
- * dead reclaimer had taken out but not yet subtracted stays in `waiters` (a
- * wake for nobody now and then, never a lost one). */
-static void reclaim_finish(sl_chan *ch, shm_rec *r)
+ * owner's parked threads stop counting as waiters; the roles it held, for
+ * the caller's decision (reclaim_all). Every clear is a store of 0 or an
+ * exchange with 0, so a reclaim finished by another process leaves the
+ * record as one that ran through would; only a parked count the dead
+ * reclaimer had taken out but not yet subtracted stays in `waiters` (a
+ * wake for nobody now and then, never a lost one), and the roles it had
+ * cleared are decided by the next look (look_for_the_gone). */
+static uint32_t reclaim_finish(sl_chan *ch, shm_rec *r)
 {
     SL_FI(); /* busy, nothing cleared */
 #ifndef SL_MUTANT_SHM_DEAD_MARKS_COUNT
@@ -576,9 +581,12 @@ static void reclaim_finish(sl_chan *ch, shm_rec *r)
     discount(&ch->not_empty, &r->parked[0]);
     discount(&ch->not_full, &r->parked[1]);
     SL_FI(); /* counts cleared, the roles not yet */
-    atomic_store_explicit(&r->roles, 0u, memory_order_relaxed);
+    /* Relaxed: the decision that follows is this thread's (its reads come
+     * after the clear); the owner's release below orders it for a new owner. */
+    uint32_t was = atomic_exchange_explicit(&r->roles, 0u, memory_order_relaxed);
     /* Release: the clears before a new owner's claim. */
     atomic_store_explicit(&r->owner, 0, memory_order_release);
+    return was;
 }
 
 /* The spare entries (SL_MPMC's swap form) that the dead owners in `dead`
@@ -599,7 +607,16 @@ static uint64_t settle_spares(sl_chan *ch, uint64_t dead)
  * could be preempted between its reading of a held word and its CAS,
  * while another look settled and freed the record and a new owner
  * wrote the same word again (layout version 13; docs/guarantees.md,
- * "Settling under the record"). */
+ * "Settling under the record").
+ *
+ * Whoever frees a record decides whether it held the last of a role, as a
+ * handle's own free does (drop_record): every reclaim comes here, the
+ * look's, a claim's that found every record held, and a closed-check's,
+ * and a role cleared without the decision would wait for the next look, a
+ * look period on, or two after the death when that look ran while this
+ * reclaim held the record with its roles not yet cleared (found by
+ * review). Closing here is safe under claim_lock: sl_chan_close only sets
+ * `closed` and wakes, it never claims. */
 static void reclaim_all(sl_chan *ch, const uint64_t *owners, uint64_t dead)
 {
     shm_rec *rs = records(ch);
@@ -617,6 +634,7 @@ static void reclaim_all(sl_chan *ch, const uint64_t *owners, uint64_t dead)
 #ifndef SL_MUTANT_SHM_SETTLE_UNHELD
     uint64_t named = settle_spares(ch, taken);
 #endif
+    uint32_t freed = 0;
     for (int i = 0; i < SHM_RECS; i++) {
         if (!((taken >> i) & 1))
             continue;
@@ -624,8 +642,16 @@ static void reclaim_all(sl_chan *ch, const uint64_t *owners, uint64_t dead)
             /* Release: as the free's; the next look takes it from here. */
             atomic_store_explicit(&rs[i].owner, owners[i], memory_order_release);
         else
-            reclaim_finish(ch, &rs[i]);
+            freed |= reclaim_finish(ch, &rs[i]);
     }
+#ifdef SL_MUTANT_SHM_RECLAIM_UNDECIDED
+    freed = 0; /* planted bug: the roles a reclaim cleared wait for the next look */
+#endif
+    /* Relaxed: only the roles registered (a process that died between its
+     * record's bit and its note_registration never registered); a
+     * registration missed here is the next look's. */
+    uint32_t ever = atomic_load_explicit(&control(ch)->roles_ever, memory_order_relaxed);
+    close_if_gone(ch, freed & ever & ROLES);
 }
 
 /* One record's reclaim, its spares settled first. */
@@ -870,7 +896,10 @@ static void look_for_the_gone(sl_chan *ch)
         else if (!reclaiming(owners[i]))
             living |= atomic_load_explicit(&rs[i].roles, memory_order_relaxed);
     }
-    /* The spares of all the dead at once: one may wait for another's. */
+    /* The spares of all the dead at once: one may wait for another's. The
+     * roles of the records it frees are decided there; those below are the
+     * rest, roles whose last record went without a decision (its process,
+     * or its reclaimer, killed between the clear and the decision). */
     if (dead)
         reclaim_all(ch, owners, dead);
     /* Relaxed: a registration the look misses is found by the next one. */

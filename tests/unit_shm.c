@@ -1322,7 +1322,9 @@ static int hold_all_records(void *p)
 }
 
 /* The records of a dead process are reclaimed when a new sender needs one
- * (hold_all_records's refusals first). */
+ * (hold_all_records's refusals first). The first one reclaimed is the
+ * child's last registered sender's: that reclaim closes the channel, and
+ * the registration whose claim made it says so (it does not reopen it). */
 START_TEST(test_sender_records_full)
 {
     sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 8, .capacity = 128};
@@ -1331,11 +1333,10 @@ START_TEST(test_sender_records_full)
     death_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o};
     ck_assert_int_eq(reap(spawn(hold_all_records, &a)), 128 + SIGKILL);
     ck_assert_uint_eq(sl_chan_len(ch), SL_SHM_SENDERS + 1);
-    ck_assert_int_eq(sl_chan_shm_sender(ch), SL_OK);
+    ck_assert_int_eq(sl_chan_shm_sender(ch), SL_CLOSED);
     uint64_t v;
     while (sl_chan_try_recv(ch, &v) == SL_OK)
         ck_assert_uint_eq(v, 1);
-    sl_chan_close(ch);
     ck_assert_int_eq(sl_chan_recv_for(ch, &v, survivor_wait()), SL_CLOSED);
     sl_chan_free(ch);
 }
@@ -1420,6 +1421,70 @@ START_TEST(test_refused_sender_looks_again)
     sl__shm_look_ns = look;
     for (int i = 0; i < 2; i++)
         close(a.ready[i]), close(a.go[i]);
+    sl_chan_free(extra);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* A registered sender: one message, says so on `ready`, and is killed when
+ * the parent writes `go`. */
+static int sender_killed_when_told(void *p)
+{
+    holder_arg *a = p;
+    sl_chan *ch;
+    uint64_t v = 1;
+    char c = 1;
+    if (sl_chan_shm_open_fd(&ch, a->fd, &a->opts) != SL_OK || sl_chan_shm_sender(ch) != SL_OK ||
+        sl_chan_try_send(ch, &v) != SL_OK)
+        return 1;
+    if (write(a->ready[1], &c, 1) != 1 || read(a->go[0], &c, 1) != 1)
+        return 2;
+    raise(SIGKILL);
+    return 3;
+}
+
+/* The last registered sender's record, reclaimed by a claim that found
+ * every record held (not by a look), closes the channel there and then: the
+ * reclaim takes the record's roles away, so the decision that the role is
+ * gone is the reclaimer's to make (found by review: the claim cleared the
+ * roles and left the close to the next look, a look period later, here an
+ * hour, and later still when a look raced the claim). */
+START_TEST(test_reclaim_closes)
+{
+    const uint64_t look = sl__shm_look_ns;
+    sl__shm_look_ns = 3600 * SEC; /* one look below, then none: only the reclaim can close */
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 8, .capacity = 128};
+    sl_chan *ch, *h[SL_SHM_SENDERS - 1], *extra;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    holder_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o};
+    ck_assert_int_eq(pipe(a.ready), 0);
+    ck_assert_int_eq(pipe(a.go), 0);
+    pid_t pid = spawn(sender_killed_when_told, &a);
+    char c;
+    ck_assert_int_eq(read(a.ready[0], &c, 1), 1);
+    uint64_t v = 0;
+    ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_OK);
+    ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_EMPTY); /* the look: the sender lives */
+    ck_assert_int_eq(write(a.go[1], &c, 1), 1);
+    ck_assert_int_eq(reap(pid), 128 + SIGKILL);
+    ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_EMPTY); /* no look due: open */
+    for (int i = 0; i < SL_SHM_SENDERS - 1; i++) { /* every record held, the dead one's too */
+        ck_assert_int_eq(sl_chan_shm_open_fd(&h[i], sl_chan_shm_fd(ch), &o), SL_OK);
+        ck_assert_int_eq(sl_chan_try_send(h[i], &v), SL_OK);
+    }
+    ck_assert_int_eq(sl_chan_shm_open_fd(&extra, sl_chan_shm_fd(ch), &o), SL_OK);
+    sl_status st = sl_chan_try_send(extra, &v); /* claims the dead sender's record */
+    ck_assert_msg(st == SL_CLOSED && sl_chan_is_closed(ch),
+                  "the last registered sender's record reclaimed by a claim: the send said %d, "
+                  "the channel is %s", (int)st, sl_chan_is_closed(ch) ? "closed" : "open");
+    for (int i = 0; i < SL_SHM_SENDERS - 1; i++)
+        ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_OK);
+    ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_CLOSED);
+    sl__shm_look_ns = look;
+    for (int i = 0; i < 2; i++)
+        close(a.ready[i]), close(a.go[i]);
+    for (int i = 0; i < SL_SHM_SENDERS - 1; i++)
+        sl_chan_free(h[i]);
     sl_chan_free(extra);
     sl_chan_free(ch);
 }
@@ -4096,6 +4161,7 @@ static Suite *shm_suite(void)
     tcase_add_test(tc, test_sender_records_full);
     tcase_add_test(tc, test_refused_sender_looks_again);
     tcase_add_test(tc, test_refused_send_closed);
+    tcase_add_test(tc, test_reclaim_closes);
     tcase_add_test(tc, test_empty_polls_claim_no_record);
     tcase_add_test(tc, test_record_churn);
     tcase_add_loop_test(tc, test_mark_owner_identity, 0, N_OF(k_cfg) * MARK_PLACES);

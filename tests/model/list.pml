@@ -14,9 +14,11 @@
  *
  * What the model does NOT check: reclamation (the epoch records and the
  * freeing of unlinked segments: docs/guarantees.md's argument, the ASan
- * build and SL_MUTANT_LIST_EARLY_FREE), memory exhaustion (a fresh segment
- * always comes), and the bounded spin before a poison (a pop that spins
- * only waits; the exchange that follows may come at any moment here).
+ * build and SL_MUTANT_LIST_EARLY_FREE; seg_get's reclaim between its two
+ * takes of the spare is left out, so only a lost link puts a segment back
+ * here), and the bounded spin before a poison (a pop that spins only
+ * waits; the exchange that follows may come at any moment here). Memory
+ * exhaustion is in with -DALLOC_FAIL: each allocation may fail.
  *
  * Each step is one Promela statement and names the C step it stands for:
  *
@@ -32,12 +34,24 @@
  *            claimed since), i is the value the CAS read and Lb again;
  *            i >= SEG, no CAS
  *            i >= SEG (the segment is used up): push_grow
- *              G1 load seg->next
- *                 none: G2 a fresh segment, private: the message in slot 0,
- *                          FULL, enq = 1
+ *              G1 load seg->next (the first look)
+ *                 none: seg_get, each step filling the segment it hands
+ *                       over (private until G3: the message in slot 0,
+ *                       FULL, enq = 1):
+ *                       G2a exchange the spare with none (take_spare);
+ *                       G2b none: the same again (after reclaim, which is
+ *                          not modelled);
+ *                       G2c none: seg_alloc, a segment from the pool; with
+ *                          -DALLOC_FAIL it may instead fail:
+ *                          G6 load seg->next again (the second look); a
+ *                             segment: another push linked it meanwhile,
+ *                             go on as after a lost G3 (G5)
+ *                          G7 none: take_spare; none either: SL_ENOMEM,
+ *                             linearized at G6
  *                       G3 CAS seg->next none -> fresh: sent (SL_OK); G4 CAS
  *                          tail seg -> fresh. A lost G3 reads the winner's
- *                          segment (and abandons its fresh one)
+ *                          segment; G8 seg_put: reset the fresh one, CAS
+ *                          the spare none -> it (else it is freed)
  *              G5 CAS tail seg -> next (the help), then L1 again
  *         L3 write the message into slot i
  *         L4 CAS the slot's state EMPTY -> FULL: sent; a failure means a pop
@@ -62,7 +76,9 @@
  * Threads (spin -D... to change):
  *   SEG=1|2|3  slots per segment
  *   NP=1|2     producers, MSGS=1|2 messages each (ids p*MSGS + k + 1)
- *   NC=1|2     consumers, POPS try-pops each (each may answer SL_EMPTY)
+ *   NC=0|1|2   consumers, POPS try-pops each (each may answer SL_EMPTY)
+ *   ALLOC_FAIL a growing push's allocation may fail (a push may then
+ *              answer SL_ENOMEM; its message is dropped, as a try-send's)
  * After every thread has ended, init checks sl_list_len at rest and drains
  * the list with pops until SL_EMPTY.
  *
@@ -79,6 +95,11 @@
  *     the head's `deq`, each clamped to the segment) equals the messages
  *     sent and not yet received; after the drain every message whose push
  *     returned SL_OK was received exactly once;
+ *   - SL_ENOMEM (with ALLOC_FAIL) only as list.h says: nothing consumed
+ *     (the message was never published), and no other push had linked a
+ *     segment after the used-up one by the time the allocation failed
+ *     (ghost grown_meanwhile, set at the failing G2c); a refused message is
+ *     never received;
  *   - no invalid end state (nobody blocks); with -DNP and `pan -l` (run.sh's
  *     `progress` kind), no non-progress cycle: no schedule lets the threads
  *     retry forever without completing an operation.
@@ -100,6 +121,11 @@
  *   BUG_EMPTY_NO_ENQ      pop_sees_empty skips E1: SL_EMPTY whenever slot d
  *                         is unpublished and no next segment exists, though
  *                         later slots may hold messages
+ *   BUG_ENOMEM_FIRST_LOOK a failed allocation answers SL_ENOMEM at once,
+ *                         without G6 and G7, as before the fix: another
+ *                         push may have linked a segment meanwhile
+ *                         (SL_MUTANT_LIST_ENOMEM_FIRST_LOOK; needs
+ *                         ALLOC_FAIL)
  *
  * Coverage (run.sh --cover): REACHED(n) marks a branch worth reaching; with
  * -DCOVER=n it becomes assert(false) there.
@@ -141,6 +167,7 @@
 
 #define R_OK    0
 #define R_EMPTY 2
+#define R_ENOMEM 9
 
 /* the list */
 byte enq[NSEG];
@@ -152,6 +179,7 @@ byte val[NSLOT];               /* slot bytes: a message id once written */
 byte head = 0;
 byte tail = 0;
 byte nalloc = 1;               /* segments handed out (segment 0 is the first) */
+byte spare = NONE;             /* the list's spare segment: NONE, or one never published */
 
 /* ghost state */
 byte seg_of[NMSG + 1];         /* where the message was published */
@@ -174,7 +202,35 @@ inline published(m, s, i)
     idx_of[m] = i
 }
 
-/* sl__list_push of message m; sets r */
+/* push_grow's fill of the segment it got, if any (private until G3, so
+ * done in the step that handed it over): message m in slot 0, FULL, and
+ * enq = 1 */
+inline fill_fresh(m)
+{
+    if
+    :: fresh != NONE ->
+        val[fresh * SEG] = m;
+        st[fresh * SEG] = FULL;
+#ifdef BUG_NEW_SEG_ENQ_ZERO
+        enq[fresh] = 0
+#else
+        enq[fresh] = 1
+#endif
+    :: else -> skip
+    fi
+}
+
+/* take_spare: exchange the spare with none into fresh, then fill it */
+inline take_spare(m)
+{
+    d_step {
+        fresh = spare;
+        spare = NONE;
+        fill_fresh(m)
+    }
+}
+
+/* sl__list_push of message m; sets r (R_OK, or R_ENOMEM with ALLOC_FAIL) */
 inline push(m)
 {
     do
@@ -201,21 +257,59 @@ inline push(m)
         od;
         if
         :: i >= SEG ->
-            nx = nxt[seg];                             /* G1 */
+            nx = nxt[seg];                             /* G1: the first look */
+            fresh = NONE;
             if
             :: nx == NONE ->
-                d_step {                               /* G2: private until G3 */
-                    fresh = nalloc;
-                    nalloc++;
-                    assert(fresh < NSEG);              /* the model's pool is big enough */
-                    val[fresh * SEG] = m;
-                    st[fresh * SEG] = FULL;
-#ifdef BUG_NEW_SEG_ENQ_ZERO
-                    enq[fresh] = 0
+                /* seg_get: the spare, else (after a reclaim, not modelled)
+                 * the spare again, else an allocation */
+                take_spare(m);                         /* G2a */
+                if
+                :: fresh == NONE ->
+                    take_spare(m)                      /* G2b: again */
+                :: else -> REACHED(85)                 /* a growing push reuses the spare */
+                fi;
+                if
+                :: fresh == NONE ->
+                    if
+                    :: d_step {                        /* G2c: seg_alloc succeeds */
+                           fresh = nalloc;
+                           nalloc++;
+                           assert(fresh < NSEG);       /* the model's pool is big enough */
+                           fill_fresh(m)
+                       }
+#ifdef ALLOC_FAIL
+                    :: d_step {                        /* G2c: seg_alloc fails */
+                           /* ghost: what the contract's "by the time the
+                            * allocation failed" looks at */
+                           grown_meanwhile = (nxt[seg] != NONE)
+                       };
+#ifdef BUG_ENOMEM_FIRST_LOOK
+                       r = R_ENOMEM;                   /* BUG: the answer from G1 */
+                       break
 #else
-                    enq[fresh] = 1
+                       nx = nxt[seg];                  /* G6: the second look */
+                       if
+                       :: nx == NONE ->
+                           take_spare(m);              /* G7 */
+                           if
+                           :: fresh == NONE ->
+                               r = R_ENOMEM;           /* linearized at G6 */
+                               REACHED(87);
+                               break
+                           :: else -> REACHED(88)      /* a spare put back meanwhile */
+                           fi
+                       :: else -> REACHED(86)          /* linked by another push meanwhile: go on into it */
+                       fi
 #endif
-                };
+#endif
+                    fi
+                :: else -> skip
+                fi
+            :: else -> skip
+            fi;
+            if
+            :: fresh != NONE ->
                 d_step {                               /* G3: CAS next */
                     if
                     :: nxt[seg] == NONE ->
@@ -239,7 +333,17 @@ inline push(m)
                     };
                     r = R_OK;
                     break
-                :: else -> skip
+                :: else ->
+                    d_step {                           /* G8: seg_put, never published */
+                        st[fresh * SEG] = EMPTY;       /* seg_reset */
+                        val[fresh * SEG] = 0;
+                        enq[fresh] = 0;
+                        if
+                        :: spare == NONE -> spare = fresh   /* CAS spare none -> fresh */
+                        :: else -> skip                /* freed */
+                        fi;
+                        fresh = NONE
+                    }
                 fi
             :: else -> skip
             fi;
@@ -425,6 +529,7 @@ proctype Producer(byte me)
 {
     byte k, m, seg, i, nx, fresh, r;
     bool ok;
+    bool grown_meanwhile;          /* ghost: seg had a next when the allocation failed */
 
     for (k : 0 .. MSGS - 1) {
         m = me * MSGS + k + 1;
@@ -432,14 +537,23 @@ proctype Producer(byte me)
 progress_push:
         skip;                                          /* (a break cannot end in a d_step) */
         d_step {
-            assert(pushed[m] && r == R_OK);
-            sent_ok[m] = true;
-            done_mask = done_mask | (1 << (m - 1));
             if
-            :: got[m] == 0 -> waiting++
-            :: else -> skip                            /* received before the push returned */
+            :: r == R_ENOMEM ->
+                assert(!pushed[m]);                    /* nothing consumed */
+                /* SL_ENOMEM only if no other push had linked a segment
+                 * after the used-up one by the time the allocation failed
+                 * (list.h): the list could not grow */
+                assert(!grown_meanwhile)
+            :: else ->
+                assert(pushed[m] && r == R_OK);
+                sent_ok[m] = true;
+                done_mask = done_mask | (1 << (m - 1));
+                if
+                :: got[m] == 0 -> waiting++
+                :: else -> skip                        /* received before the push returned */
+                fi
             fi;
-            seg = 0; i = 0; nx = 0; fresh = 0; r = 0; ok = false
+            seg = 0; i = 0; nx = 0; fresh = 0; r = 0; ok = false; grown_meanwhile = false
         }
     }
 }
@@ -509,7 +623,9 @@ init {
 
     assert(waiting == 0);
     for (k : 1 .. NMSG) {
-        assert(sent_ok[k] && pushed[k]);
-        assert(got[k] == 1)            /* sent, so received exactly once */
+        /* sent, so received exactly once; or refused (SL_ENOMEM), so
+         * never in the list */
+        assert(sent_ok[k] && pushed[k] && got[k] == 1 ||
+               !sent_ok[k] && !pushed[k] && got[k] == 0)
     }
 }

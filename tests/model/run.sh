@@ -135,9 +135,13 @@ checks_default=(
     "cellring-swap-c2-2x2-1x2-wrap|cellring.pml|-DSWAP -DCAP=2 -DMSGS=2 -DNC=1 -DPOPS=2 -DBASE=56|safety progress"
     # SL_LIST's slots and segments: NAME-sSEG-PxM-CxK is SEG slots a
     # segment, P producers of M messages, C consumers of K try-pops each,
-    # then a drain at rest
+    # then a drain at rest; -nomem: a growing push's allocation may fail
+    # (the second look, SL_ENOMEM)
     "list-s2-2x1-1x2|list.pml|-DSEG=2 -DNP=2 -DMSGS=1 -DNC=1 -DPOPS=2|safety progress"
-    "list-s1-2x1-1x2|list.pml|-DSEG=1 -DNP=2 -DMSGS=1 -DNC=1 -DPOPS=2|safety progress"
+    "list-s1-2x1-1x2-nomem|list.pml|-DSEG=1 -DNP=2 -DMSGS=1 -DNC=1 -DPOPS=2 -DALLOC_FAIL|safety progress"
+    # two producers growing past each segment at once, no consumer before
+    # the drain: a spare put back while a failed allocation looks again
+    "list-s1-2x2-0x0-nomem|list.pml|-DSEG=1 -DNP=2 -DMSGS=2 -DNC=0 -DALLOC_FAIL|safety progress"
     "list-s2-1x2-2x1|list.pml|-DSEG=2 -DNP=1 -DMSGS=2 -DNC=2 -DPOPS=1|safety"
     "list-s1-1x2-2x1|list.pml|-DSEG=1 -DNP=1 -DMSGS=2 -DNC=2 -DPOPS=1|safety"
     # the SPSC channel's send and receive paths and the parking handshake
@@ -171,6 +175,7 @@ checks_full=(
     "cellring-ow-c1-2x1-2x2-p|cellring.pml|-DDISPLACE -DCAP=1 -DMSGS=1 -DNC=2 -DPOPS=2|progress"
     "list-s1-2x1-2x1|list.pml|-DSEG=1 -DNP=2 -DMSGS=1 -DNC=2 -DPOPS=1|safety"
     "list-s2-2x1-2x1|list.pml|-DSEG=2 -DNP=2 -DMSGS=1 -DNC=2 -DPOPS=1|safety"
+    "list-s1-2x2-1x1-nomem|list.pml|-DSEG=1 -DNP=2 -DMSGS=2 -DNC=1 -DPOPS=1 -DALLOC_FAIL|safety"
     "tso-asym-close-2msg|tso.pml|-DASYM -DCLOSER|safety"
     "tso-fence-close-2msg|tso.pml|-DCLOSER|safety"
     "tso-asym-c2-3msg|tso.pml|-DASYM -DCAP=2 -DMSGS=3|safety"
@@ -289,6 +294,10 @@ if [ "${1:-}" = "--cover" ]; then
         "79|list.pml|E2: slot deq unclaimed, a next segment exists: the pop claims it"
         "80|list.pml|Lb: a push's claim loses its CAS to another push's"
         "81|list.pml|Q4: a pop's claim loses its CAS to another pop's"
+        "85|list.pml|G2a: a growing push takes the spare a lost link put back"
+        "86|list.pml|G6: after a failed allocation, the second look finds a segment another push linked"
+        "87|list.pml|G7: no segment at the second look, no spare: SL_ENOMEM"
+        "88|list.pml|G7: no segment at the second look, but a spare put back meanwhile"
         "51|tso.pml|N2: the sender reads no waiter while its tail store is still buffered"
         "52|tso.pml|W1: the membarrier drains another thread's non-empty store buffer"
         "53|tso.pml|W3: the re-check after prepare succeeds (cancel)"
@@ -367,6 +376,7 @@ if [ "${1:-}" = "--mutants" ]; then
         "BUG_NEW_SEG_ENQ_ZERO|list.pml|1"
         "BUG_EMPTY_NO_ENQ|list.pml|1"
         "BUG_CLAIM_UNCHECKED|list.pml|1"
+        "BUG_ENOMEM_FIRST_LOOK|list.pml|1"
         "BUG_NO_MEMBARRIER|tso.pml|1"
         "BUG_NO_MEMBARRIER -DSC|tso.pml|0"
         "BUG_SEND_NO_FENCE|tso.pml|1"

@@ -120,17 +120,18 @@ SL_API sl_status sl_list_try_push(sl_list *q, const void *elem);
 SL_API sl_status sl_list_try_pop(sl_list *q, void *out);
 
 /* Appends up to n messages in order; returns how many (short only on
- * SL_ENOMEM). Lock-free. */
+ * SL_ENOMEM; 0 for NULL q or elems). Lock-free. */
 SL_API size_t sl_list_push_n(sl_list *q, const void *elems, size_t n);
-/* Pops up to n messages in order; returns how many. Lock-free. */
+/* Pops up to n messages in order; returns how many (0 for NULL q or out).
+ * Lock-free. */
 SL_API size_t sl_list_pop_n(sl_list *q, void *out, size_t n);
 
-/* Messages inside now: a snapshot; 0 exactly when empty at rest. */
+/* Messages inside now: a snapshot; 0 exactly when empty at rest. 0 for NULL. */
 SL_API size_t sl_list_len(const sl_list *q);
 
 /* Segments allocated and not yet freed (including the spare and unlinked
  * ones no thread has been able to free yet): what the list costs in
- * memory, in units of segments. */
+ * memory, in units of segments. 0 for NULL. */
 SL_API size_t sl_list_segments(const sl_list *q);
 
 SL_END_DECLS

@@ -130,15 +130,18 @@ SL_API sl_status sl_mpmc_try_push(sl_mpmc *q, const void *elem);
  * publication. */
 SL_API sl_status sl_mpmc_try_pop(sl_mpmc *q, void *out);
 
-/* Pushes up to n messages in order; returns how many went. Lock-free. */
+/* Pushes up to n messages in order; returns how many went (0 for NULL q or
+ * elems). Lock-free. */
 SL_API size_t sl_mpmc_push_n(sl_mpmc *q, const void *elems, size_t n);
-/* Pops up to n messages in order into out; returns how many. Lock-free. */
+/* Pops up to n messages in order into out; returns how many (0 for NULL q or
+ * out). Lock-free. */
 SL_API size_t sl_mpmc_pop_n(sl_mpmc *q, void *out, size_t n);
 
 /* Messages inside now: a snapshot in [0, capacity], exact when no operation
- * is in progress (a counter may lag its cell by one position meanwhile). */
+ * is in progress (a counter may lag its cell by one position meanwhile).
+ * 0 for NULL. */
 SL_API size_t sl_mpmc_len(const sl_mpmc *q);
-/* The capacity given to init. */
+/* The capacity given to init; 0 for NULL. */
 SL_API size_t sl_mpmc_cap(const sl_mpmc *q);
 
 SL_END_DECLS

@@ -67,12 +67,12 @@ SL_API sl_status sl_ring_try_push(sl_ring *r, const void *elem, void *evicted);
  * for NULL r or out. Lock-free; acts as acquire. */
 SL_API sl_status sl_ring_try_pop(sl_ring *r, void *out);
 
-/* Pops up to n messages in order; returns how many. */
+/* Pops up to n messages in order; returns how many (0 for NULL r or out). */
 SL_API size_t sl_ring_pop_n(sl_ring *r, void *out, size_t n);
 
-/* Messages inside: a snapshot in [0, capacity]. */
+/* Messages inside: a snapshot in [0, capacity]; 0 for NULL. */
 SL_API size_t sl_ring_len(const sl_ring *r);
-/* The capacity given to init. */
+/* The capacity given to init; 0 for NULL. */
 SL_API size_t sl_ring_cap(const sl_ring *r);
 
 SL_END_DECLS

@@ -77,17 +77,18 @@ SL_API sl_status sl_spsc_init(sl_spsc *q, size_t elem_size, size_t capacity);
 SL_API void sl_spsc_destroy(sl_spsc *q);
 
 /* Copies up to n messages from elems into the ring, in order; returns how many
- * went (0 when full). Producer only. Wait-free; one release store publishes all
+ * went (0 when full, and for NULL q or elems or n == 0). Producer only. Wait-free; one release store publishes all
  * of them. */
 SL_API size_t sl_spsc_push_n(sl_spsc *q, const void *elems, size_t n);
 
-/* Moves up to n messages out of the ring into out, in order; returns how many.
- * Consumer only. Wait-free; one release store frees all their slots. */
+/* Moves up to n messages out of the ring into out, in order; returns how many
+ * (0 when empty, and for NULL q or out or n == 0). Consumer only. Wait-free; one release store frees all their slots. */
 SL_API size_t sl_spsc_pop_n(sl_spsc *q, void *out, size_t n);
 
-/* Messages inside now: a snapshot, never above the capacity. Any thread. */
+/* Messages inside now: a snapshot, never above the capacity. Any thread.
+ * 0 for NULL. */
 SL_API size_t sl_spsc_len(const sl_spsc *q);
-/* The capacity given to init. */
+/* The capacity given to init; 0 for NULL. */
 SL_API size_t sl_spsc_cap(const sl_spsc *q);
 
 /* The batch forms and the length against a given geometry (q supplies the

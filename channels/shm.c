@@ -1128,6 +1128,20 @@ static bool reserve_pages(int fd, size_t size)
     return r == 0 || errno == EOPNOTSUPP || errno == ENOSYS;
 }
 
+/* Whether name has the one form shm.h admits: "/" and 1 to 254 characters
+ * with no other "/". glibc's shm_open takes a name without the leading
+ * "/" as well (POSIX leaves it to the implementation), so without this
+ * check such a name worked here and meant something else elsewhere. Sets
+ * errno (EINVAL) when it refuses. */
+static bool name_ok(const char *name)
+{
+    size_t n = name ? strnlen(name, 256) : 0;
+    bool ok = n >= 2 && n <= 255 && name[0] == '/' && !memchr(name + 1, '/', n - 1);
+    if (!ok)
+        errno = EINVAL;
+    return ok;
+}
+
 /* A new segment's descriptor: a sealable memfd, or the named object made
  * exclusively; exactly `mode` (no umask), sized. -1 on failure (errno). */
 static int make_segment(const char *name, unsigned mode, size_t size)
@@ -1157,7 +1171,7 @@ SL_API sl_status sl_chan_shm_create(sl_chan **out, const char *name, const sl_ch
                                     unsigned mode)
 {
     geometry g;
-    if (!out || !opts || opts->drop || (mode & ~0777u) ||
+    if (!out || !opts || opts->drop || (mode & ~0777u) || (name && !name_ok(name)) ||
         !geometry_of(&g, (uint64_t)opts->flavor, opts->elem_size, opts->capacity))
         return SL_EINVAL;
     int fd = make_segment(name, mode ? mode : 0600u, g.size);
@@ -1265,7 +1279,7 @@ SL_API sl_status sl_chan_shm_open_fd(sl_chan **out, int fd, const sl_chan_opts *
 
 SL_API sl_status sl_chan_shm_open(sl_chan **out, const char *name, const sl_chan_opts *expect)
 {
-    if (!out || !expect || !name || expect->drop)
+    if (!out || !expect || !name_ok(name) || expect->drop)
         return SL_EINVAL;
     int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
     if (fd < 0)
@@ -1275,7 +1289,7 @@ SL_API sl_status sl_chan_shm_open(sl_chan **out, const char *name, const sl_chan
 
 SL_API sl_status sl_chan_shm_unlink(const char *name)
 {
-    if (!name || shm_unlink(name) != 0)
+    if (!name_ok(name) || shm_unlink(name) != 0)
         return SL_EINVAL;
     return SL_OK;
 }

@@ -602,6 +602,20 @@ START_TEST(test_open_refusals)
     ck_assert_int_eq(sl_chan_shm_open_fd(NULL, fd, &o), SL_EINVAL);
     ck_assert_int_eq(sl_chan_shm_open_fd(&other, fd, NULL), SL_EINVAL);
     ck_assert_int_eq(sl_chan_shm_open(&other, NULL, &o), SL_EINVAL);
+    /* Names outside shm.h's form, though glibc's shm_open takes some. */
+    char long_name[258] = "/";
+    memset(long_name + 1, 'n', 255);
+    const char *bad_names[] = {"sluice-noslash", "", "/", "/a/b", "//x", long_name};
+    for (size_t i = 0; i < N_OF(bad_names); i++) {
+        sl_chan *made = NULL;
+        errno = 0;
+        ck_assert_int_eq(sl_chan_shm_create(&made, bad_names[i], &o, 0), SL_EINVAL);
+        ck_assert_int_eq(errno, EINVAL);
+        ck_assert_ptr_null(made);
+        ck_assert_int_eq(sl_chan_shm_open(&other, bad_names[i], &o), SL_EINVAL);
+        ck_assert_int_eq(sl_chan_shm_unlink(bad_names[i]), SL_EINVAL);
+    }
+    ck_assert_int_eq(access("/dev/shm/sluice-noslash", F_OK), -1); /* nothing made */
     unsigned char *raw = map_raw(fd, 64);
     check_word(fd, raw, 0, 8, 0x1234);            /* magic */
     check_word(fd, raw, 8, 4, 1);                 /* version: the one before peer death */

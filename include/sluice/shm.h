@@ -208,8 +208,10 @@ SL_BEGIN_DECLS
 /* Creates a channel in a new shared-memory segment and returns this
  * process's handle in *out. name NULL: an anonymous memfd (sealed against
  * resizing), whose descriptor sl_chan_shm_fd gives. Otherwise a named POSIX
- * shared-memory object (shm_open(3): "/" and up to 254 characters with no
- * other "/"), created exclusively: an existing name is refused. mode: the
+ * shared-memory object (shm_open(3): "/" and 1 to 254 characters with no
+ * other "/"; any other name is refused, by the open and the unlink too,
+ * though some C libraries' shm_open takes more forms), created
+ * exclusively: an existing name is refused. mode: the
  * segment's permission bits; 0 means 0600. opts as for sl_chan_new, with
  * flavor SL_SPSC or SL_MPMC and no drop function.
  * Returns SL_OK; SL_EINVAL for NULL out or opts, a flavour other than
@@ -245,13 +247,15 @@ SL_API sl_status sl_chan_shm_create(sl_chan **out, const char *name, const sl_ch
 SL_API sl_status sl_chan_shm_open_fd(sl_chan **out, int fd, const sl_chan_opts *expect);
 
 /* sl_chan_shm_open_fd for the named object `name` (made by
- * sl_chan_shm_create), opened read-write: SL_EINVAL also when it does not
- * exist or the caller may not open it (errno says which). */
+ * sl_chan_shm_create), opened read-write: SL_EINVAL also for a name not of
+ * the create's form, or one that does not exist or the caller may not
+ * open (errno says which). */
 SL_API sl_status sl_chan_shm_open(sl_chan **out, const char *name, const sl_chan_opts *expect);
 
 /* Removes the name of a named segment: later opens by name fail; processes
  * that have it open keep using it, and the segment goes with its last
- * handle. Returns SL_OK, or SL_EINVAL (NULL, or no such name: errno). */
+ * handle. Returns SL_OK, or SL_EINVAL (NULL, a name not of the form above,
+ * or no such name: errno). */
 SL_API sl_status sl_chan_shm_unlink(const char *name);
 
 /* Registers ch's handle as one of the channel's senders. From the first

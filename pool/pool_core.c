@@ -29,8 +29,13 @@
 
 _Thread_local sl_pool *sl__pool_of_thread;
 
-void sl__pool_discard(sl_pool *p, const sl_job *job, sl_discard why)
+void sl__pool_discard(sl_pool *p, const sl_job *job, sl_discard why, bool holds_key)
 {
+    /* The key stays busy through the report (its next job starts after
+     * it), but nothing of it is queued or running now: a unique job of the
+     * key — on_discard retrying this one — must not be refused. */
+    if (holds_key && job->key)
+        sl__pool_keys_reporting(&p->keys, job->key);
     if (p->opts.on_discard)
         p->opts.on_discard(job, why, p->opts.user);
     /* Release: the report precedes the count (and the count precedes the

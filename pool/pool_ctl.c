@@ -74,7 +74,7 @@ static void discard_waiting(const sl_job *job, void *arg)
 {
     sweep_ctx *c = arg;
     sweep_leave_pending(c->pool);
-    sl__pool_discard(c->pool, job, c->why);
+    sl__pool_discard(c->pool, job, c->why, false);
     sweep_reported(c->pool);
 }
 
@@ -82,7 +82,7 @@ static void discard_waiting(const sl_job *job, void *arg)
  * discard releases its key. */
 static void discard_taken(sl_pool *p, const sl_job *job, sl_discard why)
 {
-    sl__pool_discard(p, job, why);
+    sl__pool_discard(p, job, why, true);
     if (job->key)
         sl__pool_key_done(p, job->key);
 }

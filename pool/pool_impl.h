@@ -228,6 +228,7 @@ typedef struct sl__pool_key_job sl__pool_key_job; /* a job waiting for its key *
 typedef struct sl__pool_key_entry {
     uint64_t key;                  /* 0: free slot */
     sl__pool_key_job *head, *tail; /* waiting jobs, in submission order */
+    bool reporting;                /* the holder is in its on_discard report */
 } sl__pool_key_entry;
 
 typedef struct sl__pool_keys {
@@ -244,8 +245,13 @@ void sl__pool_keys_destroy(sl__pool_keys *k);
 /* Admits a keyed job: SL_OK when its key was free (the key is now busy and
  * the caller queues the job); SL_FULL when the key is busy (the job was
  * stored to wait for it — the caller is done); SL_EXISTS for SL_JOB_UNIQUE
- * on a busy key; SL_ENOMEM. */
+ * on a key with a job queued or running; SL_ENOMEM. */
 sl_status sl__pool_keys_admit(sl__pool_keys *k, const sl_job *job);
+/* The job holding key will not run: it is being reported to on_discard,
+ * and keeps the key until sl__pool_keys_release. Meanwhile it is neither
+ * queued nor running, so SL_JOB_UNIQUE admits a job of the key (to wait
+ * for the report) if none waits already. */
+void sl__pool_keys_reporting(sl__pool_keys *k, uint64_t key);
 /* The job holding key is over (ran, died or was discarded): true with the
  * key's next waiting job in *next (the key stays busy for it), or false
  * after freeing the key. */
@@ -477,8 +483,10 @@ static inline bool sl__pool_takeable(const sl_pool *p, bool look_in_rings)
  * sl_pool_free can refuse to wait for its own thread. */
 extern _Thread_local sl_pool *sl__pool_of_thread;
 
-/* Hands an accepted job to on_discard and counts it. */
-void sl__pool_discard(sl_pool *p, const sl_job *job, sl_discard why);
+/* Hands an accepted job to on_discard and counts it. `holds_key`: the job
+ * holds its key (it was queued or running, not waiting aside), which its
+ * caller releases after this returns. */
+void sl__pool_discard(sl_pool *p, const sl_job *job, sl_discard why, bool holds_key);
 /* A report is about to leave the places wait_idle looks at (`reporting`
  * stands in for them until sl__pool_report_end). Published by the caller's
  * next release: the decrement of `pending`, or the store of `running`. */

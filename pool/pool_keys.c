@@ -8,6 +8,11 @@
  * other keys, and each key's jobs reach the queues (and run) one after the
  * other in submission order, whatever their priorities.
  *
+ * A holder that will not run (discarded, or its worker died in it) keeps
+ * the key through its on_discard report, so the key's next job starts after
+ * the report; it is marked `reporting` meanwhile, being neither queued nor
+ * running, so that SL_JOB_UNIQUE does not refuse the job's own retry.
+ *
  * Keyed jobs are the rare, heavier case: one mutex guards the table. The
  * table is open addressing with linear probing and backward-shift deletion
  * (no tombstones), grown at half full; key 0 marks a free slot, which is
@@ -121,7 +126,15 @@ static sl_status admit_locked(sl__pool_keys *k, const sl_job *job)
         k->used++;
         return SL_OK;
     }
-    if (job->flags & SL_JOB_UNIQUE)
+    /* Unique: refused while a job of the key is queued or running — the
+     * holder, unless it is in its on_discard report (then it is neither,
+     * and the job waits for the report like any later job of the key), or
+     * a job that waits already. */
+#ifdef SL_MUTANT_POOL_UNIQUE_REFUSED_IN_REPORT
+    if (job->flags & SL_JOB_UNIQUE) /* planted bug: a reported holder counts as queued */
+#else
+    if ((job->flags & SL_JOB_UNIQUE) && (e->head || !e->reporting))
+#endif
         return SL_EXISTS;
     sl__pool_key_job *w = sl__alloc(0, sizeof(*w));
     if (!w)
@@ -157,6 +170,7 @@ bool sl__pool_keys_release(sl__pool_keys *k, uint64_t key, sl_job *next)
         e->head = w->next;
         if (!e->head)
             e->tail = NULL;
+        e->reporting = false; /* the key's new holder is queued */
     } else if (e) {
         erase(k, e);
     }
@@ -166,6 +180,15 @@ bool sl__pool_keys_release(sl__pool_keys *k, uint64_t key, sl_job *next)
     *next = w->job;
     free(w);
     return true;
+}
+
+void sl__pool_keys_reporting(sl__pool_keys *k, uint64_t key)
+{
+    pthread_mutex_lock(&k->lock);
+    sl__pool_key_entry *e = find(k, key);
+    if (e)
+        e->reporting = true;
+    pthread_mutex_unlock(&k->lock);
 }
 
 sl__pool_key_job *sl__pool_keys_take_waiting(sl__pool_keys *k)

@@ -528,7 +528,7 @@ static void report_death(sl__pool_worker *w)
 #endif
     {
         w->reported = true; /* before the call, which may not return */
-        sl__pool_discard(p, &w->job, SL_DISCARD_WORKER_DIED);
+        sl__pool_discard(p, &w->job, SL_DISCARD_WORKER_DIED, true);
     }
     w->has_job = false;
     if (w->job.key)

@@ -2949,6 +2949,83 @@ START_TEST(test_retired_batch_runs_before_newer_jobs)
 }
 END_TEST
 
+/* ---- review: a unique job retried from its own on_discard report ---------
+ *
+ * A job that will not run — its worker died in it, a reset discarded it —
+ * keeps its key through its on_discard report (the key's next job starts
+ * after it), but it is neither queued nor running then. A retry of a
+ * SL_JOB_UNIQUE job from there was refused with SL_EXISTS, naming a job
+ * that did not exist, and the job was lost. The retry is accepted and waits
+ * for the report; a second one, with the first now queued, is refused. */
+typedef struct unique_retry {
+    sl_pool *pool;
+    atomic_uint dies;      /* jobs still to die in their worker */
+    atomic_uint ran;
+    atomic_int retry_st, again_st; /* the retry's status, and a second one's */
+    atomic_bool in_report;
+    atomic_uint overlapped; /* the retry started during the report */
+} unique_retry;
+static unique_retry g_unique_retry;
+
+static void unique_retry_job(void *arg, void *ctx)
+{
+    unique_retry *r = arg;
+    (void)ctx;
+    if (atomic_load(&r->in_report))
+        atomic_fetch_add(&r->overlapped, 1);
+    if (atomic_exchange(&r->dies, 0))
+        pthread_exit(NULL);
+    atomic_fetch_add(&r->ran, 1);
+}
+
+static void unique_retry_discard(const sl_job *job, sl_discard why, void *user)
+{
+    unique_retry *r = user;
+    (void)why;
+    atomic_store(&r->in_report, true);
+    atomic_store(&r->retry_st, sl_pool_submit_job(r->pool, job, 0));
+    atomic_store(&r->again_st, sl_pool_submit_job(r->pool, job, 0));
+    sl_test_sleep_ns(20 * MS); /* room for the retry to start too early */
+    atomic_store(&r->in_report, false);
+}
+
+START_TEST(test_unique_retried_from_its_report)
+{
+    bool death = _i == 0;
+    begin_test(SUITE, "unique_retried_from_its_report[%s]", death ? "death" : "reset");
+    unique_retry *r = &g_unique_retry;
+    memset(r, 0, sizeof *r);
+    atomic_store(&r->dies, death ? 1u : 0u);
+    sl_pool_opts o = {.max_workers = 1, .start_stopped = !death,
+                      .on_discard = unique_retry_discard, .user = r};
+    sl_pool *p = r->pool = new_pool(&o);
+    sl_job j = {.fn = unique_retry_job, .arg = r, .key = 3, .flags = SL_JOB_UNIQUE};
+    CHECK_MSG(sl_pool_submit_job(p, &j, 0) == SL_OK, "submit");
+    if (!death) {
+        CHECK_MSG(sl_pool_reset(p) == SL_OK, "reset");
+        CHECK_MSG(sl_pool_wait_ready(p, POOL_SOON_NS) == SL_OK, "the reset did not complete");
+        CHECK_MSG(sl_pool_start(p) == SL_OK, "start");
+    }
+    sl_status st = sl_pool_wait_idle(p, 2 * SEC);
+    sl_pool_stats s = stats_of(p);
+    sl_pool_free(p);
+    CHECK_MSG(st == SL_OK, "wait_idle = %s", sl_status_str(st));
+    CHECK_MSG(atomic_load(&r->retry_st) == SL_OK,
+              "on_discard's retry of the unique job it reports: %s, want SL_OK (the key's "
+              "only job is in its report, neither queued nor running)",
+              sl_status_str((sl_status)atomic_load(&r->retry_st)));
+    CHECK_MSG(atomic_load(&r->again_st) == SL_EXISTS, "a second retry, the first queued: %s",
+              sl_status_str((sl_status)atomic_load(&r->again_st)));
+    CHECK_MSG(atomic_load(&r->ran) == 1 && atomic_load(&r->overlapped) == 0,
+              "the retry ran %u times, %u of them during the report; want 1, 0",
+              atomic_load(&r->ran), atomic_load(&r->overlapped));
+    CHECK_MSG(s.discarded == 1 && s.completed == 1 && s.queued == 0,
+              "discarded %llu completed %llu queued %llu, want 1, 1, 0", ULL(s.discarded),
+              ULL(s.completed), ULL(s.queued));
+    ASSERT_CLEAN();
+}
+END_TEST
+
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
 /* ---- review: idle while a worker is held between counting its ring busy
  * and filling it -------------------------------------------------------------
@@ -3246,6 +3323,7 @@ static Suite *pool_suite(void)
     tcase_add_test(tc, test_died_job_then_fini_dies);
     tcase_add_test(tc, test_died_job_discard_exits);
     tcase_add_test(tc, test_retired_batch_runs_before_newer_jobs);
+    tcase_add_loop_test(tc, test_unique_retried_from_its_report, 0, 2);
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
     tcase_add_test(tc, test_idle_asleep_while_batch_fill_held);
     tcase_add_test(tc, test_wake_token_given_back_hands_on);

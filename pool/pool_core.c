@@ -246,7 +246,7 @@ sl_status sl__pool_push(sl_pool *p, const sl_job *job)
 
 /* The key's next job was accepted long ago and must not be lost to a failed
  * allocation, so a push that fails is retried (the lists allocate a segment
- * per 32+ jobs). */
+ * per 32+ jobs). Until it is in, a sweep waits for it (handed). */
 void sl__pool_key_done(sl_pool *p, uint64_t key)
 {
     sl_job next;
@@ -254,4 +254,5 @@ void sl__pool_key_done(sl_pool *p, uint64_t key)
         return;
     while (sl__pool_push(p, &next) != SL_OK)
         sched_yield();
+    sl__pool_keys_handed(&p->keys);
 }

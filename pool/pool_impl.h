@@ -238,6 +238,9 @@ typedef struct sl__pool_keys {
     /* Jobs waiting for their key (written under lock, read lock-free by
      * workers deciding whether the lists hold anything). */
     SL_ATOMIC(uint64_t) waiting;
+    /* Jobs a key's release took from its list and not yet pushed: in no
+     * place a sweep looks (sl__pool_keys_take_waiting waits for them). */
+    SL_ATOMIC(unsigned) handing;
 } sl__pool_keys;
 
 sl_status sl__pool_keys_init(sl__pool_keys *k);
@@ -253,12 +256,17 @@ sl_status sl__pool_keys_admit(sl__pool_keys *k, const sl_job *job);
  * for the report) if none waits already. */
 void sl__pool_keys_reporting(sl__pool_keys *k, uint64_t key);
 /* The job holding key is over (ran, died or was discarded): true with the
- * key's next waiting job in *next (the key stays busy for it), or false
- * after freeing the key. */
+ * key's next waiting job in *next (the key stays busy for it; the caller
+ * pushes it, then calls sl__pool_keys_handed), or false after freeing the
+ * key. */
 bool sl__pool_keys_release(sl__pool_keys *k, uint64_t key, sl_job *next);
+/* The job that sl__pool_keys_release handed out is in the queues. */
+void sl__pool_keys_handed(sl__pool_keys *k);
 /* Detaches every job waiting for its key (not the ones holding keys) and
  * returns them as a list for sl__pool_keys_drop_list; the keys stay busy
- * until their holders are over. */
+ * until their holders are over. Returns once every job that a release took
+ * from a key's list before it is in the queues, so that a sweep after it
+ * finds each job that was waiting when it began, here or there. */
 sl__pool_key_job *sl__pool_keys_take_waiting(sl__pool_keys *k);
 /* Visits and frees a list from sl__pool_keys_take_waiting. */
 void sl__pool_keys_drop_list(sl__pool_key_job *list, void (*visit)(const sl_job *, void *),

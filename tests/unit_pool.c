@@ -3241,6 +3241,88 @@ START_TEST(test_wake_token_given_back_hands_on)
               ULL(s.queued), s.parked);
 }
 END_TEST
+
+/* ---- review: a reset while a dead worker's report hands its key on ------
+ *
+ * A worker dies in a job of key 5 and the pool is stopped (the stop does not
+ * wait for the report: the dead worker has left). The key's next job B,
+ * accepted long before, waits aside. The report ends by handing the key to
+ * B: B leaves the key's list, then is pushed. A reset whose sweep ran
+ * between the two found B in neither place, and B — queued before the reset
+ * — ran after the next start instead of being discarded. The dying thread
+ * is stopped there: armed in on_discard, at its first atomic step once B has
+ * left the key's list. */
+static struct {
+    sl_pool *pool;
+    pool_gate gate;
+    atomic_int stopped, go, done;
+    atomic_uint b_ran, resets;
+} g_rh;
+
+static void rh_stop(void *ctx, unsigned step)
+{
+    (void)ctx, (void)step;
+    if (atomic_load(&g_rh.done))
+        return;
+    sl_pool_stats s;
+    sl_pool_get_stats(g_rh.pool, &s);
+    if (s.waiting_on_key != 0) {
+        sl__fi_arm(1, rh_stop, NULL); /* B still waits: the next step, then */
+        return;
+    }
+    atomic_store(&g_rh.done, 1);
+    atomic_store(&g_rh.stopped, 1);
+    while (!atomic_load(&g_rh.go))
+        sl_test_sleep_ns(MS / 10);
+}
+
+static void rh_discard(const sl_job *job, sl_discard why, void *user)
+{
+    (void)job, (void)user;
+    if (why == SL_DISCARD_WORKER_DIED)
+        sl__fi_arm(1, rh_stop, NULL);
+    else if (why == SL_DISCARD_RESET)
+        atomic_fetch_add(&g_rh.resets, 1);
+}
+
+static void rh_b(void *arg, void *ctx) { (void)arg, (void)ctx; atomic_fetch_add(&g_rh.b_ran, 1); }
+
+START_TEST(test_reset_while_death_hands_key_on)
+{
+    begin_test(SUITE, "reset_while_death_hands_key_on");
+    memset(&g_rh, 0, sizeof g_rh);
+    gate_init(&g_rh.gate);
+    sl_pool_opts o = {.max_workers = 1, .name = "rh", .on_discard = rh_discard};
+    sl_pool *p = g_rh.pool = new_pool(&o);
+    sl_job a = {.fn = died_gate_then_exit, .arg = &g_rh.gate, .key = 5};
+    sl_job b = {.fn = rh_b, .key = 5};
+    CHECK_MSG(sl_pool_submit_job(p, &a, 0) == SL_OK, "submit A");
+    CHECK_MSG(gate_wait_entered(&g_rh.gate, 1, POOL_SOON_NS), "A did not start");
+    CHECK_MSG(sl_pool_submit_job(p, &b, 0) == SL_OK, "submit B");
+    CHECK_MSG(sl_pool_stop(p) == SL_OK, "stop");
+    gate_open(&g_rh.gate); /* A's worker dies */
+    bool held = false;
+    for (uint64_t end = sl_test_now_ns() + POOL_SOON_NS; !held && sl_test_now_ns() < end;
+         sl_test_sleep_ns(MS))
+        held = atomic_load(&g_rh.stopped);
+    CHECK_MSG(sl_pool_wait_ready(p, POOL_SOON_NS) == SL_OK, "the stop did not complete");
+    CHECK_MSG(sl_pool_reset(p) == SL_OK, "reset");
+    (void)sl_pool_wait_ready(p, 50 * MS); /* with the handover held, or not */
+    atomic_store(&g_rh.go, 1);
+    CHECK_MSG(sl_pool_wait_ready(p, POOL_SOON_NS) == SL_OK, "the reset did not complete");
+    CHECK_MSG(sl_pool_start(p) == SL_OK, "start");
+    sl_status st = sl_pool_wait_idle(p, 2 * SEC);
+    sl_pool_free(p);
+    gate_destroy(&g_rh.gate);
+    ASSERT_CLEAN();
+    CHECK_MSG(held, "the dying thread was not stopped between B's release and its push");
+    CHECK_MSG(st == SL_OK, "wait_idle = %s", sl_status_str(st));
+    CHECK_MSG(atomic_load(&g_rh.resets) == 1 && atomic_load(&g_rh.b_ran) == 0,
+              "B, queued for its key since before the reset, was discarded by it %u times "
+              "and ran %u times after the start; want 1, 0",
+              atomic_load(&g_rh.resets), atomic_load(&g_rh.b_ran));
+}
+END_TEST
 #endif
 
 static Suite *pool_suite(void)
@@ -3327,6 +3409,7 @@ static Suite *pool_suite(void)
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
     tcase_add_test(tc, test_idle_asleep_while_batch_fill_held);
     tcase_add_test(tc, test_wake_token_given_back_hands_on);
+    tcase_add_test(tc, test_reset_while_death_hands_key_on);
 #endif
     suite_add_tcase(s, tc);
     return s;

@@ -14,7 +14,8 @@
  *               making sure a worker will look: a searcher, a sleeper woken
  *               through the idle component, or a new worker asked of the
  *               control thread
- *   keys        the job holding a key is over: the key's next job is pushed
+ *   keys        the job holding a key will not run (it is marked until its
+ *               report is over), or is over: the key's next job is pushed
  *   floor       the workers kept while idle
  *   ctl poke    waking the control thread
  *
@@ -29,13 +30,8 @@
 
 _Thread_local sl_pool *sl__pool_of_thread;
 
-void sl__pool_discard(sl_pool *p, const sl_job *job, sl_discard why, bool holds_key)
+void sl__pool_discard(sl_pool *p, const sl_job *job, sl_discard why)
 {
-    /* The key stays busy through the report (its next job starts after
-     * it), but nothing of it is queued or running now: a unique job of the
-     * key — on_discard retrying this one — must not be refused. */
-    if (holds_key && job->key)
-        sl__pool_keys_reporting(&p->keys, job->key);
     if (p->opts.on_discard)
         p->opts.on_discard(job, why, p->opts.user);
     /* Release: the report precedes the count (and the count precedes the
@@ -242,6 +238,16 @@ sl_status sl__pool_push(sl_pool *p, const sl_job *job)
     }
     sl__pool_want_worker(p);
     return SL_OK;
+}
+
+/* The key stays busy through the report (its next job starts after it),
+ * but nothing of it is queued or running now: a unique job of the key —
+ * on_discard, or a dead worker's worker_fini, retrying this one — must not
+ * be refused. */
+void sl__pool_key_holder_gone(sl_pool *p, uint64_t key)
+{
+    if (key)
+        sl__pool_keys_reporting(&p->keys, key);
 }
 
 /* The key's next job was accepted long ago and must not be lost to a failed

@@ -74,7 +74,7 @@ static void discard_waiting(const sl_job *job, void *arg)
 {
     sweep_ctx *c = arg;
     sweep_leave_pending(c->pool);
-    sl__pool_discard(c->pool, job, c->why, false);
+    sl__pool_discard(c->pool, job, c->why);
     sweep_reported(c->pool);
 }
 
@@ -82,7 +82,8 @@ static void discard_waiting(const sl_job *job, void *arg)
  * discard releases its key. */
 static void discard_taken(sl_pool *p, const sl_job *job, sl_discard why)
 {
-    sl__pool_discard(p, job, why, true);
+    sl__pool_key_holder_gone(p, job->key);
+    sl__pool_discard(p, job, why);
     if (job->key)
         sl__pool_key_done(p, job->key);
 }

@@ -491,10 +491,13 @@ static inline bool sl__pool_takeable(const sl_pool *p, bool look_in_rings)
  * sl_pool_free can refuse to wait for its own thread. */
 extern _Thread_local sl_pool *sl__pool_of_thread;
 
-/* Hands an accepted job to on_discard and counts it. `holds_key`: the job
- * holds its key (it was queued or running, not waiting aside), which its
- * caller releases after this returns. */
-void sl__pool_discard(sl_pool *p, const sl_job *job, sl_discard why, bool holds_key);
+/* Hands an accepted job to on_discard and counts it. */
+void sl__pool_discard(sl_pool *p, const sl_job *job, sl_discard why);
+/* A job that holds its key (queued or running, not waiting aside) will not
+ * run: it was swept, or its worker died in it. It keeps the key until
+ * sl__pool_key_done, after its report; meanwhile the key table knows it is
+ * neither queued nor running (sl__pool_keys_reporting). */
+void sl__pool_key_holder_gone(sl_pool *p, uint64_t key);
 /* A report is about to leave the places wait_idle looks at (`reporting`
  * stands in for them until sl__pool_report_end). Published by the caller's
  * next release: the decrement of `pending`, or the store of `running`. */

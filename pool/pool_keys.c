@@ -10,8 +10,9 @@
  *
  * A holder that will not run (discarded, or its worker died in it) keeps
  * the key through its on_discard report, so the key's next job starts after
- * the report; it is marked `reporting` meanwhile, being neither queued nor
- * running, so that SL_JOB_UNIQUE does not refuse the job's own retry.
+ * the report; it is marked `reporting` from the moment it will not run,
+ * being neither queued nor running, so that SL_JOB_UNIQUE does not refuse
+ * the job's own retry.
  *
  * Keyed jobs are the rare, heavier case: one mutex guards the table. The
  * table is open addressing with linear probing and backward-shift deletion

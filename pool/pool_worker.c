@@ -528,7 +528,7 @@ static void report_death(sl__pool_worker *w)
 #endif
     {
         w->reported = true; /* before the call, which may not return */
-        sl__pool_discard(p, &w->job, SL_DISCARD_WORKER_DIED, true);
+        sl__pool_discard(p, &w->job, SL_DISCARD_WORKER_DIED);
     }
     w->has_job = false;
     if (w->job.key)
@@ -558,6 +558,7 @@ static void worker_died(void *arg)
     if (w->has_job && !w->reporting) {
         w->reporting = true;
         sl__pool_report_begin(p); /* published by leave()'s store of `running` */
+        sl__pool_key_holder_gone(p, w->job.key); /* before worker_fini, which may retry it */
     }
 #ifdef SL_MUTANT_POOL_DEATH_REPORT_HOLDS_SLOT
     if (w->has_job) /* planted bug: reported before the worker leaves its slot */

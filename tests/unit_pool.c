@@ -2956,9 +2956,14 @@ END_TEST
  * after it), but it is neither queued nor running then. A retry of a
  * SL_JOB_UNIQUE job from there was refused with SL_EXISTS, naming a job
  * that did not exist, and the job was lost. The retry is accepted and waits
- * for the report; a second one, with the first now queued, is refused. */
+ * for the report; a second one, with the first now queued, is refused. The
+ * dead worker's worker_fini, which runs before the report, may retry it
+ * too. */
+static _Thread_local bool t_unique_dying; /* this worker dies in the job */
+
 typedef struct unique_retry {
     sl_pool *pool;
+    bool from_fini;        /* the dead worker's worker_fini retries, not on_discard */
     atomic_uint dies;      /* jobs still to die in their worker */
     atomic_uint ran;
     atomic_int retry_st, again_st; /* the retry's status, and a second one's */
@@ -2973,9 +2978,22 @@ static void unique_retry_job(void *arg, void *ctx)
     (void)ctx;
     if (atomic_load(&r->in_report))
         atomic_fetch_add(&r->overlapped, 1);
-    if (atomic_exchange(&r->dies, 0))
+    if (atomic_exchange(&r->dies, 0)) {
+        t_unique_dying = true;
         pthread_exit(NULL);
+    }
     atomic_fetch_add(&r->ran, 1);
+}
+
+static void unique_retry_fini(unsigned id, void *worker_ctx, void *user)
+{
+    unique_retry *r = user;
+    (void)id, (void)worker_ctx;
+    if (!t_unique_dying || !r->from_fini)
+        return;
+    sl_job j = {.fn = unique_retry_job, .arg = r, .key = 3, .flags = SL_JOB_UNIQUE};
+    atomic_store(&r->in_report, true);
+    atomic_store(&r->retry_st, sl_pool_submit_job(r->pool, &j, 0));
 }
 
 static void unique_retry_discard(const sl_job *job, sl_discard why, void *user)
@@ -2983,7 +3001,8 @@ static void unique_retry_discard(const sl_job *job, sl_discard why, void *user)
     unique_retry *r = user;
     (void)why;
     atomic_store(&r->in_report, true);
-    atomic_store(&r->retry_st, sl_pool_submit_job(r->pool, job, 0));
+    if (!r->from_fini)
+        atomic_store(&r->retry_st, sl_pool_submit_job(r->pool, job, 0));
     atomic_store(&r->again_st, sl_pool_submit_job(r->pool, job, 0));
     sl_test_sleep_ns(20 * MS); /* room for the retry to start too early */
     atomic_store(&r->in_report, false);
@@ -2991,12 +3010,14 @@ static void unique_retry_discard(const sl_job *job, sl_discard why, void *user)
 
 START_TEST(test_unique_retried_from_its_report)
 {
-    bool death = _i == 0;
-    begin_test(SUITE, "unique_retried_from_its_report[%s]", death ? "death" : "reset");
+    static const char *const mode[] = {"death", "reset", "death, from worker_fini"};
+    bool death = _i != 1;
+    begin_test(SUITE, "unique_retried_from_its_report[%s]", mode[_i]);
     unique_retry *r = &g_unique_retry;
     memset(r, 0, sizeof *r);
+    r->from_fini = _i == 2;
     atomic_store(&r->dies, death ? 1u : 0u);
-    sl_pool_opts o = {.max_workers = 1, .start_stopped = !death,
+    sl_pool_opts o = {.max_workers = 1, .start_stopped = !death, .worker_fini = unique_retry_fini,
                       .on_discard = unique_retry_discard, .user = r};
     sl_pool *p = r->pool = new_pool(&o);
     sl_job j = {.fn = unique_retry_job, .arg = r, .key = 3, .flags = SL_JOB_UNIQUE};
@@ -3011,8 +3032,9 @@ START_TEST(test_unique_retried_from_its_report)
     sl_pool_free(p);
     CHECK_MSG(st == SL_OK, "wait_idle = %s", sl_status_str(st));
     CHECK_MSG(atomic_load(&r->retry_st) == SL_OK,
-              "on_discard's retry of the unique job it reports: %s, want SL_OK (the key's "
-              "only job is in its report, neither queued nor running)",
+              "%s's retry of the unique job that will not run: %s, want SL_OK (the key's "
+              "only job is neither queued nor running)",
+              r->from_fini ? "worker_fini" : "on_discard",
               sl_status_str((sl_status)atomic_load(&r->retry_st)));
     CHECK_MSG(atomic_load(&r->again_st) == SL_EXISTS, "a second retry, the first queued: %s",
               sl_status_str((sl_status)atomic_load(&r->again_st)));
@@ -3405,7 +3427,7 @@ static Suite *pool_suite(void)
     tcase_add_test(tc, test_died_job_then_fini_dies);
     tcase_add_test(tc, test_died_job_discard_exits);
     tcase_add_test(tc, test_retired_batch_runs_before_newer_jobs);
-    tcase_add_loop_test(tc, test_unique_retried_from_its_report, 0, 2);
+    tcase_add_loop_test(tc, test_unique_retried_from_its_report, 0, 3);
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
     tcase_add_test(tc, test_idle_asleep_while_batch_fill_held);
     tcase_add_test(tc, test_wake_token_given_back_hands_on);

@@ -38,9 +38,10 @@
  * in submission order whatever their priorities; a job whose key is busy waits
  * aside and never holds back jobs of other keys. SL_JOB_UNIQUE refuses a job
  * whose key is already queued or running (SL_EXISTS). A job on its way to
- * on_discard is neither, though its key stays busy until the report
- * returns: a unique job of the key submitted meanwhile (on_discard retrying
- * it) is accepted, and starts after the report.
+ * on_discard (discarded, or its worker died in it) is neither, though its
+ * key stays busy until the report returns: a unique job of the key
+ * submitted meanwhile (on_discard retrying it) is accepted, and starts
+ * after the report.
  *
  * Workers: the pool starts active_workers of them (max_workers by default) —
  * or, when idle workers retire (idle_timeout_ns), min_workers of them, and

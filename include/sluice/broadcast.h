@@ -153,14 +153,15 @@ SL_END_DECLS
 
 /*
  * SL_BROADCAST_TYPED(name, T): SL_CHAN_TYPED(name, T) (sluice/chan.h) and
- * name_subscribe(name *bc, name **rx) and name_missed(const name *rx).
+ * name_subscribe(name *bc, name **rx) and name_missed(const name *rx), with
+ * parameters named sl_*_ as in SL_CHAN_TYPED.
  */
 #define SL_BROADCAST_TYPED(name, T)                                                \
     SL_CHAN_TYPED(name, T);                                                        \
-    SL_TYPED_FN sl_status name##_subscribe(name *bc, name **rx)                    \
-    { return sl_chan_subscribe((sl_chan *)(void *)bc, (sl_chan **)(void *)rx); }   \
-    SL_TYPED_FN uint64_t name##_missed(const name *rx)                             \
-    { return sl_chan_missed((const sl_chan *)(const void *)rx); }                 \
+    SL_TYPED_FN sl_status name##_subscribe(name *sl_bc_, name **sl_rx_)            \
+    { return sl_chan_subscribe((sl_chan *)(void *)sl_bc_, (sl_chan **)(void *)sl_rx_); } \
+    SL_TYPED_FN uint64_t name##_missed(const name *sl_rx_)                         \
+    { return sl_chan_missed((const sl_chan *)(const void *)sl_rx_); }             \
     typedef int name##_sl_bcast_end_ /* swallows the caller's semicolon */
 
 #endif /* SLUICE_BROADCAST_H */

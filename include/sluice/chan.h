@@ -328,56 +328,63 @@ SL_END_DECLS
 #define SL_TYPED_FN static inline
 #endif
 /* `T const *` rather than `const T *`, so that pointer element types
- * (T = int *) give `int *const *`, which an `int **` converts to. */
+ * (T = int *) give `int *const *`, which an `int **` converts to.
+ * Every parameter and local is named sl_*_, in the library's namespace: a
+ * program's file-scope name `c` or `t` is not shadowed (-Wshadow), and an
+ * element type named like one (`typedef ... out;`) is not hidden by it, which
+ * would make sizeof(T) the size of that parameter. */
 #define SL_CHAN_TYPED(name, T)                                                      \
     typedef struct name name;                                                       \
-    SL_TYPED_FN sl_status name##_new(name **out, const sl_chan_opts *opts)        \
+    SL_TYPED_FN sl_status name##_new(name **sl_out_, const sl_chan_opts *sl_opts_) \
     {                                                                               \
-        sl_chan_opts o_;                                                            \
-        if (!opts) return SL_EINVAL;                                                \
-        o_ = *opts;                                                                 \
-        o_.elem_size = sizeof(T);                                                   \
-        return sl_chan_new((sl_chan **)(void *)out, &o_);                           \
+        sl_chan_opts sl_o_;                                                         \
+        if (!sl_opts_) return SL_EINVAL;                                            \
+        sl_o_ = *sl_opts_;                                                          \
+        sl_o_.elem_size = sizeof(T);                                                \
+        return sl_chan_new((sl_chan **)(void *)sl_out_, &sl_o_);                    \
     }                                                                               \
-    SL_TYPED_FN void name##_free(name *c) { sl_chan_free((sl_chan *)(void *)c); } \
-    SL_TYPED_FN void name##_close(name *c) { sl_chan_close((sl_chan *)(void *)c); } \
-    SL_TYPED_FN bool name##_is_closed(const name *c)                              \
-    { return sl_chan_is_closed((const sl_chan *)(const void *)c); }                 \
-    SL_TYPED_FN size_t name##_len(const name *c)                                  \
-    { return sl_chan_len((const sl_chan *)(const void *)c); }                       \
-    SL_TYPED_FN size_t name##_cap(const name *c)                                  \
-    { return sl_chan_cap((const sl_chan *)(const void *)c); }                       \
-    SL_TYPED_FN sl_status name##_fd(name *c, sl_chan_end end, int *fd)            \
-    { return sl_chan_fd((sl_chan *)(void *)c, end, fd); }                           \
-    SL_TYPED_FN sl_status name##_send(name *c, T const *e)                        \
-    { return sl_chan_send((sl_chan *)(void *)c, e); }                               \
-    SL_TYPED_FN sl_status name##_try_send(name *c, T const *e)                    \
-    { return sl_chan_try_send((sl_chan *)(void *)c, e); }                           \
-    SL_TYPED_FN sl_status name##_send_for(name *c, T const *e, uint64_t t)        \
-    { return sl_chan_send_for((sl_chan *)(void *)c, e, t); }                        \
-    SL_TYPED_FN sl_status name##_send_ptr(name *c, T *pp)                         \
-    { return sl_chan_send_ptr((sl_chan *)(void *)c, (void **)(void *)pp); }         \
-    SL_TYPED_FN sl_status name##_try_send_ptr(name *c, T *pp)                     \
-    { return sl_chan_try_send_ptr((sl_chan *)(void *)c, (void **)(void *)pp); }     \
-    SL_TYPED_FN sl_status name##_send_ptr_for(name *c, T *pp, uint64_t t)         \
-    { return sl_chan_send_ptr_for((sl_chan *)(void *)c, (void **)(void *)pp, t); }  \
-    SL_TYPED_FN sl_status name##_send_evict(name *c, T const *e, T *ev)           \
-    { return sl_chan_send_evict((sl_chan *)(void *)c, e, ev); }                     \
-    SL_TYPED_FN sl_status name##_recv(name *c, T *o)                              \
-    { return sl_chan_recv((sl_chan *)(void *)c, o); }                               \
-    SL_TYPED_FN sl_status name##_try_recv(name *c, T *o)                          \
-    { return sl_chan_try_recv((sl_chan *)(void *)c, o); }                           \
-    SL_TYPED_FN sl_status name##_recv_for(name *c, T *o, uint64_t t)              \
-    { return sl_chan_recv_for((sl_chan *)(void *)c, o, t); }                        \
-    SL_TYPED_FN size_t name##_try_send_n(name *c, T const *e, size_t n)           \
-    { return sl_chan_try_send_n((sl_chan *)(void *)c, e, n); }                      \
-    SL_TYPED_FN size_t name##_try_recv_n(name *c, T *o, size_t n)                 \
-    { return sl_chan_try_recv_n((sl_chan *)(void *)c, o, n); }                      \
-    SL_TYPED_FN sl_status name##_recv_n(name *c, T *o, size_t n, size_t *g)       \
-    { return sl_chan_recv_n((sl_chan *)(void *)c, o, n, g); }                       \
-    SL_TYPED_FN sl_status name##_recv_n_for(name *c, T *o, size_t n, uint64_t t,  \
-                                            size_t *g)                              \
-    { return sl_chan_recv_n_for((sl_chan *)(void *)c, o, n, t, g); }                \
+    SL_TYPED_FN void name##_free(name *sl_c_) { sl_chan_free((sl_chan *)(void *)sl_c_); } \
+    SL_TYPED_FN void name##_close(name *sl_c_) { sl_chan_close((sl_chan *)(void *)sl_c_); } \
+    SL_TYPED_FN bool name##_is_closed(const name *sl_c_)                            \
+    { return sl_chan_is_closed((const sl_chan *)(const void *)sl_c_); }             \
+    SL_TYPED_FN size_t name##_len(const name *sl_c_)                                \
+    { return sl_chan_len((const sl_chan *)(const void *)sl_c_); }                   \
+    SL_TYPED_FN size_t name##_cap(const name *sl_c_)                                \
+    { return sl_chan_cap((const sl_chan *)(const void *)sl_c_); }                   \
+    SL_TYPED_FN sl_status name##_fd(name *sl_c_, sl_chan_end sl_end_, int *sl_fd_)  \
+    { return sl_chan_fd((sl_chan *)(void *)sl_c_, sl_end_, sl_fd_); }               \
+    SL_TYPED_FN sl_status name##_send(name *sl_c_, T const *sl_e_)                  \
+    { return sl_chan_send((sl_chan *)(void *)sl_c_, sl_e_); }                       \
+    SL_TYPED_FN sl_status name##_try_send(name *sl_c_, T const *sl_e_)              \
+    { return sl_chan_try_send((sl_chan *)(void *)sl_c_, sl_e_); }                   \
+    SL_TYPED_FN sl_status name##_send_for(name *sl_c_, T const *sl_e_, uint64_t sl_t_) \
+    { return sl_chan_send_for((sl_chan *)(void *)sl_c_, sl_e_, sl_t_); }            \
+    SL_TYPED_FN sl_status name##_send_ptr(name *sl_c_, T *sl_pp_)                   \
+    { return sl_chan_send_ptr((sl_chan *)(void *)sl_c_, (void **)(void *)sl_pp_); } \
+    SL_TYPED_FN sl_status name##_try_send_ptr(name *sl_c_, T *sl_pp_)               \
+    { return sl_chan_try_send_ptr((sl_chan *)(void *)sl_c_, (void **)(void *)sl_pp_); } \
+    SL_TYPED_FN sl_status name##_send_ptr_for(name *sl_c_, T *sl_pp_, uint64_t sl_t_) \
+    {                                                                               \
+        return sl_chan_send_ptr_for((sl_chan *)(void *)sl_c_, (void **)(void *)sl_pp_, \
+                                    sl_t_);                                         \
+    }                                                                               \
+    SL_TYPED_FN sl_status name##_send_evict(name *sl_c_, T const *sl_e_, T *sl_ev_) \
+    { return sl_chan_send_evict((sl_chan *)(void *)sl_c_, sl_e_, sl_ev_); }         \
+    SL_TYPED_FN sl_status name##_recv(name *sl_c_, T *sl_o_)                        \
+    { return sl_chan_recv((sl_chan *)(void *)sl_c_, sl_o_); }                       \
+    SL_TYPED_FN sl_status name##_try_recv(name *sl_c_, T *sl_o_)                    \
+    { return sl_chan_try_recv((sl_chan *)(void *)sl_c_, sl_o_); }                   \
+    SL_TYPED_FN sl_status name##_recv_for(name *sl_c_, T *sl_o_, uint64_t sl_t_)    \
+    { return sl_chan_recv_for((sl_chan *)(void *)sl_c_, sl_o_, sl_t_); }            \
+    SL_TYPED_FN size_t name##_try_send_n(name *sl_c_, T const *sl_e_, size_t sl_n_) \
+    { return sl_chan_try_send_n((sl_chan *)(void *)sl_c_, sl_e_, sl_n_); }          \
+    SL_TYPED_FN size_t name##_try_recv_n(name *sl_c_, T *sl_o_, size_t sl_n_)       \
+    { return sl_chan_try_recv_n((sl_chan *)(void *)sl_c_, sl_o_, sl_n_); }          \
+    SL_TYPED_FN sl_status name##_recv_n(name *sl_c_, T *sl_o_, size_t sl_n_, size_t *sl_g_) \
+    { return sl_chan_recv_n((sl_chan *)(void *)sl_c_, sl_o_, sl_n_, sl_g_); }       \
+    SL_TYPED_FN sl_status name##_recv_n_for(name *sl_c_, T *sl_o_, size_t sl_n_,    \
+                                            uint64_t sl_t_, size_t *sl_g_)          \
+    { return sl_chan_recv_n_for((sl_chan *)(void *)sl_c_, sl_o_, sl_n_, sl_t_, sl_g_); } \
     typedef int name##_sl_typed_end_ /* swallows the caller's semicolon */
 
 #endif /* SLUICE_CHAN_H */

@@ -324,44 +324,46 @@ SL_API int sl_chan_shm_fd(const sl_chan *ch);
  * name_shm_open_fd, the calls above with elem_size sizeof(T) (the opts'
  * elem_size is ignored, as in name_new); every other name_* call works on
  * the result, name_shm_fd gives the descriptor, name_shm_sender registers a
- * sender and name_shm_receiver a receiver. */
+ * sender and name_shm_receiver a receiver. Parameters are named sl_*_, as in
+ * SL_CHAN_TYPED and for the same reasons. */
 #define SL_CHAN_SHM_TYPED(name, T)                                                   \
-    SL_TYPED_FN sl_chan_opts name##_shm_opts_(const sl_chan_opts *o)                 \
+    SL_TYPED_FN sl_chan_opts name##_shm_opts_(const sl_chan_opts *sl_opts_)          \
     {                                                                                \
-        sl_chan_opts o_ = *o;                                                        \
-        o_.elem_size = sizeof(T);                                                    \
-        return o_;                                                                   \
+        sl_chan_opts sl_o_ = *sl_opts_;                                              \
+        sl_o_.elem_size = sizeof(T);                                                 \
+        return sl_o_;                                                                \
     }                                                                                \
-    SL_TYPED_FN sl_status name##_shm_create(name **out, const char *shm_name,        \
-                                            const sl_chan_opts *opts, unsigned mode) \
+    SL_TYPED_FN sl_status name##_shm_create(name **sl_out_, const char *sl_name_,    \
+                                            const sl_chan_opts *sl_opts_,            \
+                                            unsigned sl_mode_)                       \
     {                                                                                \
-        sl_chan_opts o_;                                                             \
-        if (!opts) return SL_EINVAL;                                                 \
-        o_ = name##_shm_opts_(opts);                                                 \
-        return sl_chan_shm_create((sl_chan **)(void *)out, shm_name, &o_, mode);     \
+        sl_chan_opts sl_o_;                                                          \
+        if (!sl_opts_) return SL_EINVAL;                                             \
+        sl_o_ = name##_shm_opts_(sl_opts_);                                          \
+        return sl_chan_shm_create((sl_chan **)(void *)sl_out_, sl_name_, &sl_o_, sl_mode_); \
     }                                                                                \
-    SL_TYPED_FN sl_status name##_shm_open(name **out, const char *shm_name,          \
-                                          const sl_chan_opts *expect)                \
+    SL_TYPED_FN sl_status name##_shm_open(name **sl_out_, const char *sl_name_,      \
+                                          const sl_chan_opts *sl_expect_)            \
     {                                                                                \
-        sl_chan_opts o_;                                                             \
-        if (!expect) return SL_EINVAL;                                               \
-        o_ = name##_shm_opts_(expect);                                               \
-        return sl_chan_shm_open((sl_chan **)(void *)out, shm_name, &o_);             \
+        sl_chan_opts sl_o_;                                                          \
+        if (!sl_expect_) return SL_EINVAL;                                           \
+        sl_o_ = name##_shm_opts_(sl_expect_);                                        \
+        return sl_chan_shm_open((sl_chan **)(void *)sl_out_, sl_name_, &sl_o_);      \
     }                                                                                \
-    SL_TYPED_FN sl_status name##_shm_open_fd(name **out, int fd,                     \
-                                             const sl_chan_opts *expect)             \
+    SL_TYPED_FN sl_status name##_shm_open_fd(name **sl_out_, int sl_fd_,             \
+                                             const sl_chan_opts *sl_expect_)         \
     {                                                                                \
-        sl_chan_opts o_;                                                             \
-        if (!expect) return SL_EINVAL;                                               \
-        o_ = name##_shm_opts_(expect);                                               \
-        return sl_chan_shm_open_fd((sl_chan **)(void *)out, fd, &o_);                \
+        sl_chan_opts sl_o_;                                                          \
+        if (!sl_expect_) return SL_EINVAL;                                           \
+        sl_o_ = name##_shm_opts_(sl_expect_);                                        \
+        return sl_chan_shm_open_fd((sl_chan **)(void *)sl_out_, sl_fd_, &sl_o_);     \
     }                                                                                \
-    SL_TYPED_FN int name##_shm_fd(const name *c)                                     \
-    { return sl_chan_shm_fd((const sl_chan *)(const void *)c); }                     \
-    SL_TYPED_FN sl_status name##_shm_sender(name *c)                                 \
-    { return sl_chan_shm_sender((sl_chan *)(void *)c); }                             \
-    SL_TYPED_FN sl_status name##_shm_receiver(name *c)                               \
-    { return sl_chan_shm_receiver((sl_chan *)(void *)c); }                           \
+    SL_TYPED_FN int name##_shm_fd(const name *sl_c_)                                 \
+    { return sl_chan_shm_fd((const sl_chan *)(const void *)sl_c_); }                 \
+    SL_TYPED_FN sl_status name##_shm_sender(name *sl_c_)                             \
+    { return sl_chan_shm_sender((sl_chan *)(void *)sl_c_); }                         \
+    SL_TYPED_FN sl_status name##_shm_receiver(name *sl_c_)                           \
+    { return sl_chan_shm_receiver((sl_chan *)(void *)sl_c_); }                       \
     typedef int name##_shm_typed_ /* so that the use takes a semicolon */
 
 SL_END_DECLS

@@ -2,7 +2,8 @@
 # Checks that the man pages cover the public API: every SL_API function
 # declared in include/sluice/*.h is named in the NAME section of its header's
 # page and appears in that page's SYNOPSIS with the header's exact prototype
-# (compared as rendered text, whitespace collapsed). A header's page is the one
+# (compared as rendered text, whitespace collapsed); so is every typed-wrapper
+# macro and every static inline function defined at a header's top level. A header's page is the one
 # whose NAME lists sluice_<header> (base.h is covered by sluice_status.3).
 # Also checks that every page carries the project's version (version.h) and that sluice(3)
 # refers to every other page. Internal names (sl__*) are not API and are skipped.
@@ -67,6 +68,16 @@ for header in "$src"/include/sluice/*.h; do
         grep -qF "$decl" "$tmp/synopsis" ||
             complain "$(basename "$page") SYNOPSIS lacks the prototype: $decl"
     done < "$tmp/decls"
+    # The typed-wrapper macros (#define SL_*_TYPED) and the static inline
+    # functions a header defines outside them (SL_TYPED_FN at a line's start,
+    # as timer.h's): named too, so that `man 3` finds them.
+    for name in $(sed -n 's/^#define \(SL_[A-Z_]*_TYPED\)(.*/\1/p
+                          s/^SL_TYPED_FN [^(]*[^A-Za-z0-9_]\([A-Za-z_][A-Za-z0-9_]*\)(.*/\1/p' \
+                      "$header"); do
+        checked=$((checked + 1))
+        grep -qx "$name" "$tmp/$(basename "$page").names" ||
+            complain "$name ($(basename "$header")) is missing from the NAME of $(basename "$page")"
+    done
 done
 [ "$checked" -gt 0 ] || complain "found no SL_API function in $src/include/sluice"
 

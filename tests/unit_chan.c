@@ -1413,10 +1413,9 @@ typedef struct point {
 } point;
 
 SL_CHAN_TYPED(point_chan, point);
-/* A pointer element type goes through a typedef: spelled `int *` directly,
- * the macro's `const T *` would read `const int **` instead of `int *const *`. */
-typedef int *int_ptr;
-SL_CHAN_TYPED(iptr_chan, int_ptr);
+/* A pointer element type spelled directly: the macro writes `T const *`, so
+ * the send forms take `int *const *` (`const T *` would read `const int **`). */
+SL_CHAN_TYPED(iptr_chan, int *);
 
 START_TEST(test_typed)
 {

@@ -17,6 +17,10 @@ struct msg {
 SL_CHAN_TYPED(msg_chan, msg);
 // And a typed broadcast channel.
 SL_BROADCAST_TYPED(msg_bc, msg);
+// A typed shared-memory channel, and a pointer element spelled directly.
+SL_CHAN_TYPED(msg_shm, msg);
+SL_CHAN_SHM_TYPED(msg_shm, msg);
+SL_CHAN_TYPED(iptr_chan, int *);
 
 static int failures = 0;
 
@@ -130,11 +134,17 @@ static void check_event()
     CHECK(sl_deadline_after(SL_FOREVER) == SL_FOREVER);
 }
 
-static void check_typed()
+static sl_chan_opts mpmc_opts(std::size_t capacity)
 {
     sl_chan_opts o{};
     o.flavor = SL_MPMC;
-    o.capacity = 2;
+    o.capacity = capacity;
+    return o;
+}
+
+static void check_typed()
+{
+    sl_chan_opts o = mpmc_opts(2);
     msg_chan *mc = nullptr;
     CHECK(msg_chan_new(&mc, &o) == SL_OK);
     if (!mc) return;
@@ -186,6 +196,56 @@ static void check_broadcast()
     msg_bc_free(rx);
 }
 
+// The typed forms check_typed leaves out: the pointer moves, the waiting
+// batches, the descriptor, the shared-memory and the timer wrappers.
+static void check_typed_rest()
+{
+    sl_chan_opts o = mpmc_opts(1);
+    iptr_chan *ic = nullptr;
+    CHECK(iptr_chan_new(&ic, &o) == SL_OK);
+    if (!ic) return;
+    int x = 1, y = 2;
+    int *px = &x, *py = &y, *r = nullptr;
+    CHECK(iptr_chan_send_ptr(ic, &px) == SL_OK && px == nullptr);
+    CHECK(iptr_chan_try_send_ptr(ic, &py) == SL_FULL && py == &y);
+    CHECK(iptr_chan_send_ptr_for(ic, &py, 1000000) == SL_TIMEDOUT && py == &y);
+    std::size_t got = 0;
+    CHECK(iptr_chan_recv_n(ic, &r, 1, &got) == SL_OK && got == 1 && r == &x);
+    CHECK(iptr_chan_try_send_ptr(ic, &py) == SL_OK && py == nullptr);
+    CHECK(iptr_chan_recv_n_for(ic, &r, 1, 0, &got) == SL_OK && got == 1 && r == &y);
+    int fd = -1;
+    CHECK(iptr_chan_fd(ic, SL_END_SEND, &fd) == SL_OK && fd >= 0);
+    iptr_chan_free(ic);
+
+    msg_shm *a = nullptr, *b = nullptr;
+    o.elem_size = 1; // ignored: sizeof(msg)
+    CHECK(msg_shm_shm_create(&a, nullptr, &o, 0) == SL_OK);
+    if (!a) return;
+    CHECK(sl_chan_elem_size((const sl_chan *)(const void *)a) == sizeof(msg));
+    sl_chan_opts e = mpmc_opts(0); // any capacity
+    CHECK(msg_shm_shm_open_fd(&b, msg_shm_shm_fd(a), &e) == SL_OK);
+    CHECK(msg_shm_shm_open(&b, "/no-such-sluice-segment", &e) == SL_EINVAL);
+    msg m{ 3, 3.5, "shm" }, g{};
+    if (b) {
+        CHECK(msg_shm_shm_sender(b) == SL_OK && msg_shm_shm_receiver(a) == SL_OK);
+        CHECK(msg_shm_send(b, &m) == SL_OK);
+        CHECK(msg_shm_recv(a, &g) == SL_OK && g.a == 3 && std::strcmp(g.tag, "shm") == 0);
+        msg_shm_free(b); // the last registered sender: the channel closes
+    }
+    CHECK(msg_shm_recv_for(a, &g, 0) == SL_CLOSED);
+    msg_shm_free(a);
+
+    sl_timer_chan *t = nullptr;
+    std::uint64_t at = 0;
+    CHECK(sl_timer_chan_after(&t, 0) == SL_OK);
+    CHECK(sl_timer_chan_recv(t, &at) == SL_OK && at > 0);
+    sl_timer_chan_free(t);
+    CHECK(sl_timer_chan_tick(&t, 0) == SL_EINVAL);
+    CHECK(sl_timer_chan_never(&t) == SL_OK);
+    CHECK(sl_timer_chan_try_recv(t, &at) == SL_EMPTY);
+    sl_timer_chan_free(t);
+}
+
 int main()
 {
     const int statuses[] = { (int)SL_OK, (int)SL_EMPTY, (int)SL_FULL, (int)SL_CLOSED, (int)SL_ENOMEM, 999 };
@@ -197,6 +257,7 @@ int main()
     check_event();
     check_typed();
     check_broadcast();
+    check_typed_rest();
     if (failures) std::fprintf(stderr, "cxx_headers: %d check(s) failed\n", failures);
     return failures ? 1 : 0;
 }

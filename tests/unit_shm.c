@@ -73,6 +73,10 @@ static sl_chan_opts opts_of(int i, size_t cap)
     return (sl_chan_opts){.flavor = k_cfg[i].flavor, .elem_size = k_cfg[i].esz, .capacity = cap};
 }
 
+/* How long a survivor waits for what must come (SL_SHM_WAIT_S: the
+ * planted-bug run shortens it). */
+static uint64_t survivor_wait(void) { return sl_test_env_uint("SL_SHM_WAIT_S", 10) * SEC; }
+
 /* The first bytes of fd's segment, mapped read-write, to corrupt. */
 static unsigned char *map_raw(int fd, size_t len)
 {
@@ -316,7 +320,16 @@ START_TEST(test_full_empty_timed)
     ck_assert_int_eq(sl_chan_send_for(ch, buf, 5 * MS), SL_TIMEDOUT);
     park_arg a = {.fd = sl_chan_shm_fd(ch), .opts = o};
     pid_t pid = spawn(park_send, &a);
-    sl_test_sleep_ns(50 * MS);
+    /* Until the child has parked in its send (not_full.waiters,
+     * docs/shm-layout.md), after its checks of the full channel: a fixed
+     * sleep let a child slow to start find it no longer full. */
+    unsigned char *raw = map_raw(a.fd, 64);
+    for (uint64_t t = 0; t < survivor_wait() / MS; t++) {
+        if (__atomic_load_n((uint32_t *)(void *)(raw + 56), __ATOMIC_SEQ_CST) != 0)
+            break;
+        sl_test_sleep_ns(MS);
+    }
+    munmap(raw, 64);
     ck_assert_int_eq(sl_chan_recv(ch, buf), SL_OK);
     ck_assert(sl_test_seq_is(buf, o.elem_size, 0));
     join_ok(pid);
@@ -997,9 +1010,6 @@ START_TEST(test_garbage)
 END_TEST
 
 /* ---- a peer that dies ------------------------------------------------------ */
-/* How long a survivor waits for what must come (SL_SHM_WAIT_S: the
- * planted-bug run shortens it). */
-static uint64_t survivor_wait(void) { return sl_test_env_uint("SL_SHM_WAIT_S", 10) * SEC; }
 
 /* The exit status of a child, or 128 + the signal that ended it. */
 static int reap(pid_t pid)

@@ -778,6 +778,12 @@ START_TEST(test_wake_timed_and_duplicate)
     t->cases[1] = (sl_select_case){b, SL_SEL_RECV, &y};
     t->cases[2] = (sl_select_case){a, SL_SEL_RECV, &z};
     sel_start(t, 3, 20 * SEC);
+    /* It registers when its spin ends, which on a loaded machine can be
+     * after sel_start's 30 ms (seen under TSan: 0 here): wait for all three
+     * cases, then count. */
+    for (uint64_t give_up = sl_test_now_ns() + 10 * SEC;
+         (selectors(a) < 2 || selectors(b) < 1) && sl_test_now_ns() < give_up;)
+        sl_test_sleep_ns(MS);
     ck_assert_uint_eq(selectors(a), 2);
     put(a, 5);
     ck_assert_int_eq(sel_join(t), SL_OK);

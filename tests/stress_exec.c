@@ -128,12 +128,23 @@ END_TEST
 
 /* One task at a time from a foreign thread, each after a pause drawn to land
  * anywhere in the workers' search-then-park window (and, now and then, long
- * after they have parked): a submit that strands its task hangs the test. */
-static void hunt(sl_exec *ex, uint64_t rounds, uint64_t seed, bool use_submit)
+ * after they have parked): a submit that strands its task hangs the test.
+ *
+ * The rounds stop at `until` (sl_test_now_ns) too. Each round hands a task
+ * to a parked worker and back, so its cost is the machine's wake-up latency:
+ * on a busy 2-core machine the plain build's two hunts took 74 s, and
+ * with more running beside them the first ran past the case's 180 s
+ * time-out, progressing all the while.
+ * The hang this hunts is still caught: a stranded task's sync never
+ * returns, and the case's time-out fails it. Returns the rounds made. */
+static uint64_t hunt(sl_exec *ex, uint64_t rounds, uint64_t seed, bool use_submit,
+                     uint64_t until)
 {
     sl_test_rng rng;
     sl_test_rng_seed(&rng, seed);
     for (uint64_t i = 0; i < rounds; i++) {
+        if (i % 1024 == 0 && sl_test_now_ns() >= until)
+            return i;
         uint64_t pick = sl_test_rng_next(&rng) % 64;
         if (pick == 0)
             sl_test_sleep_ns(200000);          /* every worker is parked by now */
@@ -144,10 +155,15 @@ static void hunt(sl_exec *ex, uint64_t rounds, uint64_t seed, bool use_submit)
                                  : sl_spawn(ex, add_one, &x, sizeof x, sizeof x);
         if (sl_sync(&f, &got) != SL_OK || got != i + 1) {
             rec_fail("round %llu: got %llu", ULL(i), ULL(got));
-            return;
+            return i;
         }
     }
+    return rounds;
 }
+
+/* Half of the wakeups cases' 180 s time-out: a hunt cut short still leaves
+ * the other half to tell a slow run from a hang. */
+#define HUNT_BUDGET_NS (90 * SEC)
 
 START_TEST(test_lost_wakeup_hunt)
 {
@@ -155,8 +171,12 @@ START_TEST(test_lost_wakeup_hunt)
     sl_exec *ex = new_exec(workers());
     uint64_t rounds = sl_test_scaled(1000000, 5000);
     sl_test_sleep_ns(20 * MS); /* the workers park first */
-    hunt(ex, rounds / 2, seed, true);
-    hunt(ex, rounds / 2, seed ^ GOLDEN, false);
+    uint64_t t0 = sl_test_now_ns();
+    /* Each half gets half the budget: both submit and spawn are hunted. */
+    uint64_t made = hunt(ex, rounds / 2, seed, true, t0 + HUNT_BUDGET_NS / 2);
+    made += hunt(ex, rounds / 2, seed ^ GOLDEN, false, t0 + HUNT_BUDGET_NS);
+    fprintf(stderr, "[exec hunt] %llu of %llu rounds in %.1f s\n", ULL(made), ULL(rounds / 2 * 2),
+            (double)(sl_test_now_ns() - t0) / 1e9);
     sl_exec_free(ex);
     ASSERT_CLEAN();
 }
@@ -172,7 +192,10 @@ static void hunt_task(void *args, void *ret)
 {
     (void)ret;
     hunt_args a = *(hunt_args *)args;
-    hunt(a.ex, a.rounds, a.seed, true);
+    uint64_t t0 = sl_test_now_ns();
+    uint64_t made = hunt(a.ex, a.rounds, a.seed, true, t0 + HUNT_BUDGET_NS);
+    fprintf(stderr, "[exec hunt-worker] %llu of %llu rounds in %.1f s\n", ULL(made),
+            ULL(a.rounds), (double)(sl_test_now_ns() - t0) / 1e9);
 }
 
 START_TEST(test_lost_wakeup_hunt_from_worker)

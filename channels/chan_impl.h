@@ -290,7 +290,7 @@ sl_status sl__chan_await(const sl__event_set *set, sl__ready_fn ready, void *ctx
  * signals each re-armed descriptor (one out-of-line call, so that the
  * send path's frame is the same as without descriptors). The
  * rearm_* ones: a try found the channel empty (full) and its end has a
- * descriptor; re-arm it unless it is armed already, then look again:
+ * descriptor; re-arm it (reset it, and if its flag was down, look again):
  * rearm_recv tries the receive once more and returns its status;
  * full: a send found ch full; if the send end has a descriptor, re-arms it
  * and, since there is no message to send again, signals it if it finds

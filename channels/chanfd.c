@@ -31,7 +31,8 @@
  * read-modify-write, so whatever S3 reads is in A2's release sequence and A1
  * happens before S5: the reset cannot swallow the write that follows it.
  * Only one writer per re-arm (S4's exchange), so a busy channel makes one
- * system call per loop wake-up, not one per message.
+ * system call per loop wake-up, not one per message. A re-arm resets even
+ * an end it finds armed, for a write that S5 made late (rearm below).
  *
  * Lifetime: the eventfd lives as long as the channel (sl_chan_free closes
  * it), so a sender that read its number can never write to a reused one.
@@ -130,25 +131,48 @@ void sl__chan_ring_watchers(sl_chan *ch, unsigned ready)
         signal_end(&ch->fds[SL_END_SEND]);
 }
 
-/* A1–A3. false when the end is armed already: a change since that re-arm
- * signals it, so the caller's failed try stands without another; false too
- * for a descriptor that is not this process's (fd_here): none to re-arm. */
-static bool rearm(sl__chan_fd *e)
+/* What a re-arm leaves its caller to do. */
+typedef enum {
+    REARM_NONE,  /* nothing was re-armed: the caller's failed try stands */
+    REARM_QUIET, /* reset, and the flag was up: nothing to look at again */
+    REARM_CHECK, /* reset and armed after a signal or a first arming: A4 */
+} rearm_result;
+
+/* A1–A3. REARM_NONE for a descriptor that is not this process's (fd_here):
+ * none to re-arm; and for a `repeat` (a later turn of the receive end's
+ * loop below, after its own A1) that finds the end armed: a change since
+ * its re-arm signals it.
+ *
+ * A first re-arm resets even an end it finds armed. A signaller stopped
+ * between S4 and S5 took down the flag of an earlier re-arm; a later one
+ * raised it again, and the late write then left the descriptor readable
+ * with the flag up. A re-arm that stopped at the flag made every try fail
+ * without a reset, and the loop spun until the next change (found under
+ * load; unit_chanfd `stale_signal`). If A2 finds the flag up, no S4 came
+ * since the re-arm that raised it, whose own A4 answers for every change
+ * made while it was down: what this reset wiped was written for a change
+ * that re-arm looked at, so A3–A4 are not needed (REARM_QUIET); an
+ * armed end costs its failed tries one read(2) each, no barrier. */
+static rearm_result rearm(sl__chan_fd *e, bool repeat)
 {
-    if (atomic_load_explicit(&e->armed, memory_order_relaxed))
-        return false; /* a stale 0 costs one more reset; a stale 1 is a write in flight */
+#ifdef SL_MUTANT_CHANFD_ARMED_SKIPS_RESET
+    repeat = true; /* planted bug: an armed end is never reset */
+#endif
+    if (repeat && atomic_load_explicit(&e->armed, memory_order_relaxed))
+        return REARM_NONE; /* a stale 0 costs one more reset; a stale 1, one more wake */
     int fd = fd_here(e);
     if (fd < 0)
-        return false;
+        return REARM_NONE;
     sl__eventfd_reset(fd); /* A1 */
     /* seq_cst, and a read-modify-write: heads the release sequence every
      * later change of `armed` continues (the argument above). */
-    atomic_exchange_explicit(&e->armed, 1u, memory_order_seq_cst);
+    if (atomic_exchange_explicit(&e->armed, 1u, memory_order_seq_cst))
+        return REARM_QUIET;
     SL_FI(); /* armed, not yet fenced */
     /* The flag before the re-check, against a change whose fence is only a
      * compiler barrier (SL_SPSC in asymmetric mode: sluice/park.h). */
     sl_event_heavy_fence();
-    return true;
+    return REARM_CHECK;
 }
 
 /* Whether this thread is inside a receive end's re-check (A4): the try it
@@ -200,13 +224,13 @@ sl_status sl__chanfd_rearm_recv(sl_chan *ch, void *out)
         return SL_EMPTY; /* the loop below arms again (its caller's empty try) */
 #endif
     sl__chan_fd *e = &ch->fds[SL_END_RECV];
-    for (;;) {
+    for (bool repeat = false;; repeat = true) {
         /* Closed too (a send still landing): re-armed, as an open end is. */
 #ifdef SL_MUTANT_CHANFD_CLOSED_SPINS
         if (sl_chan_is_closed(ch)) /* planted bug: left as the close signalled it */
             return SL_EMPTY;
 #endif
-        if (!rearm(e))
+        if (rearm(e, repeat) != REARM_CHECK)
             return SL_EMPTY;
         sl_status st = recheck(ch, e, out);
         /* Empty, with the flag down again: another thread signalled after
@@ -233,7 +257,7 @@ static bool end_ready(sl_chan *ch, unsigned end)
 sl_status sl__chanfd_full(sl_chan *ch)
 {
     sl__chan_fd *e = &ch->fds[SL_END_SEND];
-    if (!sl__chanfd_has(ch, SL_END_SEND) || !rearm(e))
+    if (!sl__chanfd_has(ch, SL_END_SEND) || rearm(e, false) != REARM_CHECK)
         return SL_FULL;
     /* A4 as a look, not a second send (the send path keeps no message
      * pointer past its push: the same instructions with or without a

@@ -770,6 +770,87 @@ START_TEST(test_close_at_reset_landing)
     ck_assert_uint_gt(window, 0);
 }
 END_TEST
+
+/* A try_recv stopped at its k-th step, as sl_test_send_gated's send. */
+typedef struct gated_recv {
+    sl_chan *ch;
+    unsigned k, passed;
+    sl_status st;
+    sl_test_gate gate;
+} gated_recv;
+
+static void *recv_gated(void *arg)
+{
+    gated_recv *g = arg;
+    uint64_t out;
+    sl__fi_arm(g->k, sl_test_gate_stop, &g->gate);
+    g->st = sl_chan_try_recv(g->ch, &out);
+    g->passed = sl__fi_disarm();
+    atomic_store(&g->gate.stopped, 1);
+    return NULL;
+}
+
+/* Tries at `end` until one fails (empty, full); the status of the last. */
+static sl_status try_until_refused(sl_chan *ch, unsigned end)
+{
+    uint64_t v = 5;
+    sl_status st;
+    while ((st = end == SL_END_RECV ? sl_chan_try_recv(ch, &v) : sl_chan_try_send(ch, &v)) ==
+           SL_OK)
+        ;
+    return st;
+}
+
+/* A signal of `end` stopped at each of its steps in turn (a send for the
+ * receive end, a receive for the send end), while the loop's own tries
+ * meet the change and re-arm the end anew. A write of the stopped signal,
+ * which took down the flag of the re-arm before, then landed after the new
+ * reset with the flag up: the descriptor stayed readable while every try
+ * failed and re-armed nothing, and the loop spun until the next change
+ * (found under load: the shared channel's loop woke up to 10,175 times in
+ * 300 ms). A failed try now always resets. */
+START_TEST(test_stale_signal_rearmed)
+{
+    const sl_flavor flavors[] = {SL_MPMC, SL_SPSC, SL_LIST, SL_RING};
+    const sl_flavor f = flavors[_i / 2];
+    const unsigned end = _i % 2 ? SL_END_SEND : SL_END_RECV;
+    if (end == SL_END_SEND && (f == SL_LIST || f == SL_RING))
+        return; /* no send is ever refused for room */
+    for (unsigned k = 1;; k++) {
+        sl_chan *ch = chan8(f, 1);
+        int fd;
+        uint64_t v = 3;
+        ck_assert_int_eq(sl_chan_fd(ch, end, &fd), SL_OK);
+        if (end == SL_END_SEND)
+            ck_assert_int_eq(sl_chan_try_send(ch, &v), SL_OK);
+        ck_assert_int_ne(try_until_refused(ch, end), SL_OK); /* armed */
+        sl_test_gated_send gs = {.ch = ch, .k = k, .value = 42};
+        gated_recv gr = {.ch = ch, .k = k};
+        sl_test_gate *gate = end == SL_END_RECV ? &gs.gate : &gr.gate;
+        pthread_t t;
+        ck_assert_int_eq(pthread_create(&t, NULL, end == SL_END_RECV ? sl_test_send_gated
+                                                                     : recv_gated,
+                                        end == SL_END_RECV ? (void *)&gs : (void *)&gr),
+                         0);
+        while (!atomic_load(&gate->stopped))
+            sl_test_sleep_ns(MS / 10);
+        (void)try_until_refused(ch, end); /* meets the change, re-arms */
+        atomic_store(&gate->go, 1);
+        ck_assert_int_eq(pthread_join(t, NULL), 0);
+        unsigned wakes = 0;
+        while (wakes < 100 && readable(fd)) {
+            wakes++;
+            (void)try_until_refused(ch, end);
+        }
+        ck_assert_msg(wakes < 100, "%s %s end, signal stopped at step %u: readable after "
+                      "every try failed", sl_test_flavor_name(f),
+                      end == SL_END_RECV ? "receive" : "send", k);
+        sl_chan_free(ch);
+        if ((end == SL_END_RECV ? gs.passed : gr.passed) < k)
+            break;
+    }
+}
+END_TEST
 #endif
 
 static Suite *chanfd_suite(void)
@@ -798,6 +879,10 @@ static Suite *chanfd_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, test_close_landing_sleeps, 0, 4);
     tcase_add_loop_test(tc, test_close_at_reset_landing, 0, 4);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("stale_signal");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_stale_signal_rearmed, 0, 8);
     suite_add_tcase(s, tc);
 #endif
 

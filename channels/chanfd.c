@@ -163,6 +163,15 @@ static rearm_result rearm(sl__chan_fd *e, bool repeat)
     int fd = fd_here(e);
     if (fd < 0)
         return REARM_NONE;
+#ifdef SL_MUTANT_CHANFD_QUIET_ON_LOAD
+    /* Planted bug: the flag as a load before the reset saw it decides. A
+     * signal between the load and the reset takes the flag down and writes;
+     * the reset wipes the write, and nothing looks again. */
+    if (atomic_load_explicit(&e->armed, memory_order_seq_cst)) {
+        sl__eventfd_reset(fd);
+        return REARM_QUIET;
+    }
+#endif
     sl__eventfd_reset(fd); /* A1 */
     /* seq_cst, and a read-modify-write: heads the release sequence every
      * later change of `armed` continues (the argument above). */

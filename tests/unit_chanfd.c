@@ -853,6 +853,77 @@ START_TEST(test_stale_signal_rearmed)
 END_TEST
 #endif
 
+/* A signal made after a failed try, on an end whose flag is up, before the
+ * re-arm's reset (A1): the signal takes the flag down and writes, the reset
+ * wipes the write, and the re-arm's exchange (A2) finds the flag down, so
+ * its look (A4) must run and find the change. It is the exchange's answer,
+ * not the flag as an earlier load saw it, that lets a re-arm skip the look
+ * (docs/guarantees.md, "A re-arm that finds the end armed already"; planted
+ * bug CHANFD_QUIET_ON_LOAD: the loop would sleep with a message in the
+ * channel, or with room). A send for the receive end, a receive for the
+ * send end. */
+static sl_chan *signal_with;
+static unsigned signal_end_of;
+
+static void signal_then_reset(int fd)
+{
+    sl_chan *ch = signal_with;
+    if (ch) {
+        signal_with = NULL;
+        uint64_t v = 6;
+        CHECK((signal_end_of == SL_END_RECV ? sl_chan_try_send(ch, &v)
+                                            : sl_chan_try_recv(ch, &v)) == SL_OK,
+              "a signal before the reset");
+    }
+    sl_test_sys_base()->eventfd_reset(fd);
+}
+
+START_TEST(test_rearm_armed_signal_before_reset)
+{
+    const sl_flavor f = all_flavors[_i / 2];
+    const unsigned end = _i % 2 ? SL_END_SEND : SL_END_RECV;
+    if (end == SL_END_SEND && (f == SL_LIST || f == SL_RING))
+        return; /* no send is ever refused for room */
+    const size_t cap = 2;
+    sl_chan *ch = chan8(f, cap);
+    int fd;
+    uint64_t v = 1;
+    ck_assert_int_eq(sl_chan_fd(ch, end, &fd), SL_OK);
+    for (size_t i = 0; end == SL_END_SEND && i < cap; i++)
+        ck_assert_int_eq(sl_chan_try_send(ch, &v), SL_OK);
+    ck_assert_int_ne(end == SL_END_RECV ? sl_chan_try_recv(ch, &v) : sl_chan_try_send(ch, &v),
+                     SL_OK); /* armed: the flag up */
+    ck_assert(!readable(fd));
+    static const sl_sys_ops ops = {.eventfd_reset = signal_then_reset};
+    signal_with = ch;
+    signal_end_of = end;
+    sl_test_sys_install(&ops);
+    sl_status st = end == SL_END_RECV ? sl_chan_try_recv(ch, &v) : sl_chan_try_send(ch, &v);
+    sl_test_sys_restore();
+    ck_assert_ptr_null(signal_with); /* the try re-armed */
+    size_t len = sl_chan_len(ch);
+    bool ready = end == SL_END_RECV ? len > 0 : len < cap;
+    ck_assert_msg(!ready || readable(fd), "%s %s end: %s and the descriptor unreadable",
+                  sl_test_flavor_name(f), end == SL_END_RECV ? "receive" : "send",
+                  end == SL_END_RECV ? "a message in the channel" : "room");
+    /* The receive end's look takes the message itself (signalling, as a
+     * re-check that took one does); the send end's finds the room and
+     * signals it. */
+    const sl_status want = end == SL_END_RECV ? SL_OK : SL_FULL;
+    ck_assert_int_eq(st, want);
+    ck_assert(readable(fd));
+    /* The level cycle goes on: a failed try leaves it unreadable. */
+    if (end == SL_END_RECV)
+        while (sl_chan_try_recv(ch, &v) == SL_OK)
+            ;
+    else
+        while (sl_chan_try_send(ch, &v) == SL_OK)
+            ;
+    ck_assert(!readable(fd));
+    sl_chan_free(ch);
+}
+END_TEST
+
 static Suite *chanfd_suite(void)
 {
     Suite *s = suite_create("chanfd");
@@ -863,6 +934,7 @@ static Suite *chanfd_suite(void)
     tcase_add_loop_test(tc, test_recv_level_cycle, 0, N_OF(all_flavors));
     tcase_add_loop_test(tc, test_rearm_rechecks, 0, N_OF(all_flavors));
     tcase_add_loop_test(tc, test_rearm_keeps_earlier_changes, 0, 2 * N_OF(all_flavors));
+    tcase_add_loop_test(tc, test_rearm_armed_signal_before_reset, 0, 2 * N_OF(all_flavors));
     tcase_add_loop_test(tc, test_rearm_again_in_one_frame, 0, N_OF(all_flavors));
     tcase_add_loop_test(tc, test_close_readable, 0, N_OF(all_flavors));
     tcase_add_loop_test(tc, test_send_level_cycle, 0, N_OF(all_flavors));

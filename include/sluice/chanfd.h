@@ -43,8 +43,11 @@
  * (docs/performance.md). With a descriptor, a send or receive loads
  * the end's `armed` flag and writes the eventfd once per re-arm (one write
  * wakes the loop; later sends find the flag down and make no system call),
- * and a re-arm costs a read(2) and the eventcount's heavy barrier
- * (membarrier(2) where available, sluice/park.h).
+ * and every try that fails at that end re-arms it: a read(2), and, when a
+ * change took the flag down since the last re-arm, the eventcount's heavy
+ * barrier (membarrier(2) where available, sluice/park.h) and a second look.
+ * A blocking send or receive at an end with a descriptor re-arms on each
+ * failed try of its wait too.
  *
  * Channels in shared memory (sluice/shm.h): a change made in another
  * process cannot write this process's eventfd, so the first descriptor of a

@@ -85,6 +85,17 @@ static unsigned char *map_raw(int fd, size_t len)
     return p;
 }
 
+/* Waits until the u32 at off in raw reads want (a child's registration). */
+static void await_word(const unsigned char *raw, size_t off, uint32_t want)
+{
+    for (int i = 0; i < 10000; i++) {
+        if (atomic_load((const _Atomic uint32_t *)(const void *)(raw + off)) == want)
+            return;
+        sl_test_sleep_ns(MS);
+    }
+    ck_abort_msg("the word at %zu never read %u", off, want);
+}
+
 /* Runs fn(arg) in a child process; its return value is the exit status. */
 static pid_t spawn(int (*fn)(void *), void *arg)
 {
@@ -324,11 +335,7 @@ START_TEST(test_full_empty_timed)
      * docs/shm-layout.md), after its checks of the full channel: a fixed
      * sleep let a child slow to start find it no longer full. */
     unsigned char *raw = map_raw(a.fd, 64);
-    for (uint64_t t = 0; t < survivor_wait() / MS; t++) {
-        if (__atomic_load_n((uint32_t *)(void *)(raw + 56), __ATOMIC_SEQ_CST) != 0)
-            break;
-        sl_test_sleep_ns(MS);
-    }
+    await_word(raw, 56, 1);
     munmap(raw, 64);
     ck_assert_int_eq(sl_chan_recv(ch, buf), SL_OK);
     ck_assert(sl_test_seq_is(buf, o.elem_size, 0));
@@ -1747,17 +1754,6 @@ static int counting_wake_shared(SL_ATOMIC(uint32_t) *word, int count)
 }
 
 static const sl_sys_ops counting_wake_ops = {.futex_wake_shared = counting_wake_shared};
-
-/* Waits until the u32 at off in raw reads want (a child's registration). */
-static void await_word(const unsigned char *raw, size_t off, uint32_t want)
-{
-    for (int i = 0; i < 10000; i++) {
-        if (atomic_load((const _Atomic uint32_t *)(const void *)(raw + off)) == want)
-            return;
-        sl_test_sleep_ns(MS);
-    }
-    ck_abort_msg("the word at %zu never read %u", off, want);
-}
 
 /* A process killed while parked: its registration is discounted at the next
  * look (its record's parked count), and then a send makes no system call.

@@ -512,7 +512,9 @@ static inline sl_status await_wait(sl_event *ev, sl__ready_fn ready, chan_wait *
         sl__park_account = sl__shm_park_account(w->ch, ev);
     sl__futex_word key;
     sl__event_set one = {(sl_event *const[1]){ev}, &key, 1, unwoken_of(w->ch, ev)};
+    sl__chan_retrying = true;
     sl_status st = sl__chan_await(&one, ready, w, sl_deadline_after(timeout_ns), spin, chan_next);
+    sl__chan_retrying = false;
     sl__park_account = NULL;
     return st == SL_OK ? w->st : SL_TIMEDOUT;
 }

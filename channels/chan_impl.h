@@ -260,6 +260,13 @@ static inline void sl__recv_streak_hit(void) { sl__recv_streak += sl__recv_strea
 
 unsigned sl__recv_streak_spin(void);
 
+/* Set while this thread runs a blocking form's retries (the await after
+ * the call's own first try, in chan.c and select.c): a failed try there
+ * leaves an event-loop descriptor it finds armed as it is (chanfd.c,
+ * rearm), so a thread that waits beside a loop makes no read(2) a retry.
+ * The call's first try, which a loop may use as its try, resets as any. */
+extern _Thread_local bool sl__chan_retrying __attribute__((tls_model("initial-exec")));
+
 /* A select's try of a receive case: as sl__chan_try_recv, answering
  * SL_EMPTY on the flavour's look at an empty queue without trying (chan.c). */
 sl_status sl__chan_poll_recv(sl_chan *ch, void *out);

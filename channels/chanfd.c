@@ -138,10 +138,16 @@ typedef enum {
     REARM_CHECK, /* reset and armed after a signal or a first arming: A4 */
 } rearm_result;
 
+_Thread_local bool sl__chan_retrying __attribute__((tls_model("initial-exec")));
+
 /* A1–A3. REARM_NONE for a descriptor that is not this process's (fd_here):
  * none to re-arm; and for a `repeat` (a later turn of the receive end's
- * loop below, after its own A1) that finds the end armed: a change since
- * its re-arm signals it.
+ * loop below, after its own A1), or a blocking form's retry
+ * (sl__chan_retrying), that finds the end armed: a change since the
+ * re-arm that raised the flag signals it. The retry's skip is safe where a
+ * try's is not: what the late write below leaves readable, the loop's own
+ * next failed try resets (a try is never a retry), and the waiting thread
+ * does not read the descriptor.
  *
  * A first re-arm resets even an end it finds armed. A signaller stopped
  * between S4 and S5 took down the flag of an earlier re-arm; a later one
@@ -157,6 +163,11 @@ static rearm_result rearm(sl__chan_fd *e, bool repeat)
 {
 #ifdef SL_MUTANT_CHANFD_ARMED_SKIPS_RESET
     repeat = true; /* planted bug: an armed end is never reset */
+#endif
+#ifdef SL_MUTANT_CHANFD_RETRY_RESETS
+    /* planted bug: a blocking form's every failed retry makes a read(2) */
+#else
+    repeat = repeat || sl__chan_retrying;
 #endif
     if (repeat && atomic_load_explicit(&e->armed, memory_order_relaxed))
         return REARM_NONE; /* a stale 0 costs one more reset; a stale 1, one more wake */

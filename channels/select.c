@@ -396,10 +396,12 @@ static __attribute__((noinline)) sl_status select_wait(sl_select_case *cases, si
      * heavy fence. */
     sl_status st = SL_OK;
     bool registered = false;
+    sl__chan_retrying = true; /* every round from here is a retry (chan_impl.h) */
     if (!sl__await_spin(select_ready, &w, deadline, select_spin(cases, n))) {
         st = select_sleep(&w, deadline);
         registered = st != SL_ENOMEM;
     }
+    sl__chan_retrying = false;
     if (w.rdv && sl__rdv_select_end(w.rdv, index))
         st = w.st = SL_OK; /* a partner took one of the offers */
     if (registered)

@@ -298,6 +298,68 @@ START_TEST(test_rearm_keeps_earlier_changes)
 }
 END_TEST
 
+/* A thread blocked in a channel whose end has a descriptor: its retries
+ * leave the armed end as they find it, so the wait makes no read(2) a
+ * retry (it made one on each of ~20 tries in a 2 ms wait: planted bug
+ * CHANFD_RETRY_RESETS), and the end still signals the next change. Cases:
+ * a timed receive, a timed select, a timed send on a full channel (the
+ * bounded flavours). The call's own first try resets as any try does. */
+static _Atomic unsigned resets_seen;
+
+static void count_reset(int fd)
+{
+    atomic_fetch_add(&resets_seen, 1u);
+    sl_test_sys_base()->eventfd_reset(fd);
+}
+
+static sl_status wait_2ms(sl_chan *ch, int how)
+{
+    uint64_t v = 7;
+    if (how == 2)
+        return sl_chan_send_for(ch, &v, 2000000);
+    if (how == 0)
+        return sl_chan_recv_for(ch, &v, 2000000);
+    size_t index = 99;
+    sl_select_case c = {.ch = ch, .op = SL_SEL_RECV, .buf = &v};
+    return sl_select(&c, 1, 2000000, &index);
+}
+
+START_TEST(test_waits_leave_armed_end)
+{
+    sl_flavor f = all_flavors[_i / 3];
+    int how = _i % 3; /* 0 receive, 1 select, 2 send */
+    if (how == 2 && (f == SL_LIST || f == SL_RING))
+        return; /* never full */
+    sl_chan *ch = chan8(f, 4);
+    unsigned end = how == 2 ? SL_END_SEND : SL_END_RECV;
+    int fd;
+    uint64_t v = 1;
+    ck_assert_int_eq(sl_chan_fd(ch, end, &fd), SL_OK);
+    if (how == 2) {
+        while (sl_chan_try_send(ch, &v) == SL_OK)
+            ;
+    } else {
+        ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_EMPTY);
+    }
+    ck_assert(!readable(fd)); /* armed by the failed try */
+    static const sl_sys_ops ops = {.eventfd_reset = count_reset};
+    atomic_store(&resets_seen, 0u);
+    sl_test_sys_install(&ops);
+    sl_status st = wait_2ms(ch, how);
+    sl_test_sys_restore();
+    ck_assert_int_eq(st, SL_TIMEDOUT);
+    ck_assert_msg(atomic_load(&resets_seen) <= 1, "%s, case %d: %u resets in one wait",
+                  sl_test_flavor_name(f), how, atomic_load(&resets_seen));
+    ck_assert(!readable(fd));
+    if (how == 2)
+        ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_OK);
+    else
+        ck_assert_int_eq(sl_chan_try_send(ch, &v), SL_OK);
+    ck_assert(readable(fd));
+    sl_chan_free(ch);
+}
+END_TEST
+
 /* Close makes an armed descriptor readable, and it stays readable: the
  * drain ends in SL_CLOSED, never SL_EMPTY. Both ends. */
 START_TEST(test_close_readable)
@@ -936,6 +998,7 @@ static Suite *chanfd_suite(void)
     tcase_add_loop_test(tc, test_rearm_keeps_earlier_changes, 0, 2 * N_OF(all_flavors));
     tcase_add_loop_test(tc, test_rearm_armed_signal_before_reset, 0, 2 * N_OF(all_flavors));
     tcase_add_loop_test(tc, test_rearm_again_in_one_frame, 0, N_OF(all_flavors));
+    tcase_add_loop_test(tc, test_waits_leave_armed_end, 0, 3 * N_OF(all_flavors));
     tcase_add_loop_test(tc, test_close_readable, 0, N_OF(all_flavors));
     tcase_add_loop_test(tc, test_send_level_cycle, 0, N_OF(all_flavors));
     tcase_add_test(tc, test_other_forms_rearm);

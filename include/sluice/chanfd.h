@@ -46,8 +46,9 @@
  * and every try that fails at that end re-arms it: a read(2), and, when a
  * change took the flag down since the last re-arm, the eventcount's heavy
  * barrier (membarrier(2) where available, sluice/park.h) and a second look.
- * A blocking send or receive at an end with a descriptor re-arms on each
- * failed try of its wait too.
+ * A blocking send, receive or select re-arms only at its first try: its
+ * later tries, while it waits, leave an end they find armed as it is and
+ * make no system call there.
  *
  * Channels in shared memory (sluice/shm.h): a change made in another
  * process cannot write this process's eventfd, so the first descriptor of a

@@ -320,7 +320,11 @@ SL_END_DECLS
  * name_free, name_close, name_is_closed, name_len, name_cap, name_fd (sl_chan_fd),
  * and name_X for every
  * send and receive form sl_chan_X, taking T * / const T * instead of void *.
- * Usable at file scope in C and C++.
+ * Usable at file scope in C and C++. T is one type name that `const *` may
+ * follow: an array or function type needs a typedef, and an array is best
+ * wrapped in a struct (with `typedef int quad[4]`, C before C23 sees
+ * `quad *` and `quad const *` as different types, so a pedantic build wants
+ * a cast at each send).
  */
 #if defined(__GNUC__)
 #define SL_TYPED_FN static inline __attribute__((unused))

@@ -245,7 +245,11 @@ SL_API void sl_scope_begin(sl_exec *ex, sl_scope *s);
  * itself (as aligned as the caller's, and written by a task that writes its
  * arguments). NULL s or fn, or NULL args
  * with a non-zero args_size: nothing (bad input; nothing runs). May be
- * called from the scope's thread and from any task of s (or nested in one). */
+ * called from the scope's thread and from any task of s (or nested in one)
+ * while s is open: from sl_scope_begin until sl_scope_end returns. A task of
+ * s spawns before it completes, so its spawns always find s open; a spawn
+ * into s after sl_scope_end(s) has returned (by a thread that kept a
+ * pointer to s) is undefined, as s may be gone. */
 SL_API void sl_scope_spawn(sl_scope *s, sl_task_fn fn, const void *args, size_t args_size);
 
 /* Waits until every task of s has completed, running tasks meanwhile as

@@ -250,6 +250,10 @@ void sl__pool_keys_destroy(sl__pool_keys *k);
  * stored to wait for it — the caller is done); SL_EXISTS for SL_JOB_UNIQUE
  * on a key with a job queued or running; SL_ENOMEM. */
 sl_status sl__pool_keys_admit(sl__pool_keys *k, const sl_job *job);
+/* Whether job is SL_JOB_UNIQUE and admission would refuse it now (a
+ * snapshot, for a submit that found no room: refused at once, not after a
+ * wait for room it would not use). Takes the lock. */
+bool sl__pool_keys_refuse(sl__pool_keys *k, const sl_job *job);
 /* The job holding key will not run: it is being reported to on_discard,
  * and keeps the key until sl__pool_keys_release. Meanwhile it is neither
  * queued nor running, so SL_JOB_UNIQUE admits a job of the key (to wait

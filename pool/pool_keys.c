@@ -118,6 +118,19 @@ static void erase(sl__pool_keys *k, sl__pool_key_entry *e)
     k->used--;
 }
 
+/* Whether a unique job of e's key is refused: while a job of the key is
+ * queued or running — the holder, unless it is in its on_discard report
+ * (then it is neither, and the job waits for the report like any later job
+ * of the key), or a job that waits already. */
+static bool unique_refused(const sl__pool_key_entry *e)
+{
+#ifdef SL_MUTANT_POOL_UNIQUE_REFUSED_IN_REPORT
+    return true; /* planted bug: a reported holder counts as queued */
+#else
+    return e->head || !e->reporting;
+#endif
+}
+
 static sl_status admit_locked(sl__pool_keys *k, const sl_job *job)
 {
     sl__pool_key_entry *e = find(k, job->key);
@@ -129,15 +142,7 @@ static sl_status admit_locked(sl__pool_keys *k, const sl_job *job)
         k->used++;
         return SL_OK;
     }
-    /* Unique: refused while a job of the key is queued or running — the
-     * holder, unless it is in its on_discard report (then it is neither,
-     * and the job waits for the report like any later job of the key), or
-     * a job that waits already. */
-#ifdef SL_MUTANT_POOL_UNIQUE_REFUSED_IN_REPORT
-    if (job->flags & SL_JOB_UNIQUE) /* planted bug: a reported holder counts as queued */
-#else
-    if ((job->flags & SL_JOB_UNIQUE) && (e->head || !e->reporting))
-#endif
+    if ((job->flags & SL_JOB_UNIQUE) && unique_refused(e))
         return SL_EXISTS;
     sl__pool_key_job *w = sl__alloc(0, sizeof(*w));
     if (!w)
@@ -159,6 +164,17 @@ sl_status sl__pool_keys_admit(sl__pool_keys *k, const sl_job *job)
     sl_status st = admit_locked(k, job);
     pthread_mutex_unlock(&k->lock);
     return st;
+}
+
+bool sl__pool_keys_refuse(sl__pool_keys *k, const sl_job *job)
+{
+    if (!(job->flags & SL_JOB_UNIQUE))
+        return false;
+    pthread_mutex_lock(&k->lock);
+    const sl__pool_key_entry *e = find(k, job->key);
+    bool refused = e && unique_refused(e);
+    pthread_mutex_unlock(&k->lock);
+    return refused;
 }
 
 bool sl__pool_keys_release(sl__pool_keys *k, uint64_t key, sl_job *next)

@@ -90,7 +90,17 @@ static sl_status submit(sl_pool *p, const sl_job *job, uint64_t timeout_ns, sl_s
 {
     if (!p || !job || check_job(p, job) != SL_OK)
         return SL_EINVAL;
-    sl_status st = reserve(p, timeout_ns, no_room);
+    sl_status st = reserve(p, 0, SL_FULL);
+    if (st == SL_FULL) {
+        /* No room now: a unique job whose key is taken is refused at once,
+         * as with room, not after a wait for room it would not use
+         * (SL_EXISTS linearizes at the look). */
+#ifndef SL_MUTANT_POOL_UNIQUE_WAITS_FOR_ROOM
+        if (sl__pool_keys_refuse(&p->keys, job))
+            return SL_EXISTS;
+#endif
+        st = reserve(p, timeout_ns, no_room);
+    }
     if (st != SL_OK)
         return st;
     if (job->key) {

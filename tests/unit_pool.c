@@ -812,6 +812,38 @@ START_TEST(test_unique_keys)
 }
 END_TEST
 
+/* A unique job whose key is queued, submitted to a full bounded queue: it
+ * is refused with SL_EXISTS at once, as with room. It once reserved room
+ * first, so it waited for room it would not use: SL_TIMEDOUT after its
+ * timeout, and a submit without one blocked until a job left (planted bug
+ * POOL_UNIQUE_WAITS_FOR_ROOM). */
+START_TEST(test_unique_refused_when_full)
+{
+    begin_test(SUITE, "unique_refused_when_full");
+    sl_pool_opts o = {.max_workers = 1, .queue_capacity = 1, .start_stopped = true};
+    sl_pool *p = new_pool(&o);
+    atomic_uint n = 0;
+    sl_job u4 = {.fn = count_job, .arg = &n, .key = 4, .flags = SL_JOB_UNIQUE};
+    sl_job u5 = {.fn = count_job, .arg = &n, .key = 5, .flags = SL_JOB_UNIQUE};
+    CHECK_MSG(sl_pool_submit_job(p, &u4, 0) == SL_OK, "unique key 4 into the empty queue");
+    sl_status st = sl_pool_submit_job(p, &u4, 0);
+    CHECK_MSG(st == SL_EXISTS, "unique key 4 again, full, no timeout: %s", sl_status_str(st));
+    st = sl_pool_submit_job(p, &u4, 50 * MS);
+    CHECK_MSG(st == SL_EXISTS, "unique key 4 again, full, 50 ms: %s", sl_status_str(st));
+    st = sl_pool_submit_job(p, &u5, 0);
+    CHECK_MSG(st == SL_TIMEDOUT, "unique key 5, full: %s, want SL_TIMEDOUT", sl_status_str(st));
+    CHECK_MSG(sl_pool_start(p) == SL_OK, "start");
+    CHECK_MSG(sl_pool_wait_idle(p, 2 * SEC) == SL_OK, "wait_idle");
+    CHECK_MSG(atomic_load(&n) == 1, "%u jobs ran, want 1", atomic_load(&n));
+    st = sl_pool_submit_job(p, &u4, 0);
+    CHECK_MSG(st == SL_OK, "unique key 4 after its job ran: %s", sl_status_str(st));
+    CHECK_MSG(sl_pool_wait_idle(p, 2 * SEC) == SL_OK, "wait_idle");
+    sl_pool_free(p);
+    CHECK_MSG(atomic_load(&n) == 2, "%u jobs ran, want 2", atomic_load(&n));
+    ASSERT_CLEAN();
+}
+END_TEST
+
 /* ---- pause --------------------------------------------------------------- */
 
 static atomic_int g_paused; /* set once stop has completed, cleared before start */
@@ -3368,6 +3400,7 @@ static Suite *pool_suite(void)
     tcase_add_loop_test(tc, test_key_order_across_priorities, 0, N_OF(k_dispatch));
     tcase_add_loop_test(tc, test_busy_key_holds_back_no_other, 0, N_OF(k_dispatch));
     tcase_add_test(tc, test_unique_keys);
+    tcase_add_test(tc, test_unique_refused_when_full);
     tcase_add_test(tc, test_jobs_submit_jobs);
     suite_add_tcase(s, tc);
 

@@ -239,7 +239,8 @@ SL_API sl_status sl_pool_try_submit(sl_pool *p, sl_job_fn fn, void *arg);
  * no limit) while the queue is full. Returns SL_OK; SL_TIMEDOUT when no room
  * came in time — with timeout 0, when there is none now (the library's one
  * rule for timeouts; nothing accepted); SL_CLOSED; SL_EXISTS (SL_JOB_UNIQUE
- * and the key is queued or running); SL_EINVAL (NULL p, job or fn, priority
+ * and the key is queued or running; at once, also when the queue is full);
+ * SL_EINVAL (NULL p, job or fn, priority
  * out of range, unknown flags, SL_JOB_UNIQUE without a key); SL_ENOMEM (the
  * queue could not grow, or a keyed job that must wait aside could not be
  * stored; not accepted). Never SL_FULL. Keyless jobs: lock-free with

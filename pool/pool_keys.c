@@ -16,8 +16,9 @@
  *
  * Keyed jobs are the rare, heavier case: one mutex guards the table. The
  * table is open addressing with linear probing and backward-shift deletion
- * (no tombstones), grown at half full; key 0 marks a free slot, which is
- * why 0 means "no key" in the API.
+ * (no tombstones), grown at half full and halved at an eighth full (down
+ * to its first size); key 0 marks a free slot, which is why 0 means "no
+ * key" in the API.
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -86,9 +87,10 @@ static sl__pool_key_entry *free_slot_for(sl__pool_key_entry *slots, size_t mask,
     return &slots[i];
 }
 
-static bool grow(sl__pool_keys *k)
+/* Rehashes the table into n slots (a power of two above twice the keys):
+ * false, the table as it was, when no memory can be had. */
+static bool resize(sl__pool_keys *k, size_t n)
 {
-    size_t n = (k->mask + 1) * 2;
     sl__pool_key_entry *slots = sl__calloc(n, sizeof(sl__pool_key_entry));
     if (!slots)
         return false;
@@ -100,6 +102,20 @@ static bool grow(sl__pool_keys *k)
     k->slots = slots;
     k->mask = n - 1;
     return true;
+}
+
+/* After a burst of keys is over, the table goes back down, halving at an
+ * eighth full (a quarter full after it, so that the grow at half full is
+ * not the next insert's, and each halving's rehash is paid for by the
+ * erases since the last). A failed allocation keeps the larger table. */
+static void shrink_if_sparse(sl__pool_keys *k)
+{
+    size_t n = k->mask + 1;
+#ifdef SL_MUTANT_POOL_KEYS_NEVER_SHRINK
+    n = KEYS_MIN_SLOTS; /* planted bug: the table never shrinks */
+#endif
+    if (n > KEYS_MIN_SLOTS && k->used * 8 <= n)
+        (void)resize(k, n / 2);
 }
 
 /* Backward-shift deletion: later members of the probe run move into the
@@ -135,7 +151,7 @@ static sl_status admit_locked(sl__pool_keys *k, const sl_job *job)
 {
     sl__pool_key_entry *e = find(k, job->key);
     if (!e) {
-        if ((k->used + 1) * 2 > k->mask + 1 && !grow(k))
+        if ((k->used + 1) * 2 > k->mask + 1 && !resize(k, (k->mask + 1) * 2))
             return SL_ENOMEM;
         e = free_slot_for(k->slots, k->mask, job->key);
         *e = (sl__pool_key_entry){.key = job->key};
@@ -194,6 +210,7 @@ bool sl__pool_keys_release(sl__pool_keys *k, uint64_t key, sl_job *next)
         atomic_fetch_add_explicit(&k->handing, 1, memory_order_relaxed);
     } else if (e) {
         erase(k, e);
+        shrink_if_sparse(k);
     }
     pthread_mutex_unlock(&k->lock);
     if (!w)

@@ -24,6 +24,7 @@
  * checked with ASSERT_CLEAN; SL_STRESS_SEED replays a seed.
  */
 #include "pool_support.h"
+#include "../pool/pool_impl.h" /* the key table's size (keys_table_shrinks) */
 
 #include <dirent.h>
 #include <errno.h>
@@ -840,6 +841,46 @@ START_TEST(test_unique_refused_when_full)
     CHECK_MSG(sl_pool_wait_idle(p, 2 * SEC) == SL_OK, "wait_idle");
     sl_pool_free(p);
     CHECK_MSG(atomic_load(&n) == 2, "%u jobs ran, want 2", atomic_load(&n));
+    ASSERT_CLEAN();
+}
+END_TEST
+
+/* The key table gives its memory back after a burst: 5000 distinct keys
+ * queued at once grow it past 8192 slots; once their jobs have run it is
+ * back at its first size. It never shrank (planted bug
+ * POOL_KEYS_NEVER_SHRINK): a burst's table stayed for the pool's life. */
+static size_t key_slots(sl_pool *p)
+{
+    pthread_mutex_lock(&p->keys.lock);
+    size_t n = p->keys.mask + 1;
+    pthread_mutex_unlock(&p->keys.lock);
+    return n;
+}
+
+START_TEST(test_keys_table_shrinks)
+{
+    begin_test(SUITE, "keys_table_shrinks");
+    sl_pool_opts o = {.max_workers = 2, .start_stopped = true};
+    sl_pool *p = new_pool(&o);
+    atomic_uint n = 0;
+    size_t first = key_slots(p);
+    for (uint64_t k = 1; k <= 5000; k++) {
+        sl_job j = {.fn = count_job, .arg = &n, .key = k * 7919};
+        CHECK_MSG(sl_pool_submit_job(p, &j, 0) == SL_OK, "keyed job %llu", ULL(k));
+    }
+    size_t grown = key_slots(p);
+    CHECK_MSG(grown >= 8192, "%zu slots for 5000 keys", grown);
+    CHECK_MSG(sl_pool_start(p) == SL_OK, "start");
+    CHECK_MSG(sl_pool_wait_idle(p, 10 * SEC) == SL_OK, "wait_idle");
+    CHECK_MSG(atomic_load(&n) == 5000, "%u jobs ran, want 5000", atomic_load(&n));
+    size_t after = key_slots(p);
+    CHECK_MSG(after == first, "%zu slots after the burst (%zu at its height), want %zu", after,
+              grown, first);
+    sl_job j = {.fn = count_job, .arg = &n, .key = 3, .flags = SL_JOB_UNIQUE};
+    CHECK_MSG(sl_pool_submit_job(p, &j, 0) == SL_OK, "a keyed job after the shrink");
+    CHECK_MSG(sl_pool_wait_idle(p, 2 * SEC) == SL_OK, "wait_idle");
+    sl_pool_free(p);
+    CHECK_MSG(atomic_load(&n) == 5001, "%u jobs ran, want 5001", atomic_load(&n));
     ASSERT_CLEAN();
 }
 END_TEST
@@ -3094,7 +3135,6 @@ END_TEST
  * held there deterministically at the fill's fault-injection step (the
  * first step it passes with rings_busy counted and every ring empty). */
 #include "internal/testing.h"
-#include "../pool/pool_impl.h"
 
 static struct {
     sl_pool *pool;
@@ -3401,6 +3441,7 @@ static Suite *pool_suite(void)
     tcase_add_loop_test(tc, test_busy_key_holds_back_no_other, 0, N_OF(k_dispatch));
     tcase_add_test(tc, test_unique_keys);
     tcase_add_test(tc, test_unique_refused_when_full);
+    tcase_add_test(tc, test_keys_table_shrinks);
     tcase_add_test(tc, test_jobs_submit_jobs);
     suite_add_tcase(s, tc);
 

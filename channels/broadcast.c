@@ -551,8 +551,15 @@ size_t sl__bcast_pop_n(sl_chan *ch, void *out, size_t n)
     return k;
 }
 
-size_t sl__bcast_len(const sl__bcast_end *e)
+size_t sl__bcast_len(const sl_chan *ch)
 {
+    const sl__bcast_end *e = &ch->q.bcast;
+#ifndef SL_MUTANT_BCAST_LEN_AFTER_END /* planted bug: a closed subscriber counts what it can no longer read */
+    /* An ended subscription holds nothing: its receives answer SL_CLOSED at
+     * once, so the messages it did not read are no longer its to receive. */
+    if (e->subscriber && ended(ch))
+        return 0;
+#endif
     /* Relaxed: a snapshot. */
     uint64_t t = atomic_load_explicit(&e->b->tail, memory_order_relaxed);
     uint64_t from = e->subscriber ? atomic_load_explicit(&e->next, memory_order_relaxed) : 0;

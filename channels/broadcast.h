@@ -120,8 +120,9 @@ sl_status sl__bcast_push(sl_chan *ch, const void *elem);
 sl_status sl__bcast_pop(sl_chan *ch, void *out);
 size_t sl__bcast_pop_n(sl_chan *ch, void *out, size_t n);
 
-/* Messages held (send handle) or unread (subscriber; at most cap). */
-size_t sl__bcast_len(const sl__bcast_end *e);
+/* Messages held (send handle) or unread (subscriber; at most cap; 0 once
+ * its subscription has ended). */
+size_t sl__bcast_len(const struct sl_chan *ch);
 
 /* Where the handle's receivers park (the façade's recv_event hook), and
  * that event's count of unwoken sleepers (its recv_unwoken hook). */

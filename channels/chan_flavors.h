@@ -660,7 +660,7 @@ static inline size_t bcast_pop_n(sl_chan *ch, void *out, size_t n)
     return sl__bcast_pop_n(ch, out, n);
 }
 
-static inline size_t bcast_len(const sl_chan *ch) { return sl__bcast_len(&ch->q.bcast); }
+static inline size_t bcast_len(const sl_chan *ch) { return sl__bcast_len(ch); }
 
 /* SL_FOREVER, as queue_ready_at, but a function of its own: a send notifies
  * the ring's event, not the subscriber handle, so an event-loop descriptor

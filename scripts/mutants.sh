@@ -212,6 +212,7 @@ mutants=(
 "BCAST_JOIN_NO_SETTLE|default|unit_broadcast|CK_RUN_CASE=threads||1|0|broadcast: a subscribe does not settle the positions below its start whose senders counted it (dropped only at their overwrite)"
 "BCAST_ATTACHING_KEPT|faults|unit_broadcast|CK_RUN_CASE=contract||1|0|broadcast: a subscribe keeps naming the ring it joins while its join may run the drop function, so a drop that makes a broadcast channel gets a subscriber of this ring instead"
 "BCAST_REFUSED_SEND_COUNTED|faults|unit_broadcast|CK_RUN_CASE=contract||1|0|broadcast: a send on a subscriber handle (refused) marks itself among the ring's sends in flight, which the send handle's free reads as its own and aborts on"
+"BCAST_LEN_AFTER_END|default|unit_broadcast|CK_RUN_CASE=contract||1|0|broadcast: a subscriber closed on its own handle still counts in sl_chan_len the messages it can no longer receive"
 )
 
 mode="" only="" out=lines model=0 baseline=0

@@ -8,9 +8,9 @@
  * receive form, then the oldest message still held; messages of sizes that
  * are not a multiple of 8 come back exact; close on the send handle lets
  * each subscriber drain what it can see, then SL_CLOSED; close on a
- * subscriber ends that subscription alone; the drop function runs once per
- * message, in the receive of the last subscriber counted for it and not
- * before (1 to 4 subscribers, every receive form), in the free of a
+ * subscriber ends that subscription alone (its len then 0); the drop
+ * function runs once per message, in the receive of the last subscriber
+ * counted for it and not before (1 to 4 subscribers, every receive form), in the free of a
  * subscriber leaving it unread, at its overwrite when a subscriber lagged
  * past it, at once with nobody subscribed, for a subscriber joining
  * mid-stream only what was sent after, in either free order, and with a
@@ -282,7 +282,11 @@ START_TEST(test_close)
     sl_chan *a = sub(bc), *b = sub(bc), *c = sub(bc);
     send_u64(bc, 1);
     send_u64(bc, 2);
+    ck_assert_uint_eq(sl_chan_len(c), 2);
     sl_chan_close(c); /* ends c alone, at once */
+    /* Nothing left for c: len agrees with its receives (review: it counted
+     * the two messages c can no longer read). */
+    ck_assert_uint_eq(sl_chan_len(c), 0);
     uint64_t v;
     ck_assert_int_eq(sl_chan_try_recv(c, &v), SL_CLOSED);
     ck_assert(sl_chan_is_closed(c));

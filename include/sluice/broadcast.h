@@ -61,7 +61,8 @@
  *                  sl_chan_free of that subscriber does not see it (close the
  *                  subscriber, let the thread return, then free).
  *   len, cap       len: messages held (send handle) or not yet read
- *                  (subscriber), at most cap; cap: the capacity.
+ *                  (subscriber; 0 once its subscription has ended, closed
+ *                  or drained to SL_CLOSED), at most cap; cap: the capacity.
  *   sl_chan_fd     SL_EINVAL (a subscriber is woken through its ring, which
  *                  a descriptor of one handle cannot follow).
  *

@@ -35,9 +35,10 @@
  * 0 at a lag; sl_chan_missed tells.)
  *
  * The façade's rules, for this flavour:
- *   send forms     on the send handle: SL_OK (never SL_FULL, never waits;
- *                  also with no subscriber: the message is held and nobody
- *                  reads it), SL_CLOSED once closed; SL_EINVAL on a
+ *   send forms     on the send handle: SL_OK (never SL_FULL, never waits
+ *                  for a receiver: "Progress" below; also with no
+ *                  subscriber: the message is held and nobody reads
+ *                  it), SL_CLOSED once closed; SL_EINVAL on a
  *                  subscriber handle (SL_CLOSED once that is closed).
  *                  sl_chan_send_evict: SL_EINVAL. In sl_select, a send case
  *                  on the send handle is always ready.
@@ -101,7 +102,11 @@
  *            (a fetch-and-add, the copy, the drop and the notifies). With
  *            several, a send whose slot is still being written by the
  *            sender a lap (capacity messages) earlier waits for that copy
- *            to finish: blocking only on a sender stalled mid-copy.
+ *            to finish: blocking only on a sender stalled mid-copy. So a
+ *            send is not async-signal-safe: a signal handler's send (or,
+ *            with a drop function, subscribe or free of a subscriber) may
+ *            wait for ever for the send its thread was interrupted in
+ *            (with capacity 1 it does).
  *   receive  try_recv is lock-free and never waits for anyone, but a
  *            subscriber's next message is not there while its sender is
  *            mid-copy: a sender stalled there leaves the subscriber empty

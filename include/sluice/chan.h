@@ -26,7 +26,9 @@
  * thread has its record, marking calls nothing. A thread has one record, so
  * sends on these two flavours are not async-signal-safe: a signal handler
  * must not send on an SL_MPMC or SL_LIST channel while the thread it
- * interrupted may be sending on one.
+ * interrupted may be sending on one. Nor are broadcast sends: a handler's
+ * send may need the slot that the send it interrupted is writing, and
+ * waits for it for ever (with capacity 1, at once; sluice/broadcast.h).
  *
  * No send, receive, select or close is a cancellation point
  * (pthread_cancel(3)): a deferred cancel takes effect after the call
@@ -40,7 +42,11 @@
  * not have, but a send another thread was inside on an SL_SPSC, SL_RING or
  * broadcast channel (or on SL_MPMC or SL_LIST by a thread without a record)
  * leaves its mark in the channel itself, and the child's receivers then
- * never see SL_CLOSED on that channel once it is closed and drained.
+ * never see SL_CLOSED on that channel once it is closed and drained. On a
+ * broadcast channel that send's slot also stays mid-write: the child's
+ * subscribers stop before it, and the child's sends, from the one a lap
+ * after it (with a drop function, its subscribes and frees of subscribers
+ * too), wait for it for ever.
  *
  * SL_LIST's sends never wait: only SL_ENOMEM or SL_CLOSED refuse them, and its
  * capacity is SIZE_MAX. SL_RING's sends never wait (*) and never fail while

@@ -94,8 +94,10 @@
  * value, or a reference count set for its readers). A drop function must
  * not send on its own channel, subscribe to it or free one of its
  * subscribers: a send runs the drop while its own message is being
- * written, which those wait for. Without a drop function nothing is
- * counted and nothing is dropped.
+ * written, which those wait for. Nor may it receive on the subscriber
+ * whose receive runs it: that receive has not yet moved past the message,
+ * which the nested one would return again. Without a drop function
+ * nothing is counted and nothing is dropped.
  *
  * Progress (docs/guarantees.md, "Broadcast channels"):
  *   send     never waits for a receiver. With one sender thread wait-free

@@ -16,7 +16,7 @@
  * mid-stream only what was sent after, in either free order, and with a
  * subscribe racing a send that counted it (staged with a drop that waits);
  * one send wakes every blocked subscriber, a close and freeing the send
- * handle wake them too; subscribers woken but not yet running cost the
+ * handle wake them too, in every blocking receive form; subscribers woken but not yet running cost the
  * sends after the waking one no FUTEX_WAKE; select receive cases on subscribers (woken by a send,
  * reporting a lag) and the always-ready send case; the typed wrapper; and,
  * with threads, senders racing subscribers on a tiny ring: every message
@@ -565,6 +565,81 @@ START_TEST(test_one_send_wakes_every_subscriber)
 }
 END_TEST
 
+/* Every blocking receive form parks on the ring: each wakes at the free of
+ * the send handle (no close first) with the message it had not read, then
+ * SL_CLOSED; and the close of its own handle from another thread wakes it. */
+typedef struct form_waiter {
+    pthread_t thr;
+    sl_chan *rx;
+    int form; /* recv_n, recv_n_for, recv_for, select */
+    uint64_t got[2];
+    atomic_size_t n;
+    sl_status st;
+} form_waiter;
+
+static sl_status recv_form(form_waiter *w, uint64_t *out, size_t *got)
+{
+    sl_select_case c = {w->rx, SL_SEL_RECV, out};
+    size_t i;
+    sl_status st;
+    switch (w->form) {
+    case 0: return sl_chan_recv_n(w->rx, out, 2, got);
+    case 1: return sl_chan_recv_n_for(w->rx, out, 2, 60ull * 1000 * MS, got);
+    case 2: st = sl_chan_recv_for(w->rx, out, 60ull * 1000 * MS); break;
+    default: st = sl_select(&c, 1, SL_FOREVER, &i); break;
+    }
+    *got = st == SL_OK;
+    return st;
+}
+
+static void *form_main(void *p)
+{
+    form_waiter *w = p;
+    uint64_t buf[2];
+    size_t got;
+    while ((w->st = recv_form(w, buf, &got)) == SL_OK)
+        for (size_t k = 0; k < got && atomic_load(&w->n) < 2; k++) {
+            w->got[atomic_load(&w->n)] = buf[k];
+            atomic_fetch_add(&w->n, 1);
+        }
+    return NULL;
+}
+
+START_TEST(test_every_form_wakes)
+{
+    enum { N = 4 };
+    for (int own_close = 0; own_close < 2; own_close++) {
+        sl_chan *bc = mk(8, 4, NULL, NULL);
+        form_waiter w[N];
+        for (int i = 0; i < N; i++) {
+            w[i] = (form_waiter){.rx = sub(bc), .form = i};
+            atomic_init(&w[i].n, 0);
+            ck_assert_int_eq(pthread_create(&w[i].thr, NULL, form_main, &w[i]), 0);
+        }
+        send_u64(bc, 7);
+        for (int i = 0; i < N; i++) /* each takes 7, then parks again */
+            while (atomic_load(&w[i].n) == 0)
+                sl_test_sleep_ns(1 * MS);
+        sl_test_sleep_ns(20 * MS);
+        if (own_close)
+            for (int i = 0; i < N; i++)
+                sl_chan_close(w[i].rx);
+        else
+            sl_chan_free(bc);
+        for (int i = 0; i < N; i++) {
+            pthread_join(w[i].thr, NULL);
+            ck_assert_msg(w[i].st == SL_CLOSED, "form %d: %s", i, sl_status_str(w[i].st));
+            ck_assert_uint_eq(atomic_load(&w[i].n), 1);
+            ck_assert_uint_eq(w[i].got[0], 7);
+            ck_assert_uint_eq(sl_chan_len(w[i].rx), 0);
+            sl_chan_free(w[i].rx);
+        }
+        if (own_close)
+            sl_chan_free(bc);
+    }
+}
+END_TEST
+
 /* ---- one FUTEX_WAKE per sleeper ------------------------------------------
  * A woken subscriber stays registered on the ring's event until it runs, and
  * every send in between used to call FUTEX_WAKE for nobody. The ring counts
@@ -1047,6 +1122,7 @@ static Suite *broadcast_suite(void)
     tc = tcase_create("waking");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_one_send_wakes_every_subscriber);
+    tcase_add_test(tc, test_every_form_wakes);
     tcase_add_test(tc, test_one_wake_for_sleepers);
     tcase_add_test(tc, test_select);
     suite_add_tcase(s, tc);

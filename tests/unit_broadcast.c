@@ -1122,9 +1122,15 @@ static Suite *broadcast_suite(void)
     tc = tcase_create("waking");
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_one_send_wakes_every_subscriber);
-    tcase_add_test(tc, test_every_form_wakes);
     tcase_add_test(tc, test_one_wake_for_sleepers);
     tcase_add_test(tc, test_select);
+    suite_add_tcase(s, tc);
+    /* A case of its own: a planted bug that loses wakes hangs these to the
+     * time-out, and the `waking` row (scripts/mutants.sh) is caught without
+     * waiting for them. */
+    tc = tcase_create("forms");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_every_form_wakes);
     suite_add_tcase(s, tc);
     tc = tcase_create("threads");
     tcase_set_timeout(tc, 120);

@@ -69,8 +69,9 @@
  *   - sl_chan_send waits until a receiver has taken this message (copied it
  *     out), then returns SL_OK: sender and receiver learn it at once.
  *   - sl_chan_try_send succeeds only if a receiver is already waiting (blocked
- *     in a receive form, or parked in a select with a receive case on this
- *     channel and not re-checking its cases at that instant: sluice/select.h);
+ *     in a receive form, or waiting in a select with a receive case on this
+ *     channel, spinning or parked, and not running a round over its cases
+ *     at that instant: sluice/select.h);
  *     otherwise SL_FULL and nothing consumed. sl_chan_send_for waits
  *     up to the timeout for a receiver: SL_TIMEDOUT (0: at once) leaves the
  *     message the caller's. Receives mirror this (SL_EMPTY, SL_TIMEDOUT).

@@ -78,8 +78,12 @@
  *                      channel R (SL_MPMC, capacity 0) and a small queue Q,
  *                      with every send form on R (blocking, timed, try,
  *                      batches) and sl_select over R and Q (or R alone:
- *                      select meeting select), consumers with every receive
- *                      form on R and select over R and Q; a closer closes
+ *                      select meeting select; or both ways on R, R named
+ *                      twice to send, which may receive a peer's message
+ *                      instead), consumers with every receive form on R and
+ *                      select over R and Q (or R twice and Q: each select
+ *                      writes the buffer of the one case it performed, no
+ *                      other, and none on a time-out); a closer closes
  *                      both at a random point (or after the last send): per
  *                      producer, the sends that returned SL_OK are exactly
  *                      the messages received, each once — the send refused
@@ -1852,6 +1856,51 @@ typedef struct rv_arg {
     unsigned id;
 } rv_arg;
 
+static void rv_take(rv_run *r, const unsigned char *b, unsigned id);
+
+/* Whether the n buffers of a select's cases other than `done` (n: none) still
+ * hold the filler byte: a case the select did not perform wrote nothing. */
+static bool rv_untouched(const unsigned char *b, size_t n, size_t done)
+{
+    for (size_t k = 0; k < n; k++)
+        for (size_t j = 0; k != done && j < 8; j++)
+            if (b[8 * k + j] != 0xA5)
+                return false;
+    return true;
+}
+
+/* A producer's select both ways on R, naming it twice to send: it meets a
+ * consumer or another producer's select, receiving instead of sending (the
+ * message it takes is accounted like a consumer's). At most one case
+ * happens, and the others' buffers stay as they were. How many it sent. */
+static uint64_t rv_send_both_ways(rv_run *r, unsigned p, const unsigned char *m, uint64_t t,
+                                  sl_test_rng *rng, sl_status *st)
+{
+    unsigned char b[1][8];
+    memset(b, 0xA5, sizeof b);
+    sl_select_case c[3] = {{r->r, SL_SEL_SEND, (void *)m}, {r->r, SL_SEL_RECV, b[0]},
+                           {r->r, SL_SEL_SEND, (void *)m}};
+    size_t idx = 9;
+    *st = sl_test_rng_next(rng) & 1 ? sl_select(c, 3, t, &idx) : sl_select_biased(c, 3, t, &idx);
+    if (*st == SL_TIMEDOUT || *st == SL_CLOSED) {
+        if (*st == SL_TIMEDOUT ? idx != 9 : idx > 2)
+            rec_fail("producer %u: select %s with index %zu", p, sl_status_str(*st), idx);
+        if (!rv_untouched(b[0], 1, 3))
+            rec_fail("producer %u: select %s wrote its receive buffer", p, sl_status_str(*st));
+        return 0;
+    }
+    if (*st != SL_OK || idx > 2)
+        return 0; /* the caller reports the status */
+    if (idx != 1) {
+        if (!rv_untouched(b[0], 1, 3))
+            rec_fail("producer %u: select sent (case %zu) and wrote its receive buffer", p, idx);
+        return 1;
+    }
+    rv_take(r, b[0], 100 + p);
+    *st = SL_FULL; /* nothing sent: the caller tries again */
+    return 0;
+}
+
 /* One send of producer p's message s (or a batch from it) by a random form:
  * how many went (0 with *st the refusal). */
 static uint64_t rv_send_one(rv_run *r, unsigned p, uint64_t s, sl_test_rng *rng, sl_status *st)
@@ -1862,7 +1911,8 @@ static uint64_t rv_send_one(rv_run *r, unsigned p, uint64_t s, sl_test_rng *rng,
     uint64_t t = k_timeouts[sl_test_rng_next(rng) % N_TIMEOUTS];
     sl_select_case c[2] = {{r->r, SL_SEL_SEND, m[0]}, {r->q, SL_SEL_SEND, m[0]}};
     size_t idx = 9;
-    switch (sl_test_rng_next(rng) % 6) {
+    switch (sl_test_rng_next(rng) % 7) {
+    case 6: return rv_send_both_ways(r, p, m[0], t ? t : SL_FOREVER, rng, st);
     case 0: *st = sl_chan_send(r->r, m[0]); break;
     case 1: *st = sl_chan_send_for(r->r, m[0], t); break;
     case 2: *st = sl_chan_try_send(r->r, m[0]); break;
@@ -1911,6 +1961,34 @@ static void rv_take(rv_run *r, const unsigned char *b, unsigned id)
         rec_fail("consumer %u: producer %u seq %llu received twice", id, p, ULL(s));
 }
 
+/* A consumer's select naming R twice beside Q: one case happens, into its
+ * own buffer alone; clears the channel it finds closed. */
+static void rv_recv_twice(rv_run *r, sl_chan **open, unsigned id, uint64_t t)
+{
+    unsigned char b[3][8];
+    memset(b, 0xA5, sizeof b);
+    sl_select_case c[3] = {{open[0], SL_SEL_RECV, b[0]}, {open[0], SL_SEL_RECV, b[1]},
+                           {open[1], SL_SEL_RECV, b[2]}};
+    size_t idx = 9;
+    sl_status st = sl_select(c, 3, t, &idx);
+    if (st == SL_TIMEDOUT) {
+        if (idx != 9 || !rv_untouched(b[0], 3, 3))
+            rec_fail("consumer %u: select timed out with index %zu or a buffer written", id, idx);
+        return;
+    }
+    if ((st != SL_OK && st != SL_CLOSED) || idx > 2) {
+        rec_fail("consumer %u: select returned %s, index %zu", id, sl_status_str(st), idx);
+        return;
+    }
+    if (!rv_untouched(b[0], 3, st == SL_OK ? idx : 3))
+        rec_fail("consumer %u: select %s on case %zu wrote another case's buffer", id,
+                 sl_status_str(st), idx);
+    if (st == SL_OK)
+        rv_take(r, b[idx], id);
+    else
+        open[idx == 2] = NULL;
+}
+
 /* One receive by a random form over the channels still open (NULL: closed
  * and drained); clears the one it finds closed. */
 static void rv_recv_one(rv_run *r, sl_chan **open, unsigned id, sl_test_rng *rng)
@@ -1920,7 +1998,8 @@ static void rv_recv_one(rv_run *r, sl_chan **open, unsigned id, sl_test_rng *rng
     size_t idx = 9, got = 0;
     sl_chan *one = open[0] ? open[0] : open[1];
     sl_status st;
-    switch (open[0] && open[1] ? sl_test_rng_next(rng) % 5 : 4) {
+    switch (open[0] && open[1] ? sl_test_rng_next(rng) % 6 : 4) {
+    case 5: rv_recv_twice(r, open, id, t ? t : SL_FOREVER); return;
     case 0: st = sl_chan_recv(open[0], b[0]), idx = 0; break;
     case 1: st = sl_chan_recv_for(open[0], b[0], t), idx = 0; break;
     case 2: st = sl_chan_try_recv(open[0], b[0]), idx = 0; break;

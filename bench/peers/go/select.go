@@ -83,18 +83,18 @@ func selectTput[M msg](r *run) outcome {
 	for i := uint32(0); i < r.consumers; i++ {
 		selSend(a, b, stop[M]())
 	}
-	cw.Wait()
-	t1 := r.now()
-
-	// Drain what a sentinel overtook, per channel.
 	per := r.msgs / uint64(r.producers)
 	rest := [2]*check{newCheck(r, r.producers, per, false), newCheck(r, r.producers, per, false)}
+	cw.Wait()
+
+	// Drain what a sentinel overtook, per channel; timed, as in tput.
 	for m, which, ok := selRecv(a, b, true); ok; m, which, ok = selRecv(a, b, true) {
 		if m[0] == sentinel {
 			r.die(r.label + ": an extra sentinel: one was delivered twice")
 		}
 		verify(rest[which], &m)
 	}
+	t1 := r.now()
 	all := []*check{rest[0], rest[1]}
 	for _, c := range checks {
 		all = append(all, c[0], c[1])

@@ -58,10 +58,13 @@ elseif(NOT SLB_CB_CRATE OR NOT SLB_FLUME_CRATE)
          "${SLB_CARGO_REGISTRY} (Debian: librust-crossbeam-channel-dev librust-flume-dev)")
 endif()
 if(SLB_RUST_WHY STREQUAL "")
+  # Globbed, so that a new module cannot be left out of the rebuild (a
+  # listed set once missed select.rs, and an edit there left a stale program).
+  file(GLOB SLB_RUST_SOURCES CONFIGURE_DEPENDS
+       ${CMAKE_CURRENT_SOURCE_DIR}/peers/rust/src/*.rs)
   slb_process_peer(sl-peer-rust rust ${SLB_CARGO} "crossbeam-channel, flume"
     REGISTRY ${SLB_CARGO_REGISTRY} RUSTC ${SLB_RUSTC}
-    SOURCES peers/rust/Cargo.toml peers/rust/src/main.rs peers/rust/src/msg.rs
-            peers/rust/src/run.rs peers/rust/src/workloads.rs)
+    SOURCES peers/rust/Cargo.toml ${SLB_RUST_SOURCES})
   target_compile_definitions(sl-bench PRIVATE SLB_HAVE_RUST=1)
   message(STATUS "sl-bench: peers crossbeam-channel, flume (Rust ${SLB_RUSTC_VERSION}, own "
                  "process): found")
@@ -75,10 +78,11 @@ if(SLB_GO)
   slb_tool_version(${SLB_GO} "go([0-9]+\\.[0-9]+)" SLB_GO_VERSION)
 endif()
 if(SLB_GO AND SLB_GO_VERSION VERSION_GREATER_EQUAL 1.19)
+  # Globbed, as the Rust sources are (select.go was once left out).
+  file(GLOB SLB_GO_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/peers/go/*.go
+       ${CMAKE_CURRENT_SOURCE_DIR}/peers/go/*.s)
   slb_process_peer(sl-peer-go go ${SLB_GO} "Go channels"
-    SOURCES peers/go/go.mod peers/go/main.go peers/go/msg.go peers/go/run.go
-            peers/go/workloads.go peers/go/relax_amd64.go peers/go/relax_amd64.s
-            peers/go/relax_other.go)
+    SOURCES peers/go/go.mod ${SLB_GO_SOURCES})
   target_compile_definitions(sl-bench PRIVATE SLB_HAVE_GO=1)
   message(STATUS "sl-bench: peer Go channels (Go ${SLB_GO_VERSION}, own process): found")
 elseif(SLB_GO)

@@ -164,6 +164,10 @@ void slb_print_verdicts(FILE *f, const slb_workload *w, size_t n);
  * round trip moves several-fold) cancels out of each ratio; the ratio of the
  * two medians keeps it. 0 when no round has both. */
 double slb_paired_ratio(const slb_entry *a, const slb_entry *b);
+/* Whether e's figure in w is a cross-core hand-off like every other's: false
+ * for a contender marked SLB_MAY_SHARE_THREAD in a one-to-one workload, which
+ * is then shown but never the best peer and never judged. */
+bool slb_cross_core(const slb_workload *w, const slb_entry *e);
 /* The median of the round trips measured around the workload's runs, ns;
  * 0 where none was. */
 double slb_workload_round_trip(const slb_workload *w);

@@ -58,6 +58,11 @@ enum {
     /* Every blocking call is an sl_select beside a never-ready in-process
      * channel: compared only with a contender that does the same. */
     SLB_VIA_SELECT = 1u << 6,
+    /* Its two ends may share one thread in a one-to-one run (1x1 and the
+     * latency workloads): Go's scheduler runs goroutines, which cannot be
+     * pinned, and may hand over without crossing cores. Such a figure is
+     * shown there but is never the best peer and never judged (report.c). */
+    SLB_MAY_SHARE_THREAD = 1u << 7,
 };
 
 /*

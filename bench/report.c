@@ -39,6 +39,12 @@ static bool is_peer(const slb_entry *e)
     return !(e->ops->flags & (SLB_OURS | SLB_YARDSTICK));
 }
 
+bool slb_cross_core(const slb_workload *w, const slb_entry *e)
+{
+    bool one_to_one = w->producers == 1 && w->consumers == 1;
+    return !one_to_one || !(e->ops->flags & SLB_MAY_SHARE_THREAD);
+}
+
 /* Whether a is better than b, in the workload's direction. */
 static bool better(const slb_workload *w, double a, double b)
 {
@@ -59,7 +65,7 @@ void slb_summarize(slb_workload *w)
         e->p999_med = slb_median(e->p999, e->done);
         e->delivered_med = slb_median(e->delivered, e->done);
         slb_kind k = e->ops->kind;
-        if (is_peer(e) && (!best[k] || better(w, e->med, best[k]->med)))
+        if (is_peer(e) && slb_cross_core(w, e) && (!best[k] || better(w, e->med, best[k]->med)))
             best[k] = e;
     }
     for (size_t i = 0; i < w->n; i++) {
@@ -82,12 +88,14 @@ double slb_paired_ratio(const slb_entry *a, const slb_entry *b)
     return slb_median(r, n);
 }
 
-static const char *verdict(const slb_entry *e)
+static const char *verdict(const slb_workload *w, const slb_entry *e)
 {
     if (e->skip)
         return "";
     if (e->ops->flags & SLB_YARDSTICK)
         return "yardstick";
+    if (!slb_cross_core(w, e))
+        return "not judged";
     if (e->ratio == 0)
         return "no peer";
     if (e->best == e)
@@ -167,14 +175,14 @@ static void print_row(FILE *f, const slb_workload *w, const slb_entry *e)
         snprintf(ratio, sizeof(ratio), "x%.2f", e->ratio);
     if (slb_is_latency(w->test))
         fprintf(f, "%9.0f %9.0f %9.0f %9.0f %9.0f %8s  %s\n", e->med, e->min, e->max,
-                e->p99_med, e->p999_med, ratio, verdict(e));
+                e->p99_med, e->p999_med, ratio, verdict(w, e));
     else if (w->test == SLB_OVERWRITING)
         /* The ratio compares send rates only; delivered says what they cost. */
         fprintf(f, "%9.2f %9.2f %9.2f %8.2f %8.1f%% %8s  %s\n", e->med, e->min, e->max,
-                e->med > 0 ? e->min / e->med : 0, 100 * e->delivered_med, ratio, verdict(e));
+                e->med > 0 ? e->min / e->med : 0, 100 * e->delivered_med, ratio, verdict(w, e));
     else
         fprintf(f, "%9.2f %9.2f %9.2f %8.2f %8s  %s\n", e->med, e->min, e->max,
-                e->med > 0 ? e->min / e->med : 0, ratio, verdict(e));
+                e->med > 0 ? e->min / e->med : 0, ratio, verdict(w, e));
 }
 
 /* The round trips measured around the workload's runs, in a new array
@@ -249,7 +257,7 @@ static void print_list(FILE *f, const slb_workload *w, size_t n, const slb_ops *
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < w[i].n; j++) {
             const slb_entry *e = &w[i].entries[j];
-            if (e->ops != o || strcmp(verdict(e), which) != 0)
+            if (e->ops != o || strcmp(verdict(&w[i], e), which) != 0)
                 continue;
             fprintf(f, "%s %s x%.2f vs %s", any ? ";" : "", w[i].label, e->ratio,
                     e->best->ops->name);
@@ -265,7 +273,7 @@ static void print_one_verdict(FILE *f, const slb_workload *w, size_t n, const sl
         for (size_t j = 0; j < w[i].n; j++) {
             if (w[i].entries[j].ops != o)
                 continue;
-            const char *v = verdict(&w[i].entries[j]);
+            const char *v = verdict(&w[i], &w[i].entries[j]);
             ahead += strcmp(v, "ahead") == 0;
             par += strcmp(v, "par") == 0;
             behind += strcmp(v, "behind") == 0;

@@ -49,13 +49,13 @@ PROCESS(cb_select, "crossbeam select!", "crossbeam", SLB_SELECTING, 0,
 
 /* Goroutines are not threads: Go's scheduler may run a 1x1 producer and
  * consumer on one thread, handing over without crossing cores. */
-PROCESS(go_try, "Go chan try", "go", SLB_MPMC, 0,
+PROCESS(go_try, "Go chan try", "go", SLB_MPMC, SLB_MAY_SHARE_THREAD,
         "Go process; exactly the capacity; select with default; 1x1 may share one thread",
         GO, "chan-try");
-PROCESS(go_block, "Go chan", "go", SLB_BLOCKING, SLB_RENDEZVOUS_OK,
+PROCESS(go_block, "Go chan", "go", SLB_BLOCKING, SLB_RENDEZVOUS_OK | SLB_MAY_SHARE_THREAD,
         "Go process; exactly the capacity; send/recv; 1x1 may share one thread (GOMAXPROCS)",
         GO, "chan-blocking");
-PROCESS(go_select, "Go select", "go", SLB_SELECTING, 0,
+PROCESS(go_select, "Go select", "go", SLB_SELECTING, SLB_MAY_SHARE_THREAD,
         "Go process; two make(chan, capacity); select (fair); may share threads", GO, "select");
 
 const slb_ops *const *slb_peers_crossbeam(void)

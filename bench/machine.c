@@ -117,4 +117,13 @@ void slb_print_machine(FILE *f)
         snprintf(trip, sizeof trip, "%.0f ns", rt_ns);
     fprintf(f, "machine: %s, %u CPUs available, load average %s, core-to-core round trip %s "
                "(CPUs 0-1, now)\n", cpu, slb_ncpu(), load, trip);
+#ifndef __OPTIMIZE__
+    /* A build without a build type (or Debug) compiles sluice and the C++
+     * adapters at -O0, while cargo --release, go build and the distribution's
+     * libraries (ck, tbb, glib, urcu) are optimised whatever we configure. */
+    fprintf(f, "WARNING: this sl-bench and the sluice it links were built without "
+               "optimisation (use a preset, or CMAKE_BUILD_TYPE=RelWithDebInfo); the peers "
+               "in their own process and the system libraries are optimised: the figures "
+               "do not compare\n");
+#endif
 }

@@ -28,7 +28,13 @@ using M64 = Msg<64>;
 
 // Every instantiation derives from Base so that create/destroy and the size
 // branch need no extra pointer: the object itself says what it holds.
-struct Base {
+// Every operation reads `elem`, so it has a line of its own (alignas: the
+// queue's members start on the next one). Packed in front of the queue it
+// shared a line with the queue's first member whenever new returned an
+// address other than 48 mod 64: boost::lockfree::queue's head_, which every
+// pop CASes, so every push paid a transfer of the consumers' line, which
+// sluice's adapters (the library's own handle, nothing beside it) never pay.
+struct alignas(64) Base {
     explicit Base(std::size_t e) : elem(e) {}
     virtual ~Base() = default;
     std::size_t elem;

@@ -321,7 +321,7 @@ SL_ATOMIC(uint32_t) *sl__bcast_mark(sl_chan *ch)
         return &refused_sends.in_flight;
     }
 #endif
-    /* seq_cst: the mark before the sender's closed-check (chan_flavors.h,
+    /* seq_cst: the mark before the sender's closed-check (chan_marks.h,
      * "senders in flight"), with the subscribers' loads of `closed` and of
      * this count as the other side (end_or_mark). */
     atomic_fetch_add_explicit(&e->b->in_flight, 1u, memory_order_seq_cst);

@@ -39,7 +39,7 @@
 typedef struct sl__bcast {
     /* Written by every send: the next position to claim, and the senders
      * between their closed-check and the end of their push (the flavour's
-     * in-flight mark, chan_flavors.h). */
+     * in-flight mark, chan_marks.h). */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) tail;
     SL_ATOMIC(uint32_t) in_flight;
     /* Only with a drop function: the subscribers alive (low SL__BCAST_NBITS

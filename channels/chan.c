@@ -3,10 +3,11 @@
  * ownership over the raw queues, reached through one adapter per flavour.
  *
  * The flavours are reached through the adapters and the table of
- * chan_flavors.h (how senders mark themselves in flight; one adapter per
- * flavour, each putting its raw queue in the façade's terms and issuing the
- * fences its queue's ordering leaves to it; the dispatch). The façade's
- * per-message paths here are written once against an adapter.
+ * chan_flavors.h (one adapter per flavour, each marking its senders in
+ * flight by a scheme of chan_marks.h, putting its raw queue in the façade's
+ * terms and issuing the fences its queue's ordering leaves to it; the
+ * dispatch). The façade's per-message paths here are written once against
+ * an adapter.
  *
  * Every operation is a non-blocking attempt (send_once / try_recv_once); the
  * blocking and timed forms repeat it through the await protocol
@@ -19,7 +20,7 @@
  * pushes; a receive that finds the queue empty checks `closed` and then looks
  * once more, so every message whose send returned before the close is claimed
  * by a receiver (for SL_MPMC: at its fetch-and-add on the head) before any
- * receiver sees SL_CLOSED (chan_flavors.h, "senders in flight", has the
+ * receiver sees SL_CLOSED (chan_marks.h, "senders in flight", has the
  * argument; close issues no barrier). A send that races with close
  * may still return SL_OK: its message is then received, or dropped by
  * sl_chan_free if every receiver had already left — never lost.
@@ -324,7 +325,7 @@ PER_FLAVOR sl_status pop_with(const flavor_adapter *a, sl_chan *ch, void *out)
  * the queue empty: ch is closed and no sender is marked in flight. The loads
  * of `closed` and of the marks are seq_cst and in this order, and a flavour
  * whose mark is a plain store gets the heavy barrier between them
- * (chan_flavors.h, "senders in flight"): the close itself issues none. */
+ * (chan_marks.h, "senders in flight"): the close itself issues none. */
 PER_FLAVOR bool sends_landed(const flavor_adapter *a, sl_chan *ch)
 {
     /* seq_cst: the close's exchange before the marks' loads, in the total order. */
@@ -804,7 +805,7 @@ SL_API void sl_chan_close(sl_chan *ch)
     /* seq_cst: the flag is the condition both eventcounts' waiters re-check,
      * and the point every sender's closed-check is ordered against (no
      * barrier here: the receiver deciding SL_CLOSED issues the one a plain
-     * in-flight flag needs, chan_flavors.h). */
+     * in-flight flag needs, chan_marks.h). */
     if (atomic_exchange_explicit(&ch->closed, 1u, memory_order_seq_cst) == 0) {
         SL_FI(); /* closed, nobody woken yet */
         chan_notify(ch, &ch->not_empty, SL__NOTIFY_ALL);

@@ -2,9 +2,9 @@
  * channels/chan_flavors_shared.h — the flavour table's two rows for channels
  * in shared memory (sluice/shm.h, channels/shm.c): their adapters, in the
  * façade's terms. Included by channels/chan_flavors.h alone, at the place
- * of these rows among the adapters (it uses that file's marks and fences);
- * a file of its own so that the table's file stays one screenful of
- * flavours shorter.
+ * of these rows among the adapters (it uses the marks and fences of
+ * chan_marks.h, which that file includes first); a file of its own so
+ * that the table's file stays one screenful of flavours shorter.
  */
 #ifndef SLUICE_CHANNELS_CHAN_FLAVORS_SHARED_H
 #define SLUICE_CHANNELS_CHAN_FLAVORS_SHARED_H

@@ -502,7 +502,7 @@ SL_API sl_status sl_list_try_push(sl_list *q, const void *elem)
 }
 
 /* For a channel's sender, which entered the epoch with its in-flight mark
- * (channels/chan_flavors.h, epoch_mark): self is sl__epoch_self, NULL when
+ * (channels/chan_marks.h, epoch_mark): self is sl__epoch_self, NULL when
  * anonymous. */
 sl_status sl__list_push_entered(sl_list *q, const void *elem, sl_epoch_rec *self)
 {

@@ -4,7 +4,7 @@
  * docs/design.md, "Shared SL_MPMC senders mark in lanes").
  *
  * A shared SL_MPMC send marks itself in flight so that a receiver deciding
- * SL_CLOSED waits for it (chan_flavors.h). The record belongs to one
+ * SL_CLOSED waits for it (chan_marks.h). The record belongs to one
  * handle in one process, and that handle's threads may send at once, so the
  * record's own mark is a count: two locked read-modify-writes a send, the
  * dearest part of a shared send once its ring steps are paid. A lane is a

@@ -1265,7 +1265,7 @@ END_TEST
  * stress_flavors run hung on this for good, in a select without deadline.
  * A send that returned SL_OK must have been received: a selector that said
  * SL_CLOSED while the sender, past its closed-check, had still to push did
- * not see its mark (the marks in the threads' records, chan_flavors.h). */
+ * not see its mark (the marks in the threads' records, chan_marks.h). */
 START_TEST(test_close_with_sender_in_flight)
 {
     const sl_flavor flavors[] = {SL_MPMC, SL_SPSC, SL_LIST, SL_RING};

@@ -12,7 +12,7 @@
  * hold a pointer to the object.
  *
  * The records also carry a channel sender's in-flight mark (SL_LIST and
- * SL_MPMC channels: channels/chan_flavors.h, record_mark), so a thread that
+ * SL_MPMC channels: channels/chan_marks.h, record_mark), so a thread that
  * sends on one takes a record too (sl__epoch_record), without entering.
  *
  * No helper thread and no lock: the thread that unlinks frees what is safe.
@@ -41,7 +41,7 @@ typedef struct sl_epoch_rec {
      * by the owning thread, read by reclaiming threads. */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) announced;
     SL_ATOMIC(unsigned) owned;       /* 1 while a thread holds the record */
-    /* A channel sender's in-flight mark (channels/chan_flavors.h, "senders
+    /* A channel sender's in-flight mark (channels/chan_marks.h, "senders
      * in flight", record_mark): `sending` is 1 from before the sender's
      * closed-check until after its push, and `sending_on` names the channel
      * while it is. In the announcement's line, which a list operation writes

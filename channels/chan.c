@@ -197,7 +197,7 @@ PER_FLAVOR void send_end(const flavor_adapter *a, sl_chan *ch, SL_ATOMIC(uint32_
 }
 
 /* A shared channel's full send: the periodic look, which may find every
- * registered receiver gone (channels/shm.c), then a send-end descriptor's
+ * registered receiver gone (channels/shm_owner.c), then a send-end descriptor's
  * re-arm (chanfd.c). */
 static __attribute__((noinline, cold)) sl_status shared_full(sl_chan *ch)
 {

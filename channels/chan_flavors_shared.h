@@ -24,7 +24,7 @@ static inline void shared_drain_destroy(sl_chan *ch, sl_visit_fn fn, void *ctx) 
 
 /* A shared channel's sender marks itself in its handle's record in the
  * segment, so that a receiver can tell a dead process's mark from a live
- * one (channels/shm.c); the first send of a handle in a process claims it. */
+ * one (channels/shm_owner.c); the first send of a handle in a process claims it. */
 /* NULL when every record is held by a living handle: the send is refused
  * (SL_ENOMEM, send_with), so that every message in flight has a record to
  * answer for it, its mark and any spare it holds (sluice/shm.h). */

@@ -65,7 +65,7 @@ typedef struct sl__shm_map {
      * fork()ed child claims its own). rec -1: none (mark NULL): not yet
      * claimed, or every record was held when it tried, when a send is
      * refused and the next call tries again (refused_at, refused_gen: when
-     * its last look for dead owners' records was, channels/shm.c). */
+     * its last look for dead owners' records was, channels/shm_owner.c). */
     SL_ATOMIC(uint32_t) *mark;
     SL_ATOMIC(unsigned) gen; /* released after mark and rec: threads share a handle */
     int rec;
@@ -155,7 +155,7 @@ struct sl_chan {
  * process's view and closes its descriptor; the segment itself stays. */
 void sl__shm_release(sl_chan *ch);
 
-/* A peer's death (channels/shm.c, docs/guarantees.md "A peer that dies"):
+/* A peer's death (channels/shm_owner.c, docs/guarantees.md "A peer that dies"):
  * the generation of this process (bumped in a fork()ed child); the slow
  * path of a shared channel's mark (claims the handle's record; NULL while
  * every record is held by a living handle, which refuses the send);
@@ -190,7 +190,7 @@ extern _Thread_local sl__shm_lane_cache sl__shm_lane_of_thread
 /* The slow path: claims the record if need be, then a lane, and caches
  * it; NULL while every record is held (the send is refused). */
 SL_ATOMIC(uint32_t) *sl__shm_claim_lane(sl_chan *ch);
-/* channels/shm_lane.c, for shm.c: the lane this thread owns in m's record,
+/* channels/shm_lane.c, for shm_owner.c: the lane this thread owns in m's record,
  * taken if need be (-1: every lane is a living thread's); the owners
  * forgotten when the record is claimed (under the claim lock); a fork()ed
  * child's thread forgetting its identity and cached lane. */

@@ -74,7 +74,7 @@ static int fd_here(const sl__chan_fd *e)
 }
 
 /* In a fork()ed child: a generation of its own, so that its copies'
- * descriptors are not taken for its own (channels/shm.c moves it too, for a
+ * descriptors are not taken for its own (channels/shm_owner.c moves it too, for a
  * process that mapped a segment). */
 static void __attribute__((unused)) forked_child(void)
 {
@@ -85,7 +85,7 @@ static void __attribute__((unused)) forked_child(void)
 /* At load, before any descriptor can exist: sl_chan_fd stays lock-free
  * (pthread_atfork takes a lock), and no fork can come between a first
  * descriptor and the handler. */
-#ifndef SL_MUTANT_CHANFD_FORK_UNCOUNTED /* planted bug when defined: only shm.c's handler */
+#ifndef SL_MUTANT_CHANFD_FORK_UNCOUNTED /* planted bug when defined: only shm_owner.c's handler */
 static __attribute__((constructor)) void add_fork_handler(void)
 {
     pthread_atfork(NULL, NULL, forked_child);

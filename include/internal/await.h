@@ -139,7 +139,7 @@ sl_status sl__event_await_set(const sl__event_set *set, sl__ready_fn ready, void
 bool sl__await_spin(sl__ready_fn ready, void *ctx, uint64_t deadline_ns, unsigned flags);
 
 /* A second count of this thread's registration on a shared eventcount, in a
- * word of its own process's (channels/shm.c: the parked counts of its
+ * word of its own process's (channels/shm_owner.c: the parked counts of its
  * sender record), so that a process that dies while registered can be
  * discounted. Set by the waiting thread around its wait, NULL otherwise.
  * sl_event_prepare adds 1 after the eventcount's own `waiters`, and the end

@@ -39,7 +39,7 @@ sl_status sl__mpmc_init_spares(struct sl_mpmc *q, size_t elem_size, size_t capac
 size_t sl__epoch_records(void);
 
 /* How often a waiter on a shared channel, or an empty receive, looks again
- * (channels/shm.c): SL_SHM_LOOK_MS in nanoseconds. A test hook: a test that
+ * (channels/shm_owner.c): SL_SHM_LOOK_MS in nanoseconds. A test hook: a test that
  * must see a cross-process wake-up come from the futex, not from the
  * periodic look that would also rescue a lost one, lengthens it before it
  * forks (and restores it). Read relaxed; set only while no shared channel
@@ -47,7 +47,7 @@ size_t sl__epoch_records(void);
 extern uint64_t sl__shm_look_ns;
 
 /* This process's pid and time namespaces as the shared channels see them
- * (channels/shm.c, "shm_ns"): a test hook that makes the process, from now
+ * (channels/shm_identity.c, "shm_ns"): a test hook that makes the process, from now
  * on, foreign to every segment created in its real namespaces (or, given
  * those values back, native again). Call it after the process's first
  * shared channel exists (which reads the real ones) and while no other

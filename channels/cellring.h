@@ -267,7 +267,7 @@ extern _Thread_local unsigned sl__cellring_quiet __attribute__((tls_model("initi
  * consumer that read it a lap ago, and the slot's stores must reach the
  * cache before that push's locked instructions complete. Fetched when the
  * push one position earlier receives its own (prefetch_next_spare,
- * channels/mpmc.c), it arrived late: one push is shorter than a line's
+ * channels/mpmc_swap.c), it arrived late: one push is shorter than a line's
  * transfer. The cells of the line that a push starts are in this thread's
  * cache once its CAS is done, so their values are read without a miss,
  * and three slots in four are asked for two to four pushes before they are
@@ -286,7 +286,7 @@ extern _Thread_local unsigned sl__cellring_pushes __attribute__((tls_model("init
  * thread waited for it), NONE after a pop that took one at once (a pop
  * halves the value: WAITING becomes HANDED, HANDED NONE). A push after
  * HANDED hands its message to a reader that likely waits too (a
- * ping-pong, an idle pipeline stage): channels/mpmc.c, push_swap. */
+ * ping-pong, an idle pipeline stage): channels/mpmc_swap.c, push_swap. */
 enum { SL__CELLRING_NONE = 0, SL__CELLRING_HANDED = 1, SL__CELLRING_WAITING = 2 };
 extern _Thread_local unsigned char sl__cellring_handoff __attribute__((tls_model("initial-exec")));
 
@@ -361,7 +361,7 @@ sl__cellring_fetch_ahead(const sl__cellring *r, uint64_t t, const sl__cellring_s
 
 /* A spare entry of SL_MPMC's swap form in a shared segment while a push (or
  * a pop of messages over SL__MPMC_SWAP_MAX bytes: sl__cellring_pop_swap)
- * holds its slot (channels/mpmc.c, docs/shm-layout.md "The spare table"):
+ * holds its slot (channels/mpmc_swap.c, docs/shm-layout.md "The spare table"):
  * bit 63 set; the holder's record in bits 56-62 (SL__HELD_NOBODY: none
  * known); in bits 28-55 the free slot the cell offered the push's latest
  * CAS (SL__HELD_X_NONE before the first, SL__HELD_X_BAD for an index out
@@ -410,7 +410,7 @@ sl__cellring_say_offer(SL_ATOMIC(uint64_t) *entry, uint64_t held, uint64_t offer
  * `displace` was false (nothing changed); 2 when it was full and the oldest
  * value was displaced into *evicted. On 0, with `give_back`, stores there
  * the value the free cell held, before the tail moves (SL_MPMC's swap form,
- * channels/mpmc.c: the slot the cell hands the push). With `held` (a shared
+ * channels/mpmc_swap.c: the slot the cell hands the push). With `held` (a shared
  * swap form's push: its sl__held_base), each CAS is preceded by a store of
  * `held` and the cell's offer into give_back. With `ahead`, a push that
  * starts a line fetches the next one, and with `slots` (the swap form's)
@@ -474,7 +474,7 @@ sl__cellring_push_as(const sl__cellring *r, uint64_t value, bool displace, uint6
                  * The tail's move, made after every give-back, is a
                  * seq_cst CAS; with the caller's sl__fence_after_locked,
                  * a full barrier between this store and whatever the
-                 * caller loads next (channels/mpmc.c, the starved flag). */
+                 * caller loads next (channels/mpmc_swap.c, the starved flag). */
                 atomic_store_explicit(give_back, old, memory_order_release);
             }
             if (slots && sl__cellring_pushes < SL__CELLRING_STREAM)
@@ -491,7 +491,7 @@ sl__cellring_push_as(const sl__cellring *r, uint64_t value, bool displace, uint6
     }
 }
 
-/* A pop's speculative copy (SL_MPMC's swap form, channels/mpmc.c): the
+/* A pop's speculative copy (SL_MPMC's swap form, channels/mpmc_swap.c): the
  * value is a slot index, and the slot's first `bytes` bytes go into `to`
  * (any alignment: the pop's stack buffer, or, for a shared channel's
  * messages over SL__MPMC_SWAP_MAX bytes, the caller's) between the read of
@@ -514,7 +514,7 @@ static inline __attribute__((always_inline)) void
 sl__cellring_copy_to(const SL_ATOMIC(uint64_t) *w, unsigned char *to, size_t bytes)
 {
     size_t words = bytes / 8;
-    /* Unrolled, as the push's slot_put (channels/mpmc.c). */
+    /* Unrolled, as the push's slot_put (channels/mpmc_swap.c). */
 #pragma GCC unroll 4
     for (size_t i = 0; i < words; i++) {
         uint64_t x = atomic_load_explicit(&w[i], memory_order_relaxed);
@@ -609,7 +609,7 @@ sl__cellring_pop_as(const sl__cellring *r, uint64_t *value, bool guarded,
  * spare slot, in its cell, in one double-width CAS: the message's slot
  * leaves the ring in the caller's hands, to read at leisure and give back
  * (a shared SL_MPMC's pop of messages over SL__MPMC_SWAP_MAX bytes,
- * channels/mpmc.c). Before each CAS it stores `held` and the cell's value
+ * channels/mpmc_swap.c). Before each CAS it stores `held` and the cell's value
  * into `entry` (sl__cellring_say_offer), as a held push does, so that the
  * look that finds the caller dead knows which slot it kept. A value of
  * slot_count or more (a peer's garbage) is taken as a guarded pop takes it,

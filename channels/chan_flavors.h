@@ -216,7 +216,7 @@ static inline void mpmc_drain_destroy(sl_chan *ch, sl_visit_fn fn, void *ctx)
 static inline sl_status mpmc_push(sl_chan *ch, const void *elem, sl_visit_fn displaced, void *ctx)
 {
     /* not_full: a push that gives back the spare another push found missing
-     * wakes the senders that may have slept on it (channels/mpmc.c). */
+     * wakes the senders that may have slept on it (channels/mpmc_swap.c). */
     sl_status st = sl__mpmc_send(&ch->q.mpmc, elem, &ch->not_full);
     if (__builtin_expect(st == SL_OK, 1))
         return SL_OK;

@@ -156,7 +156,7 @@ static inline sl_status mpmc_shared_push(sl_chan *ch, const void *elem, sl_visit
 }
 
 /* One pop. A pop of messages over SL__MPMC_SWAP_MAX bytes holds a spare
- * named by the handle's record, as a push does (channels/mpmc.c,
+ * named by the handle's record, as a push does (channels/mpmc_swap.c,
  * pop_swap_large), so only while that record is claimed in this process:
  * by the handle's first receive that finds a message (an empty poll claims
  * nothing: a handle that never receives one keeps no record). Until then

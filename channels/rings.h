@@ -45,14 +45,14 @@ sl_status sl__mpmc_init_mode(sl_mpmc *q, size_t elem_size, size_t capacity, uint
                              size_t spare);
 
 /* SL_MPMC's swap form serves messages of 9 to SL__MPMC_SWAP_MAX bytes: a pop
- * copies through a buffer of this size on its stack (channels/mpmc.c). Larger
+ * copies through a buffer of this size on its stack (channels/mpmc_swap.c). Larger
  * messages, and the overwrite ring, keep the indexed form. */
 #define SL__MPMC_SWAP_MAX ((size_t)256)
 
 /* sl_mpmc_try_push for the SL_MPMC channel: the same, and, when a push of
  * the swap form had found every spare held (so a sender may have gone to
  * sleep on SL_FULL with room in the ring), the push that gives a slot back
- * wakes everyone waiting on not_full (channels/mpmc.c). */
+ * wakes everyone waiting on not_full (channels/mpmc_swap.c). */
 sl_status sl__mpmc_send(sl_mpmc *q, const void *elem, sl_event *not_full);
 /* sl_mpmc_push_n, likewise. */
 size_t sl__mpmc_send_n(sl_mpmc *q, const void *elems, size_t n, sl_event *not_full);
@@ -70,7 +70,7 @@ size_t sl__spsc_storage(size_t elem_size, size_t capacity);
 
 /* Messages of at most 8 bytes live in the used ring's cells ("direct");
  * larger ones in slots whose indices travel through the used ring and either
- * the free ring ("indexed") or the spare table ("swap", channels/mpmc.c). */
+ * the free ring ("indexed") or the spare table ("swap", channels/mpmc_swap.c). */
 static inline bool sl__mpmc_direct(const sl_mpmc *q) { return q->slots == NULL; }
 
 /* The used ring of q: the cells every form's push publishes in and every
@@ -147,14 +147,33 @@ sl_status sl__mpmc_pop_copy_in(const sl__mpmc_view *v, void *out);
 uint64_t sl__mpmc_settle_spares(const sl__mpmc_view *v, uint64_t dead);
 
 /* A fork()ed child's spare-table entries start from a seed of its own
- * (channels/mpmc.c, home_entry): called in the child, by its one thread. */
+ * (channels/mpmc_swap.c, home_entry): called in the child, by its one thread. */
 void sl__mpmc_forked_child(void);
 
-/* The swap form's bytes between slots: whole words (channels/mpmc.c). */
+/* The swap form's bytes between slots: whole words (channels/mpmc_swap.c). */
 static inline size_t sl__mpmc_swap_stride(size_t elem_size)
 {
     return (elem_size + 7) & ~(size_t)7;
 }
+
+/* Slot `index` of the swap form's slots (whole words each). */
+static inline unsigned char *sl__mpmc_swap_slot(unsigned char *slots, size_t elem_size,
+                                                uint64_t index)
+{
+    return slots + (size_t)index * sl__mpmc_swap_stride(elem_size);
+}
+
+/* The out-of-line paths of messages over 8 bytes (channels/mpmc.c, "the
+ * public operations"): the raw queue's (channels/mpmc_swap.c: the swap
+ * form, or the indexed one through sl__mpmc_push_indexed and
+ * sl__mpmc_pop_indexed, channels/mpmc.c) and a shared channel's view's (the
+ * swap form at every size). */
+sl_status sl__mpmc_push_slots(sl_mpmc *q, const void *elem, sl_event *wake);
+sl_status sl__mpmc_pop_slots(sl_mpmc *q, void *out);
+sl_status sl__mpmc_push_slots_in(const sl__mpmc_view *v, const void *elem);
+sl_status sl__mpmc_pop_slots_in(const sl__mpmc_view *v, void *out);
+sl_status sl__mpmc_push_indexed(sl_mpmc *q, const void *elem);
+sl_status sl__mpmc_pop_indexed(sl_mpmc *q, void *out);
 
 /* The swap form's start, written once for the raw queue and the shared
  * segment: cell i holds slot i (free for its first position), spare entry j

@@ -423,7 +423,7 @@ static bool lc_search_init(lc_search *s, const lc_hist *h, lc_memo_ent *memo, ui
 static bool lc_search_run(lc_search *s, bool relaxed)
 {
     s->relaxed = relaxed;
-    /* SL_MPMC's swap form: messages of 9 to 256 bytes (channels/mpmc.c). */
+    /* SL_MPMC's swap form: messages of 9 to 256 bytes (channels/mpmc_swap.c). */
     s->swap = relaxed && s->h->cfg->kind == LC_MPMC && s->h->esz > sizeof(uint64_t) &&
               s->h->esz <= 256;
     s->depth = s->best_depth = 0;

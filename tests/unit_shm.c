@@ -2670,7 +2670,7 @@ static void laps_then_look(sl_chan *ch, const sl_chan_opts *o, int n, uint64_t v
  * finds each dead gives back the slot out of circulation, whether it looks
  * at once or after the cells have gone round (so that the slot it must see
  * has moved on). Receivers too, over 256 bytes, where a receive holds a
- * spare while it copies the message's slot out (channels/mpmc.c,
+ * spare while it copies the message's slot out (channels/mpmc_swap.c,
  * pop_swap_large): the message it took is lost, its spare is not. */
 static const struct {
     size_t esz;
@@ -2744,7 +2744,7 @@ static void *receive_slowly(void *p)
 /* A sender stopped for 20 ms at each of its steps in turn, on a channel of
  * one spare: while it holds that spare (its message published, its cell's
  * slot not yet given back, at one of those steps) a receive finds no spare
- * to take and copies the message first instead (channels/mpmc.c,
+ * to take and copies the message first instead (channels/mpmc_swap.c,
  * pop_copy_large): it still gets the message, whole, and never SL_EMPTY
  * for want of a spare. */
 typedef struct slow_send {

@@ -79,8 +79,11 @@ static inline bool sl__cpu_has_prefetchw(void)
 }
 
 /* sl__cpu_has_prefetchw(), read once when the library loads, before any
- * thread can push (channels/mpmc.c). */
-extern bool sl__prefetchw_known;
+ * thread can push (channels/mpmc.c). Hidden, said here and not only where
+ * it is defined: the push paths of mpmc.c and mpmc_swap.c both read it, and
+ * a declaration of default visibility would have one of them load its
+ * address from the GOT first, an instruction more a push. */
+extern __attribute__((visibility("hidden"))) bool sl__prefetchw_known;
 
 /* Online CPUs, clamped to [1, max]. */
 static inline unsigned sl__online_cpus(unsigned max)

@@ -92,7 +92,7 @@ typedef struct sl_mpmc {
     size_t spare_count;
     size_t spare_mask;            /* the power of two above spare_count, less 1 */
     /* Raised by a push that found no spare; the next give-back lowers it and
-     * wakes the channel's blocked senders (channels/mpmc.c). */
+     * wakes the channel's blocked senders (channels/mpmc_swap.c). */
     SL_ATOMIC(uint32_t) starved;
     /* Consumers advance the used ring's head and the free ring's tail. */
     SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) head;

@@ -47,7 +47,7 @@
  * PMOD a run crosses the wrap.
  *
  * The swap form (-DSWAP: SL_MPMC's messages of 9 to 256 bytes,
- * channels/mpmc.c): the cells' values are slot indices, every cell always
+ * channels/mpmc_swap.c): the cells' values are slot indices, every cell always
  * holds one; CAP spare entries hold the other CAP slots. A slot is two
  * words, written one at a time, so a torn copy is visible.
  *
@@ -475,7 +475,7 @@ lost:
 }
 
 #ifdef SWAP
-/* The swap form's push of message m (channels/mpmc.c, push_swap). */
+/* The swap form's push of message m (channels/mpmc_swap.c, push_swap). */
 inline push_swap(m)
 {
     t = tail;                                          /* S0: the walk, read-only */

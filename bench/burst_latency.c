@@ -1,7 +1,7 @@
 /*
  * burst_latency.c — sl-burst-latency: the latency of a message that lands
  * shortly after a burst, which a receiver that has just taken the burst
- * (a full receive streak: channels/chan.c) waits for with a patient first
+ * (a full receive streak: channels/chan_wait.c) waits for with a patient first
  * look (docs/performance.md, "The receive streak").
  *
  *   sl-burst-latency GAP_NS [ROUNDS]

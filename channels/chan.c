@@ -1,5 +1,5 @@
 /*
- * channels/chan.c — the channel façade: close, blocking, timeouts, batches and
+ * channels/chan.c — the channel façade: sends, receives, batches, close and
  * ownership over the raw queues, reached through one adapter per flavour.
  *
  * The flavours are reached through the adapters and the table of
@@ -9,10 +9,12 @@
  * dispatch). The façade's per-message paths here are written once against
  * an adapter.
  *
- * Every operation is a non-blocking attempt (send_once / try_recv_once); the
- * blocking and timed forms repeat it through the await protocol
- * (internal/await.h): a bounded spin, then parking on an eventcount —
- * receivers on `not_empty`, senders on `not_full`. A successful send notifies
+ * Every operation is a non-blocking attempt (sl__chan_send_once /
+ * sl__chan_try_recv); the blocking and timed forms (channels/chan_wait.c,
+ * apart because they only repeat these attempts and need the flavour
+ * table on their way into a wait alone) repeat it through the await
+ * protocol (internal/await.h): a bounded spin, then parking on an
+ * eventcount — receivers on `not_empty`, senders on `not_full`. A successful send notifies
  * one receiver and a successful receive one sender, and both notifies cost
  * one load while nobody is parked.
  *
@@ -136,10 +138,10 @@ static inline void ring_senders(sl_chan *ch) { sl__chan_ring_selectors(ch, SL__R
  * Every notify of not_empty and not_full goes through chan_notify, with the
  * channel's count of unwoken sleepers when it is in process (internal/await.h:
  * a notify makes the system call only while a sleeper is left that no notify
- * has woken); every wait on them (await_wait) keeps the same count. A
- * broadcast ring's event, where its subscribers park, has a count of its own,
- * which its sends notify with (broadcast.c, wake_subscribers). */
-static SL_ATOMIC(uint32_t) *unwoken_of(sl_chan *ch, const sl_event *ev)
+ * has woken); every wait on them (await_wait, chan_wait.c) keeps the same
+ * count. A broadcast ring's event, where its subscribers park, has a count
+ * of its own, which its sends notify with (broadcast.c, wake_subscribers). */
+SL_ATOMIC(uint32_t) *sl__chan_unwoken_of(sl_chan *ch, const sl_event *ev)
 {
     if (ev == &ch->not_empty || ev == &ch->not_full)
         return sl__chan_is_shared(ch) ? NULL : &ch->unwoken[ev == &ch->not_full];
@@ -153,7 +155,7 @@ static SL_ATOMIC(uint32_t) *unwoken_of(sl_chan *ch, const sl_event *ev)
 
 static __attribute__((noinline)) void chan_notify_slow(sl_chan *ch, sl_event *ev, size_t n)
 {
-    sl__event_notify_counted(ev, unwoken_of(ch, ev), n);
+    sl__event_notify_counted(ev, sl__chan_unwoken_of(ch, ev), n);
 }
 
 /* notify_one (n 1), notify_n or notify_all (SL__NOTIFY_ALL) on ev, ch's
@@ -205,7 +207,7 @@ static __attribute__((noinline, cold)) sl_status shared_full(sl_chan *ch)
     return sl__chanfd_full(ch);
 }
 
-/* send_once for one flavour's adapter. */
+/* sl__chan_send_once for one flavour's adapter. */
 PER_FLAVOR sl_status send_with(const flavor_adapter *a, sl_chan *ch, const void *elem,
                                sl_visit_fn displaced, void *ctx)
 {
@@ -239,15 +241,9 @@ SHARED_DISPATCHER(sl_status, send_with,
 /* One non-blocking send: SL_OK, SL_EVICTED (the displaced message went to
  * `displaced`), SL_FULL, SL_ENOMEM or SL_CLOSED. Notifies one receiver and any
  * selector. Every send form goes through here. */
-static sl_status send_once(sl_chan *ch, const void *elem, sl_visit_fn displaced, void *ctx)
+sl_status sl__chan_send_once(sl_chan *ch, const void *elem, sl_visit_fn displaced, void *ctx)
 {
     DISPATCH(ch->flavor, send_with, ch, elem, displaced, ctx);
-}
-
-/* A send whose displaced message (SL_RING) goes to the drop function. */
-static sl_status try_send_once(sl_chan *ch, const void *elem)
-{
-    return send_once(ch, elem, ch->drop, ch->drop_ctx);
 }
 
 /* Whether a select may answer a case refused on its flavour's look
@@ -367,7 +363,7 @@ static sl_status set_drained(sl_chan *ch)
     return SL_CLOSED;
 }
 
-/* try_recv_once for one flavour's adapter. */
+/* sl__chan_try_recv for one flavour's adapter. */
 PER_FLAVOR sl_status recv_with(const flavor_adapter *a, sl_chan *ch, void *out)
 {
     sl_status st = pop_with(a, ch, out);
@@ -394,12 +390,10 @@ SHARED_DISPATCHER(sl_status, recv_with, (sl_chan *ch, void *out), ch, out)
 /* One non-blocking receive: SL_OK, SL_EMPTY, SL_CLOSED once drained, or
  * SL_LAGGED (a broadcast subscriber that fell behind), or SL_EINVAL (a
  * broadcast send handle). */
-static sl_status try_recv_once(sl_chan *ch, void *out)
+sl_status sl__chan_try_recv(sl_chan *ch, void *out)
 {
     DISPATCH(ch->flavor, recv_with, ch, out);
 }
-
-sl_status sl__chan_try_recv(sl_chan *ch, void *out) { return try_recv_once(ch, out); }
 
 /* A select's try of a receive case: SL_EMPTY on the flavour's look at an
  * empty queue (refused_on_look), the answer recv_with gives after its pop's
@@ -418,38 +412,7 @@ sl_status sl__chan_poll_recv(sl_chan *ch, void *out)
     DISPATCH(ch->flavor, poll_recv_with, ch, out);
 }
 
-/* ---- the blocking and timed forms -----------------------------------------
- * They wait through the await protocol (internal/await.h). The condition is
- * the operation itself, tried once per look: ready once its status is final
- * (not SL_FULL or SL_EMPTY), and chan_wait keeps that status. The notifies
- * the protocol asks for are the façade's own: every successful send and
- * receive notifies the other side after a change the adapter ordered before
- * the notify, close notifies both sides, and an unmark after a close the
- * receivers again. */
-typedef struct chan_wait {
-    sl_chan *ch;
-    const void *elem; /* a send's message */
-    void *out;        /* where a receive puts its message (a batch's first) */
-    size_t n;         /* a batch receive's room, in messages */
-    size_t got;       /* and how many its last attempt took */
-    sl_status st;     /* the last attempt's status */
-} chan_wait;
-
-static inline bool is_final(sl_status st) { return st != SL_FULL && st != SL_EMPTY; }
-
-static bool send_ready(void *ctx)
-{
-    chan_wait *w = ctx;
-    w->st = try_send_once(w->ch, w->elem);
-    return is_final(w->st);
-}
-
-static bool recv_ready(void *ctx)
-{
-    chan_wait *w = ctx;
-    w->st = try_recv_once(w->ch, w->out);
-    return is_final(w->st);
-}
+/* ---- what the other files ask of a channel's flavour -------------------- */
 
 bool sl__chan_changes_notify(const sl_chan *ch)
 {
@@ -465,6 +428,8 @@ bool sl__chan_changes_notify(const sl_chan *ch)
 
 bool sl__chan_is_shared(const sl_chan *ch) { return adapter_of(ch->flavor)->shared; }
 
+const flavor_adapter *sl__chan_adapter(sl_flavor f) { return adapter_of(f); }
+
 uint64_t sl__chan_ready_at(const sl_chan *ch)
 {
 #ifdef SL_MUTANT_TIMER_BLIND_WAIT
@@ -473,139 +438,13 @@ uint64_t sl__chan_ready_at(const sl_chan *ch)
     return adapter_of(ch->flavor)->ready_at(ch);
 }
 
-sl_status sl__chan_await(const sl__event_set *set, sl__ready_fn ready, void *ctx,
-                         uint64_t deadline, unsigned flags, sl__next_fn next)
-{
-    for (;;) {
-        uint64_t at = next(ctx);
-        uint64_t until = at < deadline ? at : deadline;
-        /* At `until` the await looks once more: a fire due then is taken. */
-        sl_status st = sl__event_await_set(set, ready, ctx, until, flags);
-        if (st == SL_OK || until == deadline)
-            return st;
-    }
-}
-
-/* Where ch's receivers park: on its not_empty, unless its adapter says
- * otherwise (a broadcast subscriber parks on its ring's event). Read on the
- * way into a wait only. */
-static sl_event *recv_event(sl_chan *ch)
-{
-    const flavor_adapter *a = adapter_of(ch->flavor);
-    return a->recv_event ? a->recv_event(ch) : &ch->not_empty;
-}
-
-static uint64_t chan_next(void *ctx) { return sl__chan_ready_at(((chan_wait *)ctx)->ch); }
-
-/* What a blocking or timed form does after a first try that was not final:
- * with a timeout of 0, nothing more (SL_TIMEDOUT); otherwise wait on ev until
- * ready() holds (its status) or the timeout passes (SL_TIMEDOUT). The first
- * try is the caller's, before the clock is read, and the callers of this
- * (await_op, await_recv_n) are out of line: a call whose first try succeeds
- * reads no clock and sets up no frame for the wait. */
-static inline sl_status await_wait(sl_event *ev, sl__ready_fn ready, chan_wait *w,
-                                   uint64_t timeout_ns, unsigned spin)
-{
-    if (timeout_ns == 0)
-        return SL_TIMEDOUT;
-    /* A shared channel's waiter counts itself in its process's record too. */
-    if (adapter_of(w->ch->flavor)->shared)
-        sl__park_account = sl__shm_park_account(w->ch, ev);
-    sl__futex_word key;
-    sl__event_set one = {(sl_event *const[1]){ev}, &key, 1, unwoken_of(w->ch, ev)};
-    sl__chan_retrying = true;
-    sl_status st = sl__chan_await(&one, ready, w, sl_deadline_after(timeout_ns), spin, chan_next);
-    sl__chan_retrying = false;
-    sl__park_account = NULL;
-    return st == SL_OK ? w->st : SL_TIMEDOUT;
-}
-
-static __attribute__((noinline)) sl_status await_op(sl_event *ev, sl__ready_fn ready,
-                                                    sl_chan *ch, const void *elem, void *out,
-                                                    uint64_t timeout_ns, unsigned spin)
-{
-    const flavor_adapter *a = adapter_of(ch->flavor);
-    if (a->await) /* its waiters post offers (rendezvous) */
-        return a->await(ch, elem != NULL, elem ? (void *)elem : out, timeout_ns);
-    chan_wait w = {.ch = ch, .elem = elem, .out = out};
-    return await_wait(ev, ready, &w, timeout_ns, spin);
-}
-
-/* The receive streak: how many blocking receives in a row this thread
- * answered at their first try (saturating at SL_RECV_STREAK); a select
- * answered at its first round by a receive case counts as one too. A
- * receive or a select with a receive case that finds nothing after a full
- * streak has caught up with a stream: its spin looks first after
- * SL_SPIN_PATIENT_START pauses, not one, so the producer writes a batch
- * before the receiver reads its lines again (each early look takes the
- * producer's tail or cell line, which the producer's next write must take
- * back: a line transfer more per message, the "consumer that keeps up" of
- * docs/performance.md). A receiver in a ping-pong finds the channel empty
- * at every first try, so its streak stays 0 and its first look still comes
- * after one pause. Per thread, not per channel: a thread whose receives
- * keep finding messages is in a stream, whichever channels they come from. */
-_Thread_local unsigned sl__recv_streak __attribute__((tls_model("initial-exec")));
-
-unsigned sl__recv_streak_spin(void)
-{
-    unsigned spin = sl__recv_streak >= SL_RECV_STREAK ? SL__AWAIT_SPIN | SL__AWAIT_PATIENT
-                                                      : SL__AWAIT_SPIN;
-    sl__recv_streak = 0;
-    return spin;
-}
+/* ---- the public non-blocking forms (the blocking ones: chan_wait.c) ------- */
 
 SL_API sl_status sl_chan_try_send(sl_chan *ch, const void *elem)
 {
     if (!ch || !elem)
         return SL_EINVAL;
-    return try_send_once(ch, elem);
-}
-
-SL_API sl_status sl_chan_send_for(sl_chan *ch, const void *elem, uint64_t timeout_ns)
-{
-    if (!ch || !elem)
-        return SL_EINVAL;
-    sl_status st = try_send_once(ch, elem);
-    if (is_final(st))
-        return st;
-    return await_op(&ch->not_full, send_ready, ch, elem, NULL, timeout_ns, SL__AWAIT_SPIN);
-}
-
-SL_API sl_status sl_chan_send(sl_chan *ch, const void *elem)
-{
-    return sl_chan_send_for(ch, elem, SL_FOREVER);
-}
-
-/* The pointer move: send *pp the way `mode` says, and clear it once it has
- * left (SL_OK, or SL_EVICTED: sent all the same). */
-enum ptr_mode { PTR_WAIT, PTR_TRY, PTR_FOR };
-
-static sl_status send_ptr(sl_chan *ch, void **pp, enum ptr_mode mode, uint64_t timeout_ns)
-{
-    /* A pointer means nothing in another process: a shared channel refuses. */
-    if (!ch || !pp || ch->elem_size != sizeof(void *) || sl__chan_is_shared(ch))
-        return SL_EINVAL;
-    sl_status st = mode == PTR_WAIT  ? sl_chan_send(ch, pp)
-                   : mode == PTR_TRY ? sl_chan_try_send(ch, pp)
-                                     : sl_chan_send_for(ch, pp, timeout_ns);
-    if (st == SL_OK || st == SL_EVICTED)
-        *pp = NULL;
-    return st;
-}
-
-SL_API sl_status sl_chan_send_ptr(sl_chan *ch, void **pp)
-{
-    return send_ptr(ch, pp, PTR_WAIT, 0);
-}
-
-SL_API sl_status sl_chan_try_send_ptr(sl_chan *ch, void **pp)
-{
-    return send_ptr(ch, pp, PTR_TRY, 0);
-}
-
-SL_API sl_status sl_chan_send_ptr_for(sl_chan *ch, void **pp, uint64_t timeout_ns)
-{
-    return send_ptr(ch, pp, PTR_FOR, timeout_ns);
+    return sl__chan_try_send_once(ch, elem);
 }
 
 static void copy_displaced(void *elem, void *ctx)
@@ -619,32 +458,14 @@ SL_API sl_status sl_chan_send_evict(sl_chan *ch, const void *elem, void *evicted
     if (!ch || !elem || !evicted || !adapter_of(ch->flavor)->evicts)
         return SL_EINVAL;
     void *ctx[2] = {ch, evicted};
-    return send_once(ch, elem, copy_displaced, ctx);
+    return sl__chan_send_once(ch, elem, copy_displaced, ctx);
 }
 
 SL_API sl_status sl_chan_try_recv(sl_chan *ch, void *out)
 {
     if (!ch || !out)
         return SL_EINVAL;
-    return try_recv_once(ch, out);
-}
-
-SL_API sl_status sl_chan_recv_for(sl_chan *ch, void *out, uint64_t timeout_ns)
-{
-    if (!ch || !out)
-        return SL_EINVAL;
-    sl_status st = try_recv_once(ch, out);
-    if (is_final(st)) {
-        sl__recv_streak_hit();
-        return st;
-    }
-    return await_op(recv_event(ch), recv_ready, ch, NULL, out, timeout_ns,
-                    sl__recv_streak_spin());
-}
-
-SL_API sl_status sl_chan_recv(sl_chan *ch, void *out)
-{
-    return sl_chan_recv_for(ch, out, SL_FOREVER);
+    return sl__chan_try_recv(ch, out);
 }
 
 /* sl_chan_try_send_n for one flavour's adapter. */
@@ -684,16 +505,9 @@ PER_FLAVOR size_t send_n_with(const flavor_adapter *a, sl_chan *ch, const void *
 SHARED_DISPATCHER(size_t, send_n_with, (sl_chan *ch, const void *elems, size_t n), ch, elems,
                   n)
 
-/* Whether n messages of ch's size fit in one array: a count whose bytes
- * overflow cannot be an array the caller holds (bad input, refused whole). */
-static inline bool batch_fits(const sl_chan *ch, size_t n)
-{
-    return n != 0 && n <= SIZE_MAX / ch->elem_size;
-}
-
 SL_API size_t sl_chan_try_send_n(sl_chan *ch, const void *elems, size_t n)
 {
-    if (!ch || !elems || !batch_fits(ch, n))
+    if (!ch || !elems || !sl__chan_batch_fits(ch, n))
         return 0;
     DISPATCH(ch->flavor, send_n_with, ch, elems, n);
 }
@@ -738,7 +552,7 @@ PER_FLAVOR sl_status recv_n_with(const flavor_adapter *a, sl_chan *ch, void *out
 SHARED_DISPATCHER(sl_status, recv_n_with, (sl_chan *ch, void *out, size_t n, size_t *got), ch,
                   out, n, got)
 
-static sl_status try_recv_n_once(sl_chan *ch, void *out, size_t n, size_t *got)
+sl_status sl__chan_try_recv_n(sl_chan *ch, void *out, size_t n, size_t *got)
 {
     DISPATCH(ch->flavor, recv_n_with, ch, out, n, got);
 }
@@ -746,56 +560,9 @@ static sl_status try_recv_n_once(sl_chan *ch, void *out, size_t n, size_t *got)
 SL_API size_t sl_chan_try_recv_n(sl_chan *ch, void *out, size_t n)
 {
     size_t got = 0;
-    if (ch && out && batch_fits(ch, n))
-        (void)try_recv_n_once(ch, out, n, &got);
+    if (ch && out && sl__chan_batch_fits(ch, n))
+        (void)sl__chan_try_recv_n(ch, out, n, &got);
     return got;
-}
-
-static bool recv_n_ready(void *ctx)
-{
-    chan_wait *w = ctx;
-    w->st = try_recv_n_once(w->ch, w->out, w->n, &w->got);
-    return is_final(w->st);
-}
-
-/* The wait of a batch receive whose first try found nothing (await_op's,
- * with the batch's count). */
-static __attribute__((noinline)) sl_status await_recv_n(sl_chan *ch, void *out, size_t n,
-                                                        uint64_t timeout_ns, size_t *got)
-{
-    const flavor_adapter *a = adapter_of(ch->flavor);
-    if (a->await) { /* one message through the flavour's wait, then whatever else is there */
-        sl_status st = a->await(ch, false, out, timeout_ns);
-        *got = st != SL_OK ? 0 : 1 + sl_chan_try_recv_n(ch, (unsigned char *)out + ch->elem_size,
-                                                         n - 1);
-        return st;
-    }
-    chan_wait w = {.ch = ch, .out = out, .n = n};
-    sl_status st = await_wait(recv_event(ch), recv_n_ready, &w, timeout_ns, SL__AWAIT_SPIN);
-    *got = st == SL_OK ? w.got : 0;
-    return st;
-}
-
-SL_API sl_status sl_chan_recv_n_for(sl_chan *ch, void *out, size_t n, uint64_t timeout_ns,
-                                    size_t *got)
-{
-    if (got)
-        *got = 0;
-    if (!ch || !out || !got || !batch_fits(ch, n))
-        return SL_EINVAL;
-    sl_status st = try_recv_n_once(ch, out, n, got);
-    if (is_final(st))
-        return st;
-#ifdef SL_MUTANT_RECV_N_EMPTY_AT_ZERO
-    if (timeout_ns == 0)
-        return SL_EMPTY; /* planted bug: a zero timeout answers SL_EMPTY, not SL_TIMEDOUT */
-#endif
-    return await_recv_n(ch, out, n, timeout_ns, got);
-}
-
-SL_API sl_status sl_chan_recv_n(sl_chan *ch, void *out, size_t n, size_t *got)
-{
-    return sl_chan_recv_n_for(ch, out, n, SL_FOREVER, got);
 }
 
 SL_API void sl_chan_close(sl_chan *ch)

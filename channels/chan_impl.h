@@ -2,7 +2,7 @@
  * channels/chan_impl.h — the channel's layout, and what select.c shares with
  * the façade: the non-blocking send and receive, and the bell selecting
  * threads park on (internal, not installed). The flavours' adapters and the
- * flavour table are chan.c's own.
+ * flavour table are chan.c's own (chan_adapter.h: what an adapter is).
  */
 #ifndef SLUICE_CHANNELS_CHAN_IMPL_H
 #define SLUICE_CHANNELS_CHAN_IMPL_H
@@ -250,7 +250,34 @@ sl_status sl__chan_poll_send(sl_chan *ch, const void *elem);
  * broadcast send handle). */
 sl_status sl__chan_try_recv(sl_chan *ch, void *out);
 
-/* The receive streak (chan.c): a receive answered at its first try, or a
+/* The per-message paths (chan.c) that the blocking and timed forms
+ * (chan_wait.c) try once per look. One non-blocking send: SL_OK,
+ * SL_EVICTED (the displaced message went to `displaced`), SL_FULL,
+ * SL_ENOMEM or SL_CLOSED; notifies one receiver and any selector. Every
+ * send form goes through it. A batch receive's try: as sl_chan_try_recv_n,
+ * with its status, the count in *got. */
+sl_status sl__chan_send_once(sl_chan *ch, const void *elem, sl_visit_fn displaced, void *ctx);
+sl_status sl__chan_try_recv_n(sl_chan *ch, void *out, size_t n, size_t *got);
+
+/* Whether n messages of ch's size fit in one array: a count whose bytes
+ * overflow cannot be an array the caller holds (bad input, refused whole). */
+static inline bool sl__chan_batch_fits(const sl_chan *ch, size_t n)
+{
+    return n != 0 && n <= SIZE_MAX / ch->elem_size;
+}
+
+/* A send whose displaced message (SL_RING) goes to the drop function. */
+static inline sl_status sl__chan_try_send_once(sl_chan *ch, const void *elem)
+{
+    return sl__chan_send_once(ch, elem, ch->drop, ch->drop_ctx);
+}
+
+/* The count of unwoken sleepers that goes with ev, ch's not_empty or
+ * not_full or its receivers' own event, for a notify of it and a wait on it
+ * (chan.c, "waking the channel's own sleepers"); NULL: not counted. */
+SL_ATOMIC(uint32_t) *sl__chan_unwoken_of(sl_chan *ch, const sl_event *ev);
+
+/* The receive streak (chan_wait.c): a receive answered at its first try, or a
  * select answered at its first round by a receive case, counts a hit; a
  * wait for a receive takes its spin flags from the streak, which ends it
  * (SL__AWAIT_PATIENT after a full streak). */

@@ -236,7 +236,7 @@ static void shuffle(size_t *order, size_t n)
 /* One round: in a fresh random order, or with order NULL (biased) in the
  * order given. Returns the first final status (setting *index) or
  * SL_TIMEDOUT if no case was ready. A select's `first` round answered by a
- * receive case counts in the receive streak (chan.c). */
+ * receive case counts in the receive streak (chan_wait.c). */
 static sl_status poll_round(sl_select_case *cases, size_t n, size_t *order, size_t *index,
                             bool first)
 {
@@ -370,7 +370,7 @@ static sl_status select_sleep(select_ctx *w, uint64_t deadline)
 
 /* The spin flags of a select whose first round found nothing: a select
  * with a receive case is a receive that found nothing, and ends the
- * receive streak (chan.c), spinning patiently after a full one. */
+ * receive streak (chan_wait.c), spinning patiently after a full one. */
 static unsigned select_spin(const sl_select_case *cases, size_t n)
 {
     for (size_t i = 0; i < n; i++)

@@ -7,7 +7,7 @@
  * the SL_TIMER flavour whose receive reads the clock and takes the fire that
  * is due (chan_flavors.h, timer_adapter). A receiver or selector that waits
  * for it bounds its sleep by the instant of the next fire (sl__chan_await in
- * chan.c), so it wakes when the timer fires without anyone notifying it.
+ * chan_wait.c), so it wakes when the timer fires without anyone notifying it.
  */
 #include "sluice/timer.h"
 #include "timer.h"

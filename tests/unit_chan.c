@@ -695,7 +695,7 @@ START_TEST(test_blocking_recv_completes_after_send)
 END_TEST
 
 /* A receiver whose blocking receives found a message at every first try
- * (a full receive streak: its next wait spins patiently, chan.c) still
+ * (a full receive streak: its next wait spins patiently, chan_wait.c) still
  * waits correctly: a blocking receive on the now empty channel gets the
  * message sent later, and a timed one times out, no earlier than asked. */
 typedef struct streak_ctx {

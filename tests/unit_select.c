@@ -1205,7 +1205,7 @@ static void *put_later(void *ch)
     return NULL;
 }
 
-/* The receive streak (chan.c) counts a select answered at its first round
+/* The receive streak (chan_wait.c) counts a select answered at its first round
  * by a receive case, and no other: a send case's answer and a select that
  * had to wait do not add to it, and a select with a receive case that
  * finds nothing ends it. After a full streak the select waits patiently,

@@ -59,7 +59,7 @@ enum {
     SL__AWAIT_SPIN = 1u << 0,
     /* With SL__AWAIT_SPIN: the spin's first look comes after
      * SL_SPIN_PATIENT_START pauses instead of one (spin.h): for a receiver
-     * that has caught up with a stream (channels/chan.c, "The receive
+     * that has caught up with a stream (channels/chan_wait.c, "The receive
      * streak"), whose early looks would take the producer's lines while it
      * writes the next messages. */
     SL__AWAIT_PATIENT = 1u << 1,

@@ -45,7 +45,7 @@ static inline void sl_cpu_relax(void)
 /* The first pause of a patient spin (SL__AWAIT_PATIENT): a receiver that
  * found SL_RECV_STREAK messages in a row at its first try, then none, lets
  * the producer write about a microsecond's worth before it looks again
- * (channels/chan.c, "The receive streak"; docs/performance.md). */
+ * (channels/chan_wait.c, "The receive streak"; docs/performance.md). */
 #define SL_SPIN_PATIENT_START 32
 #define SL_RECV_STREAK 16
 /* Then a few sched_yield() calls: on an oversubscribed machine the peer we

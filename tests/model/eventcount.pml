@@ -1,6 +1,7 @@
 /*
  * tests/model/eventcount.pml — the eventcount (park.pml) under the channel's
- * blocking send and receive (chan.c: wait_for, try_send_once, try_recv_once)
+ * blocking send and receive (chan_wait.c: wait_for; chan.c: the attempts,
+ * try_send_once and try_recv_once here)
  * over a one-slot buffer, with close.
  *
  * Conditions: receivers park on NOT_EMPTY until "a message is there (or the

@@ -1,7 +1,7 @@
 /*
  * tests/model/park.pml — the eventcount of include/sluice/park.h and
  * channels/park.c, the futex under it, and the blocking loop of
- * channels/chan.c (wait_for). Included by eventcount.pml and close.pml.
+ * channels/chan_wait.c (wait_for). Included by eventcount.pml and close.pml.
  *
  * Memory model. Promela interleaves whole statements: sequential
  * consistency. That is exactly what the C code promises for the steps this
@@ -293,7 +293,7 @@ inline event_wait(ev)
     waiters[ev] = waiters[ev] - 1
 }
 
-/* ---- the blocking loop (chan.c: wait_for) --------------------------------- */
+/* ---- the blocking loop (chan_wait.c: wait_for) ---------------------------- */
 
 /* wait_for(ch, ev, op, buf, timeout): leaves the final status in st. */
 inline wait_for(ev, op)

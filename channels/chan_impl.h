@@ -288,7 +288,7 @@ static inline void sl__recv_streak_hit(void) { sl__recv_streak += sl__recv_strea
 unsigned sl__recv_streak_spin(void);
 
 /* Set while this thread runs a blocking form's retries (the await after
- * the call's own first try, in chan.c and select.c): a failed try there
+ * the call's own first try, in chan_wait.c and select.c): a failed try there
  * leaves an event-loop descriptor it finds armed as it is (chanfd.c,
  * rearm), so a thread that waits beside a loop makes no read(2) a retry.
  * The call's first try, which a loop may use as its try, resets as any. */

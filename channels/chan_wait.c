@@ -184,6 +184,9 @@ SL_API sl_status sl_chan_recv_for(sl_chan *ch, void *out, uint64_t timeout_ns)
 {
     if (!ch || !out)
         return SL_EINVAL;
+#ifdef SL_MUTANT_CHANFD_FIRST_TRY_SKIPS
+    sl__chan_retrying = true; /* planted bug: the call's first try counts as a retry */
+#endif
     sl_status st = sl__chan_try_recv(ch, out);
     if (is_final(st)) {
         sl__recv_streak_hit();

@@ -986,6 +986,68 @@ START_TEST(test_rearm_armed_signal_before_reset)
 }
 END_TEST
 
+/* A loop may take a timed form's first try as its try (timeout 0, or a
+ * short timeout): that try resets an armed end as sl_chan_try_* does, and
+ * only the wait's later tries leave it as it is. The end here is armed (its
+ * flag up) and readable, as a signal stopped between taking down an
+ * earlier re-arm's flag and its write leaves it once the write lands
+ * (stale_signal makes that schedule in the faults build; the write is made
+ * here by hand). A first try that left it so made the loop spin until the
+ * next change (planted bug CHANFD_FIRST_TRY_SKIPS: a timed receive's first
+ * try counted as a retry). Forms: 0 try, 1 timed with 0, 2 timed with
+ * 1 ms, 3 select with 0, 4 select with 1 ms; the receive end, then the
+ * send end of the bounded flavours. */
+enum { LATE_FORMS = 5 };
+
+static sl_status refused_by_form(sl_chan *ch, unsigned end, int form)
+{
+    uint64_t v = 9;
+    size_t index;
+    sl_select_case c = {.ch = ch, .op = end == SL_END_RECV ? SL_SEL_RECV : SL_SEL_SEND,
+                        .buf = &v};
+    switch (form) {
+    case 0:
+        return end == SL_END_RECV ? sl_chan_try_recv(ch, &v) : sl_chan_try_send(ch, &v);
+    case 1:
+    case 2: {
+        uint64_t t = form == 1 ? 0 : MS;
+        return end == SL_END_RECV ? sl_chan_recv_for(ch, &v, t) : sl_chan_send_for(ch, &v, t);
+    }
+    default:
+        return sl_select(&c, 1, form == 3 ? 0 : MS, &index);
+    }
+}
+
+START_TEST(test_first_try_resets_late_write)
+{
+    const sl_flavor f = all_flavors[_i / (2 * LATE_FORMS)];
+    const unsigned end = (_i / LATE_FORMS) % 2 ? SL_END_SEND : SL_END_RECV;
+    const int form = _i % LATE_FORMS;
+    if (end == SL_END_SEND && (f == SL_LIST || f == SL_RING))
+        return; /* never full */
+    sl_chan *ch = chan8(f, 2);
+    int fd;
+    uint64_t v = 1;
+    ck_assert_int_eq(sl_chan_fd(ch, end, &fd), SL_OK);
+    for (int i = 0; end == SL_END_SEND && i < 2; i++)
+        ck_assert_int_eq(sl_chan_try_send(ch, &v), SL_OK);
+    ck_assert_int_ne(refused_by_form(ch, end, 0), SL_OK); /* armed: the flag up */
+    ck_assert(!readable(fd));
+    uint64_t one = 1; /* the late write */
+    ck_assert_int_eq(write(fd, &one, sizeof one), (ssize_t)sizeof one);
+    ck_assert(readable(fd));
+    sl_status st = refused_by_form(ch, end, form);
+    ck_assert_msg(st == SL_EMPTY || st == SL_FULL || st == SL_TIMEDOUT, "%s", sl_status_str(st));
+    ck_assert_msg(!readable(fd), "%s %s end, form %d: readable after its failed try",
+                  sl_test_flavor_name(f), end == SL_END_RECV ? "receive" : "send", form);
+    /* Armed still: the next change signals it. */
+    ck_assert_int_eq(end == SL_END_RECV ? sl_chan_try_send(ch, &v) : sl_chan_try_recv(ch, &v),
+                     SL_OK);
+    ck_assert(readable(fd));
+    sl_chan_free(ch);
+}
+END_TEST
+
 static Suite *chanfd_suite(void)
 {
     Suite *s = suite_create("chanfd");
@@ -999,6 +1061,8 @@ static Suite *chanfd_suite(void)
     tcase_add_loop_test(tc, test_rearm_armed_signal_before_reset, 0, 2 * N_OF(all_flavors));
     tcase_add_loop_test(tc, test_rearm_again_in_one_frame, 0, N_OF(all_flavors));
     tcase_add_loop_test(tc, test_waits_leave_armed_end, 0, 3 * N_OF(all_flavors));
+    tcase_add_loop_test(tc, test_first_try_resets_late_write, 0,
+                        2 * LATE_FORMS * N_OF(all_flavors));
     tcase_add_loop_test(tc, test_close_readable, 0, N_OF(all_flavors));
     tcase_add_loop_test(tc, test_send_level_cycle, 0, N_OF(all_flavors));
     tcase_add_test(tc, test_other_forms_rearm);

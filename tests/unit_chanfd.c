@@ -532,10 +532,13 @@ END_TEST
 
 /* An epoll loop on its own thread: it sleeps in epoll_wait, drains until
  * SL_EMPTY, and must see every message the main thread sends while it sleeps
- * or drains, then SL_CLOSED. */
+ * or drains, then SL_CLOSED. The sender waits for each batch of 1024 to be
+ * drained, so that the next one needs a wake of its own (a loop that slept
+ * through every batch on a loaded machine once woke only at the close). */
 typedef struct loop_arg {
     sl_chan *ch;
-    uint64_t got, sum, wakes;
+    _Atomic uint64_t got; /* read by the sender to pace its batches */
+    uint64_t sum, wakes;
     sl_status last;
 } loop_arg;
 
@@ -550,12 +553,12 @@ static void *epoll_loop(void *arg)
         struct epoll_event out;
         int n = epoll_wait(ep, &out, 1, 10000); /* only a lost edge waits this long */
         CHECK(n == 1, "epoll_wait returned %d after %llu messages: a lost edge", n,
-              ULL(l->got));
+              ULL(atomic_load(&l->got)));
         l->wakes++;
         uint64_t m;
         while ((l->last = sl_chan_try_recv(l->ch, &m)) == SL_OK) {
-            l->got++;
             l->sum += m;
+            atomic_fetch_add_explicit(&l->got, 1, memory_order_release);
         }
         if (l->last == SL_CLOSED)
             break;
@@ -580,12 +583,20 @@ START_TEST(test_epoll_loop_thread)
                 sched_yield();
         ck_assert_int_eq(sl_chan_send(ch, &i), SL_OK);
         sum += i;
-        if ((i & 1023) == 0)
-            sl_test_sleep_ns(200000); /* let the loop go back to sleep */
+        if ((i & 1023) == 0) {
+            /* Drained: its try found SL_EMPTY and re-armed, so the next
+             * batch must wake it again. */
+            uint64_t deadline = sl_test_now_ns() + 10 * UINT64_C(1000000000);
+            while (atomic_load_explicit(&l.got, memory_order_acquire) < i) {
+                ck_assert_msg(sl_test_now_ns() < deadline, "%llu of %llu drained in 10 s",
+                              ULL(atomic_load(&l.got)), ULL(i));
+                sched_yield();
+            }
+        }
     }
     sl_chan_close(ch);
     pthread_join(thr, NULL);
-    ck_assert_uint_eq(l.got, n);
+    ck_assert_uint_eq(atomic_load(&l.got), n);
     ck_assert_uint_eq(l.sum, sum);
     ck_assert_int_eq(l.last, SL_CLOSED);
     ck_assert_uint_gt(l.wakes, 1);

@@ -509,12 +509,19 @@ sl_status sl__list_push_entered(sl_list *q, const void *elem, sl_epoch_rec *self
     return push_locked(q, elem, self);
 }
 
+/* Between two messages the batch holds no segment: it renews its
+ * announcement there (sl__epoch_renew), or a long batch would keep every
+ * list's retired segments from being freed for as long as it ran. */
 size_t sl__list_push_n_entered(sl_list *q, const void *elems, size_t n, sl_epoch_rec *self)
 {
     const unsigned char *p = elems;
     size_t done = 0;
-    while (done < n && push_locked(q, p + done * q->elem_size, self) == SL_OK)
+    while (done < n && push_locked(q, p + done * q->elem_size, self) == SL_OK) {
         done++;
+#ifndef SL_MUTANT_LIST_BATCH_KEEPS_EPOCH /* planted bug when defined */
+        sl__epoch_renew(self);
+#endif
+    }
     return done;
 }
 

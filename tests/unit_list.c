@@ -973,6 +973,97 @@ START_TEST(test_drained_at_segment_end_gives_back)
 }
 END_TEST
 
+/* A long batch holds back only what was unlinked during its current
+ * message, not everything any list unlinked since it began. The batch's
+ * growths stop it (its allocation hook) while another thread works on a
+ * second list: at the first, a burst through that list, whose segments the
+ * batch, inside, keeps; at the second, a segment's worth of messages later,
+ * an empty pop there, which must give them back. Announced only at its
+ * entry, the batch kept them all (a push_n of 20 million messages kept 15
+ * thousand segments of a list that never held more than one message). */
+static struct {
+    pthread_t batcher;
+    sl_list *other;
+    atomic_uint stops, asked, done;
+    size_t kept; /* the other list's segments after the empty pop */
+} g_batch;
+
+static void *batch_alloc(size_t align, size_t size)
+{
+    if (pthread_equal(pthread_self(), g_batch.batcher) && atomic_load(&g_batch.stops) < 2) {
+        unsigned k = atomic_fetch_add(&g_batch.stops, 1) + 1;
+        atomic_store(&g_batch.asked, k);
+        while (atomic_load(&g_batch.done) != k)
+            sched_yield();
+    }
+    return sl_test_sys_base()->alloc(align, size);
+}
+
+static void *other_list_worker(void *p)
+{
+    (void)p;
+    const uint64_t n = 6 * (uint64_t)expected_slots(8);
+    uint64_t v;
+    while (atomic_load(&g_batch.asked) != 1)
+        sched_yield();
+    for (uint64_t s = 0; s < n; s++)
+        if (sl_list_try_push(g_batch.other, &s) != SL_OK)
+            abort();
+    for (uint64_t s = 0; s < n; s++)
+        if (sl_list_try_pop(g_batch.other, &v) != SL_OK || v != s)
+            abort();
+    atomic_store(&g_batch.done, 1);
+    while (atomic_load(&g_batch.asked) != 2)
+        sched_yield();
+    if (sl_list_try_pop(g_batch.other, &v) != SL_EMPTY)
+        abort();
+    g_batch.kept = sl_list_segments(g_batch.other);
+    atomic_store(&g_batch.done, 2);
+    return NULL;
+}
+
+START_TEST(test_batch_renews_its_epoch)
+{
+    const size_t slots = expected_slots(8);
+    const size_t n = 3 * slots; /* grows twice, at messages slots and 2 * slots */
+    sl_list q, other;
+    ck_assert_int_eq(sl_list_init(&q, 8), SL_OK);
+    ck_assert_int_eq(sl_list_init(&other, 8), SL_OK);
+    uint64_t *batch = xcalloc(n, sizeof *batch);
+    for (size_t i = 0; i < n; i++)
+        batch[i] = i;
+    /* This thread's record first: its allocation must not be a stop. */
+    ck_assert_uint_eq(sl_list_len(&q), 0);
+    g_batch.batcher = pthread_self();
+    g_batch.other = &other;
+    atomic_store(&g_batch.stops, 0);
+    atomic_store(&g_batch.asked, 0);
+    atomic_store(&g_batch.done, 0);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, other_list_worker, NULL), 0);
+    static const sl_sys_ops batch_ops = {.alloc = batch_alloc};
+    sl_test_sys_install(&batch_ops);
+    size_t pushed = sl_list_push_n(&q, batch, n);
+    sl_test_sys_restore();
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+    ck_assert_uint_eq(pushed, n);
+    ck_assert_uint_eq(atomic_load(&g_batch.stops), 2);
+    ck_assert_msg(g_batch.kept <= IDLE_SEGMENTS,
+                  "%zu segments of another list kept after its empty pop: a batch that "
+                  "began before they were retired still holds them a segment later",
+                  g_batch.kept);
+    uint64_t v;
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_int_eq(sl_list_try_pop(&q, &v), SL_OK);
+        ck_assert_uint_eq(v, i);
+    }
+    ck_assert_int_eq(sl_list_try_pop(&q, &v), SL_EMPTY);
+    free(batch);
+    sl_list_destroy(&q);
+    sl_list_destroy(&other);
+}
+END_TEST
+
 START_TEST(test_idle_thread_holds_nothing)
 {
     sl_list q;
@@ -1623,6 +1714,7 @@ static Suite *list_suite(void)
 #endif
     tcase_add_test(tc, test_idle_thread_holds_nothing);
     tcase_add_loop_test(tc, test_drained_at_segment_end_gives_back, 0, 2);
+    tcase_add_test(tc, test_batch_renews_its_epoch);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("threads");

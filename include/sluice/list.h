@@ -25,7 +25,9 @@
  * Progress: every operation is lock-free; a thread stopped anywhere delays
  * nobody's operation. In steady state (the list neither growing past its
  * segments nor a thread new to lists) an operation takes no lock, creates no
- * thread and calls no library function. The exceptions, exactly:
+ * thread and calls no library function but memcpy, for a message of a size
+ * other than 4, 8, 16 or 64 bytes (those are plain moves). The exceptions,
+ * exactly:
  *   - Growing: a push that finds the last segment full links a new one. It
  *     reuses the list's spare segment if there is one, else calls
  *     aligned_alloc (whose own progress is the allocator's). try_push fails
@@ -39,7 +41,10 @@
  *     given back when the thread exits; the first such call in the process
  *     also calls pthread_key_create and pthread_atfork. If any of these
  *     fails, the operation still runs, through a shared counter, and frees
- *     nothing while it runs. So does every operation of a thread whose
+ *     nothing while it runs; the thread's next operation tries again
+ *     (pthread_once, the walk of the records, aligned_alloc: every
+ *     operation of a thread that never gets one). So does every operation
+ *     of a thread whose
  *     record has already been given back at its exit (a list used from
  *     another thread-specific destructor): a record taken then could
  *     outlive the destructor rounds and never be given back.

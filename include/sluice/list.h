@@ -47,7 +47,14 @@
  *     of a thread whose
  *     record has already been given back at its exit (a list used from
  *     another thread-specific destructor): a record taken then could
- *     outlive the destructor rounds and never be given back.
+ *     outlive the destructor rounds and never be given back. Not covered:
+ *     a thread whose first operation on any list (or send on an SL_LIST or
+ *     SL_MPMC channel) comes in glibc's last round of destructors
+ *     (PTHREAD_DESTRUCTOR_ITERATIONS), from the destructor of a key
+ *     created after the library's: that round has passed the library's
+ *     key, so the record it takes is never given back (one record, a
+ *     cache line, kept for good per such thread; every reclaiming scan
+ *     reads it).
  *   - Reclaiming: a pop that moves past a used-up segment (once per segment),
  *     a pop that finds the list empty, and a push that grows with no spare
  *     segment to reuse may read every thread's record and return unused

@@ -4,7 +4,9 @@
  *
  * Most tests are Check loop tests run once per flavour (_i indexes
  * `flavors`); the batch receive's (sl_chan_recv_n) run over all four
- * flavours. Blocking behaviour is checked with a helper thread that runs
+ * flavours, and so do the scenarios near the end that broke other channel
+ * implementations (drops, len under churn, own send then try, timed forms
+ * on two threads). Blocking behaviour is checked with a helper thread that runs
  * one call; "it is blocked" is judged by the call not having returned after a
  * short sleep, never by an upper bound on time.
  */
@@ -1826,6 +1828,195 @@ static void teardown_ops(void)
     sl_test_sys_restore();
 }
 
+
+/* ---- scenarios that broke other channel implementations ------------------- */
+
+/* Every flavour with a bound and a drop function, for the tests below. */
+static const sl_flavor every_flavor[] = { SL_SPSC, SL_MPMC, SL_LIST, SL_RING };
+
+static void count_drop(void *elem, void *ctx)
+{
+    uint64_t v;
+    memcpy(&v, elem, sizeof v);
+    if (v != 0x5eed)
+        abort(); /* a torn or foreign message: no Check call from a drop */
+    (*(long *)ctx)++;
+}
+
+/* Random runs of sends and receives, then free: every message the channel
+ * took is, exactly once, received, evicted to the drop function (SL_RING)
+ * or dropped at free. */
+START_TEST(test_drop_random_exactly_once)
+{
+    const sl_flavor f = every_flavor[_i];
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, 0x1f00 + (uint64_t)_i);
+    for (int round = 0; round < 100; round++) {
+        long dropped = 0, taken = 0, received = 0, evicted = 0;
+        sl_chan *ch = sl_test_chan(f, sizeof(uint64_t), 20, count_drop, &dropped);
+        int sends = (int)(sl_test_rng_next(&rng) % 50), recvs = (int)(sl_test_rng_next(&rng) % 50);
+        uint64_t v = 0x5eed;
+        for (int k = 0; k < sends; k++) {
+            sl_status st = sl_chan_try_send(ch, &v);
+            taken += st == SL_OK || st == SL_EVICTED;
+            evicted += st == SL_EVICTED;
+        }
+        for (int k = 0; k < recvs; k++)
+            received += sl_chan_try_recv(ch, &v) == SL_OK;
+        CHECK(dropped == evicted, "%s: %ld dropped before free, %ld evicted",
+              sl_test_flavor_name(f), dropped, evicted);
+        sl_chan_free(ch);
+        CHECK(dropped == taken - received, "%s round %d: %ld dropped, %ld taken, %ld received",
+              sl_test_flavor_name(f), round, dropped, taken, received);
+    }
+}
+END_TEST
+
+/* Each thread sends, then at once tries to receive: its own send came
+ * before its try, so (every thread doing the same) the channel holds at
+ * least one message at the try, which must find one. */
+typedef struct send_then_take {
+    pthread_t thr;
+    sl_chan *ch;
+    uint64_t n;
+    uint64_t misses;
+} send_then_take;
+
+static void *send_then_take_main(void *arg)
+{
+    send_then_take *t = arg;
+    uint64_t v = 1;
+    for (uint64_t k = 0; k < t->n; k++) {
+        if (sl_chan_send(t->ch, &v) != SL_OK || sl_chan_try_recv(t->ch, &v) != SL_OK)
+            t->misses++;
+    }
+    return NULL;
+}
+
+START_TEST(test_own_send_then_try_recv)
+{
+    const sl_flavor f = every_flavor[1 + _i]; /* many senders: not SL_SPSC */
+    enum { T = 4 };
+    sl_chan *ch = mk(f, T); /* room for every thread's message: SL_RING never evicts */
+    send_then_take t[T];
+    for (int k = 0; k < T; k++) {
+        t[k] = (send_then_take){ .ch = ch, .n = sl_test_scaled(5000, 200) };
+        ck_assert_int_eq(pthread_create(&t[k].thr, NULL, send_then_take_main, &t[k]), 0);
+    }
+    for (int k = 0; k < T; k++) {
+        pthread_join(t[k].thr, NULL);
+        ck_assert_msg(t[k].misses == 0, "%s: thread %d found nothing %llu times after its send",
+                      sl_test_flavor_name(f), k, ULL(t[k].misses));
+    }
+    ck_assert_uint_eq(sl_chan_len(ch), 0);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* Threads try to send and receive at random while the main thread reads
+ * sl_chan_len: never above the capacity (0 on a rendezvous channel). */
+typedef struct len_churn {
+    pthread_t thr;
+    sl_chan *ch;
+    bool sender;
+    atomic_bool *stop;
+} len_churn;
+
+static void *len_churn_main(void *arg)
+{
+    len_churn *c = arg;
+    sl_test_rng rng;
+    sl_test_rng_seed(&rng, (uint64_t)(uintptr_t)c);
+    uint64_t v = 2;
+    while (!atomic_load_explicit(c->stop, memory_order_relaxed)) {
+        if (sl_test_rng_next(&rng) & 1)
+            continue;
+        if (c->sender)
+            (void)sl_chan_try_send(c->ch, &v);
+        else
+            (void)sl_chan_try_recv(c->ch, &v);
+    }
+    return NULL;
+}
+
+START_TEST(test_len_within_cap_under_churn)
+{
+    static const size_t caps[] = { 3, 3, 0, 3 }; /* SPSC, MPMC, rendezvous, RING */
+    const sl_flavor f = _i == 2 ? SL_MPMC : every_flavor[_i == 3 ? 3 : _i];
+    const int threads = f == SL_SPSC ? 2 : 4;
+    sl_chan *ch = mk(f, caps[_i]);
+    atomic_bool stop = false;
+    len_churn c[4];
+    for (int k = 0; k < threads; k++) {
+        c[k] = (len_churn){ .ch = ch, .sender = k & 1, .stop = &stop };
+        ck_assert_int_eq(pthread_create(&c[k].thr, NULL, len_churn_main, &c[k]), 0);
+    }
+    size_t worst = 0;
+    for (uint64_t end = sl_test_now_ns() + 50 * MS; sl_test_now_ns() < end;) {
+        size_t n = sl_chan_len(ch);
+        worst = n > worst ? n : worst;
+    }
+    atomic_store(&stop, true);
+    for (int k = 0; k < threads; k++)
+        pthread_join(c[k].thr, NULL);
+    ck_assert_msg(worst <= caps[_i], "%s cap %zu: len read %zu", sl_test_flavor_name(f),
+                  caps[_i], worst);
+    sl_chan_free(ch);
+}
+END_TEST
+
+/* Two threads that use only the timed forms, with short timeouts and
+ * pauses on both sides, so that many attempts time out mid-stream: every
+ * message arrives once and in order (a timed-out attempt consumed nothing). */
+typedef struct timed_sender {
+    pthread_t thr;
+    sl_chan *ch;
+    uint64_t n;
+    sl_status bad;
+} timed_sender;
+
+static void *timed_sender_main(void *arg)
+{
+    timed_sender *t = arg;
+    for (uint64_t k = 0; k < t->n; k++) {
+        if (k % 2 == 0)
+            sl_test_sleep_ns(200000);
+        sl_status st;
+        while ((st = sl_chan_send_for(t->ch, &k, 100000)) == SL_TIMEDOUT)
+            ;
+        if (st != SL_OK) {
+            t->bad = st;
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
+START_TEST(test_timed_forms_two_threads)
+{
+    static const size_t caps[] = { 2, 2, 0, 2 }; /* SPSC, MPMC, rendezvous, LIST */
+    const sl_flavor f = _i == 3 ? SL_LIST : flavors[_i == 0 ? 0 : 1];
+    sl_chan *ch = mk(f, caps[_i]);
+    timed_sender t = { .ch = ch, .n = sl_test_scaled(150, 30) };
+    ck_assert_int_eq(pthread_create(&t.thr, NULL, timed_sender_main, &t), 0);
+    uint64_t k = 0;
+    for (; k < t.n; k++) {
+        if (k % 3 == 0)
+            sl_test_sleep_ns(200000);
+        uint64_t v = UINT64_MAX;
+        sl_status st;
+        while ((st = sl_chan_recv_for(ch, &v, 100000)) == SL_TIMEDOUT)
+            ;
+        if (st != SL_OK || v != k)
+            break;
+    }
+    pthread_join(t.thr, NULL);
+    ck_assert_msg(k == t.n && t.bad == SL_OK, "%s cap %zu: stream stopped at %llu of %llu (%s)",
+                  sl_test_flavor_name(f), caps[_i], ULL(k), ULL(t.n), sl_status_str(t.bad));
+    sl_chan_free(ch);
+}
+END_TEST
+
 static Suite *chan_suite(void)
 {
     Suite *s = suite_create("chan");
@@ -1855,6 +2046,7 @@ static Suite *chan_suite(void)
     tcase_add_loop_test(tc, test_send_for_full_times_out, 0, N_FLAVORS);
     tcase_add_loop_test(tc, test_recv_for_empty_times_out, 0, N_FLAVORS);
     tcase_add_loop_test(tc, test_timeout_zero_tries_once, 0, N_FLAVORS);
+    tcase_add_loop_test(tc, test_timed_forms_two_threads, 0, 4);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("close");
@@ -1877,6 +2069,8 @@ static Suite *chan_suite(void)
     tcase_add_loop_test(tc, test_recv_after_streak, 0, 2 * N_FLAVORS);
     tcase_add_loop_test(tc, test_stream_fifo, 0, N_FLAVORS);
     tcase_add_test(tc, test_mpmc_blocking_exactly_once);
+    tcase_add_loop_test(tc, test_own_send_then_try_recv, 0, 3);
+    tcase_add_loop_test(tc, test_len_within_cap_under_churn, 0, 4);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("ptr");
@@ -1897,6 +2091,7 @@ static Suite *chan_suite(void)
     tcase_add_loop_test(tc, test_drop_none_left, 0, N_FLAVORS);
     tcase_add_loop_test(tc, test_no_drop_fn_with_leftovers, 0, N_FLAVORS);
     tcase_add_loop_test(tc, test_drop_owns_pointers, 0, N_FLAVORS);
+    tcase_add_loop_test(tc, test_drop_random_exactly_once, 0, 4);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("syscalls");

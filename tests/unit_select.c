@@ -1306,6 +1306,81 @@ START_TEST(test_close_with_sender_in_flight)
 END_TEST
 #endif
 
+
+/* A message is in the channel when a poll starts; another thread closes the
+ * channel (and, but on SL_SPSC, takes the message) meanwhile. At every
+ * instant the case is ready (the message, or the close once it is gone), so
+ * the poll never answers SL_TIMEDOUT. */
+typedef struct racing_poll {
+    pthread_t thr;
+    sl_chan *ch;
+    select_fn fn;
+    sl_status st;
+} racing_poll;
+
+static void *racing_poll_main(void *arg)
+{
+    racing_poll *p = arg;
+    uint64_t v = 0;
+    size_t idx;
+    sl_select_case c = {p->ch, SL_SEL_RECV, &v};
+    p->st = p->fn(&c, 1, 0, &idx);
+    return NULL;
+}
+
+START_TEST(test_poll_sees_message_racing_close)
+{
+    const sl_flavor f = all_flavors[_i];
+    const uint64_t rounds = sl_test_scaled(1000, 50);
+    for (uint64_t round = 0; round < rounds; round++) {
+        sl_chan *ch = mk(f, 1, NULL, NULL);
+        put(ch, 1);
+        racing_poll p = {.ch = ch, .fn = select_fns[round & 1]};
+        ck_assert_int_eq(pthread_create(&p.thr, NULL, racing_poll_main, &p), 0);
+        sl_chan_close(ch);
+        uint64_t v;
+        if (f != SL_SPSC) /* the poller is its one receiver */
+            (void)sl_chan_try_recv(ch, &v);
+        pthread_join(p.thr, NULL);
+        CHECK(p.st == SL_OK || p.st == SL_CLOSED, "%s round %llu, %s: %s",
+              sl_test_flavor_name(f), ULL(round), select_names[round & 1], sl_status_str(p.st));
+        sl_chan_free(ch);
+    }
+}
+END_TEST
+
+/* One channel in several cases of one select: each case is chosen, the
+ * message lands in the chosen case's buffer, and two send cases with
+ * different messages each send their own. */
+START_TEST(test_duplicate_cases_each_chosen)
+{
+    const sl_flavor f = all_flavors[_i];
+    sl_chan *ch = mk(f, 8, NULL, NULL);
+    int recv_hits[3] = {0, 0, 0}, send_hits[2] = {0, 0};
+    for (uint64_t round = 0; round < 600; round++) {
+        uint64_t in[3] = {0, 0, 0};
+        size_t idx = 99;
+        put(ch, round + 1);
+        sl_select_case rc[3] = {{ch, SL_SEL_RECV, &in[0]}, {ch, SL_SEL_RECV, &in[1]},
+                                {ch, SL_SEL_RECV, &in[2]}};
+        ck_assert_int_eq(sl_select(rc, 3, 0, &idx), SL_OK);
+        CHECK(idx < 3 && in[idx] == round + 1 && in[0] + in[1] + in[2] == round + 1,
+              "%s: recv case %zu got %llu %llu %llu", sl_test_flavor_name(f), idx, ULL(in[0]),
+              ULL(in[1]), ULL(in[2]));
+        recv_hits[idx]++;
+        uint64_t out[2] = {10, 20};
+        sl_select_case sc[2] = {{ch, SL_SEL_SEND, &out[0]}, {ch, SL_SEL_SEND, &out[1]}};
+        ck_assert_int_eq(sl_select(sc, 2, 0, &idx), SL_OK);
+        CHECK(idx < 2 && get(ch) == out[idx], "%s: send case %zu", sl_test_flavor_name(f), idx);
+        send_hits[idx]++;
+    }
+    ck_assert_msg(recv_hits[0] && recv_hits[1] && recv_hits[2] && send_hits[0] && send_hits[1],
+                  "%s: a duplicate case never chosen (%d %d %d / %d %d)", sl_test_flavor_name(f),
+                  recv_hits[0], recv_hits[1], recv_hits[2], send_hits[0], send_hits[1]);
+    sl_chan_free(ch);
+}
+END_TEST
+
 static Suite *select_suite(void)
 {
     Suite *s = suite_create("select");
@@ -1329,6 +1404,8 @@ static Suite *select_suite(void)
     tcase_add_test(tc, test_fairness_send);
     tcase_add_loop_test(tc, test_large_messages, 0, 2);
     tcase_add_test(tc, test_all_flavours_one_call);
+    tcase_add_loop_test(tc, test_poll_sees_message_racing_close, 0, 4);
+    tcase_add_loop_test(tc, test_duplicate_cases_each_chosen, 0, 4);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("biased");

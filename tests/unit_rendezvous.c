@@ -9,7 +9,9 @@
  * one message per waiting partner; close returns waiting senders their
  * message and answers SL_CLOSED everywhere after; select meets plain calls
  * and selects on both sides, performs exactly one case, never meets itself,
- * and wakes on close; descriptors and evicting sends are refused; the drop
+ * pairs many selects up, meets partners that only try, withdraws every
+ * offer of a duplicated case once another case is taken, and wakes on
+ * close; descriptors and evicting sends are refused; the drop
  * function never runs; the typed wrapper works.
  *
  * "It is blocked" is judged by the call not having returned after a short
@@ -18,6 +20,7 @@
 #include "harness.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -679,6 +682,161 @@ START_TEST(test_select_many_offers)
 }
 END_TEST
 
+
+/* Eight selects, each with a send of its own id and a receive on one
+ * channel: they pair up, each returns SL_OK, none receives its own id, and
+ * the ids received are exactly the ids sent. */
+START_TEST(test_select_selects_pair_up)
+{
+    enum { N = 8 };
+    for (unsigned round = 0; round < 10; round++) {
+        sl_chan *ch = mk_rdv(8, NULL, NULL);
+        selector s[N];
+        for (unsigned k = 0; k < N; k++) {
+            s[k] = (selector){.n = 2, .timeout = 10 * SEC};
+            s[k].cases[0] = (sl_select_case){ch, SL_SEL_SEND, NULL};
+            s[k].cases[1] = (sl_select_case){ch, SL_SEL_RECV, NULL};
+            s[k].bufs[0] = 1000 + k;
+            selector_start(&s[k]);
+        }
+        unsigned sent = 0, got = 0; /* bit sets of ids */
+        for (unsigned k = 0; k < N; k++) {
+            pthread_join(s[k].thr, NULL);
+            ck_assert_int_eq(s[k].st, SL_OK);
+            if (s[k].index == 0) {
+                sent |= 1u << k;
+                continue;
+            }
+            uint64_t from = s[k].bufs[1] - 1000;
+            ck_assert_msg(from < N && from != k, "select %u received id %llu", k,
+                          ULL(s[k].bufs[1]));
+            got |= 1u << from;
+        }
+        ck_assert_uint_eq(sent, got);
+        sl_chan_free(ch);
+    }
+}
+END_TEST
+
+/* A select with a receive on a and a send on b, run twice against a thread
+ * that sends on a, then receives on b: each round performs one, the two
+ * rounds both. */
+static void *send_a_recv_b(void *arg)
+{
+    sl_chan **ab = arg;
+    uint64_t v = 7;
+    sl_test_sleep_ns(1 * MS);
+    if (sl_chan_send(ab[0], &v) != SL_OK || sl_chan_recv(ab[1], &v) != SL_OK || v != 9)
+        abort(); /* the select below then hangs: no Check call from here */
+    return NULL;
+}
+
+START_TEST(test_select_both_directions_in_turn)
+{
+    for (unsigned round = 0; round < 10; round++) {
+        sl_chan *ab[2] = {mk_rdv(8, NULL, NULL), mk_rdv(8, NULL, NULL)};
+        pthread_t t;
+        ck_assert_int_eq(pthread_create(&t, NULL, send_a_recv_b, ab), 0);
+        int done[2] = {0, 0};
+        for (int k = 0; k < 2; k++) {
+            uint64_t in = 0, out = 9;
+            size_t idx = 99;
+            sl_select_case c[2] = {{ab[0], SL_SEL_RECV, &in}, {ab[1], SL_SEL_SEND, &out}};
+            ck_assert_int_eq(sl_select(c, 2, 10 * SEC, &idx), SL_OK);
+            ck_assert(idx < 2 && (idx == 1 || in == 7));
+            done[idx]++;
+        }
+        ck_assert(done[0] == 1 && done[1] == 1);
+        pthread_join(t, NULL);
+        sl_chan_free(ab[0]);
+        sl_chan_free(ab[1]);
+    }
+}
+END_TEST
+
+/* Partners that only ever try (a try_send on a, a try_recv on b, in loops)
+ * against one thread's select on both: the select's offers meet the tries,
+ * so both partners succeed and the select completes twice. */
+typedef struct trier {
+    pthread_t thr;
+    sl_chan *ch;
+    bool send;
+    atomic_bool *stop;
+    bool met;
+} trier;
+
+static void *trier_main(void *arg)
+{
+    trier *t = arg;
+    uint64_t v = 3;
+    while (!atomic_load(t->stop)) {
+        if ((t->send ? sl_chan_try_send(t->ch, &v) : sl_chan_try_recv(t->ch, &v)) == SL_OK) {
+            t->met = true;
+            return NULL;
+        }
+        sched_yield();
+    }
+    return NULL;
+}
+
+START_TEST(test_select_meets_trying_partners)
+{
+    for (unsigned round = 0; round < 10; round++) {
+        sl_chan *a = mk_rdv(8, NULL, NULL), *b = mk_rdv(8, NULL, NULL);
+        atomic_bool stop = false;
+        trier ta = {.ch = a, .send = true, .stop = &stop}, tb = {.ch = b, .stop = &stop};
+        ck_assert_int_eq(pthread_create(&ta.thr, NULL, trier_main, &ta), 0);
+        ck_assert_int_eq(pthread_create(&tb.thr, NULL, trier_main, &tb), 0);
+        sl_select_case c[2];
+        uint64_t in = 0, out = 4;
+        c[0] = (sl_select_case){a, SL_SEL_RECV, &in};
+        c[1] = (sl_select_case){b, SL_SEL_SEND, &out};
+        sl_status st[2];
+        size_t idx[2] = {99, 99};
+        for (int k = 0; k < 2; k++)
+            st[k] = sl_select(c, 2, 10 * SEC, &idx[k]);
+        atomic_store(&stop, true);
+        pthread_join(ta.thr, NULL);
+        pthread_join(tb.thr, NULL);
+        ck_assert_msg(st[0] == SL_OK && st[1] == SL_OK && idx[0] != idx[1] && ta.met && tb.met,
+                      "round %u: %s/%s, cases %zu %zu, partners met %d %d", round,
+                      sl_status_str(st[0]), sl_status_str(st[1]), idx[0], idx[1], ta.met, tb.met);
+        sl_chan_free(a);
+        sl_chan_free(b);
+    }
+}
+END_TEST
+
+/* A select parked with channel c in two receive cases and d in a third is
+ * taken through d; its offers on c must all be gone, so the next send on c
+ * reaches a second select parked on c alone. */
+START_TEST(test_select_duplicate_offers_withdrawn)
+{
+    sl_chan *c = mk_rdv(8, NULL, NULL), *d = mk_rdv(8, NULL, NULL);
+    for (unsigned round = 0; round < 10; round++) {
+        selector s1 = {.n = 3, .timeout = 10 * SEC}, s2 = {.n = 1, .timeout = 10 * SEC};
+        s1.cases[0] = (sl_select_case){c, SL_SEL_RECV, NULL};
+        s1.cases[1] = (sl_select_case){c, SL_SEL_RECV, NULL};
+        s1.cases[2] = (sl_select_case){d, SL_SEL_RECV, NULL};
+        s2.cases[0] = (sl_select_case){c, SL_SEL_RECV, NULL};
+        selector_start(&s1);
+        uint64_t seven = 7, eight = 8;
+        ck_assert_int_eq(sl_chan_send(d, &seven), SL_OK);
+        pthread_join(s1.thr, NULL);
+        ck_assert_int_eq(s1.st, SL_OK);
+        ck_assert_uint_eq(s1.index, 2);
+        ck_assert_uint_eq(s1.bufs[2], 7);
+        selector_start(&s2);
+        ck_assert_int_eq(sl_chan_send(c, &eight), SL_OK);
+        pthread_join(s2.thr, NULL);
+        ck_assert_int_eq(s2.st, SL_OK);
+        ck_assert_uint_eq(s2.bufs[0], 8);
+    }
+    sl_chan_free(c);
+    sl_chan_free(d);
+}
+END_TEST
+
 static Suite *rendezvous_suite(void)
 {
     Suite *s = suite_create("rendezvous");
@@ -703,6 +861,10 @@ static Suite *rendezvous_suite(void)
     tcase_add_test(tc, test_select_exactly_one);
     tcase_add_loop_test(tc, test_select_close, 0, 2);
     tcase_add_test(tc, test_select_many_offers);
+    tcase_add_test(tc, test_select_selects_pair_up);
+    tcase_add_test(tc, test_select_both_directions_in_turn);
+    tcase_add_test(tc, test_select_meets_trying_partners);
+    tcase_add_test(tc, test_select_duplicate_offers_withdrawn);
     suite_add_tcase(s, tc);
 #if defined(SL_FAULT_INJECT) && SL_FAULT_INJECT
     tc = tcase_create("held"); /* a hang is the failure: a short time-out */

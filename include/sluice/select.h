@@ -99,7 +99,16 @@ typedef struct sl_select_case {
  * timeout_ns: as every timed call — one round first; 0 means that round
  * alone, SL_FOREVER waits without limit, and nothing ready in time is
  * SL_TIMEDOUT (never SL_FULL or SL_EMPTY), no earlier than asked. Blocking
- * unless 0. */
+ * unless 0.
+ * A round judges each case when its try runs, one case after another, not
+ * all cases at one instant (no channel is locked): with several channels,
+ * a round may find nothing although some case was ready at every instant
+ * of it (b closed just after its try found it open and empty, a's message
+ * taken by another thread just before its try). So SL_TIMEDOUT of a poll
+ * (timeout 0), and of a timed select's last round, says that each case
+ * was found not ready when it was tried. A state that lasts (a message
+ * nobody else takes, a close) is never missed: a select that waits looks
+ * again after every change (docs/guarantees.md, "Select"). */
 SL_API sl_status sl_select(sl_select_case *cases, size_t n, uint64_t timeout_ns, size_t *index);
 
 /* Biased select (Go's priority-channel idiom, crossbeam's select_biased!):

@@ -134,12 +134,15 @@ static void erase(sl__pool_keys *k, sl__pool_key_entry *e)
     k->used--;
 }
 
-/* Whether a unique job of e's key is refused: while a job of the key is
- * queued or running — the holder, unless it is in its on_discard report
- * (then it is neither, and the job waits for the report like any later job
- * of the key), or a job that waits already. */
-static bool unique_refused(const sl__pool_key_entry *e)
+/* Whether job is refused with SL_EXISTS, e its key's entry (NULL: the key
+ * is free): a unique job, while a job of the key is queued or running — the
+ * holder, unless it is in its on_discard report (then it is neither, and
+ * the job waits for the report like any later job of the key), or a job
+ * that waits already. */
+static bool refused(const sl_job *job, const sl__pool_key_entry *e)
 {
+    if (!e || !(job->flags & SL_JOB_UNIQUE))
+        return false;
 #ifdef SL_MUTANT_POOL_UNIQUE_REFUSED_IN_REPORT
     return true; /* planted bug: a reported holder counts as queued */
 #else
@@ -158,7 +161,7 @@ static sl_status admit_locked(sl__pool_keys *k, const sl_job *job)
         k->used++;
         return SL_OK;
     }
-    if ((job->flags & SL_JOB_UNIQUE) && unique_refused(e))
+    if (refused(job, e))
         return SL_EXISTS;
     sl__pool_key_job *w = sl__alloc(0, sizeof(*w));
     if (!w)
@@ -185,12 +188,11 @@ sl_status sl__pool_keys_admit(sl__pool_keys *k, const sl_job *job)
 bool sl__pool_keys_refuse(sl__pool_keys *k, const sl_job *job)
 {
     if (!(job->flags & SL_JOB_UNIQUE))
-        return false;
+        return false; /* without taking the lock */
     pthread_mutex_lock(&k->lock);
-    const sl__pool_key_entry *e = find(k, job->key);
-    bool refused = e && unique_refused(e);
+    bool r = refused(job, find(k, job->key));
     pthread_mutex_unlock(&k->lock);
-    return refused;
+    return r;
 }
 
 bool sl__pool_keys_release(sl__pool_keys *k, uint64_t key, sl_job *next)

@@ -47,10 +47,13 @@ static bool reserved(void *arg)
     return c->st != SL_FULL;
 }
 
-/* Reserves a place: SL_OK, SL_CLOSED, or — no room in time — `no_room`
- * (SL_TIMEDOUT for the timed call, also with timeout 0: SPEC's one rule for
- * timeouts; SL_FULL for try_submit, which is not a timed call). */
-static sl_status reserve(sl_pool *p, uint64_t timeout_ns, sl_status no_room)
+/* Reserves a place for job: SL_OK, SL_CLOSED, or — no room in time —
+ * `no_room` (SL_TIMEDOUT for the timed call, also with timeout 0: SPEC's one
+ * rule for timeouts; SL_FULL for try_submit, which is not a timed call); or
+ * SL_EXISTS, nothing reserved, for a unique job whose key is taken when
+ * there is no room: refused at once, as with room, not after a wait for room
+ * it would not use (SL_EXISTS linearizes at that look). */
+static sl_status reserve(sl_pool *p, const sl_job *job, uint64_t timeout_ns, sl_status no_room)
 {
     if (!p->cap) {
         /* seq_cst: see reserve_bounded. An unbounded pool reserves with one
@@ -64,6 +67,10 @@ static sl_status reserve(sl_pool *p, uint64_t timeout_ns, sl_status no_room)
     room_ctx c = {p, reserve_bounded(p)};
     if (c.st != SL_FULL)
         return c.st;
+#ifndef SL_MUTANT_POOL_UNIQUE_WAITS_FOR_ROOM
+    if (sl__pool_keys_refuse(&p->keys, job))
+        return SL_EXISTS;
+#endif
     if (timeout_ns == 0)
         return no_room;
     /* Full: park on space_ev through the await protocol (internal/await.h).
@@ -90,17 +97,7 @@ static sl_status submit(sl_pool *p, const sl_job *job, uint64_t timeout_ns, sl_s
 {
     if (!p || !job || check_job(p, job) != SL_OK)
         return SL_EINVAL;
-    sl_status st = reserve(p, 0, SL_FULL);
-    if (st == SL_FULL) {
-        /* No room now: a unique job whose key is taken is refused at once,
-         * as with room, not after a wait for room it would not use
-         * (SL_EXISTS linearizes at the look). */
-#ifndef SL_MUTANT_POOL_UNIQUE_WAITS_FOR_ROOM
-        if (sl__pool_keys_refuse(&p->keys, job))
-            return SL_EXISTS;
-#endif
-        st = reserve(p, timeout_ns, no_room);
-    }
+    sl_status st = reserve(p, job, timeout_ns, no_room);
     if (st != SL_OK)
         return st;
     if (job->key) {

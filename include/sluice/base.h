@@ -62,18 +62,19 @@
  * a copy of a size known only at run time is a call into the C library's
  * memcpy (12 instructions and a call at 8 bytes). The empty asm hides the
  * caller's object from gcc's size tracking, which would otherwise warn
- * about the (unreachable) larger cases. */
+ * about the (unreachable) larger cases. Parameters named sl_*_ as in
+ * SL_CHAN_TYPED (sluice/chan.h): no program's file-scope name is shadowed. */
 #ifndef __cplusplus
 #include <string.h>
-static inline void sl__copy_msg(void *dst, const void *src, size_t size)
+static inline void sl__copy_msg(void *sl_dst_, const void *sl_src_, size_t sl_size_)
 {
-    __asm__("" : "+r"(dst), "+r"(src));
-    switch (size) {
-    case 8: memcpy(dst, src, 8); break;
-    case 16: memcpy(dst, src, 16); break;
-    case 4: memcpy(dst, src, 4); break;
-    case 64: memcpy(dst, src, 64); break;
-    default: memcpy(dst, src, size); break;
+    __asm__("" : "+r"(sl_dst_), "+r"(sl_src_));
+    switch (sl_size_) {
+    case 8: memcpy(sl_dst_, sl_src_, 8); break;
+    case 16: memcpy(sl_dst_, sl_src_, 16); break;
+    case 4: memcpy(sl_dst_, sl_src_, 4); break;
+    case 64: memcpy(sl_dst_, sl_src_, 64); break;
+    default: memcpy(sl_dst_, sl_src_, sl_size_); break;
     }
 }
 #endif

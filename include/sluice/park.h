@@ -138,6 +138,9 @@ SL_API uint64_t sl_now_ns(void);
 SL_API uint64_t sl_deadline_after(uint64_t timeout_ns);
 
 #if !defined(__cplusplus)
+/* (The inline definitions name their parameters sl_*_, as SL_CHAN_TYPED
+ * does, sluice/chan.h: a program's file-scope `ev` is not shadowed.) */
+
 /* Orders the caller's preceding store (its condition change) before the
  * notify's load of the waiter count. A compiler barrier when the waiters use
  * membarrier, otherwise a seq_cst fence. */
@@ -151,28 +154,31 @@ static inline void sl__event_fence_fast(void)
 
 /* The notify fast path: the waiter count is read with seq_cst so that it pairs
  * with the caller's seq_cst condition change (or fence) — see above. */
-static inline void sl__event_notify_one_fast(sl_event *ev)
+static inline void sl__event_notify_one_fast(sl_event *sl_ev_)
 {
-    if (ev && atomic_load_explicit(&ev->waiters, memory_order_seq_cst) != 0)
-        sl_event_notify_one_slow(ev);
+    if (sl_ev_ && atomic_load_explicit(&sl_ev_->waiters, memory_order_seq_cst) != 0)
+        sl_event_notify_one_slow(sl_ev_);
 }
-static inline void sl__event_notify_all_fast(sl_event *ev)
+static inline void sl__event_notify_all_fast(sl_event *sl_ev_)
 {
-    if (ev && atomic_load_explicit(&ev->waiters, memory_order_seq_cst) != 0)
-        sl_event_notify_all_slow(ev);
+    if (sl_ev_ && atomic_load_explicit(&sl_ev_->waiters, memory_order_seq_cst) != 0)
+        sl_event_notify_all_slow(sl_ev_);
 }
-static inline void sl__event_notify_n_fast(sl_event *ev, size_t n)
+static inline void sl__event_notify_n_fast(sl_event *sl_ev_, size_t sl_n_)
 {
-    if (ev && atomic_load_explicit(&ev->waiters, memory_order_seq_cst) != 0)
-        sl_event_notify_n_slow(ev, n);
+    if (sl_ev_ && atomic_load_explicit(&sl_ev_->waiters, memory_order_seq_cst) != 0)
+        sl_event_notify_n_slow(sl_ev_, sl_n_);
 }
 #endif
 
 #if SL_INLINE_FAST_PATHS
 static inline void sl_event_fence(void) { sl__event_fence_fast(); }
-static inline void sl_event_notify_one(sl_event *ev) { sl__event_notify_one_fast(ev); }
-static inline void sl_event_notify_all(sl_event *ev) { sl__event_notify_all_fast(ev); }
-static inline void sl_event_notify_n(sl_event *ev, size_t n) { sl__event_notify_n_fast(ev, n); }
+static inline void sl_event_notify_one(sl_event *sl_ev_) { sl__event_notify_one_fast(sl_ev_); }
+static inline void sl_event_notify_all(sl_event *sl_ev_) { sl__event_notify_all_fast(sl_ev_); }
+static inline void sl_event_notify_n(sl_event *sl_ev_, size_t sl_n_)
+{
+    sl__event_notify_n_fast(sl_ev_, sl_n_);
+}
 #else
 SL_API void sl_event_fence(void);
 SL_API void sl_event_notify_one(sl_event *ev);

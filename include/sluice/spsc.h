@@ -101,92 +101,99 @@ SL_API size_t sl__spsc_len_in(const sl_spsc *q, size_t capacity);
 SL_API void sl__spsc_misuse(const sl_spsc *q, const char *side);
 
 #ifndef __cplusplus
-static inline void sl__spsc_enter(sl_spsc *q, sl_spsc_side *side, const char *name)
+/* The inline definitions name their parameters and locals sl_*_, as
+ * SL_CHAN_TYPED does (sluice/chan.h): a program's file-scope `q` or `tail`
+ * declared before this header is not shadowed (-Wshadow). */
+static inline void sl__spsc_enter(sl_spsc *sl_q_, sl_spsc_side *sl_side_, const char *sl_name_)
 {
 #if SL_DEBUG_CHECKS
-    if (atomic_exchange_explicit(&side->active, 1u, memory_order_acquire) != 0)
-        sl__spsc_misuse(q, name);
+    if (atomic_exchange_explicit(&sl_side_->active, 1u, memory_order_acquire) != 0)
+        sl__spsc_misuse(sl_q_, sl_name_);
 #else
-    (void)q, (void)side, (void)name;
+    (void)sl_q_, (void)sl_side_, (void)sl_name_;
 #endif
 }
 
-static inline void sl__spsc_leave(sl_spsc_side *side)
+static inline void sl__spsc_leave(sl_spsc_side *sl_side_)
 {
 #if SL_DEBUG_CHECKS
-    atomic_store_explicit(&side->active, 0u, memory_order_release);
+    atomic_store_explicit(&sl_side_->active, 0u, memory_order_release);
 #else
-    (void)side;
+    (void)sl_side_;
 #endif
 }
 
 /* One push with the counters of q and the geometry g (the one algorithm;
  * every index into the slots is masked with g's mask, so counters that a
  * peer corrupted still address a slot of g). */
-static inline sl_status sl__spsc_push_in(sl_spsc *q, const sl__spsc_geom *g, const void *elem)
+static inline sl_status sl__spsc_push_in(sl_spsc *sl_q_, const sl__spsc_geom *sl_g_,
+                                         const void *sl_elem_)
 {
-    sl_spsc_side *p = &q->prod;
-    sl__spsc_enter(q, p, "producer");
+    sl_spsc_side *sl_p_ = &sl_q_->prod;
+    sl__spsc_enter(sl_q_, sl_p_, "producer");
     /* Relaxed: only this thread writes the tail. */
-    size_t tail = atomic_load_explicit(&p->index, memory_order_relaxed);
-    if (tail - p->peer_cache >= g->capacity) {
+    size_t sl_tail_ = atomic_load_explicit(&sl_p_->index, memory_order_relaxed);
+    if (sl_tail_ - sl_p_->peer_cache >= sl_g_->capacity) {
         SL_FI();
         /* Acquire: the consumer's reads of the slots it freed happen before
          * our overwrite of them. */
-        p->peer_cache = atomic_load_explicit(&q->cons.index, memory_order_acquire);
+        sl_p_->peer_cache = atomic_load_explicit(&sl_q_->cons.index, memory_order_acquire);
 #ifdef SL_MUTANT_SPSC_INLINE_CAP_PLUS_ONE
-        if (tail - p->peer_cache > g->capacity) { /* planted bug: lets capacity + 1 in */
+        /* planted bug: lets capacity + 1 in */
+        if (sl_tail_ - sl_p_->peer_cache > sl_g_->capacity) {
 #else
-        if (tail - p->peer_cache >= g->capacity) {
+        if (sl_tail_ - sl_p_->peer_cache >= sl_g_->capacity) {
 #endif
-            sl__spsc_leave(p);
+            sl__spsc_leave(sl_p_);
             return SL_FULL;
         }
     }
-    sl__copy_msg(g->slots + (tail & g->mask) * g->elem_size, elem, g->elem_size);
+    sl__copy_msg(sl_g_->slots + (sl_tail_ & sl_g_->mask) * sl_g_->elem_size, sl_elem_,
+                 sl_g_->elem_size);
     SL_FI();
     /* Release: the message bytes are visible before the consumer sees the new tail. */
-    atomic_store_explicit(&p->index, tail + 1, memory_order_release);
-    sl__spsc_leave(p);
+    atomic_store_explicit(&sl_p_->index, sl_tail_ + 1, memory_order_release);
+    sl__spsc_leave(sl_p_);
     return SL_OK;
 }
 
 /* One pop with the counters of q and the geometry g. */
-static inline sl_status sl__spsc_pop_in(sl_spsc *q, const sl__spsc_geom *g, void *out)
+static inline sl_status sl__spsc_pop_in(sl_spsc *sl_q_, const sl__spsc_geom *sl_g_, void *sl_out_)
 {
-    sl_spsc_side *c = &q->cons;
-    sl__spsc_enter(q, c, "consumer");
-    size_t head = atomic_load_explicit(&c->index, memory_order_relaxed);
-    if (head == c->peer_cache) {
+    sl_spsc_side *sl_c_ = &sl_q_->cons;
+    sl__spsc_enter(sl_q_, sl_c_, "consumer");
+    size_t sl_head_ = atomic_load_explicit(&sl_c_->index, memory_order_relaxed);
+    if (sl_head_ == sl_c_->peer_cache) {
         SL_FI();
         /* Acquire: pairs with the producer's release of the tail, so the
          * message bytes are visible before we read them. */
-        c->peer_cache = atomic_load_explicit(&q->prod.index, memory_order_acquire);
-        if (head == c->peer_cache) {
-            sl__spsc_leave(c);
+        sl_c_->peer_cache = atomic_load_explicit(&sl_q_->prod.index, memory_order_acquire);
+        if (sl_head_ == sl_c_->peer_cache) {
+            sl__spsc_leave(sl_c_);
             return SL_EMPTY;
         }
     }
-    sl__copy_msg(out, g->slots + (head & g->mask) * g->elem_size, g->elem_size);
+    sl__copy_msg(sl_out_, sl_g_->slots + (sl_head_ & sl_g_->mask) * sl_g_->elem_size,
+                 sl_g_->elem_size);
     SL_FI();
     /* Release: our read of the slot completes before the producer may reuse it. */
-    atomic_store_explicit(&c->index, head + 1, memory_order_release);
-    sl__spsc_leave(c);
+    atomic_store_explicit(&sl_c_->index, sl_head_ + 1, memory_order_release);
+    sl__spsc_leave(sl_c_);
     return SL_OK;
 }
 
-static inline sl_status sl__spsc_try_push_fast(sl_spsc *q, const void *elem)
+static inline sl_status sl__spsc_try_push_fast(sl_spsc *sl_q_, const void *sl_elem_)
 {
-    if (!q || !elem)
+    if (!sl_q_ || !sl_elem_)
         return SL_EINVAL;
-    return sl__spsc_push_in(q, &q->prod.geom, elem);
+    return sl__spsc_push_in(sl_q_, &sl_q_->prod.geom, sl_elem_);
 }
 
-static inline sl_status sl__spsc_try_pop_fast(sl_spsc *q, void *out)
+static inline sl_status sl__spsc_try_pop_fast(sl_spsc *sl_q_, void *sl_out_)
 {
-    if (!q || !out)
+    if (!sl_q_ || !sl_out_)
         return SL_EINVAL;
-    return sl__spsc_pop_in(q, &q->cons.geom, out);
+    return sl__spsc_pop_in(sl_q_, &sl_q_->cons.geom, sl_out_);
 }
 #endif /* !__cplusplus */
 
@@ -195,16 +202,16 @@ static inline sl_status sl__spsc_try_pop_fast(sl_spsc *q, void *out)
  * Returns SL_OK, SL_FULL (nothing consumed), or SL_EINVAL for NULL q or elem.
  * Wait-free. Acts as release: the message (and what the producer wrote
  * before) is visible to the consumer that pops it. q must be initialised. */
-static inline sl_status sl_spsc_try_push(sl_spsc *q, const void *elem)
+static inline sl_status sl_spsc_try_push(sl_spsc *sl_q_, const void *sl_elem_)
 {
-    return sl__spsc_try_push_fast(q, elem);
+    return sl__spsc_try_push_fast(sl_q_, sl_elem_);
 }
 /* Moves the oldest message into out. Consumer only. Returns SL_OK, SL_EMPTY,
  * or SL_EINVAL for NULL q or out. Wait-free. Acts as acquire (pairs with the
  * push). */
-static inline sl_status sl_spsc_try_pop(sl_spsc *q, void *out)
+static inline sl_status sl_spsc_try_pop(sl_spsc *sl_q_, void *sl_out_)
 {
-    return sl__spsc_try_pop_fast(q, out);
+    return sl__spsc_try_pop_fast(sl_q_, sl_out_);
 }
 #else
 SL_API sl_status sl_spsc_try_push(sl_spsc *q, const void *elem);

@@ -76,23 +76,24 @@ SL_END_DECLS
 /*
  * The typed form: sl_timer_chan is SL_CHAN_TYPED(sl_timer_chan, uint64_t), so
  * sl_timer_chan_recv(t, &at) and the other receive forms take a uint64_t *;
- * sl_timer_chan_after / _tick / _never create one.
+ * sl_timer_chan_after / _tick / _never create one (their parameters are
+ * named sl_*_, as in SL_CHAN_TYPED and for the same reasons).
  */
 SL_CHAN_TYPED(sl_timer_chan, uint64_t);
 
-SL_TYPED_FN sl_status sl_timer_chan_after(sl_timer_chan **out, uint64_t delay_ns)
+SL_TYPED_FN sl_status sl_timer_chan_after(sl_timer_chan **sl_out_, uint64_t sl_delay_ns_)
 {
-    return sl_chan_after((sl_chan **)(void *)out, delay_ns);
+    return sl_chan_after((sl_chan **)(void *)sl_out_, sl_delay_ns_);
 }
 
-SL_TYPED_FN sl_status sl_timer_chan_tick(sl_timer_chan **out, uint64_t period_ns)
+SL_TYPED_FN sl_status sl_timer_chan_tick(sl_timer_chan **sl_out_, uint64_t sl_period_ns_)
 {
-    return sl_chan_tick((sl_chan **)(void *)out, period_ns);
+    return sl_chan_tick((sl_chan **)(void *)sl_out_, sl_period_ns_);
 }
 
-SL_TYPED_FN sl_status sl_timer_chan_never(sl_timer_chan **out)
+SL_TYPED_FN sl_status sl_timer_chan_never(sl_timer_chan **sl_out_)
 {
-    return sl_chan_never((sl_chan **)(void *)out);
+    return sl_chan_never((sl_chan **)(void *)sl_out_);
 }
 
 #endif /* SLUICE_TIMER_H */

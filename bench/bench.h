@@ -164,6 +164,11 @@ void slb_print_verdicts(FILE *f, const slb_workload *w, size_t n);
  * round trip moves several-fold) cancels out of each ratio; the ratio of the
  * two medians keeps it. 0 when no round has both. */
 double slb_paired_ratio(const slb_entry *a, const slb_entry *b);
+/* Decimals to print figure r with beside a verdict against `target`:
+ * `digits`, or as many more (up to 4) as it takes for the printed figure
+ * not to sit on the target's wrong side (0.498 is not printed "0.50" next
+ * to "MISSED"). */
+int slb_verdict_digits(double r, double target, int digits);
 /* Whether e's figure in w is a cross-core hand-off like every other's: false
  * for a contender marked SLB_MAY_SHARE_THREAD in a one-to-one workload, which
  * is then shown but never the best peer and never judged. */

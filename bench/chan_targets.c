@@ -65,8 +65,8 @@ static bool print_pair(FILE *f, const slb_workload *w, const chan_target *t)
     /* ours / peer: a round trip wants <= 1, a throughput >= 1. */
     double pr = slb_paired_ratio(a, b), mr = a->med / b->med;
     bool judged = t->judged && slb_cross_core(w, b);
-    fprintf(f, "  %-16s %-23s vs %-24s x%.2f per round, x%.2f of medians", w->label, t->ours,
-            t->peer, pr, mr);
+    fprintf(f, "  %-16s %-23s vs %-24s x%.*f per round, x%.2f of medians", w->label, t->ours,
+            t->peer, slb_verdict_digits(pr, 1.0, 2), pr, mr);
     if (judged)
         fprintf(f, " (target %s 1.00: %s)\n", latency ? "<=" : ">=",
                 (latency ? pr <= 1.0 : pr >= 1.0) ? "met" : "MISSED");
@@ -116,8 +116,9 @@ static bool print_collapse(FILE *f, const slb_workload *w)
         double r = e->min / e->med;
         unsigned k = slowest_round(e);
         double peers = peers_in_round(w, k);
-        fprintf(f, "  %-16s %-23s slowest round x%.2f of its median (target >= 0.50: %s)", w->label,
-                e->ops->name, r, r >= 0.5 ? "met" : "MISSED");
+        fprintf(f, "  %-16s %-23s slowest round x%.*f of its median (target >= 0.50: %s)",
+                w->label, e->ops->name, slb_verdict_digits(r, 0.5, 2), r,
+                r >= 0.5 ? "met" : "MISSED");
         if (peers > 0)
             fprintf(f, "; round %u, where the peers ran at x%.2f of theirs", k + 1, peers);
         if (e->round_trip[k] > 0)

@@ -141,20 +141,21 @@ static void print_target(FILE *f, const slb_xworkload *w, unsigned threads)
         if (w->p.work == SLB_XBPC)
             fprintf(f, "wall %.2fx oneTBB's (no target)", r);
         else
-            fprintf(f, "wall %.2fx oneTBB's (target <= %.1fx): %s", r, bound,
-                    verdict(r <= bound));
+            fprintf(f, "wall %.*fx oneTBB's (target <= %.1fx): %s", slb_verdict_digits(r, bound, 2),
+                    r, bound, verdict(r <= bound));
     } else {
         fprintf(f, "oneTBB did not run");
     }
     if (w->p.work == SLB_XFIB && w->tasks) {
         double ns = ours->cpu_med / (double)w->tasks;
-        fprintf(f, "; CPU per spawn %.1f ns (target < 40 ns): %s", ns, verdict(ns < 40));
+        fprintf(f, "; CPU per spawn %.*f ns (target < 40 ns): %s", slb_verdict_digits(ns, 40, 1),
+                ns, verdict(ns < 40));
     }
     if (serial && ours->wall_med > 0) {
         double s = serial->wall_med / ours->wall_med;
         if (w->p.work == SLB_XUTS && threads == 2)
-            fprintf(f, "; speed-up over serial %.2fx (target >= 1.8x on 2 threads): %s", s,
-                    verdict(s >= 1.8));
+            fprintf(f, "; speed-up over serial %.*fx (target >= 1.8x on 2 threads): %s",
+                    slb_verdict_digits(s, 1.8, 2), s, verdict(s >= 1.8));
         else
             fprintf(f, "; speed-up over serial %.2fx", s);
     }

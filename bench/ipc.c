@@ -208,17 +208,18 @@ static void print_target(const slb_workload *w, const ipc_contender *list, size_
     if (t && t->med > 0) {
         bool rt = w->test == SLB_PINGPONG;
         double pr = slb_paired_ratio(e, t);
-        printf("  %-16s %-24s %6.*f %s vs %6.*f between threads: x%.2f per round, x%.2f of "
+        printf("  %-16s %-24s %6.*f %s vs %6.*f between threads: x%.*f per round, x%.2f of "
                "medians", w->label, e->ops->name, rt ? 0 : 2, e->med, rt ? "ns" : "Mmsg/s",
-               rt ? 0 : 2, t->med, pr, e->med / t->med);
+               rt ? 0 : 2, t->med, slb_verdict_digits(pr, rt ? 1.2 : 1.0, 2), pr, e->med / t->med);
         printf(rt ? " (target <= 1.20: %s)\n" : "%s\n", rt ? met(pr <= 1.2) : "");
     }
     if (!e->best || e->ratio <= 0)
         return;
     double pr = w->test == SLB_PINGPONG ? slb_paired_ratio(e->best, e)
                                         : slb_paired_ratio(e, e->best);
-    printf("  %-16s %-24s x%.2f per round, x%.2f of medians, against the best kernel peer "
-           "(%s)", w->label, e->ops->name, pr, e->ratio, e->best->ops->name);
+    printf("  %-16s %-24s x%.*f per round, x%.2f of medians, against the best kernel peer "
+           "(%s)", w->label, e->ops->name, slb_verdict_digits(pr, 10, 2), pr, e->ratio,
+           e->best->ops->name);
     if (judged && w->test == SLB_TPUT)
         printf(" (target >= 10: %s)", met(pr >= 10));
     printf("\n");

@@ -156,14 +156,21 @@ static void print_header(FILE *f, const slp_workload *w, const slp_opts *o)
                 "max", "min/med", "cs/kjob", "CPU ns/j", "vs peer", "target");
 }
 
-static void fmt_ratio(char *buf, size_t len, double r)
+/* The ratio a workload's target judges (0: none): printed so as not to
+ * round onto the target's wrong side (slb_ratio_digits). */
+static double target_ratio(const slp_workload *w)
+{
+    return w->test == SLP_TPUT ? TPUT_TARGET : w->test == SLP_WAKE ? 1 - PAR_BAND : 0;
+}
+
+static void fmt_ratio(char *buf, size_t len, double r, double target)
 {
     if (r <= 0)
         snprintf(buf, len, "-");
     else if (r >= 1000)
         snprintf(buf, len, ">x999");
     else
-        snprintf(buf, len, "x%.2f", r);
+        snprintf(buf, len, "x%.*f", target > 0 ? slb_verdict_digits(r, target, 2) : 2, r);
 }
 
 static void print_row(FILE *f, const slp_workload *w, const slp_entry *e)
@@ -174,8 +181,8 @@ static void print_row(FILE *f, const slp_workload *w, const slp_entry *e)
         return;
     }
     char ratio[16], ratio99[16];
-    fmt_ratio(ratio, sizeof(ratio), e->best == e ? 0 : e->ratio);
-    fmt_ratio(ratio99, sizeof(ratio99), e->best == e ? 0 : e->ratio99);
+    fmt_ratio(ratio, sizeof(ratio), e->best == e ? 0 : e->ratio, target_ratio(w));
+    fmt_ratio(ratio99, sizeof(ratio99), e->best == e ? 0 : e->ratio99, target_ratio(w));
     const char *tgt = e->best == e ? "best peer" : target(w, e);
     if (w->test == SLP_WAKE || w->test == SLP_UNEVEN)
         fprintf(f, "%8.1f %8.1f %8.1f %8.1f %8.1f %8s %8s  %s\n", e->med, e->min, e->max,
@@ -217,7 +224,7 @@ void slp_print_targets(FILE *f, const slp_workload *w, unsigned n)
             if (!*t)
                 continue;
             char ratio[16];
-            fmt_ratio(ratio, sizeof(ratio), e->ratio);
+            fmt_ratio(ratio, sizeof(ratio), e->ratio, target_ratio(&w[i]));
             fprintf(f, "  %-10s %-22s %-18s", w[i].label, e->name, t);
             if (w[i].test == SLP_IDLE)
                 fprintf(f, " %.1f us, %.0f switches\n", e->med, e->extra_med);

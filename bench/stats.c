@@ -2,6 +2,7 @@
  * stats.c — clocks, the shuffle's random numbers, order statistics, and the
  * machine facts (CPU count, pinning) the driver needs.
  */
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -142,4 +143,17 @@ void slb_cpu_model(char *buf, size_t len)
         }
     }
     fclose(f);
+}
+
+int slb_verdict_digits(double r, double target, int digits)
+{
+    double scale = 1;
+    for (int i = 0; i < digits; i++)
+        scale *= 10;
+    for (; digits < 4; digits++, scale *= 10) {
+        double shown = round(r * scale) / scale;
+        if ((shown >= target) == (r >= target) && (shown <= target) == (r <= target))
+            break;
+    }
+    return digits;
 }

@@ -32,7 +32,11 @@ sl_status sl__ring_init_at(sl_ring *r, size_t elem_size, size_t capacity, uint64
 #ifdef SL_MUTANT_RING_CAP_OFF_BY_ONE
     capacity += 1; /* planted bug: holds one more than asked */
 #endif
-    return sl__mpmc_init_mode(&r->q, elem_size, capacity, start, SL_RING_SPARE);
+    size_t spare = SL_RING_SPARE;
+#ifdef SL_MUTANT_RING_SPARE_SHORT
+    spare -= 1; /* planted bug: one spare slot fewer than sluice/ring.h states */
+#endif
+    return sl__mpmc_init_mode(&r->q, elem_size, capacity, start, spare);
 }
 
 SL_API sl_status sl_ring_init(sl_ring *r, size_t elem_size, size_t capacity)

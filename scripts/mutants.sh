@@ -131,6 +131,7 @@ mutants=(
 "POOL_CLAIM_STORE|default|stress_pool|CK_RUN_CASE=accounting||1|0|pool: a ring claim moves \`head\` with a store instead of a CAS"
 "POOL_FILL_TAIL_FIRST|faults|stress_pool|CK_RUN_CASE=accounting||1|0|pool: a ring fill publishes \`tail\` before its entries"
 "RING_CAP_OFF_BY_ONE|default|unit_ring|CK_RUN_CASE=raw||1|1|ring capacity off by one"
+"RING_SPARE_SHORT|default|unit_ring|CK_RUN_CASE=blocking||1|0|ring: one spare slot fewer than SL_RING_SPARE, so a send over 8 bytes waits with SL_RING_SPARE - 1 slots held, where sluice/ring.h says it is lock-free"
 "MPMC_DRAIN_SKIPS_LEFTOVER|fuzz|fuzz_ring||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/ring|1|1|ring free (the MPMC drain under it) skips a leftover"
 "SPSC_WRAP_NOT_COPIED|fuzz|fuzz_spsc||-max_total_time=60 -max_len=4096 -timeout=20 -rss_limit_mb=4096 @DIR@/corpus @ROOT@/tests/fuzz/corpus/spsc|1|1|SPSC push_n leaves out the part of a batch that wraps around"
 "PARK_TIMEOUT_NO_RETRY|default|stress_park|CK_RUN_CASE=timed_never_early||0|0|a timed-out waiter skips its final retry (harmless: the model shows why, below)"

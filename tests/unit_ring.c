@@ -1353,6 +1353,102 @@ START_TEST(test_wrap_race)
 }
 END_TEST
 
+/* ---- the stated bound on slot holders ------------------------------------ */
+
+/* sluice/ring.h: with messages over 8 bytes a push is lock-free while fewer
+ * than SL_RING_SPARE operations hold a slot, and yields past that until one
+ * is done; a displacing send's drop function holds the displaced slot while
+ * it runs. So, on a full ring: with SL_RING_SPARE - 1 sends parked in their
+ * drop functions, one more send completes; with SL_RING_SPARE parked, one
+ * more waits until a drop returns. Both edges of the bound, exactly. */
+typedef struct bound_run {
+    sl_chan *ch;
+    atomic_int parked;  /* sends inside a drop function that waits */
+    atomic_int release; /* lets them return */
+    atomic_int done;    /* the probing send returned */
+    atomic_int wrong;   /* sends that did not say SL_EVICTED */
+} bound_run;
+
+static _Thread_local bool bound_parks; /* this thread's drops wait for release */
+
+static void bound_drop(void *elem, void *ctx)
+{
+    (void)elem;
+    bound_run *b = ctx;
+    if (!bound_parks)
+        return;
+    atomic_fetch_add(&b->parked, 1);
+    while (!atomic_load(&b->release))
+        sl_test_sleep_ns(MS / 4);
+}
+
+static void *bound_parker(void *arg)
+{
+    bound_run *b = arg;
+    bound_parks = true;
+    unsigned char m[16] = {1};
+    if (sl_chan_send(b->ch, m) != SL_EVICTED)
+        atomic_fetch_add(&b->wrong, 1);
+    return NULL;
+}
+
+static void *bound_prober(void *arg)
+{
+    bound_run *b = arg;
+    unsigned char m[16] = {2};
+    if (sl_chan_send(b->ch, m) != SL_EVICTED)
+        atomic_fetch_add(&b->wrong, 1);
+    atomic_store(&b->done, 1);
+    return NULL;
+}
+
+/* Whether one more send completes within `ns`, with `held` sends parked in
+ * their drop functions (released afterwards either way). */
+static bool bound_send_completes(size_t cap, int held, uint64_t ns)
+{
+    static bound_run b;
+    memset(&b, 0, sizeof b);
+    sl_chan_opts o = {.flavor = SL_RING, .elem_size = 16, .capacity = cap, .drop = bound_drop,
+                      .drop_ctx = &b};
+    ck_assert_int_eq(sl_chan_new(&b.ch, &o), SL_OK);
+    unsigned char m[16] = {0};
+    for (size_t i = 0; i < cap; i++)
+        ck_assert_int_eq(sl_chan_send(b.ch, m), SL_OK);
+    pthread_t *t = xmalloc((size_t)held * sizeof *t), probe;
+    for (int i = 0; i < held; i++) {
+        ck_assert_int_eq(pthread_create(&t[i], NULL, bound_parker, &b), 0);
+        while (atomic_load(&b.parked) < i + 1) /* one at a time: each displaces */
+            sched_yield();
+    }
+    ck_assert_int_eq(pthread_create(&probe, NULL, bound_prober, &b), 0);
+    uint64_t end = sl_test_now_ns() + ns;
+    while (!atomic_load(&b.done) && sl_test_now_ns() < end)
+        sl_test_sleep_ns(MS / 4);
+    bool completed = atomic_load(&b.done);
+    atomic_store(&b.release, 1);
+    pthread_join(probe, NULL);
+    for (int i = 0; i < held; i++)
+        pthread_join(t[i], NULL);
+    ck_assert_int_eq(atomic_load(&b.wrong), 0);
+    ck_assert_uint_eq(sl_chan_len(b.ch), cap);
+    sl_chan_free(b.ch);
+    free(t);
+    return completed;
+}
+
+START_TEST(test_spare_bound)
+{
+    const size_t cap = _i ? 3 : 1;
+    /* Below the bound a send must not wait at all; give it ample time. */
+    ck_assert_msg(bound_send_completes(cap, SL_RING_SPARE - 1, 5000 * MS),
+                  "cap %zu: a send waited with %d slots held", cap, SL_RING_SPARE - 1);
+    /* At the bound it yields until a drop returns: it cannot have completed. */
+    ck_assert_msg(!bound_send_completes(cap, SL_RING_SPARE, 100 * MS),
+                  "cap %zu: a send completed with %d slots held: more spare slots than stated",
+                  cap, SL_RING_SPARE);
+}
+END_TEST
+
 static Suite *ring_suite(void)
 {
     Suite *s = suite_create("ring");
@@ -1384,6 +1480,7 @@ static Suite *ring_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_chan_blocking_recv);
     tcase_add_test(tc, test_chan_close);
+    tcase_add_loop_test(tc, test_spare_bound, 0, 2);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("wrap");

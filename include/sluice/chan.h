@@ -235,7 +235,9 @@ SL_API sl_status sl_chan_send_ptr_for(sl_chan *ch, void **pp, uint64_t timeout_n
 /* Overwrite-ring send that hands the displaced message to the caller: returns
  * SL_OK, or SL_EVICTED with the oldest message copied to *evicted (which the
  * caller now owns); SL_CLOSED (nothing consumed); SL_EINVAL for NULL ch, elem
- * or evicted, and on every flavour but SL_RING. Never waits. */
+ * or evicted, and on every flavour but SL_RING. Never waits (*): with
+ * messages over 8 bytes, only while fewer than SL_RING_SPARE operations hold
+ * a slot (above; sluice/ring.h). */
 SL_API sl_status sl_chan_send_evict(sl_chan *ch, const void *elem, void *evicted);
 
 /* Receives the oldest message into out, waiting while the channel is empty.

@@ -900,9 +900,12 @@ END_TEST
 #define WRAP_START ((uint64_t)0 - WRAP_BELOW)
 #define WRAP_MAX_CAP 9
 #define WRAP_BATCH 12
-#define WRAP_ESZ_MAX 24
-/* The direct form (the value in the cell) and the indexed form (a slot). */
-static const size_t wrap_sizes[] = {8, 24};
+#define WRAP_ESZ_MAX 1024
+/* The direct form (the value in the cell: a part of the word, and all of
+ * it) and the indexed form (a slot: just over a word, whole words, and
+ * large messages with and without a part of a word at the end). A
+ * message's producer sits at bit 40, so 7 bytes still hold it. */
+static const size_t wrap_sizes[] = {7, 8, 9, 24, 257, 1024};
 
 /* A message's value: its producer from bit 40 up, its number below. */
 #define WRAP_MSG(p, s) (((uint64_t)(p) << 40) | (uint64_t)(s))

@@ -344,26 +344,36 @@ static int set_futex_counted(const sl__event_set *s, uint64_t deadline_ns)
     return r;
 }
 
+/* Whether a deadline has passed (never SL_FOREVER's). A wait whose deadline
+ * has passed makes no futex call: the kernel stretches even an expired
+ * timeout by the thread's timer slack (50 us by default), so a timed call
+ * whose time ran out during its spin slept that long past it (found by
+ * review: a 1 ns timeout took 70 us). */
+static inline bool deadline_passed(uint64_t deadline_ns)
+{
+    return deadline_ns != SL_FOREVER && sl__now_ns() >= deadline_ns;
+}
+
 /* Sleeps until an epoch of the set moves or the deadline passes. SL_TIMEDOUT
  * comes only once the clock says the deadline has passed, never on the
- * futex's word alone; spurious returns, EINTR and EAGAIN wait again. */
+ * futex's word alone (the kernel ends an absolute wait with ETIMEDOUT, but a
+ * replaced sysops layer may not); spurious returns, EINTR and EAGAIN wait
+ * again. */
 static sl_status set_sleep(const sl__event_set *s, uint64_t deadline_ns)
 {
-    for (;;) {
+    for (unsigned sleeps = 0;; sleeps++) {
         if (set_moved(s))
             return SL_OK;
+#ifdef SL_MUTANT_PARK_SLEEPS_PAST_DEADLINE
+        if (sleeps > 0 && deadline_passed(deadline_ns)) /* planted bug: the first sleep unchecked */
+#else
+        if (deadline_passed(deadline_ns))
+#endif
+            return SL_TIMEDOUT;
         SL_FI(); /* between the epoch check and the futex's own compare */
         int r = s->unwoken ? set_futex_counted(s, deadline_ns) : set_futex(s, deadline_ns);
         if (r < 0 && r != -EINTR && r != -EAGAIN && r != -ETIMEDOUT)
             futex_failed();
-        if (deadline_ns == SL_FOREVER)
-            continue;
-        /* Every return is checked against the clock: the kernel ends an
-         * absolute wait with ETIMEDOUT, but a replaced sysops layer may not. */
-        if (set_moved(s))
-            return SL_OK;
-        if (sl__now_ns() >= deadline_ns)
-            return SL_TIMEDOUT;
     }
 }
 
@@ -542,6 +552,13 @@ sl_status sl__event_await_set(const sl__event_set *set, sl__ready_fn ready, void
     if ((flags & SL__AWAIT_SPIN) ? sl__await_spin(ready, ctx, deadline_ns, flags) : ready(ctx))
         return SL_OK;
     for (;;) {
+        /* Out of time already (the spin's clock read, a wake at the
+         * deadline): one last look, made after the deadline, and no
+         * registration, barrier or sleep. */
+#ifndef SL_MUTANT_PARK_SLEEPS_PAST_DEADLINE /* planted bug when defined: registers and sleeps */
+        if (deadline_passed(deadline_ns))
+            return ready(ctx) ? SL_OK : SL_TIMEDOUT;
+#endif
         set_prepare(set);
         SL_FI(); /* registered, not yet re-checked */
 #ifndef SL_MUTANT_PARK_NO_RECHECK /* planted bug when defined: sleeps unchecked */

@@ -95,6 +95,7 @@ mutants=(
 "PARK_MIXED_SET_SHARED_ONLY|default|unit_park|CK_RUN_CASE=barrier||1|0|a wait on a set of private and shared eventcounts (a select over an in-process and a shared channel) issues only the shared barrier, which in a fenced segment is a fence alone: the in-process notifiers, compiler-ordered in asymmetric mode, are left unpaired"
 "PARK_UNWOKEN_TWICE|default|unit_chan|CK_RUN_CASE=syscalls||1|1|a sleeper that a notify woke (and took off the count of unwoken sleepers) takes itself off too: the count runs low, and a later notify skips the system call with a receiver still asleep"
 "PARK_SLEEPER_UNCOUNTED|default|unit_chan|CK_RUN_CASE=syscalls||1|1|a sleeper goes into the kernel without adding itself to the count of unwoken sleepers, so a notify that finds the count 0 wakes nobody"
+"PARK_SLEEPS_PAST_DEADLINE|default|unit_park|CK_RUN_CASE=sysops||1|0|a timed wait whose deadline has already passed (a 1 ns timeout, once its spin reads the clock) still registers, issues the registration barrier and calls FUTEX_WAIT, which the kernel's timer slack keeps asleep about 50 us past the deadline"
 "PARK_WAKE_BEFORE_BUMP|default|stress_park|TIMEOUT=60 CK_RUN_CASE=event_pingpong||1|0|notify_one issues the futex wake before it bumps the epoch"
 "PARK_CLOSE_NOTIFY_ONE|default|stress_park|TIMEOUT=60 CK_RUN_CASE=many_receivers||1|0|close (notify_all) wakes one waiter instead of all"
 "SELECT_NO_SHUFFLE|default|unit_select|||1|1|select without shuffling"

@@ -22,6 +22,7 @@
 
 #include <sluice/chan.h>
 #include <sluice/park.h>
+#include <sluice/select.h>
 #include "sysops.h"
 #include "await.h"
 
@@ -611,6 +612,69 @@ START_TEST(test_sleeping_waiter_woken_through_futex)
 }
 END_TEST
 
+/* A wait whose deadline has passed makes no futex call and issues no
+ * registration barrier: the kernel stretches even an expired timeout by the
+ * thread's timer slack (50 us by default), so a receive with a 1 ns timeout
+ * took 70 us, a membarrier and a sleep (found by review; planted
+ * PARK_SLEEPS_PAST_DEADLINE). Every form below is out of time once its first
+ * clock read has run: sl_event_wait given a passed deadline, and the timed
+ * forms given 1 ns, whose spin reads the clock after 8 tries. */
+static _Atomic unsigned long n_barrier_calls;
+
+static int counting_membarrier(int cmd)
+{
+    if (cmd == MEMBARRIER_CMD_PRIVATE_EXPEDITED)
+        atomic_fetch_add(&n_barrier_calls, 1);
+    return sl_test_sys_base()->membarrier(cmd);
+}
+
+static const sl_sys_ops expired_ops = {.futex_wait = counting_futex_wait,
+                                       .membarrier = counting_membarrier};
+
+static void expect_no_sleep(const char *what, sl_status st, sl_status want)
+{
+    ck_assert_msg(st == want, "%s: %s", what, sl_status_str(st));
+    ck_assert_msg(wait_calls() == 0 && atomic_load(&n_barrier_calls) == 0,
+                  "%s, already out of time: %lu futex waits, %lu barriers", what, wait_calls(),
+                  atomic_load(&n_barrier_calls));
+}
+
+START_TEST(test_passed_deadline_no_sleep)
+{
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 8, .capacity = 1};
+    sl_chan *ch = NULL;
+    ck_assert_int_eq(sl_chan_new(&ch, &o), SL_OK);
+    uint64_t v = 1;
+    ck_assert_int_eq(sl_chan_send(ch, &v), SL_OK); /* full */
+    sl_event ev;
+    sl_event_init(&ev);
+    install_counting(INJ_NONE, 0); /* the counts zeroed, no injection */
+    sl_test_sys_install(&expired_ops);
+
+    /* Registered by the caller: the wait alone must not sleep. */
+    uint32_t key = sl_event_prepare(&ev);
+    atomic_store(&n_barrier_calls, 0);
+    expect_no_sleep("sl_event_wait", sl_event_wait(&ev, key, sl_now_ns()), SL_TIMEDOUT);
+    ck_assert_uint_eq(sl_event_waiters(&ev), 0);
+    expect_no_sleep("sl_chan_send_for", sl_chan_send_for(ch, &v, 1), SL_TIMEDOUT);
+    ck_assert_int_eq(sl_chan_try_recv(ch, &v), SL_OK); /* empty */
+    v = 7;
+    expect_no_sleep("sl_chan_recv_for", sl_chan_recv_for(ch, &v, 1), SL_TIMEDOUT);
+    size_t got = 9, i = 9;
+    expect_no_sleep("sl_chan_recv_n_for", sl_chan_recv_n_for(ch, &v, 1, 1, &got), SL_TIMEDOUT);
+    ck_assert_uint_eq(got, 0);
+    ck_assert_uint_eq(v, 7); /* nothing written */
+    sl_select_case c = {ch, SL_SEL_RECV, &v};
+    /* A select registers on its channels and arms its bell (a barrier) before
+     * it waits: only the sleep is left out. */
+    ck_assert_int_eq(sl_select(&c, 1, 1, &i), SL_TIMEDOUT);
+    ck_assert_msg(wait_calls() == 0, "sl_select: %lu futex waits", wait_calls());
+    ck_assert_uint_eq(i, 9);
+    restore_ops();
+    sl_chan_free(ch);
+}
+END_TEST
+
 /* ---- injected faults ------------------------------------------------------- */
 
 /* With every futex_wait failing in `mode` until a little past the deadline
@@ -964,6 +1028,7 @@ static Suite *park_suite(void)
     tcase_add_test(tc, test_notify_without_waiter_no_syscall);
     tcase_add_test(tc, test_notify_slow_without_waiter_no_syscall);
     tcase_add_test(tc, test_sleeping_waiter_woken_through_futex);
+    tcase_add_test(tc, test_passed_deadline_no_sleep);
     tcase_add_test(tc, test_spurious_wakeups_timed);
     tcase_add_test(tc, test_eintr_timed);
     tcase_add_test(tc, test_early_etimedout_timed);

@@ -18,8 +18,9 @@
  * load of a counter on a line it already reads).
  *
  * Timer channels (sluice/timer.h) are receive cases like any other: ready
- * once a fire is due, and a sleeping selector wakes no later than the
- * earliest fire among its cases. A send case on a timer channel is refused:
+ * once a fire is due, and a sleeping selector asks the kernel to wake it at
+ * the earliest fire among its cases (plus the kernel's timer slack,
+ * sluice/timer.h). A send case on a timer channel is refused:
  * when a round reaches it, select returns SL_EINVAL with *index on it and
  * nothing happened. So is an operation a broadcast handle does not take
  * (sluice/broadcast.h: a receive case on the send handle, a send case on a

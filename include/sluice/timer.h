@@ -32,8 +32,10 @@
  *                      e.g. an optional deadline left off).
  *
  * No thread, signal or system timer per timer: a receive reads the clock,
- * and a receiver or selector that waits sleeps no later than the next fire
- * of the timers it waits on. Every fire is received by exactly one receiver,
+ * and a receiver or selector that waits asks the kernel to wake it at the
+ * next fire of the timers it waits on (the kernel adds its timer slack, 50 us
+ * by default, which prctl(PR_SET_TIMERSLACK) lowers, and any scheduling
+ * delay). Every fire is received by exactly one receiver,
  * and a timer may have any number of receivers (any threads).
  *
  * The façade's rules, for this flavour: sends of every form return

@@ -191,6 +191,57 @@ START_TEST(test_after_blocking)
 }
 END_TEST
 
+/* Every receive form that waits, on a fake clock: one whose own deadline
+ * comes first times out exactly there with nothing written (out, *got,
+ * *index); then each wakes exactly at the fire and takes it. */
+enum { F_RECV_FOR, F_RECV, F_RECV_N_FOR, F_RECV_N, F_SELECT, F_BIASED, F_TYPED, F_FORMS };
+
+static sl_status recv_by_form(int form, sl_chan *ch, uint64_t timeout, uint64_t *v, size_t *got,
+                              size_t *index)
+{
+    sl_select_case c[] = {{NULL, SL_SEL_RECV, v}, {ch, SL_SEL_RECV, v}};
+    switch (form) {
+    case F_RECV_FOR: return sl_chan_recv_for(ch, v, timeout);
+    case F_RECV: return sl_chan_recv(ch, v);
+    case F_RECV_N_FOR: return sl_chan_recv_n_for(ch, v, 3, timeout, got);
+    case F_RECV_N: return sl_chan_recv_n(ch, v, 3, got);
+    case F_SELECT: return sl_select(c, 2, timeout, index);
+    case F_BIASED: return sl_select_biased(c, 2, timeout, index);
+    default: return sl_timer_chan_recv_n_for((sl_timer_chan *)(void *)ch, v, 3, timeout, got);
+    }
+}
+
+START_TEST(test_every_form_wakes_at_fire)
+{
+    for (int form = 0; form < F_FORMS; form++) {
+        fake_start();
+        sl_chan *ch = mk_after(5 * SEC);
+        uint64_t v[3] = {7, 7, 7};
+        size_t got = 9, index = 9;
+        bool timed = form != F_RECV && form != F_RECV_N;
+        if (timed) {
+            sl_status st = recv_by_form(form, ch, 2 * SEC, v, &got, &index);
+            ck_assert_msg(st == SL_TIMEDOUT, "form %d: %s before the fire", form,
+                          sl_status_str(st));
+            ck_assert_uint_eq(fake_clock(), T0 + 2 * SEC); /* its own deadline, not earlier */
+            ck_assert_msg(v[0] == 7 && index == 9 && (got == 0 || got == 9),
+                          "form %d wrote on SL_TIMEDOUT", form);
+        }
+        sl_status st = recv_by_form(form, ch, timed ? 60 * SEC : SL_FOREVER, v, &got, &index);
+        ck_assert_msg(st == SL_OK, "form %d: %s", form, sl_status_str(st));
+        ck_assert_uint_eq(v[0], T0 + 5 * SEC);
+        ck_assert_uint_eq(v[1], 7); /* one fire, however large the batch */
+        ck_assert_msg(fake_clock() == T0 + 5 * SEC, "form %d woke at +%llu ns, the fire at +5 s",
+                      form, ULL(fake_clock() - T0));
+        if (form == F_RECV_N_FOR || form == F_RECV_N || form == F_TYPED)
+            ck_assert_uint_eq(got, 1);
+        if (form == F_SELECT || form == F_BIASED)
+            ck_assert_uint_eq(index, 1);
+        sl_chan_free(ch);
+    }
+}
+END_TEST
+
 /* ---- tick ----------------------------------------------------------------- */
 START_TEST(test_tick_grid_and_coalescing)
 {
@@ -515,6 +566,7 @@ static Suite *timer_suite(void)
     tcase_add_test(tc, test_bad_input);
     tcase_add_test(tc, test_after_fires_once);
     tcase_add_test(tc, test_after_blocking);
+    tcase_add_test(tc, test_every_form_wakes_at_fire);
     tcase_add_test(tc, test_tick_grid_and_coalescing);
     tcase_add_test(tc, test_never);
     tcase_add_test(tc, test_close_stops_and_wakes);

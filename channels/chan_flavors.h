@@ -286,8 +286,8 @@ static const flavor_adapter ring_adapter = {
 };
 
 /* SL_TIMER: no queue, a clock (channels/timer.h). A pop takes the fire that
- * is due; its compare-and-swap is seq_cst, which orders it before the
- * notifies that follow. A closed timer is stopped: no fire, even a due one,
+ * is due with a compare-and-swap; no notify follows it (recv_only: no
+ * sender waits for room). A closed timer is stopped: no fire, even a due one,
  * so the façade answers SL_CLOSED. Sends never get here (recv_only). */
 static inline sl_status timer_init(sl_chan *ch, const sl_chan_opts *o, uint64_t start)
 {

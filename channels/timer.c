@@ -61,9 +61,10 @@ sl_status sl__timer_take(sl_timer_state *t, const SL_ATOMIC(uint32_t) *closed, u
         if (atomic_load_explicit(closed, memory_order_seq_cst))
             return SL_EMPTY;
 #endif
-        /* seq_cst: the change of state the channel's notify (sl__chan_ring_selectors)
-         * is ordered after, as for every flavour's pop. On failure `due` is
-         * the fire another receiver left: look again. */
+        /* seq_cst, as every flavour's pop, though no notify follows a
+         * timer's (no sender waits on it: room_made, chan.c); the order
+         * against a close is the load of `closed` above. On failure `due`
+         * is the fire another receiver left: look again. */
 #ifdef SL_MUTANT_TIMER_TAKE_BY_STORE
         /* Planted bug: a plain store takes the fire; racing receivers both do. */
         sl_cpu_relax();

@@ -13,8 +13,11 @@
  *   1. ready(ctx) once; or, with SL__AWAIT_SPIN, ready(ctx) retried after
  *      growing pause hints and then a few sched_yield()s (spin.h's budgets)
  *      — a caller that spins has just tried once itself;
- *   2. sl_event_prepare (a full barrier after the registration), then
- *      ready(ctx) again: true withdraws the registration and returns;
+ *   2. with the deadline passed, ready(ctx) once more (after it) and return,
+ *      unregistered: an expired futex timeout still sleeps the kernel's
+ *      timer slack; otherwise sl_event_prepare (a full barrier after the
+ *      registration), then ready(ctx) again: true withdraws the
+ *      registration and returns;
  *   3. sl_event_wait until notified or the deadline, then ready(ctx) once
  *      more — also at the deadline, so that a notify that chose this thread
  *      is never lost with it — and back to 2.

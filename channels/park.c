@@ -349,7 +349,7 @@ static int set_futex_counted(const sl__event_set *s, uint64_t deadline_ns)
  * timeout by the thread's timer slack (50 us by default), so a timed call
  * whose time ran out during its spin slept that long past it (found by
  * review: a 1 ns timeout took 70 us). */
-static inline bool deadline_passed(uint64_t deadline_ns)
+bool sl__deadline_passed(uint64_t deadline_ns)
 {
     return deadline_ns != SL_FOREVER && sl__now_ns() >= deadline_ns;
 }
@@ -365,9 +365,9 @@ static sl_status set_sleep(const sl__event_set *s, uint64_t deadline_ns)
         if (set_moved(s))
             return SL_OK;
 #ifdef SL_MUTANT_PARK_SLEEPS_PAST_DEADLINE
-        if (sleeps > 0 && deadline_passed(deadline_ns)) /* planted bug: the first sleep unchecked */
+        if (sleeps > 0 && sl__deadline_passed(deadline_ns)) /* planted bug: the first sleep unchecked */
 #else
-        if (deadline_passed(deadline_ns))
+        if (sl__deadline_passed(deadline_ns))
 #endif
             return SL_TIMEDOUT;
         SL_FI(); /* between the epoch check and the futex's own compare */
@@ -556,7 +556,7 @@ sl_status sl__event_await_set(const sl__event_set *set, sl__ready_fn ready, void
          * deadline): one last look, made after the deadline, and no
          * registration, barrier or sleep. */
 #ifndef SL_MUTANT_PARK_SLEEPS_PAST_DEADLINE /* planted bug when defined: registers and sleeps */
-        if (deadline_passed(deadline_ns))
+        if (sl__deadline_passed(deadline_ns))
             return ready(ctx) ? SL_OK : SL_TIMEDOUT;
 #endif
         set_prepare(set);

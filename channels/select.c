@@ -297,6 +297,7 @@ typedef struct select_ctx {
     sl_status st;          /* the last round's */
     sl__rdv_select *rdv;   /* offers on rendezvous cases, once registered; or NULL */
     unsigned looks;        /* rounds in the wait (select_recheck) */
+    uint64_t deadline;     /* the select's, absolute */
     select_bells bells;    /* what the wait sleeps on */
 } select_ctx;
 
@@ -317,14 +318,21 @@ static bool select_ready(void *ctx)
 
 /* The wait's condition: the bell armed, then one round. The wait's first look
  * comes before its prepare and needs no arm (the re-check after the prepare
- * arms); every later one may be the re-check before a sleep. */
+ * arms); every later one may be the re-check before a sleep, unless the
+ * deadline has passed: no sleep follows such a look (await.h), and the arm's
+ * barrier is a membarrier, once per select whose time ran out in its spin. */
 static bool select_recheck(void *ctx)
 {
     select_ctx *w = ctx;
 #ifdef SL_MUTANT_SELECT_ARM_ONCE
-    if (w->looks++ == 1) /* planted bug: only the first re-check arms the bell */
+    bool later = w->looks++ == 1; /* planted bug: only the first re-check arms the bell */
 #else
-    if (w->looks++ > 0)
+    bool later = w->looks++ > 0;
+#endif
+#ifdef SL_MUTANT_PARK_SLEEPS_PAST_DEADLINE
+    if (later) /* planted bug: a look after the deadline arms too */
+#else
+    if (later && !sl__deadline_passed(w->deadline))
 #endif
         sl__bells_arm(w->bells.armed, w->bells.n, w->bells.n > 1);
     return select_ready(ctx);
@@ -384,7 +392,7 @@ static __attribute__((noinline)) sl_status select_wait(sl_select_case *cases, si
                                                        size_t *order, uint64_t deadline,
                                                        size_t *index)
 {
-    select_ctx w = {cases, n, order, index, SL_TIMEDOUT, NULL, 0, {0}};
+    select_ctx w = {cases, n, order, index, SL_TIMEDOUT, NULL, 0, deadline, {0}};
     /* Offers on rendezvous cases go up with the first round of the spin, so
      * a partner can meet this select while it spins (rendezvous.c). */
     sl__rdv_select rdv;

@@ -132,6 +132,13 @@ void sl__event_notify_counted(sl_event *ev, SL_ATOMIC(uint32_t) *unwoken, size_t
 sl_status sl__event_await_set(const sl__event_set *set, sl__ready_fn ready, void *ctx,
                               uint64_t deadline_ns, unsigned flags);
 
+/* Whether the absolute deadline has passed (never SL_FOREVER): then an
+ * await makes one last ready(ctx) and returns without registering or
+ * sleeping, and no sleep of the set waits past it, so a condition whose
+ * re-check readies a sleep (a select's bell arm) may skip that work on a
+ * look made after it. */
+bool sl__deadline_passed(uint64_t deadline_ns);
+
 /* Phase 1 alone: ready(ctx) retried with growing pause hints (the first
  * after one pause, or after SL_SPIN_PATIENT_START with SL__AWAIT_PATIENT in
  * flags), then a few sched_yield()s. true once ready(ctx); false when the

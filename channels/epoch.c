@@ -55,7 +55,7 @@ SL_ATOMIC(unsigned) sl__epoch_forks;
 /* fork's child has only the forking thread: every other record's owner is
  * gone, and an announcement it left would hold back reclamation forever.
  * The new generation tells each list that a reclaim flag raised before it
- * was raised by a thread the child does not have (channels/list.c). */
+ * was raised by a thread the child does not have (channels/list_segs.c). */
 static void child_after_fork(void)
 {
     /* Relaxed: the child runs only this thread now. */

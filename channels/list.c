@@ -25,12 +25,9 @@
  * touches its own `deq` line and the slot's line (state and bytes), as a
  * push touches `enq` and the slot's line (docs/design.md counts them).
  *
- * Reclamation: a pop that moves the head past a used-up segment first makes
- * sure the tail has moved past it too, so no root pointer reaches it; then it
- * stamps the segment with the epoch domain and frees, oldest first, every
- * stamped segment that no thread inside an operation can still hold. The
- * first freed segment becomes the list's spare, which the next growth takes
- * instead of calling the allocator; the rest go back to the allocator.
+ * Segments — their layout (list_impl.h), allocation, the spare, and which
+ * to free through the epoch domain — live in channels/list_segs.c; this
+ * file is the push and pop algorithm over them.
  */
 #include "sluice/list.h"
 
@@ -38,13 +35,12 @@
 #include <string.h>
 
 #include "rings.h"
+#include "list_impl.h"
 #include "internal/epoch.h"
 #include "internal/spin.h"
 #include "internal/util.h"
 #include "internal/testing.h"
 #include "internal/sysops.h"
-
-enum { SLOT_EMPTY = 0, SLOT_FULL = 1, SLOT_TAKEN = 2 };
 
 /* A consumer that finds its slot empty while a producer has already claimed
  * it waits this many pause hints before poisoning it. */
@@ -55,15 +51,6 @@ enum { SLOT_EMPTY = 0, SLOT_FULL = 1, SLOT_TAKEN = 2 };
  * next try (claim_backoff). */
 #define LIST_CLAIM_BACKOFF_MAX 8
 
-struct sl_list_seg {
-    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) enq; /* producers' next slot */
-    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(uint64_t) deq; /* consumers' next slot */
-    SL_ALIGNAS(SL_CACHELINE) SL_ATOMIC(sl_list_seg *) next;
-    SL_ATOMIC(uint64_t) retired; /* epoch stamp once unlinked; 0 before */
-    uint64_t base;        /* list position of slot 0, for len */
-    unsigned char *groups; /* the slots, in groups (slot_at) */
-};
-
 static size_t slots_for(size_t elem_size)
 {
     /* About 32 KiB of messages per segment, between 32 and 1024 slots. */
@@ -71,20 +58,8 @@ static size_t slots_for(size_t elem_size)
     return n < 32 ? 32 : n > 1024 ? 1024 : n;
 }
 
-/* Slots in groups. A group is GROUP_STATES bytes of slot states (one per slot
- * of the group), then the group's messages, each in a whole number of 8-byte
- * words: as many as fit in one cache line with their states, the group then
- * padded to the line (seven 8-byte messages fill it exactly); a message too
- * large for two to a line is a group of its own, state then bytes, unpadded.
- * Up to 24 bytes a slot's state and its message then share a line (over 24,
- * the state shares a line with the message's first bytes, in all but at most
- * one slot in eight), so a push that publishes next to a pop that takes (a
- * consumer close behind its producer) moves one line between the two cores
- * per message, where states kept apart from the bytes moved two; and small
- * messages cost about the bytes they did in separate arrays (9.1 bytes an
- * 8-byte message). docs/design.md, "SL_LIST's slot groups". */
-#define GROUP_STATES 8
-
+/* The slot groups' geometry for q's message size (list_impl.h,
+ * GROUP_STATES, says what a group is). */
 static void group_layout(sl_list *q)
 {
     q->word_bytes = (q->elem_size + 7) & ~(size_t)7;
@@ -96,11 +71,6 @@ static void group_layout(sl_list *q)
     q->group_bytes = k >= 2 ? SL_CACHELINE : GROUP_STATES + q->word_bytes;
     /* Exact for every slot index below 2^32 / k (a segment has at most 1024). */
     q->group_recip = (UINT64_C(1) << 32) / q->group_slots + 1;
-}
-
-static size_t seg_groups(const sl_list *q)
-{
-    return (q->seg_slots + q->group_slots - 1) / q->group_slots;
 }
 
 /* Slot i of a segment: its state, and where its message is. */
@@ -117,171 +87,6 @@ static inline list_slot slot_at(const sl_list *q, sl_list_seg *s, uint64_t i)
                        group + GROUP_STATES + r * q->word_bytes};
 }
 
-/* Empties s for use as a segment of q. No other thread may reach s. */
-static void seg_reset(const sl_list *q, sl_list_seg *s)
-{
-    /* Relaxed atomic stores, not atomic_init (a non-atomic write): reclaim's
-     * release fence orders its move of `oldest` before these, by C11's
-     * rules, only if they are atomic. Each is still one plain store. */
-    atomic_store_explicit(&s->enq, 0, memory_order_relaxed);
-    atomic_store_explicit(&s->deq, 0, memory_order_relaxed);
-    atomic_store_explicit(&s->next, NULL, memory_order_relaxed);
-    atomic_store_explicit(&s->retired, 0, memory_order_relaxed);
-    /* Plain bytes: nobody else can see s (never published, or past its grace
-     * period), and nobody who reaches s through `oldest` reads its states;
-     * they reach the next producer through the spare's release CAS. */
-    for (size_t g = 0, n = seg_groups(q); g < n; g++)
-        memset(s->groups + g * q->group_bytes, SLOT_EMPTY, GROUP_STATES);
-}
-
-static sl_list_seg *seg_alloc(sl_list *q)
-{
-    size_t hdr = sl__round_to_line(sizeof(sl_list_seg));
-    sl_list_seg *s =
-        sl__alloc(SL_CACHELINE, hdr + sl__round_to_line(seg_groups(q) * q->group_bytes));
-    if (!s)
-        return NULL;
-    s->groups = (unsigned char *)s + hdr;
-    seg_reset(q, s);
-    atomic_fetch_add_explicit(&q->segs_live, 1, memory_order_relaxed);
-    return s;
-}
-
-static void seg_free(sl_list *q, sl_list_seg *s)
-{
-    atomic_fetch_sub_explicit(&q->segs_live, 1, memory_order_relaxed);
-    free(s);
-}
-
-/* s is unreachable and no thread holds it: keep it as the spare, or free it
- * if there already is one. */
-static void seg_put(sl_list *q, sl_list_seg *s)
-{
-    sl_list_seg *none = NULL;
-    seg_reset(q, s);
-    /* Release: the reset is done before a producer takes the spare. */
-    if (!atomic_compare_exchange_strong_explicit(&q->spare, &none, s, memory_order_release,
-                                                 memory_order_relaxed))
-        seg_free(q, s);
-}
-
-static sl_list_seg *take_spare(sl_list *q)
-{
-    /* Acquire: pairs with seg_put's release, so the reset is visible. */
-    return atomic_exchange_explicit(&q->spare, NULL, memory_order_acquire);
-}
-
-/* The reclaim flag: 0, or raised by a thread of fork generation g
- * (sl__epoch_forks) as 2g + 1. Only a thread of this process's own
- * generation is there to lower it: in a fork's child, a flag raised before
- * the fork was raised by a thread that did not come along, and is taken
- * over rather than respected, or the child would never free a segment of
- * that list again. Acquire: the previous reclaimer's moves of `oldest` are
- * visible. */
-static bool reclaim_begin(sl_list *q)
-{
-    unsigned mine = 2u * atomic_load_explicit(&sl__epoch_forks, memory_order_relaxed) + 1u;
-    unsigned seen = atomic_load_explicit(&q->reclaiming, memory_order_relaxed);
-#ifdef SL_MUTANT_LIST_FORK_FLAG_KEPT
-    mine = 1u; /* planted bug: a flag raised before a fork holds off the child's reclaims */
-    seen = 0u;
-#endif
-    if (seen == mine)
-        return false; /* another thread of this process frees now: tried, never waited for */
-    return atomic_compare_exchange_strong_explicit(&q->reclaiming, &seen, mine,
-                                                   memory_order_acquire, memory_order_relaxed);
-}
-
-/* Stamps s, which the walk found unstamped, if it is unlinked: its
- * unlinker has yet to stamp it (pop_advance), or was a thread a fork left
- * behind and never will. The head's seq_cst load that shows it moved past
- * s comes before the stamp, as the unlinker's CAS does; whichever stamp
- * comes first counts. false: s is the head, the walk's end. */
-static bool stamp_unlinked(sl_list *q, sl_list_seg *s)
-{
-    if (atomic_load_explicit(&q->head, memory_order_seq_cst) == s)
-        return false;
-    uint64_t unstamped = 0;
-    /* Release: as the unlinker's stamp. */
-    atomic_compare_exchange_strong_explicit(&s->retired, &unstamped, sl__epoch_stamp(),
-                                            memory_order_release, memory_order_relaxed);
-    return true;
-}
-
-/* Frees, oldest first, the unlinked segments that no thread inside an
- * operation can still hold. One thread at a time; the others skip it (it is
- * tried, never waited for). The calling thread's own announcement is left out
- * of the scan when `self` is given: the caller then dereferences no segment
- * it loaded before the call (NULL: it may, and its announcement counts). */
-static void reclaim(sl_list *q, const sl_epoch_rec *self)
-{
-    if (!reclaim_begin(q))
-        return;
-    sl_list_seg *first = atomic_load_explicit(&q->oldest, memory_order_relaxed), *end = first;
-#ifndef SL_MUTANT_LIST_EARLY_FREE
-    /* The hint below, before the walk: a thread seen inside since before the
-     * oldest segment's stamp holds it, and the frees go oldest first, so
-     * nothing can be freed; the walk would cost a miss per retained segment
-     * on every empty pop while that thread is inside (review). */
-    uint64_t first_stamp = atomic_load_explicit(&first->retired, memory_order_acquire);
-    if (first_stamp != 0 && sl__epoch_oldest_seen(self) < first_stamp) {
-        atomic_store_explicit(&q->reclaiming, 0u, memory_order_release);
-        return;
-    }
-#endif
-    /* Stamps before the scan: a segment stamped after the scan may be held by
-     * a thread that entered after it. Acquire: the stamp's epoch bump (after
-     * the unlink) is ordered before the scan's loads. */
-    while (atomic_load_explicit(&end->retired, memory_order_acquire) != 0 ||
-           stamp_unlinked(q, end))
-        end = atomic_load_explicit(&end->next, memory_order_relaxed);
-#ifdef SL_MUTANT_LIST_EARLY_FREE
-    uint64_t safe = UINT64_MAX; /* planted bug: ignores threads still inside */
-#else
-    uint64_t safe = 0;
-    /* A thread seen inside since before the oldest stamp holds every stamped
-     * segment (nothing would be freed): skip the scan's barrier, a
-     * membarrier, as a pop finding the list empty behind a preempted
-     * operation would otherwise issue one each time. */
-    if (first != end && sl__epoch_oldest_seen(self) >=
-                            atomic_load_explicit(&first->retired, memory_order_relaxed))
-        safe = sl__epoch_oldest(self);
-#endif
-    sl_list_seg *s = first;
-    while (s != end && atomic_load_explicit(&s->retired, memory_order_relaxed) <= safe) {
-        sl_list_seg *next = atomic_load_explicit(&s->next, memory_order_relaxed);
-        /* `oldest` passes s before s is put: a fork between the two leaves
-         * the child one segment short, never one it would free twice. */
-        atomic_store_explicit(&q->oldest, next, memory_order_relaxed);
-        /* Store-store: `oldest` moves before seg_put's reset of s's header
-         * lands (its `next` and `retired`, which a walk from `oldest` reads,
-         * for a fork's snapshot too): a release fence, then those relaxed
-         * atomic stores (seg_reset), so whoever reads a reset field with
-         * acquire sees `oldest` past s. A relaxed store alone orders
-         * nothing on aarch64 (nor against the compiler). A compiler barrier
-         * on x86. */
-        atomic_thread_fence(memory_order_release);
-        seg_put(q, s);
-        s = next;
-    }
-    /* Release: the next reclaimer starts from this `oldest`. */
-    atomic_store_explicit(&q->reclaiming, 0u, memory_order_release);
-}
-
-/* An empty segment for growth: the spare; else what reclamation can free
- * now (the pop that unlinked it may have found a thread still inside); else
- * a new allocation. The caller still uses its tail segment, which may have
- * been unlinked meanwhile, so its own announcement counts in the scan. */
-static sl_list_seg *seg_get(sl_list *q)
-{
-    sl_list_seg *s = take_spare(q);
-    if (!s) {
-        reclaim(q, NULL);
-        s = take_spare(q);
-    }
-    return s ? s : seg_alloc(q);
-}
-
 SL_API sl_status sl_list_init(sl_list *q, size_t elem_size)
 {
     if (!q || elem_size == 0 || elem_size > SL_ELEM_MAX)
@@ -293,7 +98,7 @@ SL_API sl_status sl_list_init(sl_list *q, size_t elem_size)
     atomic_init(&q->segs_live, 0);
     atomic_init(&q->spare, NULL);
     atomic_init(&q->reclaiming, 0u);
-    sl_list_seg *first = seg_alloc(q);
+    sl_list_seg *first = sl__list_seg_alloc(q);
     if (!first)
         return SL_ENOMEM;
     first->base = 0;
@@ -309,7 +114,7 @@ SL_API sl_status sl_list_init(sl_list *q, size_t elem_size)
 static sl_status push_grow(sl_list *q, sl_list_seg *seg, const void *elem)
 {
     sl_list_seg *next = atomic_load_explicit(&seg->next, memory_order_acquire);
-    sl_list_seg *fresh = next ? NULL : seg_get(q);
+    sl_list_seg *fresh = next ? NULL : sl__list_seg_get(q);
     if (!next && !fresh) {
 #ifdef SL_MUTANT_LIST_ENOMEM_FIRST_LOOK
         return SL_ENOMEM; /* planted bug: ENOMEM although another producer may have grown it */
@@ -322,7 +127,7 @@ static sl_status push_grow(sl_list *q, sl_list_seg *seg, const void *elem)
          * answer's linearization point). Acquire: as the first look, for
          * the segment followed. */
         next = atomic_load_explicit(&seg->next, memory_order_acquire);
-        if (!next && !(fresh = take_spare(q)))
+        if (!next && !(fresh = sl__list_take_spare(q)))
             return SL_ENOMEM;
     }
     if (fresh) {
@@ -345,7 +150,7 @@ static sl_status push_grow(sl_list *q, sl_list_seg *seg, const void *elem)
                                                     memory_order_relaxed);
             return SL_OK;
         }
-        seg_put(q, fresh); /* never published */
+        sl__list_seg_put(q, fresh); /* never published */
     }
     /* Help the tail along; losing the race means someone else did. */
     atomic_compare_exchange_strong_explicit(&q->tail, &seg, next, memory_order_release,
@@ -544,10 +349,11 @@ static bool pop_advance(sl_list *q, sl_list_seg *seg, const sl_epoch_rec *self)
         /* Release: the stamp (taken after the unlink) is read before a
          * reclaimer's scan. This thread touches seg no more. */
         uint64_t unstamped = 0;
-        /* A CAS: a reclaimer may have stamped it first (stamp_unlinked). */
+        /* A CAS: a reclaimer may have stamped it first (list_segs.c,
+         * stamp_unlinked). */
         atomic_compare_exchange_strong_explicit(&seg->retired, &unstamped, sl__epoch_stamp(),
                                                 memory_order_release, memory_order_relaxed);
-        reclaim(q, self);
+        sl__list_reclaim(q, self);
     }
     return true;
 }
@@ -608,7 +414,7 @@ static bool pop_take(const sl_list *q, list_slot slot, void *out)
 static void pop_idle(sl_list *q, sl_list_seg *seg, const sl_epoch_rec *self)
 {
     if (atomic_load_explicit(&q->oldest, memory_order_relaxed) != seg)
-        reclaim(q, self);
+        sl__list_reclaim(q, self);
 }
 
 /* Nothing is published at slot d (< seg_slots) of the head segment seg: is
@@ -715,11 +521,6 @@ SL_API size_t sl_list_len(const sl_list *q)
     return pushed > popped ? (size_t)(pushed - popped) : 0;
 }
 
-SL_API size_t sl_list_segments(const sl_list *q)
-{
-    return q ? (size_t)atomic_load_explicit(&q->segs_live, memory_order_acquire) : 0;
-}
-
 void sl__list_drain(sl_list *q, sl_visit_fn fn, void *ctx)
 {
     sl_list_seg *seg = atomic_load_explicit(&q->head, memory_order_acquire);
@@ -738,23 +539,3 @@ void sl__list_drain(sl_list *q, sl_visit_fn fn, void *ctx)
     }
 }
 
-SL_API void sl_list_destroy(sl_list *q)
-{
-    if (!q || !atomic_load_explicit(&q->head, memory_order_relaxed))
-        return;
-    /* No other thread uses q now: every segment from the oldest not yet
-     * freed (unlinked ones included) to the newest, and the spare, go. */
-    sl_list_seg *seg = atomic_load_explicit(&q->oldest, memory_order_relaxed);
-    while (seg) {
-        sl_list_seg *next = atomic_load_explicit(&seg->next, memory_order_relaxed);
-        seg_free(q, seg);
-        seg = next;
-    }
-    sl_list_seg *spare = atomic_load_explicit(&q->spare, memory_order_relaxed);
-    if (spare)
-        seg_free(q, spare);
-    atomic_store_explicit(&q->spare, NULL, memory_order_relaxed);
-    atomic_store_explicit(&q->oldest, NULL, memory_order_relaxed);
-    atomic_store_explicit(&q->head, NULL, memory_order_relaxed);
-    atomic_store_explicit(&q->tail, NULL, memory_order_relaxed);
-}

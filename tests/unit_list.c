@@ -754,7 +754,7 @@ static void *churn_segments(void *p)
 
 /* A fork while another thread reclaims: the child must still free. First
  * by hand, the list's reclaim flag raised as a thread of this process
- * raises it (a fork-generation-0 holder, list.c reclaim_begin), so the
+ * raises it (a fork-generation-0 holder, list_segs.c reclaim_begin), so the
  * child surely starts with it raised; then for real, forks taken while a
  * thread crosses segments, which land inside its reclaim (membarrier and
  * all) most of the time on two cores, and sometimes between a segment's

@@ -67,7 +67,7 @@ extern SL_ATOMIC(uint64_t) sl__epoch_global;
 /* fork children this process descends from, counted in each child by the
  * library's fork handler (0 in a process that no fork made). A flag held
  * by a thread of an earlier generation is held by a thread this process
- * does not have (channels/list.c, the reclaim flag). */
+ * does not have (channels/list_segs.c, the reclaim flag). */
 extern SL_ATOMIC(unsigned) sl__epoch_forks;
 extern _Thread_local sl_epoch_rec *sl__epoch_self __attribute__((tls_model("initial-exec")));
 

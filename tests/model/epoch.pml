@@ -1,7 +1,7 @@
 /*
  * tests/model/epoch.pml — the epoch records' announcement against a
- * reclaimer's scan (internal/epoch.h, channels/epoch.c, channels/list.c's
- * reclaim) under x86-TSO, in both barrier modes: asymmetric (the
+ * reclaimer's scan (internal/epoch.h, channels/epoch.c, channels/list_segs.c's
+ * sl__list_reclaim) under x86-TSO, in both barrier modes: asymmetric (the
  * announcement a plain store and a compiler barrier, the scan after a
  * membarrier; what runs in production) and fenced (a seq_cst fence on both
  * sides, where membarrier is unavailable).

@@ -1,7 +1,10 @@
 /*
  * tests/model/list.pml — SL_LIST's slots and segments (channels/list.c:
  * push_locked, push_grow, pop_locked, pop_advance, pop_sees_empty, pop_take,
- * pop_wait_or_poison; sl_list_len at rest), against ghost bookkeeping.
+ * pop_wait_or_poison; sl_list_len at rest; and from channels/list_segs.c
+ * the spare's steps, seg_get, take_spare and seg_put here for its
+ * sl__list_seg_get, sl__list_take_spare and sl__list_seg_put), against
+ * ghost bookkeeping.
  *
  * Memory model. Promela interleaves whole statements: sequential
  * consistency. The C code's counter and state accesses are seq_cst but for

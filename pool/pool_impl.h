@@ -11,20 +11,24 @@
  *                  look, a key's next job, the floor, poking the control
  *                  thread
  *   pool_submit.c  submitting: the `pending` reservation, back-pressure, keys
- *   pool_worker.c  a worker thread: spawn, take, run, search, park, retire, die
+ *   pool_worker.c  a worker thread: spawn, take, run, leave, die
+ *   pool_park.c    a worker out of work: search, park, retire
  *   pool_ctl.c     the control thread: spawns, joins, sweeps, completes commands
  *   pool.c         new/free, the commands, waits, stats
  *
  * The files are layered: each calls only files below it, skipping levels
  * where it needs to (pool.c also calls the worker file, the core and the
- * bottom row; the control thread the core, the queue and the key table),
- * so the call graph between them has no cycle:
+ * bottom row; the control thread the core, the queue and the key table;
+ * the worker file the core and the bottom row), so the call graph between
+ * them has no cycle:
  *
  *                 pool.c              starts the control thread, the first workers
  *                   |
  *               pool_ctl.c            starts the other workers (sl__pool_spawn)
  *                   |
- *             pool_worker.c   pool_submit.c
+ *             pool_worker.c
+ *                   |
+ *              pool_park.c    pool_submit.c
  *                      \        /
  *                     pool_core.c
  *                     /    |     \
@@ -536,6 +540,17 @@ bool sl__pool_more_work(void *pool);
 sl_status sl__pool_push(sl_pool *p, const sl_job *job);
 /* The job holding key is over: queues the key's next job, if any. */
 void sl__pool_key_done(sl_pool *p, uint64_t key);
+
+/* ---- a worker out of work (pool_park.c) ---------------------------------- */
+
+/* Whether the worker is to leave now (every worker is to, or there are more
+ * than the target), counted out of `live` if so; SL__END_NONE otherwise. */
+enum sl__pool_end sl__pool_exit_due(sl__pool_worker *w);
+/* Searches for work as a searcher (idle.h): true when work appeared. */
+bool sl__pool_search(sl__pool_worker *w);
+/* Parks in the worker's idle slot; SL__END_RETIRED if it retired at the
+ * idle deadline, else SL__END_NONE. */
+enum sl__pool_end sl__pool_park(sl__pool_worker *w);
 
 /* ---- the worker threads (pool_worker.c) ---------------------------------- */
 

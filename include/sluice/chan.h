@@ -54,7 +54,12 @@
  * the drop function, or to the caller with sl_chan_send_evict. (*) Without
  * condition for messages of at most 8 bytes; for larger ones while fewer than
  * SL_RING_SPARE operations hold a slot at once, beyond which a send yields
- * until one of them is done (sluice/ring.h). SL_TIMER channels (after, tick,
+ * until one of them is done (sluice/ring.h). The drop function a displacing
+ * send calls runs inside that send: until it returns, the send is in flight,
+ * so after a close the receivers answer SL_EMPTY, not SL_CLOSED (a drop
+ * function must not wait for them), and, over 8 bytes, the displaced
+ * message's slot counts toward SL_RING_SPARE, once more for each send the
+ * drop function makes into the same ring. SL_TIMER channels (after, tick,
  * never) carry uint64_t fire instants from the clock and refuse sends
  * (sluice/timer.h). SL_BROADCAST hands every message to every subscriber
  * (sl_chan_subscribe, sluice/broadcast.h); a subscriber that falls more than

@@ -6,8 +6,10 @@
  * uint64_t (elem_size 8), the CLOCK_MONOTONIC instant in nanoseconds (the
  * clock of sl_now_ns) at which that fire was due — its scheduled instant,
  * not the (later) instant it was received. Receive it with every receive
- * form of the façade (sl_chan_recv, sl_chan_try_recv, sl_chan_recv_for,
- * sl_chan_try_recv_n) and use it as a receive case of sl_select, so that a
+ * form of the façade (sl_chan_recv, sl_chan_try_recv, sl_chan_recv_for and
+ * the batch forms sl_chan_try_recv_n, sl_chan_recv_n, sl_chan_recv_n_for,
+ * which take one message at a time from a timer, as at most one is pending)
+ * and use it as a receive case of sl_select, so that a
  * loop can wait on work, a ticker and a deadline at once:
  *
  *   sl_chan *tick, *deadline;

@@ -80,21 +80,6 @@ static inline sl_status shared_empty(sl_chan *ch)
     return SL_EMPTY;
 }
 
-/* Debug builds: the misuse word of an SL_SPSC side lives in the segment,
- * where a process killed inside an operation would leave it set and make
- * every later one abort: a shared channel clears it first (so its misuse
- * check is off; sluice/shm.h). */
-static inline void spsc_shared_side(sl_chan *ch, int side)
-{
-#if SL_DEBUG_CHECKS
-    /* Relaxed: only the misuse check reads it. */
-    atomic_store_explicit(side ? &ch->q.spsc.cons.active : &ch->q.spsc.prod.active, 0u,
-                          memory_order_relaxed);
-#else
-    (void)ch, (void)side;
-#endif
-}
-
 /* SL_SPSC across processes: the flag mark, the unmark and the pop are
  * ordered by the shared channels' fence (sl__shm_fence): a compiler barrier
  * where every waiter issues the global expedited membarrier, else a real
@@ -102,13 +87,11 @@ static inline void spsc_shared_side(sl_chan *ch, int side)
 static inline sl_status spsc_shared_push(sl_chan *ch, const void *elem, sl_visit_fn displaced,
                                          void *ctx)
 {
-    spsc_shared_side(ch, 0);
     return sl__spsc_push_in(&ch->q.spsc, &ch->geom.spsc, elem);
 }
 
 static inline sl_status spsc_shared_pop(sl_chan *ch, void *out)
 {
-    spsc_shared_side(ch, 1);
     if (sl__spsc_pop_in(&ch->q.spsc, &ch->geom.spsc, out) != SL_OK)
         return shared_empty(ch);
     store_load_fence(true); /* head store before the notify's waiter load */
@@ -117,13 +100,11 @@ static inline sl_status spsc_shared_pop(sl_chan *ch, void *out)
 
 static inline size_t spsc_shared_push_n(sl_chan *ch, const void *elems, size_t n)
 {
-    spsc_shared_side(ch, 0);
     return sl__spsc_push_n_in(&ch->q.spsc, &ch->geom.spsc, elems, n); /* fenced by the unmark */
 }
 
 static inline size_t spsc_shared_pop_n(sl_chan *ch, void *out, size_t n)
 {
-    spsc_shared_side(ch, 1);
     size_t k = sl__spsc_pop_n_in(&ch->q.spsc, &ch->geom.spsc, out, n);
     store_load_fence(true); /* head store before the notify's waiter load */
 #ifndef SL_MUTANT_SHM_BATCH_NO_LOOK

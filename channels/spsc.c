@@ -104,7 +104,7 @@ static void copy_run(const sl__spsc_geom *s, size_t pos, unsigned char *flat, si
 SL_API size_t sl__spsc_push_n_in(sl_spsc *q, const sl__spsc_geom *g, const void *elems, size_t n)
 {
     sl_spsc_side *p = &q->prod;
-    sl__spsc_enter(q, p, "producer");
+    sl__spsc_enter(q, p, g, "producer");
     size_t tail = atomic_load_explicit(&p->index, memory_order_relaxed);
     size_t room = g->capacity - (tail - p->peer_cache);
     if (room < n) {
@@ -129,14 +129,14 @@ SL_API size_t sl__spsc_push_n_in(sl_spsc *q, const sl__spsc_geom *g, const void 
         atomic_store_explicit(&p->index, tail + n + 1, memory_order_release); /* planted */
 #endif
     }
-    sl__spsc_leave(p);
+    sl__spsc_leave(p, g);
     return n;
 }
 
 SL_API size_t sl__spsc_pop_n_in(sl_spsc *q, const sl__spsc_geom *g, void *out, size_t n)
 {
     sl_spsc_side *c = &q->cons;
-    sl__spsc_enter(q, c, "consumer");
+    sl__spsc_enter(q, c, g, "consumer");
     size_t head = atomic_load_explicit(&c->index, memory_order_relaxed);
     size_t avail = c->peer_cache - head;
     if (avail < n) {
@@ -153,7 +153,7 @@ SL_API size_t sl__spsc_pop_n_in(sl_spsc *q, const sl__spsc_geom *g, void *out, s
         /* Release: our reads of the n slots complete before the producer reuses them. */
         atomic_store_explicit(&c->index, head + n, memory_order_release);
     }
-    sl__spsc_leave(c);
+    sl__spsc_leave(c, g);
     return n;
 }
 

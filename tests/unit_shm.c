@@ -776,6 +776,54 @@ START_TEST(test_spare_garbage)
 }
 END_TEST
 
+/* A peer that writes into an SL_SPSC segment's debug words (producer_active
+ * at 1200, consumer_active at 1264: docs/shm-layout.md), here without
+ * pause while this process sends and receives: the calls go on, never
+ * abort as a second producer or consumer would in one process (found by
+ * review: a shared channel cleared the word and then checked it, and a
+ * write landing between the two aborted the caller). */
+typedef struct {
+    unsigned char *raw;
+    atomic_bool stop;
+} active_writer;
+
+static void *write_active(void *p)
+{
+    active_writer *w = p;
+    while (!atomic_load_explicit(&w->stop, memory_order_relaxed)) {
+        atomic_store_explicit((_Atomic uint32_t *)(void *)(w->raw + 1200), 1u,
+                              memory_order_relaxed);
+        atomic_store_explicit((_Atomic uint32_t *)(void *)(w->raw + 1264), 1u,
+                              memory_order_relaxed);
+    }
+    return NULL;
+}
+
+START_TEST(test_spsc_debug_words_garbage)
+{
+    sl_chan_opts o = {.flavor = SL_SPSC, .elem_size = 16, .capacity = 4};
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    active_writer w = {.raw = map_raw(sl_chan_shm_fd(ch), 4096)};
+    atomic_init(&w.stop, false);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, write_active, &w), 0);
+    unsigned char msg[4 * 16], out[4 * 16];
+    sl_test_seq_fill(msg, sizeof msg, 3);
+    for (int i = 0; i < 200000; i++) {
+        ck_assert_int_eq(sl_chan_try_send(ch, msg), SL_OK);
+        ck_assert_int_eq(sl_chan_try_recv(ch, out), SL_OK);
+        ck_assert_uint_eq(sl_chan_try_send_n(ch, msg, 4), 4);
+        ck_assert_uint_eq(sl_chan_try_recv_n(ch, out, 4), 4);
+    }
+    atomic_store(&w.stop, true);
+    pthread_join(t, NULL);
+    ck_assert_mem_eq(out, msg, sizeof msg);
+    munmap(w.raw, 4096);
+    sl_chan_free(ch);
+}
+END_TEST
+
 /* The swap form's slots at rest, read from the segment: each of the
  * 2 x cap once, in a cell or a free spare entry, and no entry held. */
 static void check_slots_whole(int fd, size_t esz, size_t cap, unsigned k, int round)
@@ -4238,6 +4286,7 @@ static Suite *shm_suite(void)
     tcase_add_loop_test(tc, test_open_unsealed, 0, N_OF(k_cfg));
     tcase_add_test(tc, test_short_segment);
     tcase_add_test(tc, test_spare_garbage);
+    tcase_add_test(tc, test_spsc_debug_words_garbage);
     tcase_add_test(tc, test_spares_all_lost);
     tcase_add_loop_test(tc, test_spares_of_the_dead, 0, 4);
     tcase_add_loop_test(tc, test_garbage, 0, N_OF(k_cfg));

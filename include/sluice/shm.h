@@ -161,8 +161,9 @@
  *    futex wake, and a dead sender's mark after a close, are found by the
  *    waiters themselves: a thread parked on a shared channel wakes every
  *    SL_SHM_LOOK_MS (50 ms) to look again (a few microseconds of CPU each);
- *  - the debug builds' SL_SPSC misuse check is off on a shared channel (its
- *    word would stay set by a killed process and abort the survivors).
+ *  - the debug builds' SL_SPSC misuse check is off on a shared channel: its
+ *    word, in the segment, would stay set by a killed process, and a peer
+ *    may write it at any moment; neither aborts anybody.
  * "The last sender is gone": a handle registered with sl_chan_shm_sender
  * counts as a sender until it is freed or its process dies; once senders
  * were registered and none is left, the channel closes itself (so its

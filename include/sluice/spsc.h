@@ -104,22 +104,37 @@ SL_API void sl__spsc_misuse(const sl_spsc *q, const char *side);
 /* The inline definitions name their parameters and locals sl_*_, as
  * SL_CHAN_TYPED does (sluice/chan.h): a program's file-scope `q` or `tail`
  * declared before this header is not shadowed (-Wshadow). */
-static inline void sl__spsc_enter(sl_spsc *sl_q_, sl_spsc_side *sl_side_, const char *sl_name_)
+/* The debug builds' misuse check runs on the ring's own operations only,
+ * those that pass the side's own geometry. A channel in shared memory
+ * passes its handle's: its `active` words lie in the segment, where a peer
+ * process may write anything at any moment, and a check there would let
+ * such a write (or a process killed inside an operation) abort this one
+ * (sluice/shm.h). */
+static inline void sl__spsc_enter(sl_spsc *sl_q_, sl_spsc_side *sl_side_,
+                                  const sl__spsc_geom *sl_g_, const char *sl_name_)
 {
 #if SL_DEBUG_CHECKS
+#ifndef SL_MUTANT_SHM_SPSC_PEER_ABORTS /* planted bug when defined: checked in the segment */
+    if (sl_g_ != &sl_side_->geom)
+        return;
+#endif
     if (atomic_exchange_explicit(&sl_side_->active, 1u, memory_order_acquire) != 0)
         sl__spsc_misuse(sl_q_, sl_name_);
 #else
-    (void)sl_q_, (void)sl_side_, (void)sl_name_;
+    (void)sl_q_, (void)sl_side_, (void)sl_g_, (void)sl_name_;
 #endif
 }
 
-static inline void sl__spsc_leave(sl_spsc_side *sl_side_)
+static inline void sl__spsc_leave(sl_spsc_side *sl_side_, const sl__spsc_geom *sl_g_)
 {
 #if SL_DEBUG_CHECKS
+#ifndef SL_MUTANT_SHM_SPSC_PEER_ABORTS
+    if (sl_g_ != &sl_side_->geom)
+        return;
+#endif
     atomic_store_explicit(&sl_side_->active, 0u, memory_order_release);
 #else
-    (void)sl_side_;
+    (void)sl_side_, (void)sl_g_;
 #endif
 }
 
@@ -130,7 +145,7 @@ static inline sl_status sl__spsc_push_in(sl_spsc *sl_q_, const sl__spsc_geom *sl
                                          const void *sl_elem_)
 {
     sl_spsc_side *sl_p_ = &sl_q_->prod;
-    sl__spsc_enter(sl_q_, sl_p_, "producer");
+    sl__spsc_enter(sl_q_, sl_p_, sl_g_, "producer");
     /* Relaxed: only this thread writes the tail. */
     size_t sl_tail_ = atomic_load_explicit(&sl_p_->index, memory_order_relaxed);
     if (sl_tail_ - sl_p_->peer_cache >= sl_g_->capacity) {
@@ -144,7 +159,7 @@ static inline sl_status sl__spsc_push_in(sl_spsc *sl_q_, const sl__spsc_geom *sl
 #else
         if (sl_tail_ - sl_p_->peer_cache >= sl_g_->capacity) {
 #endif
-            sl__spsc_leave(sl_p_);
+            sl__spsc_leave(sl_p_, sl_g_);
             return SL_FULL;
         }
     }
@@ -153,7 +168,7 @@ static inline sl_status sl__spsc_push_in(sl_spsc *sl_q_, const sl__spsc_geom *sl
     SL_FI();
     /* Release: the message bytes are visible before the consumer sees the new tail. */
     atomic_store_explicit(&sl_p_->index, sl_tail_ + 1, memory_order_release);
-    sl__spsc_leave(sl_p_);
+    sl__spsc_leave(sl_p_, sl_g_);
     return SL_OK;
 }
 
@@ -161,7 +176,7 @@ static inline sl_status sl__spsc_push_in(sl_spsc *sl_q_, const sl__spsc_geom *sl
 static inline sl_status sl__spsc_pop_in(sl_spsc *sl_q_, const sl__spsc_geom *sl_g_, void *sl_out_)
 {
     sl_spsc_side *sl_c_ = &sl_q_->cons;
-    sl__spsc_enter(sl_q_, sl_c_, "consumer");
+    sl__spsc_enter(sl_q_, sl_c_, sl_g_, "consumer");
     size_t sl_head_ = atomic_load_explicit(&sl_c_->index, memory_order_relaxed);
     if (sl_head_ == sl_c_->peer_cache) {
         SL_FI();
@@ -169,7 +184,7 @@ static inline sl_status sl__spsc_pop_in(sl_spsc *sl_q_, const sl__spsc_geom *sl_
          * message bytes are visible before we read them. */
         sl_c_->peer_cache = atomic_load_explicit(&sl_q_->prod.index, memory_order_acquire);
         if (sl_head_ == sl_c_->peer_cache) {
-            sl__spsc_leave(sl_c_);
+            sl__spsc_leave(sl_c_, sl_g_);
             return SL_EMPTY;
         }
     }
@@ -178,7 +193,7 @@ static inline sl_status sl__spsc_pop_in(sl_spsc *sl_q_, const sl__spsc_geom *sl_
     SL_FI();
     /* Release: our read of the slot completes before the producer may reuse it. */
     atomic_store_explicit(&sl_c_->index, sl_head_ + 1, memory_order_release);
-    sl__spsc_leave(sl_c_);
+    sl__spsc_leave(sl_c_, sl_g_);
     return SL_OK;
 }
 

@@ -76,7 +76,7 @@
 #define S_HEAD 1216u      /* SL_SPSC head; SL_MPMC head */
 #define S_FREE_TAIL 1224u /* SL_MPMC; SL_SPSC: head_cache */
 #define S_STARVED 1192u   /* SL_MPMC swap form: the starved word (4 bytes) */
-#define S_SPSC_ACTIVE_P 1200u
+#define S_SPSC_ACTIVE_P 1200u /* unused in a segment: any value, no effect */
 #define S_SPSC_ACTIVE_C 1264u
 
 /* The hostile-peer limit (sluice/shm.h: "keep a call on that channel
@@ -537,9 +537,7 @@ static size_t shm_field(shm_run *r, fz_in *in, size_t *width)
     case 3: *width = 4; return S_IN_FLIGHT + 64 * (i % 16);
     case 4:
     case 5: return shm_counter_at[i % 4];
-    case 6: /* SL_SPSC's debug `active` words: a debug build's misuse check aborts */
-        if (!r->mpmc && SL_DEBUG_CHECKS)
-            return shm_counter_at[i % 4];
+    case 6: /* SL_SPSC's debug `active` words: never read in a segment */
         *width = 4;
         return i & 1 ? S_SPSC_ACTIVE_C : S_SPSC_ACTIVE_P;
     case 7:
@@ -562,23 +560,16 @@ static size_t shm_field(shm_run *r, fz_in *in, size_t *width)
     }
 }
 
-static bool shm_debug_word(const shm_run *r, size_t off)
-{
-    return !r->mpmc && SL_DEBUG_CHECKS && off + 8 > S_SPSC_ACTIVE_P &&
-           (off < S_SPSC_ACTIVE_P + 4 || (off + 8 > S_SPSC_ACTIVE_C && off < S_SPSC_ACTIVE_C + 4));
-}
-
 static void shm_poke(shm_run *r, fz_in *in)
 {
     size_t off = (fz_byte(in) | (size_t)fz_byte(in) << 8) % r->size;
     unsigned kind = fz_byte(in);
     if (kind % 8 == 7) { /* one byte, anywhere */
-        if (!shm_debug_word(r, off & ~(size_t)7))
-            shm_put(r, off, fz_byte(in), 1);
+        shm_put(r, off, fz_byte(in), 1);
         return;
     }
     off &= ~(size_t)7;
-    if (off + 8 <= r->size && !shm_debug_word(r, off))
+    if (off + 8 <= r->size)
         shm_put(r, off, shm_value(r, in, shm_word(r, off), kind), 8);
 }
 
@@ -605,8 +596,7 @@ static void shm_garbage(shm_run *r, fz_in *in)
             continue;
         if (how & 8)
             v %= 2 * r->lap; /* small: near the counters' and stamps' range */
-        if (!shm_debug_word(r, off))
-            shm_put(r, off, v, 8);
+        shm_put(r, off, v, 8);
     }
 }
 

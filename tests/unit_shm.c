@@ -682,6 +682,50 @@ static int copy_segment(int fd, unsigned flags)
     return copy;
 }
 
+/* Descriptors a peer may pass that are no channel's segment, or that this
+ * process could not map writable: each refused with SL_EINVAL, and none
+ * leaves a descriptor or a mapping behind. */
+static int count_lines(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    int n = 0, c;
+    while ((c = fgetc(f)) != EOF)
+        n += c == '\n';
+    fclose(f);
+    return n;
+}
+
+START_TEST(test_open_odd_descriptors)
+{
+    sl_chan_opts o = {.flavor = SL_MPMC, .elem_size = 64, .capacity = 10};
+    sl_chan *ch;
+    ck_assert_int_eq(sl_chan_shm_create(&ch, NULL, &o, 0), SL_OK);
+    int fd = sl_chan_shm_fd(ch), p[2], sv[2];
+    char self[40];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    ck_assert_int_eq(pipe(p), 0);
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    int sealed_copy = copy_segment(fd, MFD_ALLOW_SEALING);
+    ck_assert_int_eq(fcntl(sealed_copy, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_FUTURE_WRITE), 0);
+    int odd[] = {open("/tmp", O_RDONLY | O_DIRECTORY), p[0], p[1], sv[0],
+                 open(self, O_RDONLY), open(self, O_PATH), open("/dev/zero", O_RDWR),
+                 sealed_copy};
+    int maps = count_lines("/proc/self/maps"), fds = open_fds();
+    for (size_t i = 0; i < N_OF(odd); i++) {
+        ck_assert_int_ge(odd[i], 0);
+        ck_assert_msg(open_with(odd[i], SL_MPMC, 64, 0) == SL_EINVAL, "descriptor %zu opened", i);
+    }
+    ck_assert_int_eq(open_with(1 << 30, SL_MPMC, 64, 0), SL_EINVAL); /* never open */
+    ck_assert_int_eq(count_lines("/proc/self/maps"), maps);
+    ck_assert_int_eq(open_fds(), fds);
+    for (size_t i = 0; i < N_OF(odd); i++)
+        close(odd[i]);
+    close(sv[1]);
+    sl_chan_free(ch);
+}
+END_TEST
+
 /* A descriptor with no name must be sealed against shrinking: the peer that
  * passed it could truncate it under the opener's mapping (SIGBUS) otherwise.
  * The same segment's bytes, in memfds sealed in different ways. */
@@ -4283,6 +4327,7 @@ static Suite *shm_suite(void)
     tcase_add_test(tc, test_create_without_space);
     tcase_add_loop_test(tc, test_use_refusals, 0, N_OF(k_cfg));
     tcase_add_test(tc, test_open_refusals);
+    tcase_add_test(tc, test_open_odd_descriptors);
     tcase_add_loop_test(tc, test_open_unsealed, 0, N_OF(k_cfg));
     tcase_add_test(tc, test_short_segment);
     tcase_add_test(tc, test_spare_garbage);

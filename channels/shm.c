@@ -478,19 +478,20 @@ static sl_status open_owned(sl_chan **out, int fd, const sl_chan_opts *expect)
 }
 
 /* Whether no holder of fd can shrink its file under this process's mapping
- * (SIGBUS on the next access) without a name to its door: a file with no
- * name (a memfd, or an unlinked object) must be sealed against shrinking,
- * as every memfd sl_chan_shm_create makes is, since the peer that passed it
- * could truncate it otherwise. A named object cannot be sealed; it is
- * taken as sl_chan_shm_open takes its name (sluice/shm.h says what a peer
- * with write access can do to it). */
-static bool sealed_or_named(int fd)
+ * (SIGBUS on the next access): sealed against shrinking, as every memfd
+ * sl_chan_shm_create makes is. A descriptor comes from a peer, which could
+ * truncate any other file it passes: a memfd it did not seal, and just as
+ * well a file with a name (a named object it made, or any file it can
+ * write), so a name earns no exception; a named object is opened by its
+ * name (sl_chan_shm_open), where sluice/shm.h says what a peer with write
+ * access can do to it. */
+static bool sealed_against_shrinking(int fd)
 {
+#ifdef SL_MUTANT_SHM_NAMED_FD_TRUSTED /* planted bug: a file with a name is mapped unsealed */
     struct stat sb;
-    if (fstat(fd, &sb) != 0)
-        return false;
-    if (sb.st_nlink > 0)
+    if (fstat(fd, &sb) == 0 && sb.st_nlink > 0)
         return true;
+#endif
 #ifdef SL_MUTANT_SHM_UNSEALED_FD
     return true; /* planted bug: a peer's unsealed memfd is mapped */
 #endif
@@ -505,7 +506,7 @@ SL_API sl_status sl_chan_shm_open_fd(sl_chan **out, int fd, const sl_chan_opts *
     int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
     if (own < 0)
         return errno_status();
-    if (!sealed_or_named(own)) {
+    if (!sealed_against_shrinking(own)) {
         close(own);
         errno = EPERM;
         return SL_EINVAL;

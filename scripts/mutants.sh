@@ -187,6 +187,7 @@ mutants=(
 "SHM_WATCH_SEEN_ON_SUCCESS|default|unit_shm|CK_RUN_CASE=fd||1|0|the watcher acknowledges a change of its list only after a rebuild that found memory: a free of a watched channel waits as long as the watcher's allocation fails"
 "CHANFD_PRIVATE_BARRIER|default|unit_shm|CK_RUN_CASE=barrier||1|0|a shared channel's event-loop descriptor counts itself in the segment's selectors behind the process's own barrier alone: a send in another process, compiler-ordered in an asymmetric segment, can miss it while the loop's re-arm misses the send"
 "SHM_SPSC_PEER_ABORTS|asan|unit_shm|CK_RUN_CASE=refusals||1|0|a shared SL_SPSC channel runs the debug builds' misuse check on the \`active\` words in the segment, so a peer's write of a nonzero there aborts a process that sends or receives"
+"SHM_NAMED_FD_TRUSTED|default|unit_shm|CK_RUN_CASE=refusals||1|0|\`sl_chan_shm_open_fd\` maps an unsealed file that has a name (a file in /tmp, a named object), which the peer that passed it could truncate as well (SIGBUS on the next access)"
 "SHM_UNSEALED_FD|default|unit_shm|CK_RUN_CASE=refusals||1|0|\`sl_chan_shm_open_fd\` maps a memfd that is not sealed against shrinking, which the peer that passed it could truncate under the mapping (SIGBUS on the next access)"
 "SELECT_BIASED_SHUFFLES|default|unit_select|CK_RUN_CASE=biased||1|1|biased select shuffles its cases like the fair one"
 "SELECT_ARM_ONCE|default|unit_select|CK_RUN_CASE=blocking||1|0|select arms the bell at its first re-check only, not after a wake that found nothing"

@@ -726,9 +726,9 @@ START_TEST(test_open_odd_descriptors)
 }
 END_TEST
 
-/* A descriptor with no name must be sealed against shrinking: the peer that
- * passed it could truncate it under the opener's mapping (SIGBUS) otherwise.
- * The same segment's bytes, in memfds sealed in different ways. */
+/* A descriptor must be sealed against shrinking: the peer that passed it
+ * could truncate it under the opener's mapping (SIGBUS) otherwise. The same
+ * segment's bytes, in memfds sealed in different ways and in named files. */
 START_TEST(test_open_unsealed)
 {
     sl_chan_opts o = opts_of(_i, 10);
@@ -751,14 +751,36 @@ START_TEST(test_open_unsealed)
     ck_assert_int_eq(open_with(copy, o.flavor, o.elem_size, 10), SL_EINVAL);
     close(copy);
     sl_chan_free(ch);
-    /* A named object's descriptor opens while it has its name, and is a
-     * file with no name like any other once unlinked. */
+    /* A file with a name is no safer: the peer that passes one it made can
+     * truncate it as well (found by review: a linked file was taken as a
+     * named object, so a peer refused its unsealed memfd passed a file in
+     * /tmp instead, truncated it, and the opener died of SIGBUS). A named
+     * object's descriptor is refused with or without its name; the name
+     * opens it. */
     const char *name = test_name();
     sl_chan_shm_unlink(name); /* a leftover of a killed run */
     ck_assert_int_eq(sl_chan_shm_create(&ch, name, &o, 0), SL_OK);
-    ck_assert_int_eq(open_with(sl_chan_shm_fd(ch), o.flavor, o.elem_size, 10), SL_OK);
+    errno = 0;
+    ck_assert_int_eq(open_with(sl_chan_shm_fd(ch), o.flavor, o.elem_size, 10), SL_EINVAL);
+    ck_assert_int_eq(errno, EPERM);
+    sl_chan *by_name;
+    ck_assert_int_eq(sl_chan_shm_open(&by_name, name, &o), SL_OK);
+    sl_chan_free(by_name);
     ck_assert_int_eq(sl_chan_shm_unlink(name), SL_OK);
     ck_assert_int_eq(open_with(sl_chan_shm_fd(ch), o.flavor, o.elem_size, 10), SL_EINVAL);
+    char path[] = "/tmp/sluice-unit-shm-XXXXXX";
+    int file = mkstemp(path);
+    ck_assert_int_ge(file, 0);
+    struct stat sb;
+    ck_assert_int_eq(fstat(sl_chan_shm_fd(ch), &sb), 0);
+    unsigned char *raw = map_raw(sl_chan_shm_fd(ch), (size_t)sb.st_size);
+    ck_assert_int_eq(pwrite(file, raw, (size_t)sb.st_size, 0), sb.st_size);
+    munmap(raw, (size_t)sb.st_size);
+    errno = 0;
+    ck_assert_int_eq(open_with(file, o.flavor, o.elem_size, 10), SL_EINVAL);
+    ck_assert_int_eq(errno, EPERM);
+    unlink(path);
+    close(file);
     sl_chan_free(ch);
 }
 END_TEST

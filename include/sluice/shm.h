@@ -84,8 +84,9 @@
  * to a few laps of the ring, close it, or make it read /proc for the pids
  * it names) but never makes this process read or write outside the segment or call
  * through a pointer read from it. A memfd is sealed against shrinking and
- * growing, and sl_chan_shm_open_fd refuses a file with no name that is
- * not sealed against shrinking, so no peer can pass one it could truncate;
+ * growing, and sl_chan_shm_open_fd refuses any file that is not sealed
+ * against shrinking, so no peer can pass one it could truncate (a file
+ * with a name, which it could truncate as well, included);
  * a named object cannot be sealed, so a peer with write access that
  * truncates it makes this process's next access fault (SIGBUS): prefer the
  * memfd where peers are not trusted. The layout is
@@ -240,16 +241,18 @@ SL_API sl_status sl_chan_shm_create(sl_chan **out, const char *name, const sl_ch
  * expected, or smaller than its geometry needs, or a drop function, or in
  * asymmetric barrier mode while this process cannot issue
  * membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) (see "Barriers" above), or
- * a file with no name (a memfd, or a named object already unlinked) that
- * is not sealed against shrinking (F_SEAL_SHRINK; errno EPERM): whoever
- * passed it could truncate it under this process's mapping. Every memfd
- * sl_chan_shm_create makes is sealed;
+ * a file that is not sealed against shrinking (F_SEAL_SHRINK; errno
+ * EPERM): whoever passed it could truncate it under this process's
+ * mapping. Every memfd sl_chan_shm_create makes is sealed; a named object
+ * cannot be, so its descriptor is refused too: open it by name
+ * (sl_chan_shm_open);
  * SL_ENOMEM when out of memory or descriptors. */
 SL_API sl_status sl_chan_shm_open_fd(sl_chan **out, int fd, const sl_chan_opts *expect);
 
 /* sl_chan_shm_open_fd for the named object `name` (made by
- * sl_chan_shm_create), opened read-write: SL_EINVAL also for a name not of
- * the create's form, or one that does not exist or the caller may not
+ * sl_chan_shm_create), opened read-write, less the seal, which a named
+ * object cannot have (see "Security" above): SL_EINVAL also for a name not
+ * of the create's form, or one that does not exist or the caller may not
  * open (errno says which). */
 SL_API sl_status sl_chan_shm_open(sl_chan **out, const char *name, const sl_chan_opts *expect);
 

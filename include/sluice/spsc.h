@@ -103,8 +103,9 @@ SL_API void sl__spsc_misuse(const sl_spsc *q, const char *side);
 #ifndef __cplusplus
 /* The inline definitions name their parameters and locals sl_*_, as
  * SL_CHAN_TYPED does (sluice/chan.h): a program's file-scope `q` or `tail`
- * declared before this header is not shadowed (-Wshadow). */
-/* The debug builds' misuse check runs on the ring's own operations only,
+ * declared before this header is not shadowed (-Wshadow).
+ *
+ * The debug builds' misuse check runs on the ring's own operations only,
  * those that pass the side's own geometry. A channel in shared memory
  * passes its handle's: its `active` words lie in the segment, where a peer
  * process may write anything at any moment, and a check there would let

@@ -77,6 +77,12 @@
  * run, once one worker is left, in the order of their workers' slots (its
  * own first), not in the order they were taken.
  *
+ * After fork(), the child has none of a pool's threads (its workers, its
+ * control thread), only the thread that forked: a pool made before the
+ * fork must not be used in the child, sl_pool_free included. Its submits
+ * there would be accepted and never run nor reach on_discard, its commands
+ * would never complete, and its waits would not return.
+ *
  * Concurrency:
  *   | operation                          | may run concurrently with          |
  *   |------------------------------------|------------------------------------|

@@ -301,10 +301,29 @@ SL_API sl_status sl_exec_new(sl_exec **out, const sl_exec_opts *opts)
     return SL_OK;
 }
 
+/* The process-wide executor (sl_exec_global). Atomic: sl_exec_free
+ * compares against it on any thread, also while another creates it. */
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static SL_ATOMIC(sl_exec *) global_exec;
+
+/* Whether free must leave ex alone: from one of its own tasks it would wait
+ * for itself forever, and the global executor is never freed, since
+ * sl_exec_global would go on returning it. Relaxed: a caller holding the
+ * global got it through pthread_once; any other ex differs from whatever
+ * the load sees. */
+static bool free_refused(const sl_exec *ex)
+{
+#ifndef SL_MUTANT_EXEC_FREE_GLOBAL /* planted bug when defined: the global may be freed */
+    if (ex == atomic_load_explicit(&global_exec, memory_order_relaxed))
+        return true;
+#endif
+    return sl__exec_worker_of(ex) || sl__exec_foreign_helping(ex);
+}
+
 SL_API void sl_exec_free(sl_exec *ex)
 {
-    if (!ex || sl__exec_worker_of(ex) || sl__exec_foreign_helping(ex))
-        return; /* from one of its own tasks it would wait for itself forever */
+    if (!ex || free_refused(ex))
+        return;
     exec_stop(ex);
 }
 
@@ -313,18 +332,17 @@ SL_API unsigned sl_exec_threads(const sl_exec *ex)
     return ex ? ex->nworkers : 0;
 }
 
-static pthread_once_t global_once = PTHREAD_ONCE_INIT;
-static sl_exec *global_exec;
-
 static void global_create(void)
 {
     sl_exec_opts o = { 0, "sl-global" };
-    if (sl_exec_new(&global_exec, &o) != SL_OK)
-        global_exec = NULL;
+    sl_exec *ex;
+    /* relaxed: pthread_once publishes it to sl_exec_global's callers */
+    atomic_store_explicit(&global_exec, sl_exec_new(&ex, &o) == SL_OK ? ex : NULL,
+                          memory_order_relaxed);
 }
 
 SL_API sl_exec *sl_exec_global(void)
 {
     pthread_once(&global_once, global_create);
-    return global_exec;
+    return atomic_load_explicit(&global_exec, memory_order_relaxed);
 }

@@ -1519,6 +1519,20 @@ START_TEST(test_free_from_inline_scope_task_refused)
 }
 END_TEST
 
+/* The global executor is never freed: sl_exec_global goes on returning it,
+ * so a free of it returns at once, and it keeps working afterwards. */
+START_TEST(test_free_global_refused)
+{
+    sl_exec *g = sl_exec_global();
+    ck_assert_ptr_nonnull(g);
+    unsigned threads = sl_exec_threads(g);
+    sl_exec_free(g);
+    ck_assert_ptr_eq(sl_exec_global(), g);
+    ck_assert_uint_eq(sl_exec_threads(g), threads);
+    ck_assert_int_eq(fib_on(g, 15), fib_serial(15));
+}
+END_TEST
+
 /* ---- an idle executor uses no CPU ---------------------------------------- */
 
 static uint64_t cpu_ns(void)
@@ -1983,6 +1997,7 @@ static Suite *exec_suite(void)
     tcase_add_test(tc, test_free_waits_for_every_task);
     tcase_add_test(tc, test_free_from_own_task_refused);
     tcase_add_test(tc, test_free_from_inline_scope_task_refused);
+    tcase_add_test(tc, test_free_global_refused);
     tcase_add_test(tc, test_idle_uses_no_cpu);
     suite_add_tcase(s, tc);
     return s;

@@ -140,12 +140,14 @@ SL_API sl_status sl_exec_new(sl_exec **out, const sl_exec_opts *opts);
  * scopes); called from a task of ex (on a worker, on a foreign thread
  * helping in sl_sync, or a scope task run on its spawning thread because it
  * could not be queued) it returns at once without freeing anything, since it
- * would wait for itself. Blocking. */
+ * would wait for itself. The global executor (sl_exec_global) is never
+ * freed: given it, this returns at once as well. Blocking. */
 SL_API void sl_exec_free(sl_exec *ex);
 
 /* The process-wide executor, created on first use with one worker per online
- * CPU (pthread_once); never freed. NULL only if it could not be created (out
- * of memory), and then again on every later call. Thread-safe. */
+ * CPU (pthread_once); never freed (sl_exec_free of it does nothing). NULL
+ * only if it could not be created (out of memory), and then again on every
+ * later call. Thread-safe. */
 SL_API sl_exec *sl_exec_global(void);
 
 /* The number of worker threads of ex (0 for NULL). Wait-free. */

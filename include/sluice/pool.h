@@ -22,8 +22,8 @@
  *     once no job is running. Jobs submitted while stopped run after start.
  *   - set_workers(n): the active-worker target, 1 .. max_workers, in the
  *     running or the stopped state. Growing completes when the pool has its
- *     floor of workers (the target, or min_workers when idle workers retire;
- *     more are spawned on demand); shrinking completes when the extra workers
+ *     floor of workers (the target, or, when idle workers retire, min_workers
+ *     if that is lower; more are spawned on demand); shrinking completes when the extra workers
  *     have finished their jobs, run worker_fini and exited.
  *   - reset: stopped state only; every queued job goes to on_discard with
  *     SL_DISCARD_RESET.
@@ -44,12 +44,14 @@
  * after the report.
  *
  * Workers: the pool starts active_workers of them (max_workers by default) —
- * or, when idle workers retire (idle_timeout_ns), min_workers of them, and
- * grows on demand. A submit that finds every worker busy and fewer workers
- * than the target has one more spawned (by the pool's control thread,
- * "<name>/ctl"). Workers above min_workers retire after idle_timeout_ns
- * without work. A worker that dies inside a job (pthread_exit, cancellation)
- * is noticed by the cleanup handler the pool installs around its loop:
+ * or, when idle workers retire (idle_timeout_ns), min_workers of them (the
+ * target if that is lower), and grows on demand. A submit that finds every
+ * worker busy and fewer workers than the target has one more spawned (by
+ * the pool's control thread, "<name>/ctl"). Workers above min_workers
+ * retire after idle_timeout_ns without work; the target caps min_workers
+ * too (a target below it leaves no more than the target's workers, idle or
+ * not). A worker that dies inside a job (pthread_exit, cancellation) is
+ * noticed by the cleanup handler the pool installs around its loop:
  * worker_fini runs, the worker leaves the pool — a replacement is spawned
  * while the live workers are below what the target and the backlog call
  * for — and then, on the dying thread, the job goes to on_discard with
@@ -162,10 +164,11 @@ typedef enum sl_dispatch {
 
 typedef struct sl_pool_opts {
     unsigned max_workers;       /* 0: online CPUs; at most SL_POOL_MAX_WORKERS */
-    unsigned min_workers;       /* kept while idle; at most max_workers */
+    unsigned min_workers;       /* kept while idle, up to the target; at most max_workers */
     unsigned active_workers;    /* initial target; 0: max_workers. Started at once
                                    unless idle_timeout_ns is set: then
-                                   min_workers start and more come on demand */
+                                   min_workers (at most this many) start
+                                   and more come on demand */
     uint64_t idle_timeout_ns;   /* workers above min retire after this; 0: never */
     size_t   queue_capacity;    /* pending bound (back-pressure); 0: unbounded.
                                    Jobs waiting for a busy key count against

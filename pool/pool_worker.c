@@ -381,7 +381,11 @@ static void worker_exit(sl__pool_worker *w, enum sl__pool_end end)
 static void run_fini(sl__pool_worker *w)
 {
     sl_pool *p = w->pool;
+#ifndef SL_MUTANT_POOL_FINI_WITHOUT_INIT /* planted bug when defined */
     if (w->fini_done || !w->init_done)
+#else
+    if (w->fini_done)
+#endif
         return;
     w->fini_done = true; /* before: a fini that dies is not run again */
     if (p->opts.worker_fini)

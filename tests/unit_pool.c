@@ -2783,6 +2783,47 @@ START_TEST(test_retired_worker_dies_in_fini)
 }
 END_TEST
 
+/* A worker that dies in its worker_init (pthread_exit) never had a context:
+ * worker_fini is not run for it. It counts as a death and is replaced, and
+ * the replacement runs the jobs. */
+static atomic_uint g_init_calls, g_fini_of_dead;
+static void *dying_init(unsigned id, void *user)
+{
+    (void)user;
+    if (atomic_fetch_add(&g_init_calls, 1) == 0)
+        pthread_exit(NULL);
+    return (void *)(uintptr_t)(id + 1);
+}
+static void fini_of_init(unsigned id, void *worker_ctx, void *user)
+{
+    (void)user;
+    if (worker_ctx != (void *)(uintptr_t)(id + 1))
+        atomic_fetch_add(&g_fini_of_dead, 1);
+}
+
+START_TEST(test_worker_dies_in_init)
+{
+    begin_test(SUITE, "worker_dies_in_init");
+    atomic_store(&g_init_calls, 0);
+    atomic_store(&g_fini_of_dead, 0);
+    sl_pool_opts o = {.max_workers = 1, .worker_init = dying_init,
+                      .worker_fini = fini_of_init};
+    sl_pool *p = new_pool(&o);
+    atomic_uint ran = 0;
+    for (int i = 0; i < 10; i++)
+        CHECK_MSG(submit_count(p, &ran) == SL_OK, "submit %d", i);
+    CHECK_MSG(sl_pool_wait_idle(p, POOL_SOON_NS) == SL_OK, "not idle: ran %u", atomic_load(&ran));
+    sl_pool_stats s = stats_of(p);
+    CHECK_MSG(atomic_load(&ran) == 10 && s.died == 1 && s.respawned == 1 && s.spawned == 2,
+              "ran %u died %llu respawned %llu spawned %llu, want 10, 1, 1, 2",
+              atomic_load(&ran), ULL(s.died), ULL(s.respawned), ULL(s.spawned));
+    sl_pool_free(p);
+    CHECK_MSG(atomic_load(&g_fini_of_dead) == 0,
+              "worker_fini ran %u time(s) for a worker whose worker_init never returned",
+              atomic_load(&g_fini_of_dead));
+    ASSERT_CLEAN();
+}
+END_TEST
 
 /* ---- review: on_discard of a dead worker's job resubmits to a full bounded
  * pool of one worker ------------------------------------------------------
@@ -3496,6 +3537,7 @@ static Suite *pool_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_reset_full_bounded_pool_resubmit);
     tcase_add_test(tc, test_retired_worker_dies_in_fini);
+    tcase_add_test(tc, test_worker_dies_in_init);
     tcase_add_test(tc, test_unreplaced_death_not_respawned);
     tcase_add_test(tc, test_died_job_resubmit_full_bounded_pool);
     tcase_add_test(tc, test_died_job_then_fini_dies);

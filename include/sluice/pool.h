@@ -23,8 +23,9 @@
  *   - set_workers(n): the active-worker target, 1 .. max_workers, in the
  *     running or the stopped state. Growing completes when the pool has its
  *     floor of workers (the target, or, when idle workers retire, min_workers
- *     if that is lower; more are spawned on demand); shrinking completes when the extra workers
- *     have finished their jobs, run worker_fini and exited.
+ *     if that is lower; more are spawned on demand); shrinking completes
+ *     when the extra workers have finished their jobs, run worker_fini and
+ *     exited.
  *   - reset: stopped state only; every queued job goes to on_discard with
  *     SL_DISCARD_RESET.
  *   - shutdown(SL_DRAIN): every queued job runs (also from the stopped
@@ -96,13 +97,15 @@
  *   |                                    | never from inside a job            |
  *
  * Callbacks (worker_init, worker_fini, on_state, on_discard) run on pool
- * threads and may submit jobs. They must not call sl_pool_free; wait_ready
- * from on_state or on_discard, and wait_idle from a job or a callback, would
- * wait on themselves, and so would wait_ready from a job after that job
- * issued stop, shutdown or a resize that retires its own worker (each
- * completes only once the job is over), and wait_ready from worker_fini of
- * a worker that a resize or shutdown retires (the command completes once
- * that worker has left). A job may submit (a full queue then
+ * threads and may submit jobs. worker_fini runs once for every worker_init
+ * that returned; a worker that dies inside worker_init (no context) gets
+ * none, and counts as a death. Callbacks must not call sl_pool_free;
+ * wait_ready from on_state or on_discard, and wait_idle from a job or a
+ * callback, would wait on themselves, and so would wait_ready from a job
+ * after that job issued stop, shutdown or a resize that retires its own
+ * worker (each completes only once the job is over), and wait_ready from
+ * worker_fini of a worker that a resize or shutdown retires (the command
+ * completes once that worker has left). A job may submit (a full queue then
  * waits for room that other workers make) and issue commands. So may
  * on_discard with SL_DISCARD_WORKER_DIED — also the blocking resubmit of the
  * dead job to a full queue with one worker: the report runs after the dead

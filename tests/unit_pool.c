@@ -2825,6 +2825,44 @@ START_TEST(test_worker_dies_in_init)
 }
 END_TEST
 
+/* A job's wait_ready while sl_pool_free's shutdown is in progress waits on
+ * itself: the shutdown completes only once the job is over (pool.h). With a
+ * timeout it times out, and free then completes. */
+typedef struct ready_in_free {
+    sl_pool *pool;
+    pool_gate gate;
+    _Atomic int got;
+} ready_in_free;
+
+static void wait_ready_job(void *arg, void *ctx)
+{
+    ready_in_free *r = arg;
+    gate_job(&r->gate, ctx);
+    while (sl_pool_ready(r->pool)) /* until free's shutdown has begun */
+        sl_test_sleep_ns(MS);
+    atomic_store(&r->got, (int)sl_pool_wait_ready(r->pool, 50 * MS));
+}
+
+START_TEST(test_job_wait_ready_during_free)
+{
+    begin_test(SUITE, "job_wait_ready_during_free");
+    static ready_in_free r;
+    sl_pool_opts o = {.max_workers = 1};
+    r.pool = new_pool(&o);
+    gate_init(&r.gate);
+    atomic_store(&r.got, -1);
+    CHECK_MSG(sl_pool_submit(r.pool, wait_ready_job, &r) == SL_OK, "submit");
+    CHECK_MSG(gate_wait_entered(&r.gate, 1, POOL_SOON_NS), "the job did not start");
+    gate_open(&r.gate);
+    sl_pool_free(r.pool);
+    CHECK_MSG(atomic_load(&r.got) == SL_TIMEDOUT,
+              "the job's wait_ready during free returned %d, want SL_TIMEDOUT",
+              atomic_load(&r.got));
+    gate_destroy(&r.gate);
+    ASSERT_CLEAN();
+}
+END_TEST
+
 /* ---- review: on_discard of a dead worker's job resubmits to a full bounded
  * pool of one worker ------------------------------------------------------
  *
@@ -3538,6 +3576,7 @@ static Suite *pool_suite(void)
     tcase_add_test(tc, test_reset_full_bounded_pool_resubmit);
     tcase_add_test(tc, test_retired_worker_dies_in_fini);
     tcase_add_test(tc, test_worker_dies_in_init);
+    tcase_add_test(tc, test_job_wait_ready_during_free);
     tcase_add_test(tc, test_unreplaced_death_not_respawned);
     tcase_add_test(tc, test_died_job_resubmit_full_bounded_pool);
     tcase_add_test(tc, test_died_job_then_fini_dies);

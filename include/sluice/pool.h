@@ -103,7 +103,9 @@
  * wait_ready from on_state or on_discard, and wait_idle from a job or a
  * callback, would wait on themselves, and so would wait_ready from a job
  * after that job issued stop, shutdown or a resize that retires its own
- * worker (each completes only once the job is over), and wait_ready from
+ * worker, or while a stop or a shutdown that another thread issued is in
+ * progress — sl_pool_free's included, which then waits for the job for
+ * good (each completes only once the job is over), and wait_ready from
  * worker_fini of a worker that a resize or shutdown retires (the command
  * completes once that worker has left). A job may submit (a full queue then
  * waits for room that other workers make) and issue commands. So may

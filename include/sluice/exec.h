@@ -33,7 +33,7 @@
  * thread that forked: an executor made before the fork, the global one
  * included (sl_exec_global keeps returning it), must not be used in the
  * child. Its spawns there would never run, and its waits and sl_exec_free
- * would wait forever.
+ * (of any but the global, which it leaves alone) would wait forever.
  *
  * Concurrency:
  *   | operation                               | may run concurrently with        |

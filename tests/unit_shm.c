@@ -876,7 +876,7 @@ START_TEST(test_spsc_debug_words_garbage)
     ck_assert_int_eq(pthread_create(&t, NULL, write_active, &w), 0);
     unsigned char msg[4 * 16], out[4 * 16];
     sl_test_seq_fill(msg, sizeof msg, 3);
-    for (int i = 0; i < 200000; i++) {
+    for (int i = 0; i < 40000; i++) {
         ck_assert_int_eq(sl_chan_try_send(ch, msg), SL_OK);
         ck_assert_int_eq(sl_chan_try_recv(ch, out), SL_OK);
         ck_assert_uint_eq(sl_chan_try_send_n(ch, msg, 4), 4);

@@ -361,11 +361,14 @@ bool sl__deadline_passed(uint64_t deadline_ns)
  * again. */
 static sl_status set_sleep(const sl__event_set *s, uint64_t deadline_ns)
 {
-    for (unsigned sleeps = 0;; sleeps++) {
+#ifdef SL_MUTANT_PARK_SLEEPS_PAST_DEADLINE
+    unsigned sleeps = 0; /* planted bug: the first sleep goes unchecked */
+#endif
+    for (;;) {
         if (set_moved(s))
             return SL_OK;
 #ifdef SL_MUTANT_PARK_SLEEPS_PAST_DEADLINE
-        if (sleeps > 0 && sl__deadline_passed(deadline_ns)) /* planted bug: the first sleep unchecked */
+        if (sleeps++ > 0 && sl__deadline_passed(deadline_ns))
 #else
         if (sl__deadline_passed(deadline_ns))
 #endif
@@ -490,7 +493,7 @@ bool sl__await_spin(sl__ready_fn ready, void *ctx, uint64_t deadline_ns, unsigne
             spin_budget = SL_SPIN_TRIES; /* spinning pays here */
             return true;
         }
-        if (deadline_ns != SL_FOREVER && (i & 7) == 7 && sl_now_ns() >= deadline_ns)
+        if ((i & 7) == 7 && sl__deadline_passed(deadline_ns))
             return false;
     }
     /* The spin saw nothing: its partner is slow, or waits for this CPU. */
@@ -511,7 +514,7 @@ bool sl__await_spin(sl__ready_fn ready, void *ctx, uint64_t deadline_ns, unsigne
         }
         /* A yield can give away a whole time slice (milliseconds when the
          * CPU is shared): a timed wait must not pass its deadline by four. */
-        if (deadline_ns != SL_FOREVER && sl_now_ns() >= deadline_ns)
+        if (sl__deadline_passed(deadline_ns))
             return false;
     }
     return false;

@@ -320,7 +320,8 @@ static bool select_ready(void *ctx)
  * comes before its prepare and needs no arm (the re-check after the prepare
  * arms); every later one may be the re-check before a sleep, unless the
  * deadline has passed: no sleep follows such a look (await.h), and the arm's
- * barrier is a membarrier, once per select whose time ran out in its spin. */
+ * heavy barrier (a membarrier where the process's waiters use them) would be
+ * paid once per select whose time ran out in its spin. */
 static bool select_recheck(void *ctx)
 {
     select_ctx *w = ctx;

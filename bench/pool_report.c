@@ -157,7 +157,7 @@ static void print_header(FILE *f, const slp_workload *w, const slp_opts *o)
 }
 
 /* The ratio a workload's target judges (0: none): printed so as not to
- * round onto the target's wrong side (slb_ratio_digits). */
+ * round onto the target's wrong side (slb_verdict_digits). */
 static double target_ratio(const slp_workload *w)
 {
     return w->test == SLP_TPUT ? TPUT_TARGET : w->test == SLP_WAKE ? 1 - PAR_BAND : 0;

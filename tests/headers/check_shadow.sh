@@ -24,7 +24,12 @@ code() {
             if (incomment) { if (d == "*/") { incomment = 0; i += 2 } else i++; continue }
             if (d == "/*") { incomment = 1; i += 2; out = out " "; continue }
             if (d == "//") break
-            if (c == "\"") { i++; while (i <= n && substr($0, i, 1) != "\"") i += substr($0, i, 1) == "\\" ? 2 : 1; i++; out = out " "; continue }
+            if (c == "\"") {
+                i++
+                while (i <= n && substr($0, i, 1) != "\"")
+                    i += substr($0, i, 1) == "\\" ? 2 : 1
+                i++; out = out " "; continue
+            }
             out = out c; i++
         }
         print out

@@ -4123,10 +4123,13 @@ START_TEST(test_barrier_asymmetric)
     unsigned char *words = map_raw(a.fd, 128);
     await_word(words, 48, 1); /* the child is registered on not_empty */
     munmap(words, 128);
-    /* This process parks too: a receive that times out registers and waits. */
+    /* This process parks too: a receive that times out registers and waits.
+     * Long enough that its spin (whose yields can each give away a time
+     * slice on a loaded machine) never uses the whole timeout: a wait whose
+     * deadline passed in its spin makes no registration (await.h). */
     unsigned char buf[MSG_MAX];
     unsigned long before = globals();
-    ck_assert_int_eq(sl_chan_recv_for(ch, buf, 5 * MS), SL_TIMEDOUT);
+    ck_assert_int_eq(sl_chan_recv_for(ch, buf, 100 * MS), SL_TIMEDOUT);
     ck_assert_uint_gt(globals(), before);
     sl_test_seq_fill(buf, o.elem_size, 7);
     ck_assert_int_eq(sl_chan_send(ch, buf), SL_OK);
